@@ -1,0 +1,44 @@
+"""restrictiveness: could this model — or this AI workflow — have fit anything?
+
+Restrictiveness (Fudenberg, Gao & You 2026) measures how well a model class or a black-box
+prediction procedure approximates prediction rules drawn from an economically meaningful
+eligible set, relative to a baseline, as a learning-curve profile over sample sizes.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .constraints import Between, Constraint, Decreasing, Increasing, Simplex
+from .discrepancies import KL, MSE, Discrepancy
+from .domains import Box, Domain, FiniteSet, LinearInequality
+from .exceptions import (
+    BaselineError,
+    CheckpointError,
+    ConfigurationError,
+    ConstraintError,
+    DataError,
+    DomainError,
+    FailureWarning,
+    FormulaError,
+    RestrictivenessError,
+)
+from .formula import parse_formula
+from .kernels import Matern32, Matern52, SquaredExponential
+from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
+from .sample import Sample
+from .truth import EvaluationDistribution, PseudoTruth
+
+__all__ = [
+    "__version__",
+    "Between", "Constraint", "Decreasing", "Increasing", "Simplex",
+    "KL", "MSE", "Discrepancy",
+    "Box", "Domain", "FiniteSet", "LinearInequality",
+    "BaselineError", "CheckpointError", "ConfigurationError", "ConstraintError", "DataError",
+    "DomainError", "FailureWarning", "FormulaError", "RestrictivenessError",
+    "parse_formula",
+    "Matern32", "Matern52", "SquaredExponential",
+    "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
+    "Sample",
+    "EvaluationDistribution", "PseudoTruth",
+]

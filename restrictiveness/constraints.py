@@ -1,0 +1,208 @@
+"""Economic restrictions on prediction rules, as small immutable value objects.
+
+A constraint can
+
+* ``check`` predictions at covariate locations (one flag per observation row),
+* ``repair`` them where the failure protocol of SPEC §6 allows (clip to bounds),
+* ``describe`` itself in words.
+
+Evaluation distributions read the same objects to build eligible pseudo-truths
+(:class:`~restrictiveness.monotone_gp.MonotoneGP`), and the study runner reads them to
+apply the failure protocol, so a restriction is declared once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .exceptions import ConstraintError
+
+__all__ = [
+    "Constraint",
+    "Between",
+    "Increasing",
+    "Decreasing",
+    "Simplex",
+    "column_values",
+]
+
+Bound = float | str
+
+
+def column_values(bound: Bound, X: np.ndarray, columns: Sequence[str]) -> np.ndarray | float:
+    """Resolve a bound that is a number or a column name into values per row of ``X``.
+
+    Parameters
+    ----------
+    bound : float or str
+        A number, or the name of a covariate column.
+    X : ndarray
+        Covariates, observations along the first axis and columns along the last.
+    columns : sequence of str
+        Names of the last axis of ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> column_values("b", np.array([[1.0, 2.0], [3.0, 4.0]]), ("a", "b"))
+    array([2., 4.])
+    """
+    if isinstance(bound, str):
+        try:
+            k = list(columns).index(bound)
+        except ValueError:
+            raise ConstraintError(
+                f"constraint bound {bound!r} is not a covariate; covariates are {list(columns)}"
+            ) from None
+        return np.asarray(X)[..., k]
+    return float(bound)
+
+
+class Constraint:
+    """Base class of restrictions on prediction rules."""
+
+    def check(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        """Boolean flag per observation (first axis): True where the prediction is admissible."""
+        return np.ones(np.shape(pred)[0], dtype=bool)
+
+    def repair(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        """Return predictions moved into the eligible set where that is well defined."""
+        return pred
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Between(Constraint):
+    """Predictions lie between ``lower`` and ``upper`` (numbers or covariate names).
+
+    Repair clips to the bounds, as the failure protocol of SPEC §6 does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Between("z_lo", "z_hi")
+    >>> X = np.array([[0.0, 1.0], [0.2, 0.5]])
+    >>> c.repair(np.array([1.5, 0.1]), X, ("z_lo", "z_hi"))
+    array([1. , 0.2])
+    """
+
+    lower: Bound
+    upper: Bound
+
+    def __post_init__(self) -> None:
+        for name in ("lower", "upper"):
+            v = getattr(self, name)
+            if not isinstance(v, str) and not np.isfinite(float(v)):
+                raise ConstraintError(f"Between: {name} must be a finite number or a column name")
+        if not isinstance(self.lower, str) and not isinstance(self.upper, str):
+            if float(self.lower) > float(self.upper):
+                raise ConstraintError(
+                    f"Between: lower={self.lower} exceeds upper={self.upper}; the eligible set "
+                    "would be empty"
+                )
+
+    def bounds(self, X: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bound per row of ``X``."""
+        n = np.shape(X)[0]
+        lo = np.broadcast_to(column_values(self.lower, X, columns), n)
+        hi = np.broadcast_to(column_values(self.upper, X, columns), n)
+        return lo.astype(float), hi.astype(float)
+
+    def _broadcast(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]):
+        lo, hi = self.bounds(X, columns)
+        shape = (-1,) + (1,) * (np.ndim(pred) - 1)
+        return lo.reshape(shape), hi.reshape(shape)
+
+    def check(self, pred, X, columns):
+        lo, hi = self._broadcast(pred, X, columns)
+        ok = (pred >= lo) & (pred <= hi)
+        return ok.reshape(ok.shape[0], -1).all(axis=1)
+
+    def repair(self, pred, X, columns):
+        lo, hi = self._broadcast(pred, X, columns)
+        # np.clip keeps NaN as NaN, so non-finite predictions still fail `check`.
+        return np.clip(pred, lo, hi)
+
+    def describe(self) -> str:
+        return f"{self.lower} <= f(x) <= {self.upper}"
+
+
+@dataclass(frozen=True)
+class _Monotone(Constraint):
+    columns: tuple[str, ...]
+
+    def __init__(self, *columns: str) -> None:
+        if not columns:
+            raise ConstraintError(f"{type(self).__name__} needs at least one column name")
+        if len(set(columns)) != len(columns):
+            raise ConstraintError(f"{type(self).__name__}: repeated column in {columns}")
+        object.__setattr__(self, "columns", tuple(columns))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(map(repr, self.columns))})"
+
+    def violations(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str],
+                   tol: float = 1e-9) -> int:
+        """Number of ordered pairs of rows that violate the monotonicity of scalar predictions.
+
+        Two rows are ordered when they agree on every other column and are ordered on these.
+        """
+        from .projection import ordered_pairs
+
+        sign = np.array([self.sign if c in self.columns else 0 for c in columns], dtype=np.int8)
+        i, j = ordered_pairs(np.asarray(X, dtype=float), sign)
+        return int(np.count_nonzero(pred[i] > pred[j] + tol))
+
+
+class Increasing(_Monotone):
+    """The rule is nondecreasing in each named covariate.
+
+    Examples
+    --------
+    >>> Increasing("z_hi", "z_lo", "p").describe()
+    'f nondecreasing in z_hi, z_lo, p'
+    """
+
+    sign = 1
+
+    def describe(self) -> str:
+        return f"f nondecreasing in {', '.join(self.columns)}"
+
+
+class Decreasing(_Monotone):
+    """The rule is nonincreasing in each named covariate."""
+
+    sign = -1
+
+    def describe(self) -> str:
+        return f"f nonincreasing in {', '.join(self.columns)}"
+
+
+@dataclass(frozen=True)
+class Simplex(Constraint):
+    """Predictions along the last axis are positive shares.
+
+    With ``outside=True`` (inside shares of a market with an outside good) the shares must sum to
+    less than one; otherwise they must sum to one (within ``atol``). Invalid rows cannot be
+    repaired: the failure protocol replaces them with the baseline's.
+    """
+
+    outside: bool = True
+    atol: float = 1e-8
+
+    def check(self, pred, X, columns):
+        pred = np.asarray(pred, dtype=float)
+        flat = pred.reshape(pred.shape[0], -1)
+        total = flat.sum(axis=1)
+        ok = np.isfinite(flat).all(axis=1) & (flat > 0).all(axis=1)
+        if self.outside:
+            return ok & (total < 1.0)
+        return ok & (np.abs(total - 1.0) <= self.atol)
+
+    def describe(self) -> str:
+        return "shares positive, " + ("sum below one" if self.outside else "sum to one")

@@ -1,0 +1,2 @@
+"""Data loaders: the Nevo (2000) cereal sample shipped with the package and the Bruhin, Fehr-Duda &
+Epper (2010) lottery responses read from a path the user gives (never shipped)."""

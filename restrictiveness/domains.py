@@ -1,0 +1,247 @@
+"""Covariate domains: where prediction rules are evaluated and training locations come from.
+
+A domain samples covariate locations (``sample``) and supplies evaluation locations with
+weights (``evaluation_points``). :class:`Box` is a product of intervals cut by linear
+inequalities, sampled by scrambled Sobol points with rejection (SPEC §6); :class:`FiniteSet` is a
+finite support with probability weights.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import qmc
+
+from .exceptions import DomainError
+
+__all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
+
+
+class Domain:
+    """Base class: a covariate distribution P_X with named columns."""
+
+    columns: tuple[str, ...]
+
+    @property
+    def dim(self) -> int:
+        return len(self.columns)
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``size`` locations, shape ``(size, dim)``; the first k of a draw of n > k are a
+        valid draw of k (nested samples)."""
+        raise NotImplementedError
+
+    def evaluation_points(self, size: int, rng: np.random.Generator
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluation locations and weights summing to one."""
+        X = self.sample(size, rng)
+        return X, np.full(len(X), 1.0 / len(X))
+
+
+class LinearInequality:
+    """``sum_k coef[k] * x[k] <= rhs`` over named columns.
+
+    Build it from a dict of coefficients or parse it from text such as ``"z_lo <= z_hi"`` or
+    ``"x1 + 2*x2 >= 1"``.
+
+    Examples
+    --------
+    >>> LinearInequality.parse("z_lo <= z_hi")
+    LinearInequality('z_lo - z_hi <= 0')
+    """
+
+    def __init__(self, coefs: Mapping[str, float], rhs: float = 0.0) -> None:
+        self.coefs = {k: float(v) for k, v in coefs.items() if v != 0}
+        self.rhs = float(rhs)
+        if not self.coefs:
+            raise DomainError("a linear inequality needs at least one nonzero coefficient")
+
+    @classmethod
+    def parse(cls, text: str) -> LinearInequality:
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            raise DomainError(f"cannot parse inequality {text!r}") from None
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+                and isinstance(node.ops[0], ast.LtE | ast.GtE | ast.Lt | ast.Gt)):
+            raise DomainError(f"inequality {text!r} must have the form 'lhs <= rhs' or 'lhs >= rhs'")
+        lhs, rhs = _linear(node.left, text), _linear(node.comparators[0], text)
+        sign = 1.0 if isinstance(node.ops[0], ast.LtE | ast.Lt) else -1.0
+        coefs: dict[str, float] = {}
+        for name, c in lhs.items():
+            coefs[name] = coefs.get(name, 0.0) + sign * c
+        for name, c in rhs.items():
+            coefs[name] = coefs.get(name, 0.0) - sign * c
+        const = coefs.pop("", 0.0)
+        return cls(coefs, -const)
+
+    def satisfied(self, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        total = np.zeros(len(X))
+        for name, c in self.coefs.items():
+            if name not in columns:
+                raise DomainError(f"inequality names {name!r}, not a domain column {list(columns)}")
+            total += c * X[:, list(columns).index(name)]
+        return total <= self.rhs + 1e-12
+
+    def __repr__(self) -> str:
+        terms = " ".join(
+            f"{'+' if c > 0 else '-'} {'' if abs(c) == 1 else f'{abs(c):g}*'}{k}"
+            for k, c in self.coefs.items()
+        ).lstrip("+ ")
+        return f"LinearInequality('{terms} <= {self.rhs:g}')"
+
+
+def _linear(node: ast.AST, text: str) -> dict[str, float]:
+    """Coefficients of a linear expression; the constant term is keyed by ''."""
+    if isinstance(node, ast.Name):
+        return {node.id: 1.0}
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return {"": float(node.value)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return {k: -v for k, v in _linear(node.operand, text).items()}
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        left, right = _linear(node.left, text), _linear(node.right, text)
+        s = 1.0 if isinstance(node.op, ast.Add) else -1.0
+        out = dict(left)
+        for k, v in right.items():
+            out[k] = out.get(k, 0.0) + s * v
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Div):
+        left, right = _linear(node.left, text), _linear(node.right, text)
+        if isinstance(node.op, ast.Mult) and set(left) == {""}:
+            return {k: left[""] * v for k, v in right.items()}
+        if set(right) == {""}:
+            f = right[""] if isinstance(node.op, ast.Mult) else 1.0 / right[""]
+            return {k: f * v for k, v in left.items()}
+    raise DomainError(f"inequality {text!r} is not linear in the domain's columns")
+
+
+class Box(Domain):
+    """A box of named intervals, optionally cut by linear inequalities; uniform P_X.
+
+    Locations are a scrambled Sobol sequence rescaled to the box, with points that violate an
+    inequality discarded (rejection); the first ``n`` admissible points are kept, so samples are
+    nested in ``n``.
+
+    Parameters
+    ----------
+    ranges : mapping of str to (low, high)
+        The intervals, in column order.
+    where : sequence of str or LinearInequality, optional
+        Inequalities that admissible points satisfy, e.g. ``["z_lo <= z_hi"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> box = Box({"z_hi": (1 / 15, 1), "z_lo": (0, 1 / 3), "p": (0.05, 0.95)},
+    ...           where=["z_lo <= z_hi"])
+    >>> X = box.sample(50, np.random.default_rng(0))
+    >>> X.shape, bool((X[:, 1] <= X[:, 0]).all())
+    ((50, 3), True)
+    """
+
+    #: Give up when fewer than this share of Sobol points is admissible.
+    min_acceptance = 1e-3
+
+    def __init__(self, ranges: Mapping[str, tuple[float, float]],
+                 where: Sequence[str | LinearInequality] = ()) -> None:
+        if not ranges:
+            raise DomainError("Box needs at least one named interval")
+        self.columns = tuple(ranges)
+        self.lower = np.array([float(ranges[c][0]) for c in self.columns])
+        self.upper = np.array([float(ranges[c][1]) for c in self.columns])
+        bad = [c for c, lo, hi in zip(self.columns, self.lower, self.upper, strict=True)
+               if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi)]
+        if bad:
+            raise DomainError(f"Box: interval of {bad} must be finite with low < high")
+        self.where = tuple(w if isinstance(w, LinearInequality) else LinearInequality.parse(w)
+                           for w in where)
+        for w in self.where:
+            w.satisfied(self.lower[None, :], self.columns)  # validates column names
+
+    def admissible(self, X: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(X), dtype=bool)
+        for w in self.where:
+            ok &= w.satisfied(X, self.columns)
+        return ok
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        size = int(size)
+        if size < 0:
+            raise DomainError(f"cannot sample {size} points")
+        sobol = qmc.Sobol(self.dim, scramble=True, seed=rng)
+        kept: list[np.ndarray] = []
+        have = drawn = 0
+        batch = 1 << max(int(np.ceil(np.log2(max(size, 1) * 1.25))), 4)
+        with warnings.catch_warnings():
+            # Continuing a Sobol sequence past a power of two is what nesting needs.
+            warnings.simplefilter("ignore", UserWarning)
+            while have < size:
+                U = sobol.random(batch)
+                drawn += batch
+                X = self.lower + U * (self.upper - self.lower)
+                X = X[self.admissible(X)]
+                kept.append(X)
+                have += len(X)
+                if have < size and have < self.min_acceptance * drawn:
+                    raise DomainError(
+                        f"the domain admits only {have} of {drawn} Sobol points; its inequalities "
+                        f"leave (almost) no volume, so {size} locations cannot be drawn"
+                    )
+        return np.concatenate(kept)[:size] if kept else np.empty((0, self.dim))
+
+    def __repr__(self) -> str:
+        r = ", ".join(f"{c}=({lo:g}, {hi:g})" for c, lo, hi in
+                      zip(self.columns, self.lower, self.upper, strict=True))
+        w = f", where={[repr(x) for x in self.where]}" if self.where else ""
+        return f"Box({r}{w})"
+
+
+class FiniteSet(Domain):
+    """A finite support with probability weights.
+
+    Training locations are drawn iid from the weights (with replacement unless
+    ``replace=False``); evaluation uses the whole support with its weights, so discrepancies are
+    exact expectations over P_X.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dom = FiniteSet(np.linspace(0, 1, 5)[:, None], columns=("x",))
+    >>> X, w = dom.evaluation_points(0, np.random.default_rng(0))
+    >>> X.shape, float(w.sum())
+    ((5, 1), 1.0)
+    """
+
+    def __init__(self, points: np.ndarray, columns: Sequence[str],
+                 weights: np.ndarray | None = None, replace: bool = True) -> None:
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != len(columns):
+            raise DomainError("FiniteSet: points must be (size, len(columns))")
+        if len(points) == 0:
+            raise DomainError("FiniteSet: the support is empty")
+        if not np.isfinite(points).all():
+            raise DomainError("FiniteSet: points must be finite")
+        w = np.ones(len(points)) if weights is None else np.asarray(weights, dtype=float)
+        if w.shape != (len(points),) or (w < 0).any() or w.sum() <= 0:
+            raise DomainError("FiniteSet: weights must be nonnegative, one per point, not all 0")
+        self.points, self.weights, self.columns = points, w / w.sum(), tuple(columns)
+        self.replace = bool(replace)
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        if not self.replace and size > len(self.points):
+            raise DomainError(
+                f"cannot draw n={size} distinct locations from a finite set of "
+                f"{len(self.points)} points; lower n or sample with replace=True"
+            )
+        idx = rng.choice(len(self.points), size=size, replace=self.replace, p=self.weights)
+        return self.points[idx]
+
+    def evaluation_points(self, size, rng):
+        return self.points, self.weights
+
+    def __repr__(self) -> str:
+        return f"FiniteSet({len(self.points)} points, columns={self.columns})"

@@ -1,0 +1,75 @@
+"""Named exceptions and warnings of :mod:`restrictiveness`.
+
+Every error's docstring is the message a user sees, remedy included.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RestrictivenessError",
+    "FormulaError",
+    "DataError",
+    "ConstraintError",
+    "DomainError",
+    "ConfigurationError",
+    "BaselineError",
+    "CheckpointError",
+    "FailureWarning",
+]
+
+
+class RestrictivenessError(Exception):
+    """Base class of every error raised by :mod:`restrictiveness`."""
+
+
+class FormulaError(RestrictivenessError, ValueError):
+    """A formula cannot be evaluated on the data, e.g. it names a column the data lack.
+
+    Check the spelling of the variables in the formula against ``data.columns``.
+    """
+
+
+class DataError(RestrictivenessError, ValueError):
+    """Data are missing, malformed or contain values the method cannot use (NaN, inf, bad order).
+
+    Clean the data (drop or impute missing values) or fix the file, then retry.
+    """
+
+
+class ConstraintError(RestrictivenessError, ValueError):
+    """A constraint is impossible or inconsistent (e.g. lower bound above upper bound).
+
+    Fix the constraint's arguments; the message names the offending one.
+    """
+
+
+class DomainError(RestrictivenessError, ValueError):
+    """A domain cannot supply the requested locations (empty set, too many points asked).
+
+    Relax the domain's inequality constraints or ask for fewer points.
+    """
+
+
+class ConfigurationError(RestrictivenessError, ValueError):
+    """A study is configured inconsistently (duplicate labels, empty sample sizes, ...).
+
+    The message names the argument to change.
+    """
+
+
+class BaselineError(RestrictivenessError, RuntimeError):
+    """The baseline procedure failed; restrictiveness is undefined without it.
+
+    The baseline must fit every sample; use a simpler baseline (e.g. ``Constant``).
+    """
+
+
+class CheckpointError(RestrictivenessError, RuntimeError):
+    """A checkpoint was written under a different study configuration.
+
+    Use a fresh checkpoint path, or rerun with the configuration that wrote it.
+    """
+
+
+class FailureWarning(UserWarning):
+    """Some fits failed or returned invalid predictions; the baseline was used in their place."""

@@ -1,0 +1,109 @@
+"""Stationary covariance kernels: Matérn-3/2, Matérn-5/2 and squared exponential.
+
+Each kernel has a variance and a (per-dimension) length scale, evaluates covariance matrices
+(``kernel(X1, X2)``), and draws random-Fourier-feature frequencies from its spectral density
+(used by the demand prior, SPEC §7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+__all__ = ["Kernel", "Matern32", "Matern52", "SquaredExponential"]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Base class: ``k(x, x') = variance * rho(||(x - x') / lengthscale||)``."""
+
+    variance: float = 1.0
+    lengthscale: float | tuple[float, ...] = 1.0
+
+    def __post_init__(self) -> None:
+        ls = np.atleast_1d(np.asarray(self.lengthscale, dtype=float))
+        if self.variance <= 0 or not np.isfinite(self.variance):
+            raise ValueError("variance must be a positive finite number")
+        if (ls <= 0).any() or not np.isfinite(ls).all():
+            raise ValueError("lengthscale must be positive and finite")
+        if isinstance(self.lengthscale, list | np.ndarray):
+            object.__setattr__(self, "lengthscale", tuple(float(v) for v in ls))
+
+    def distance(self, X1: np.ndarray, X2: np.ndarray) -> np.ndarray:
+        """Euclidean distance between rows after dividing each coordinate by its length scale."""
+        ls = np.asarray(self.lengthscale, dtype=float)
+        X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls
+        X2 = np.atleast_2d(np.asarray(X2, dtype=float)) / ls
+        return cdist(X1, X2)
+
+    def correlation(self, r: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __call__(self, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        """Covariance matrix between the rows of ``X1`` and ``X2`` (default ``X1``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> K = Matern32(variance=10, lengthscale=1)(np.zeros((1, 3)), np.ones((1, 3)))
+        >>> r = np.sqrt(3)
+        >>> bool(np.isclose(K[0, 0], 10 * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)))
+        True
+        """
+        r = self.distance(X1, X1 if X2 is None else X2)
+        return self.variance * self.correlation(r)
+
+    def spectral_frequencies(self, dim: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Frequencies ``(size, dim)`` of random Fourier features for this kernel's correlation.
+
+        ``sqrt(2 variance / size) * cos(X @ omega.T + b)`` with ``b ~ U[0, 2 pi)`` then has this
+        kernel's covariance in expectation.
+        """
+        raise NotImplementedError
+
+
+def _student_frequencies(nu: float, dim: int, size: int, rng: np.random.Generator,
+                         lengthscale) -> np.ndarray:
+    # Matérn-nu spectral density is multivariate Student-t with 2 nu degrees of freedom: one
+    # chi-square draw is shared by all coordinates of a frequency vector (SPEC §7).
+    y = rng.standard_normal((size, dim))
+    c = rng.chisquare(2 * nu, size=(size, 1))
+    return y * np.sqrt(2 * nu / c) / np.broadcast_to(np.asarray(lengthscale, dtype=float), dim)
+
+
+@dataclass(frozen=True)
+class Matern32(Kernel):
+    """Matérn-3/2: ``variance * (1 + sqrt(3) r) exp(-sqrt(3) r)``."""
+
+    def correlation(self, r):
+        s = np.sqrt(3.0) * r
+        return (1.0 + s) * np.exp(-s)
+
+    def spectral_frequencies(self, dim, size, rng):
+        return _student_frequencies(1.5, dim, size, rng, self.lengthscale)
+
+
+@dataclass(frozen=True)
+class Matern52(Kernel):
+    """Matérn-5/2: ``variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``."""
+
+    def correlation(self, r):
+        s = np.sqrt(5.0) * r
+        return (1.0 + s + s * s / 3.0) * np.exp(-s)
+
+    def spectral_frequencies(self, dim, size, rng):
+        return _student_frequencies(2.5, dim, size, rng, self.lengthscale)
+
+
+@dataclass(frozen=True)
+class SquaredExponential(Kernel):
+    """Squared exponential: ``variance * exp(-r^2 / 2)``."""
+
+    def correlation(self, r):
+        return np.exp(-0.5 * r * r)
+
+    def spectral_frequencies(self, dim, size, rng):
+        ls = np.broadcast_to(np.asarray(self.lengthscale, dtype=float), dim)
+        return rng.standard_normal((size, dim)) / ls

@@ -1,0 +1,264 @@
+"""The procedure protocol and generic procedures.
+
+A :class:`Procedure` maps a training sample (and internal randomness) to a fitted rule:
+``fit(sample, rng) -> Fitted`` and ``Fitted.predict(X) -> predictions``. Procedures must be
+picklable (studies ship them to worker processes) and must not keep state between fits.
+
+Generic procedures here: :class:`Constant` (least squares over constants, the usual baseline),
+:class:`OLS` (linear least squares from a formula), :class:`GPRegression` (noise-free Gaussian
+process posterior mean) and :class:`SklearnRegressor` (any scikit-learn-style regressor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import scipy.linalg
+
+from .constraints import Constraint
+from .exceptions import DataError
+from .formula import parse_formula
+from .kernels import Kernel, Matern32
+from .sample import Sample, as_frame
+
+__all__ = ["Procedure", "Fitted", "FunctionRule", "Constant", "OLS", "GPRegression",
+           "SklearnRegressor"]
+
+
+class Fitted:
+    """A fitted prediction rule.
+
+    Attributes
+    ----------
+    info : dict
+        Optional per-fit record (parameters, a returned program, rounds used, ...) that studies
+        store with the results as JSON.
+    """
+
+    info: dict = {}
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Predictions at covariate locations ``X`` (observations along the first axis)."""
+        raise NotImplementedError
+
+
+class FunctionRule(Fitted):
+    """A fitted rule given by a function of the covariate array."""
+
+    def __init__(self, function: Callable[[np.ndarray], np.ndarray], info: dict | None = None):
+        self.function, self.info = function, dict(info or {})
+
+    def predict(self, X):
+        return self.function(X)
+
+
+class Procedure:
+    """Base class: ``fit(sample, rng) -> Fitted``.
+
+    Subclasses set ``label`` (a default name in results) and may set ``draws`` (how many
+    training samples per pseudo-truth the procedure is run on; ``None`` uses the study's).
+    """
+
+    label: str = "procedure"
+    draws: int | None = None
+
+    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({fields})"
+
+
+def _covariate_matrix(formula: str | None, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+    """Raw covariate columns selected by a formula's right-hand side (all columns by default)."""
+    if formula is None:
+        return np.asarray(X, dtype=float)
+    names = parse_formula(formula).covariates
+    missing = [c for c in names if c not in columns]
+    if missing:
+        from .exceptions import FormulaError
+
+        raise FormulaError(f"formula {formula!r} names column(s) {missing} that the sample does "
+                           f"not have; available columns: {list(columns)}")
+    idx = [list(columns).index(c) for c in names]
+    return np.asarray(X, dtype=float)[:, idx]
+
+
+class Constant(Procedure):
+    """Least squares over constant rules: predicts the mean training label.
+
+    Parameters
+    ----------
+    formula : str, optional
+        ``"y ~ 1"``; accepted for symmetry with the other procedures.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> s = Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]), ("x",))
+    >>> Constant().fit(s, np.random.default_rng(0)).predict(np.zeros((2, 1)))
+    array([2., 2.])
+    """
+
+    label = "constant"
+
+    def __init__(self, formula: str | None = None) -> None:
+        self.formula = formula
+
+    def fit(self, sample, rng):
+        y = np.asarray(sample.y, dtype=float)
+        c = y.mean(axis=0)
+        return FunctionRule(lambda X: np.broadcast_to(c, (np.shape(X)[0],) + c.shape).copy(),
+                            {"params": np.atleast_1d(c).tolist()})
+
+
+class _LinearRule(Fitted):
+    def __init__(self, beta, build, columns):
+        self.beta, self.build, self.columns = beta, build, columns
+        self.info = {"params": beta.tolist()}
+
+    def predict(self, X):
+        return self.build(as_frame(X, self.columns)) @ self.beta
+
+
+class OLS(Procedure):
+    """Ordinary least squares of the response on a formula's design matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> s = Sample(X, 1 + 2 * X[:, 0], ("x",))
+    >>> OLS("y ~ x").fit(s, np.random.default_rng(0)).predict(np.array([[3.0]]))
+    array([7.])
+    """
+
+    label = "OLS"
+
+    def __init__(self, formula: str) -> None:
+        self.formula = formula
+        parse_formula(formula)
+
+    def fit(self, sample, rng):
+        f = parse_formula(self.formula)
+        data = sample.frame()
+        D, build = f.design_builder(data)
+        beta, *_ = np.linalg.lstsq(D, np.asarray(sample.y, dtype=float), rcond=None)
+        return _LinearRule(beta, build, sample.columns)
+
+
+class _GPRule(Fitted):
+    def __init__(self, kernel, Xtrain, alpha, mean, select, constraints, columns):
+        self.kernel, self.Xtrain, self.alpha, self.mean = kernel, Xtrain, alpha, mean
+        self.select, self.constraints, self.columns = select, constraints, columns
+
+    def predict(self, X):
+        pred = self.mean + self.kernel(self.select(X), self.Xtrain) @ self.alpha
+        for c in self.constraints:
+            pred = c.repair(pred, X, self.columns)
+        return pred
+
+
+class GPRegression(Procedure):
+    """Noise-free Gaussian-process regression: the posterior mean ``k(x, X) K^{-1} y``.
+
+    Parameters
+    ----------
+    formula : str, optional
+        Selects the covariates, e.g. ``"ce ~ z_hi + z_lo + p"`` (default: all columns).
+    kernel : Kernel
+        Covariance function (default Matérn-3/2, variance 10, length scale 1: SPEC §6).
+    noise : float
+        Variance added to the diagonal (0: interpolation, as the paper's GP regression).
+    mean : {"zero", "sample"}
+        Prior mean: zero (the paper's) or the training mean.
+    constraints : sequence of Constraint
+        Repairs applied to predictions, e.g. ``[Between("z_lo", "z_hi")]`` clips to the prize
+        interval.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.linspace(0, 1, 5)[:, None]
+    >>> rule = GPRegression().fit(Sample(X, np.sin(X[:, 0]), ("x",)), np.random.default_rng(0))
+    >>> bool(np.allclose(rule.predict(X), np.sin(X[:, 0])))
+    True
+    """
+
+    label = "GP regression"
+
+    def __init__(self, formula: str | None = None, kernel: Kernel | None = None,
+                 noise: float = 0.0, mean: str = "zero",
+                 constraints: Sequence[Constraint] = ()) -> None:
+        if mean not in ("zero", "sample"):
+            raise ValueError("mean must be 'zero' or 'sample'")
+        if noise < 0:
+            raise ValueError("noise must be nonnegative")
+        self.formula = formula
+        self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
+        self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
+
+    def fit(self, sample, rng):
+        columns = sample.columns
+
+        def select(X):
+            return _covariate_matrix(self.formula, X, columns)
+
+        Xt = select(sample.X)
+        y = np.asarray(sample.y, dtype=float)
+        if not (np.isfinite(Xt).all() and np.isfinite(y).all()):
+            raise DataError("GPRegression: the sample contains NaN or infinite values")
+        mean = float(y.mean()) if self.mean == "sample" else 0.0
+        K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
+        alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
+        return _GPRule(self.kernel, Xt, alpha, mean, select, self.constraints, columns)
+
+
+class SklearnRegressor(Procedure):
+    """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
+
+    The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
+    from the study's random stream, so fits are reproducible.
+
+    Parameters
+    ----------
+    estimator : object
+        Has ``fit(X, y)`` and ``predict(X)`` (and ``get_params`` to be cloned).
+    formula : str, optional
+        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``).
+    label : str, optional
+        Name in results (default: the estimator's class name).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression  # doctest: +SKIP
+    >>> proc = SklearnRegressor(LinearRegression(), "y ~ x1 + x2")  # doctest: +SKIP
+    """
+
+    def __init__(self, estimator, formula: str | None = None, label: str | None = None) -> None:
+        if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
+            raise TypeError("estimator must have fit(X, y) and predict(X) methods")
+        self.estimator, self.formula = estimator, formula
+        self.label = label or type(estimator).__name__
+
+    def fit(self, sample, rng):
+        try:
+            from sklearn.base import clone
+            est = clone(self.estimator)
+        except ImportError:  # duck-typed estimator without scikit-learn installed
+            import copy
+
+            est = copy.deepcopy(self.estimator)
+        if hasattr(est, "get_params") and "random_state" in est.get_params():
+            est.set_params(random_state=int(rng.integers(2**31 - 1)))
+        columns = sample.columns
+        est.fit(_covariate_matrix(self.formula, sample.X, columns), np.asarray(sample.y))
+        return FunctionRule(
+            lambda X: np.asarray(est.predict(_covariate_matrix(self.formula, X, columns)),
+                                 dtype=float),
+        )

@@ -1,0 +1,64 @@
+"""Training samples: covariate locations with their noise-free labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Sample", "as_frame"]
+
+
+def as_frame(X: np.ndarray, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Two-dimensional covariates as a DataFrame with named columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> as_frame(np.zeros((2, 2)), ("a", "b")).columns.tolist()
+    ['a', 'b']
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"covariates with {X.ndim} dimensions have no table form; "
+                         "procedures on structured inputs (markets) read the arrays directly")
+    return pd.DataFrame(X, columns=list(columns))
+
+
+@dataclass(frozen=True, eq=False)
+class Sample:
+    """A noise-free training sample ``{(X_i, f(X_i))}``.
+
+    Attributes
+    ----------
+    X : ndarray
+        Covariates: observations along the first axis, named columns along the last
+        (``(n, d)`` for lotteries; ``(n_markets, J, 3)`` for markets of J products).
+    y : ndarray
+        Labels, observations along the first axis (``(n,)`` or ``(n_markets, J)``).
+    columns : tuple of str
+        Names of the last axis of ``X``.
+    response : str
+        Name of the label, the left-hand side of formulas.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    columns: tuple[str, ...]
+    response: str = "y"
+
+    def __post_init__(self) -> None:
+        if np.shape(self.X)[0] != np.shape(self.y)[0]:
+            raise ValueError("Sample: X and y must have the same number of observations")
+        if np.shape(self.X)[-1] != len(self.columns):
+            raise ValueError("Sample: the last axis of X must match columns")
+
+    def __len__(self) -> int:
+        return int(np.shape(self.y)[0])
+
+    def frame(self) -> pd.DataFrame:
+        """Covariates and response as one DataFrame (two-dimensional samples only)."""
+        df = as_frame(self.X, self.columns)
+        df[self.response] = np.asarray(self.y, dtype=float)
+        return df
