@@ -40,23 +40,30 @@ def _losses(x: ArrayLike, name: str) -> np.ndarray:
         # Within-function averaging (S.1.6): procedures may have fewer draws, NaN-padded.
         empty = np.isnan(arr).all(axis=1)
         if empty.any():
-            raise DataError(f"{name} has replications with no finite draw (rows "
-                            f"{np.flatnonzero(empty)[:5].tolist()}); every replication needs "
-                            "at least one loss")
+            raise DataError(
+                f"{name} has replications with no finite draw (rows "
+                f"{np.flatnonzero(empty)[:5].tolist()}); every replication needs "
+                "at least one loss"
+            )
         arr = np.nanmean(arr, axis=1)
     elif arr.ndim != 1:
-        raise DataError(f"{name} must be 1-D (replications) or 2-D (replications × draws); "
-                        f"got shape {arr.shape}")
+        raise DataError(
+            f"{name} must be 1-D (replications) or 2-D (replications × draws); "
+            f"got shape {arr.shape}"
+        )
     if arr.size == 0:
         raise DataError(f"{name} is empty; at least one replication is needed")
     if not np.isfinite(arr).all():
-        raise DataError(f"{name} contains NaN or inf at replications "
-                        f"{np.flatnonzero(~np.isfinite(arr))[:5].tolist()}; drop or repair them")
+        raise DataError(
+            f"{name} contains NaN or inf at replications "
+            f"{np.flatnonzero(~np.isfinite(arr))[:5].tolist()}; drop or repair them"
+        )
     return arr
 
 
-def _inputs(numerator_a: ArrayLike, numerator_b: ArrayLike | None,
-            denominator: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def _inputs(
+    numerator_a: ArrayLike, numerator_b: ArrayLike | None, denominator: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     """Differences a = D_a − D_b and baseline b, validated."""
     da = _losses(numerator_a, "numerator_a")
     b = _losses(denominator, "denominator")
@@ -67,12 +74,13 @@ def _inputs(numerator_a: ArrayLike, numerator_b: ArrayLike | None,
     else:
         db = _losses(numerator_b, "numerator_b")
         if db.shape != b.shape:
-            raise DataError(f"numerator_b has {db.size} replications but denominator has "
-                            f"{b.size}")
+            raise DataError(f"numerator_b has {db.size} replications but denominator has {b.size}")
         a = da - db
     if (b < 0).any():
-        raise DataError("denominator must be nonnegative (it is a baseline loss); negative at "
-                        f"replications {np.flatnonzero(b < 0)[:5].tolist()}")
+        raise DataError(
+            "denominator must be nonnegative (it is a baseline loss); negative at "
+            f"replications {np.flatnonzero(b < 0)[:5].tolist()}"
+        )
     if not (b > 0).any():
         raise DataError("denominator is zero in every replication; the ratio is undefined")
     return a, b
@@ -86,8 +94,10 @@ def _gammas(gamma: ArrayLike, name: str = "gamma") -> tuple[np.ndarray, bool]:
     if not np.isfinite(g).all():
         raise ConfigurationError(f"{name} must be finite; got {g}")
     if (g < 1).any():
-        raise ConfigurationError(f"{name} must be >= 1 (Γ = 1 is uniform weights); got "
-                                 f"{g[g < 1][:5].tolist() if g.ndim else float(g)}")
+        raise ConfigurationError(
+            f"{name} must be >= 1 (Γ = 1 is uniform weights); got "
+            f"{g[g < 1][:5].tolist() if g.ndim else float(g)}"
+        )
     return np.atleast_1d(g), g.ndim == 0
 
 
@@ -154,12 +164,17 @@ def _max_ratio(a: np.ndarray, b: np.ndarray, w_rank: np.ndarray) -> np.ndarray:
         todo = todo[better]
         if todo.size == 0:
             return lam
-    raise RestrictivenessError("sensitivity bounds did not converge; please report this "
-                               "input")  # pragma: no cover - finite-vertex guarantee
+    raise RestrictivenessError(
+        "sensitivity bounds did not converge; please report this input"
+    )  # pragma: no cover - finite-vertex guarantee
 
 
-def bounds(numerator_a: ArrayLike, numerator_b: ArrayLike | None, denominator: ArrayLike,
-           gamma: ArrayLike = 2.0) -> tuple[np.ndarray | float, np.ndarray | float]:
+def bounds(
+    numerator_a: ArrayLike,
+    numerator_b: ArrayLike | None,
+    denominator: ArrayLike,
+    gamma: ArrayLike = 2.0,
+) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Lower and upper bounds of a reweighted restrictiveness difference over W_{Γ,M}.
 
     Computes ``min`` and ``max`` over ``w ∈ W_{Γ,M} = {mean(w) = 1, 1/Γ ≤ w_m ≤ Γ}`` of
@@ -218,8 +233,12 @@ def bounds(numerator_a: ArrayLike, numerator_b: ArrayLike | None, denominator: A
     return lower, upper
 
 
-def bounds_lp(numerator_a: ArrayLike, numerator_b: ArrayLike | None, denominator: ArrayLike,
-              gamma: ArrayLike = 2.0) -> tuple[np.ndarray | float, np.ndarray | float]:
+def bounds_lp(
+    numerator_a: ArrayLike,
+    numerator_b: ArrayLike | None,
+    denominator: ArrayLike,
+    gamma: ArrayLike = 2.0,
+) -> tuple[np.ndarray | float, np.ndarray | float]:
     """The bounds of :func:`bounds` by the Charnes–Cooper linear program (reference solver).
 
     With ``t = ΣB / Σ w_m B_m`` and ``v = t w`` the program becomes the LP
@@ -265,8 +284,16 @@ def bounds_lp(numerator_a: ArrayLike, numerator_b: ArrayLike | None, denominator
         a_ub = np.block([[eye, -gi * np.ones((m, 1))], [-eye, np.ones((m, 1)) / gi]])
         b_ub = np.zeros(2 * m)
         for sign, out in ((1.0, lower), (-1.0, upper)):
-            res = linprog(np.append(sign * a, 0.0), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq,
-                          b_eq=b_eq, bounds=var_bounds, method="highs", options=opts)
+            res = linprog(
+                np.append(sign * a, 0.0),
+                A_ub=a_ub,
+                b_ub=b_ub,
+                A_eq=a_eq,
+                b_eq=b_eq,
+                bounds=var_bounds,
+                method="highs",
+                options=opts,
+            )
             if res.status != 0:  # pragma: no cover - the program is always feasible, bounded
                 raise RestrictivenessError(f"linprog failed at gamma={gi}: {res.message}")
             v = res.x[:m]
@@ -284,8 +311,13 @@ def _min_weighted_sum(a_sorted: np.ndarray, gamma: float) -> float:
     return float(vertex_weights(gamma, a_sorted.size) @ a_sorted)
 
 
-def critical_gamma(numerator_a: ArrayLike, numerator_b: ArrayLike | None,
-                   denominator: ArrayLike, gamma_max: float = 3.0, tol: float = 1e-3) -> float:
+def critical_gamma(
+    numerator_a: ArrayLike,
+    numerator_b: ArrayLike | None,
+    denominator: ArrayLike,
+    gamma_max: float = 3.0,
+    tol: float = 1e-3,
+) -> float:
     """Smallest Γ at which the lower bound of :func:`bounds` is ≤ 0 (the critical value Γ*).
 
     The lower bound is nonincreasing in Γ (the sets W_{Γ,M} grow), and, the denominator being

@@ -84,9 +84,9 @@ def test_single_procedure_constant_baseline_closed_form():
             k = int(np.floor(m / (g + 1)))
             u = m - k * g - (m - k - 1) / g
             desc = np.sort(d)[::-1]
-            hi = (g * desc[:k].sum() + u * desc[k] + desc[k + 1:].sum() / g) / (2.5 * m)
+            hi = (g * desc[:k].sum() + u * desc[k] + desc[k + 1 :].sum() / g) / (2.5 * m)
             asc = desc[::-1]
-            lo = (g * asc[:k].sum() + u * asc[k] + asc[k + 1:].sum() / g) / (2.5 * m)
+            lo = (g * asc[:k].sum() + u * asc[k] + asc[k + 1 :].sum() / g) / (2.5 * m)
             got = bounds(d, None, np.full(m, 2.5), g)
             np.testing.assert_allclose(got, (lo, hi), rtol=1e-12)
 
@@ -177,8 +177,9 @@ def test_single_procedure_brackets_ratio():
     r = d.sum() / b.sum()
     lo, hi = bounds(d, None, b, [1.5, 2.0, 3.0])
     assert np.all(lo < r) and np.all(r < hi) and np.all(lo > 0)
-    np.testing.assert_array_equal(np.array(bounds(d, np.zeros(40), b, [1.5, 2.0, 3.0])),
-                                  np.array((lo, hi)))
+    np.testing.assert_array_equal(
+        np.array(bounds(d, np.zeros(40), b, [1.5, 2.0, 3.0])), np.array((lo, hi))
+    )
 
 
 def test_within_function_averaging_with_nan_padding():
@@ -288,9 +289,11 @@ def test_bad_input_names_the_argument():
         bounds(np.ones(4), None, b)
     with pytest.raises(DataError, match="numerator_b has 6"):
         bounds(d, np.ones(6), b)
-    for name, args in (("numerator_a", ([np.nan, 1, 1, 1, 1], d, b)),
-                       ("numerator_b", (d, [1, 1, np.inf, 1, 1], b)),
-                       ("denominator", (d, d, [1, 1, 1, 1, np.nan]))):
+    for name, args in (
+        ("numerator_a", ([np.nan, 1, 1, 1, 1], d, b)),
+        ("numerator_b", (d, [1, 1, np.inf, 1, 1], b)),
+        ("denominator", (d, d, [1, 1, 1, 1, np.nan])),
+    ):
         with pytest.raises(DataError, match=f"{name} contains NaN"):
             bounds(*args)
     with pytest.raises(DataError, match="numerator_a has replications with no finite draw"):
