@@ -26,7 +26,10 @@ from .exceptions import (
 from .formula import parse_formula
 from .kernels import Matern32, Matern52, SquaredExponential
 from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
+from .monotone_gp import EligibleSet, MonotoneGP
+from .results import Results, load
 from .sample import Sample
+from .study import Study
 from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = [
@@ -39,6 +42,6 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
-    "Sample",
+    "EligibleSet", "MonotoneGP", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth",
 ]

@@ -128,8 +128,8 @@ class Box(Domain):
 
     Parameters
     ----------
-    ranges : mapping of str to (low, high)
-        The intervals, in column order.
+    ranges : mapping of str to (low, high), optional
+        The intervals, in column order; or give them as keywords, ``Box(x1=(0, 1), x2=(0, 1))``.
     where : sequence of str or LinearInequality, optional
         Inequalities that admissible points satisfy, e.g. ``["z_lo <= z_hi"]``.
 
@@ -146,8 +146,10 @@ class Box(Domain):
     #: Give up when fewer than this share of Sobol points is admissible.
     min_acceptance = 1e-3
 
-    def __init__(self, ranges: Mapping[str, tuple[float, float]],
-                 where: Sequence[str | LinearInequality] = ()) -> None:
+    def __init__(self, ranges: Mapping[str, tuple[float, float]] | None = None,
+                 where: Sequence[str | LinearInequality] = (),
+                 **intervals: tuple[float, float]) -> None:
+        ranges = {**(ranges or {}), **intervals}
         if not ranges:
             raise DomainError("Box needs at least one named interval")
         self.columns = tuple(ranges)

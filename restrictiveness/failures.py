@@ -1,0 +1,85 @@
+"""The failure protocol (SPEC §6, all procedures).
+
+Predictions are repaired with the eligible set's constraints (clipped to ``Between`` bounds);
+a prediction row that is non-finite or still fails a constraint gets the baseline's prediction
+for that row; a fit or a prediction call that raises gets the baseline's predictions everywhere.
+Every replacement is counted, and studies record the counts and the first error message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .constraints import Constraint
+
+__all__ = ["GuardedRule", "repair"]
+
+
+def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
+           columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Repaired predictions and a validity flag per row."""
+    pred = np.array(pred, dtype=float)
+    for c in constraints:
+        pred = c.repair(pred, X, columns)
+    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)
+    for c in constraints:
+        ok &= c.check(pred, X, columns)
+    return pred, ok
+
+
+class GuardedRule:
+    """A fitted rule under the failure protocol, with its baseline as the fallback.
+
+    Parameters
+    ----------
+    fitted : Fitted or None
+        The procedure's fitted rule (None when the fit failed).
+    baseline : Fitted
+        The baseline's fitted rule on the same sample.
+    constraints : sequence of Constraint
+        The eligible set's restrictions.
+    columns : sequence of str
+        Covariate names.
+    error : str
+        Why the fit failed, if it did.
+
+    Attributes
+    ----------
+    replaced : int
+        Prediction rows replaced by the baseline's so far.
+    failed : bool
+        True when the fit failed or a prediction call raised.
+    """
+
+    def __init__(self, fitted, baseline, constraints: Sequence[Constraint],
+                 columns: Sequence[str], error: str = "") -> None:
+        self.fitted, self.baseline = fitted, baseline
+        self.constraints, self.columns = tuple(constraints), tuple(columns)
+        self.error, self.failed, self.replaced = error, fitted is None, 0
+
+    def baseline_predict(self, X: np.ndarray) -> np.ndarray:
+        pred, _ = repair(self.baseline.predict(X), X, self.constraints, self.columns)
+        return pred
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        base = self.baseline_predict(X)
+        if self.fitted is not None:
+            try:
+                raw = np.asarray(self.fitted.predict(X), dtype=float)
+                if raw.shape != base.shape:
+                    raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
+            except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                self.failed, self.fitted = True, None
+                self.error = self.error or f"predict: {type(exc).__name__}: {exc}"
+            else:
+                pred, ok = repair(raw, X, self.constraints, self.columns)
+                bad = ~ok
+                if bad.any():
+                    pred[bad] = base[bad]
+                    self.replaced += int(bad.sum())
+                    self.error = self.error or f"{int(bad.sum())} invalid prediction row(s)"
+                return pred
+        self.replaced += base.shape[0]
+        return base

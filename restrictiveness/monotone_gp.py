@@ -1,0 +1,246 @@
+"""Monotone Gaussian-process evaluation distribution on a declared eligible set (SPEC §6).
+
+Construction of one pseudo-truth (one replication):
+
+1. Evaluation locations (``n_eval`` from the domain, own random stream) and training locations
+   for the largest ``n`` (own stream; nested: the size-``n`` set is the first ``n`` points).
+2. One joint latent draw with *common random numbers across n*: points ordered
+   [evaluation; training], ``L = chol(K + jitter I)``, latent ``L z`` for one standard-normal
+   ``z``. The leading ``E + n`` entries are then an exact draw on the size-``n`` union, and the
+   latent values at shared points coincide across ``n``.
+3. For each ``n``, on the union stacked [training(n); evaluation]: the pairwise-averaging
+   projection (:mod:`restrictiveness.projection`) in the increasing direction (``g₊``) and in the
+   decreasing direction (``g₋``), blended as ``g̃ = (1 − w) g₊ − w g₋`` with
+   ``w = e₊ / (e₊ + e₋)``, ``e± = ‖g± − g‖²`` (``−g₋`` is monotone in the required direction, so
+   ``g̃`` is a convex combination of two monotone vectors).
+4. The link onto a :class:`~restrictiveness.constraints.Between` constraint:
+   ``f = lo + (hi − lo) / (1 + exp(−g̃))``; without one, ``f = g̃``.
+
+For within-function averaging (``draws > 1``) further training sets are drawn and labelled by
+GP interpolation of ``g̃`` on the union (SPEC §6 "New training samples for K > 1").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.linalg
+from scipy.special import expit, logit
+
+from .constraints import Between, Constraint, Decreasing, Increasing
+from .domains import Domain
+from .exceptions import ConfigurationError, ConstraintError
+from .kernels import Kernel, Matern32
+from .projection import SweepOrder, count_violations, monotone_project, ordered_pairs
+from .truth import EvaluationDistribution, PseudoTruth
+
+__all__ = ["EligibleSet", "MonotoneGP", "MonotoneGPTruth"]
+
+
+class EligibleSet:
+    """A domain with the economic restrictions that eligible prediction rules satisfy.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"),
+    ...                    rx.Decreasing("x2"), rx.Between(0, 1))
+    >>> F.sign.tolist()
+    [1, -1]
+    """
+
+    def __init__(self, domain: Domain, *constraints: Constraint) -> None:
+        self.domain, self.constraints = domain, tuple(constraints)
+        sign = np.zeros(domain.dim, dtype=np.int8)
+        for c in self.constraints:
+            if isinstance(c, Increasing | Decreasing):
+                for col in c.columns:
+                    if col not in domain.columns:
+                        raise ConstraintError(f"{c!r} names {col!r}, not a domain column "
+                                              f"{list(domain.columns)}")
+                    k = domain.columns.index(col)
+                    if sign[k] != 0:
+                        raise ConstraintError(f"column {col!r} has two monotonicity constraints")
+                    sign[k] = c.sign
+        self.sign = sign
+        betweens = [c for c in self.constraints if isinstance(c, Between)]
+        if len(betweens) > 1:
+            raise ConstraintError("give at most one Between constraint")
+        self.between = betweens[0] if betweens else None
+        if self.between is not None:  # validates column names
+            self.between.bounds(np.zeros((1, domain.dim)), domain.columns)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.domain.columns
+
+    def __repr__(self) -> str:
+        parts = ", ".join([repr(self.domain)] + [repr(c) for c in self.constraints])
+        return f"EligibleSet({parts})"
+
+
+class MonotoneGPTruth(PseudoTruth):
+    """A monotone-GP pseudo-truth, tabulated on its own points for each sample size."""
+
+    def __init__(self, prior: MonotoneGP, train_locations, eval_X, eval_weights) -> None:
+        super().__init__(train_locations, eval_X, eval_weights, prior.columns, prior.response)
+        self.prior = prior
+        self._union: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # n -> (X_union, g̃)
+        self._values: dict[int, np.ndarray] = {}  # n -> f on the union [train(n); eval]
+        self._violations: dict[int, int] = {}
+        self._interp: dict[int, np.ndarray] = {}
+        self._extra_labels: dict[tuple[int, int], np.ndarray] = {}
+
+    def _set(self, n: int, X_union: np.ndarray, g_tilde: np.ndarray, f: np.ndarray,
+             violations: int) -> None:
+        self._union[n], self._values[n], self._violations[n] = (X_union, g_tilde), f, violations
+
+    def _check_n(self, n: int) -> None:
+        if n not in self._values:
+            raise KeyError(f"this pseudo-truth was drawn for n in {sorted(self._values)}, not {n}")
+
+    def train_y(self, n: int, draw: int = 0) -> np.ndarray:
+        self._check_n(n)
+        if draw == 0:
+            return self._values[n][:n]
+        key = (n, draw)
+        if key not in self._extra_labels:
+            self._extra_labels[key] = self.interpolate(self.train_X(n, draw), n)
+        return self._extra_labels[key]
+
+    def eval_y(self, n: int) -> np.ndarray:
+        self._check_n(n)
+        return self._values[n][n:]
+
+    def interpolate(self, X: np.ndarray, n: int) -> np.ndarray:
+        """Label new locations by GP interpolation of ``g̃`` on the size-``n`` union (K > 1).
+
+        ``solve K a = g̃ − mean(g̃)``, predict ``mean + k(x, X_union) a``, then apply the link.
+        Exact at the union's own points; inside the ``Between`` bounds everywhere.
+        """
+        self._check_n(n)
+        X_union, g = self._union[n]
+        if n not in self._interp:
+            K = self.prior.kernel(X_union)
+            self._interp[n] = scipy.linalg.solve(K, g - g.mean(), assume_a="pos")
+        latent = g.mean() + self.prior.kernel(X, X_union) @ self._interp[n]
+        return self.prior.link(latent, X)
+
+    def diagnostics(self, n: int) -> dict[str, float]:
+        self._check_n(n)
+        return {"violations": float(self._violations[n])}
+
+
+class MonotoneGP(EvaluationDistribution):
+    """Monotone Gaussian-process prior on an eligible set (SPEC §6, generalised).
+
+    Parameters
+    ----------
+    eligible : EligibleSet
+        Domain, monotonicity constraints (any increasing/decreasing coordinates) and an optional
+        ``Between`` range for the logistic link.
+    kernel : Kernel
+        Latent covariance, in the domain's own coordinates (default Matérn-3/2, variance 10,
+        length scale 1).
+    jitter : float
+        Added to the covariance diagonal before the Cholesky factorisation.
+    n_eval : int
+        Number of evaluation locations (ignored by finite domains, which use their support).
+    response : str
+        Name of the label.
+    order : {"row-major", "random"}
+        Visiting order of the projection sweep (see :mod:`restrictiveness.projection`).
+    tol, max_sweeps : float, int
+        Stopping rule of the projection.
+
+    Examples
+    --------
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> truth = rx.MonotoneGP(F, n_eval=50).draw([10, 20], np.random.default_rng(0))
+    >>> y = truth.eval_y(20)
+    >>> bool(((0 <= y) & (y <= 1)).all())
+    True
+    """
+
+    diagnostic_names = ("violations",)
+
+    def __init__(self, eligible: EligibleSet, kernel: Kernel | None = None,
+                 jitter: float = 1e-4, n_eval: int = 1000, response: str = "y",
+                 order: SweepOrder = "row-major", tol: float = 1e-6,
+                 max_sweeps: int = 50) -> None:
+        self.eligible = eligible
+        self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
+        self.jitter, self.n_eval, self.response = float(jitter), int(n_eval), response
+        self.order, self.tol, self.max_sweeps = order, float(tol), int(max_sweeps)
+        if order not in ("row-major", "random"):
+            raise ConfigurationError("order must be 'row-major' or 'random'")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.eligible.columns
+
+    @property
+    def constraints(self) -> tuple[Constraint, ...]:
+        return self.eligible.constraints
+
+    def link(self, g: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Map latent values onto the ``Between`` range (identity without one)."""
+        b = self.eligible.between
+        if b is None:
+            return np.asarray(g, dtype=float)
+        lo, hi = b.bounds(X, self.columns)
+        return lo + (hi - lo) * expit(g)
+
+    def inverse_link(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
+        b = self.eligible.between
+        if b is None:
+            return np.asarray(f, dtype=float)
+        lo, hi = b.bounds(X, self.columns)
+        return logit((f - lo) / (hi - lo))
+
+    def project(self, g: np.ndarray, X: np.ndarray, rng: np.random.Generator
+                ) -> tuple[np.ndarray, int]:
+        """Blend of the increasing and decreasing projections of ``g``; and remaining violations."""
+        if not self.eligible.sign.any():
+            return g, 0
+        pairs = ordered_pairs(X, self.eligible.sign)
+        kw = dict(order=self.order, rng=rng, tol=self.tol, max_sweeps=self.max_sweeps)
+        g_up, _ = monotone_project(g, pairs, "increasing", **kw)
+        g_down, _ = monotone_project(g, pairs, "decreasing", **kw)
+        e_up, e_down = np.sum((g_up - g) ** 2), np.sum((g_down - g) ** 2)
+        w = e_up / (e_up + e_down) if e_up + e_down > 0 else 0.0
+        g_tilde = (1.0 - w) * g_up - w * g_down
+        return g_tilde, count_violations(g_tilde, pairs)
+
+    def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1
+             ) -> MonotoneGPTruth:
+        ns = sorted({int(n) for n in ns})
+        if not ns or ns[0] < 1:
+            raise ConfigurationError("sample sizes n must be positive integers")
+        if draws < 1:
+            raise ConfigurationError("draws must be at least 1")
+        eval_rng, latent_rng, order_rng, *train_rngs = rng.spawn(3 + draws)
+        domain = self.eligible.domain
+        eval_X, eval_w = domain.evaluation_points(self.n_eval, eval_rng)
+        n_max = ns[-1]
+        train = [domain.sample(n_max, r) for r in train_rngs]
+        # Evaluation points first: every n's union is a leading block of one Cholesky factor.
+        U = np.concatenate([eval_X, train[0]])
+        K = self.kernel(U)
+        K[np.diag_indices_from(K)] += self.jitter
+        L = scipy.linalg.cholesky(K, lower=True)
+        latent = L @ latent_rng.standard_normal(len(U))
+        E = len(eval_X)
+        truth = MonotoneGPTruth(self, train, eval_X, eval_w)
+        for n in ns:
+            X_union = np.concatenate([train[0][:n], eval_X])
+            g = np.concatenate([latent[E:E + n], latent[:E]])
+            g_tilde, violations = self.project(g, X_union, order_rng)
+            truth._set(n, X_union, g_tilde, self.link(g_tilde, X_union), violations)
+        return truth
+
+    def __repr__(self) -> str:
+        return (f"MonotoneGP({self.eligible!r}, kernel={self.kernel!r}, jitter={self.jitter:g}, "
+                f"n_eval={self.n_eval}, order={self.order!r})")

@@ -1,0 +1,324 @@
+"""The Monte Carlo study runner (SPEC §3).
+
+A :class:`Study` is a picklable configuration: an evaluation distribution, labelled procedures,
+a baseline, discrepancies, sample sizes, replications, a seed and the number of training draws
+per pseudo-truth. Its unit of work, :func:`run_replication`, is a *pure function* of the study
+and a replication index: it draws the pseudo-truth, builds the samples, fits every procedure
+and the baseline on the same samples (common random numbers), applies the failure protocol and
+returns a small :class:`ReplicationRecord`. Seeds derive from
+``numpy.random.SeedSequence(seed, spawn_key=...)`` keyed by replication, procedure label, ``n``
+and draw, so a replication's numbers do not depend on the backend, the worker count, the order
+of the procedures or which other procedures run beside it.
+
+Backends: serial (``n_jobs=1``) or a local process pool; records are assembled in replication
+order, so a parallel run's Dataset is identical to the serial one. Checkpoints and remote
+(dask) execution ship the same units.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+import warnings
+import zlib
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .discrepancies import MSE, Discrepancy
+from .exceptions import BaselineError, ConfigurationError, FailureWarning
+from .failures import GuardedRule
+from .procedures import Procedure
+from .truth import EvaluationDistribution
+
+__all__ = ["Study", "ReplicationRecord", "run_replication", "procedure_rng"]
+
+BASELINE = "__baseline__"
+
+
+def procedure_rng(seed: int, replication: int, label: str, n: int, draw: int
+                  ) -> np.random.Generator:
+    """The random stream of one fit, keyed by what the fit is (not by when it runs)."""
+    key = (replication, 1, zlib.crc32(label.encode()), n, draw)
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def truth_rng(seed: int, replication: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replication, 0)))
+
+
+@dataclass
+class ReplicationRecord:
+    """Everything one replication contributes to the results (small, picklable)."""
+
+    replication: int
+    loss: np.ndarray            # (procedure, discrepancy, n, draw); NaN where not run
+    baseline_loss: np.ndarray   # (discrepancy, n, draw)
+    failed: np.ndarray          # (procedure, n) fits that failed in any draw
+    invalid: np.ndarray         # (procedure, n) prediction rows replaced by the baseline
+    seconds: np.ndarray         # (procedure, n) mean wall time of a fit
+    baseline_seconds: np.ndarray  # (n,)
+    error: np.ndarray           # (procedure, n) first failure message ('' if none)
+    info: np.ndarray            # (procedure, n) JSON of the first draw's Fitted.info
+    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,)
+
+
+def _json(info) -> str:
+    try:
+        return json.dumps(info or {}, default=lambda o: np.asarray(o).tolist())
+    except (TypeError, ValueError):
+        return json.dumps({"repr": repr(info)})
+
+
+class Study:
+    """Procedural restrictiveness of several procedures on common draws (SPEC §2–§3).
+
+    Parameters
+    ----------
+    evaluation : EvaluationDistribution
+        Draws the pseudo-truths.
+    procedures : mapping of str to Procedure, or sequence of Procedure
+        Labelled procedures (a sequence is labelled by each procedure's ``label``).
+    baseline : Procedure
+        The normalising procedure, fitted on the same samples.
+    discrepancies : sequence of Discrepancy
+        Default: mean squared error over the evaluation locations.
+    n : sequence of int
+        Training sample sizes (the learning-curve profile).
+    replications : int
+        Number of pseudo-truths M.
+    seed : int
+        Root seed; the same seed gives the same numbers whatever the backend.
+    draws : int
+        Training samples per pseudo-truth and n (K of SPEC §3); a procedure whose ``draws``
+        attribute is set (e.g. 1 for an expensive language-model procedure) uses that many.
+    fit_on : {"training", "evaluation"}
+        ``"evaluation"`` fits every procedure on the evaluation locations themselves, giving
+        *model* restrictiveness (Def. 1, the n → ∞ limit); the ``n`` coordinate then indexes the
+        pseudo-truth construction only.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=100), {"linear": rx.OLS("y ~ x")},
+    ...                  baseline=rx.Constant(), n=[20], replications=5, seed=1)
+    >>> res = study.run(progress=False)
+    >>> res.dataset["loss"].dims
+    ('procedure', 'discrepancy', 'n', 'replication')
+    """
+
+    def __init__(self, evaluation: EvaluationDistribution,
+                 procedures: Mapping[str, Procedure] | Sequence[Procedure],
+                 baseline: Procedure, discrepancies: Sequence[Discrepancy] = (MSE(),),
+                 n: Sequence[int] = (50, 100, 200), replications: int = 100, seed: int = 0,
+                 draws: int = 1, fit_on: Literal["training", "evaluation"] = "training",
+                 baseline_label: str = "baseline") -> None:
+        if not isinstance(procedures, Mapping):
+            procedures = {p.label: p for p in procedures}
+        if not procedures:
+            raise ConfigurationError("procedures: give at least one procedure")
+        self.procedures = dict(procedures)
+        for label, p in self.procedures.items():
+            if not hasattr(p, "fit"):
+                raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
+        if not hasattr(baseline, "fit"):
+            raise ConfigurationError("baseline has no fit(sample, rng) method")
+        self.evaluation, self.baseline, self.baseline_label = evaluation, baseline, baseline_label
+        self.discrepancies = tuple(discrepancies)
+        names = [d.name for d in self.discrepancies]
+        if not names or len(set(names)) != len(names):
+            raise ConfigurationError(f"discrepancies need distinct names, got {names}")
+        try:
+            self.n = sorted({int(v) for v in n})
+        except (TypeError, ValueError):
+            raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
+        if not self.n or self.n[0] < 1:
+            raise ConfigurationError(f"n must be positive integers, got {n!r}")
+        if int(replications) < 2:
+            raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
+        if int(draws) < 1:
+            raise ConfigurationError("draws must be at least 1")
+        if fit_on not in ("training", "evaluation"):
+            raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
+        self.replications, self.seed, self.draws = int(replications), int(seed), int(draws)
+        self.fit_on = fit_on
+
+    # -- configuration --------------------------------------------------------------------
+    @property
+    def labels(self) -> list[str]:
+        return list(self.procedures)
+
+    def procedure_draws(self, label: str) -> int:
+        own = getattr(self.procedures[label], "draws", None)
+        k = self.draws if own is None else min(int(own), self.draws)
+        return 1 if self.fit_on == "evaluation" else k
+
+    def configuration(self) -> dict:
+        """JSON-serialisable description stored in the results' attributes."""
+        return {
+            "evaluation": repr(self.evaluation),
+            "procedures": {k: repr(v) for k, v in self.procedures.items()},
+            "baseline": {self.baseline_label: repr(self.baseline)},
+            "discrepancies": [repr(d) for d in self.discrepancies],
+            "n": self.n, "replications": self.replications, "seed": self.seed,
+            "draws": self.draws, "fit_on": self.fit_on,
+        }
+
+    # -- execution ------------------------------------------------------------------------
+    def run(self, n_jobs: int | None = 1, progress: bool | None = None,
+            replications: Sequence[int] | None = None):
+        """Run every replication and return :class:`~restrictiveness.results.Results`.
+
+        Parameters
+        ----------
+        n_jobs : int or None
+            Worker processes (None or -1: all cores; 1: serial, in-process and debuggable).
+        progress : bool, optional
+            Show a progress bar (default: when standard error is a terminal).
+        replications : sequence of int, optional
+            Run only these replication indices (as a checkpointed or distributed run does).
+        """
+        from .results import Results
+
+        reps = list(range(self.replications)) if replications is None else list(replications)
+        records = self.run_units(reps, n_jobs=n_jobs, progress=progress)
+        res = Results.from_records(self, records)
+        total = int(res.dataset["failed"].sum())
+        if total:
+            warnings.warn(f"{total} fit(s) failed; the baseline's predictions were used in their "
+                          "place (see results.failures())", FailureWarning, stacklevel=2)
+        return res
+
+    def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
+                  progress: bool | None = None) -> list[ReplicationRecord]:
+        """Run the given replications; records come back in the order given."""
+        from tqdm.auto import tqdm
+
+        if n_jobs is None or n_jobs < 0:
+            n_jobs = os.cpu_count() or 1
+        show = sys.stderr.isatty() if progress is None else bool(progress)
+        bar = tqdm(total=len(replications), desc="replications", disable=not show)
+        out: dict[int, ReplicationRecord] = {}
+        try:
+            if n_jobs == 1 or len(replications) <= 1:
+                for m in replications:
+                    out[m] = run_replication(self, m)
+                    bar.update()
+            else:
+                # fork: workers inherit imported modules and compiled kernels, and user scripts
+                # need no __main__ guard; spawn where fork does not exist.
+                methods = multiprocessing.get_all_start_methods()
+                ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+                with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
+                                         mp_context=ctx, initializer=_single_threaded) as pool:
+                    futures = {pool.submit(run_replication, self, m): m for m in replications}
+                    for fut in as_completed(futures):
+                        out[futures[fut]] = fut.result()
+                        bar.update()
+        finally:
+            bar.close()
+        return [out[m] for m in replications]
+
+
+def _single_threaded() -> None:
+    """Worker initialiser: one BLAS thread per process, or n_jobs workers oversubscribe the
+    cores (measured: 40x slower with OpenBLAS's default threads in forked workers)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
+def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_rule,
+                 m: int, n: int, k: int) -> tuple[GuardedRule, float, dict]:
+    rng = procedure_rng(study.seed, m, label, n, k)
+    start = time.perf_counter()
+    try:
+        fitted, error = procedure.fit(sample, rng), ""
+    except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
+        fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - start
+    info = getattr(fitted, "info", {}) if fitted is not None else {}
+    guard = GuardedRule(fitted, base_rule, study.evaluation.constraints,
+                        study.evaluation.columns, error)
+    return guard, seconds, info
+
+
+def run_replication(study: Study, replication: int) -> ReplicationRecord:
+    """One replication: a pseudo-truth, its samples, and every procedure's losses for every n.
+
+    A pure function of ``(study, replication)``.
+    """
+    m = replication
+    labels, ns, discs = study.labels, study.n, study.discrepancies
+    P, D, N, K = len(labels), len(discs), len(ns), study.draws
+    truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
+                                  draws=1 if study.fit_on == "evaluation" else K)
+    loss = np.full((P, D, N, K), np.nan)
+    base_loss = np.full((D, N, K), np.nan)
+    failed = np.zeros((P, N), dtype=np.int64)
+    invalid = np.zeros((P, N), dtype=np.int64)
+    seconds = np.zeros((P, N))
+    base_seconds = np.zeros(N)
+    error = np.full((P, N), "", dtype=object)
+    info = np.full((P, N), "{}", dtype=object)
+    n_draws = [study.procedure_draws(label) for label in labels]
+    k_base = max(n_draws)
+    for c, n in enumerate(ns):
+        for k in range(k_base):
+            sample = truth.evaluation_sample(n) if study.fit_on == "evaluation" \
+                else truth.sample(n, k)
+            rng = procedure_rng(study.seed, m, BASELINE, n, k)
+            start = time.perf_counter()
+            try:
+                base_rule = study.baseline.fit(sample, rng)
+                base_loss[:, c, k] = [d(_Repaired(base_rule, study), truth, n) for d in discs]
+            except Exception as exc:
+                raise BaselineError(
+                    f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
+                    f"{type(exc).__name__}: {exc}") from exc
+            base_seconds[c] += (time.perf_counter() - start) / k_base
+            for p, label in enumerate(labels):
+                if k >= n_draws[p]:
+                    continue
+                guard, secs, fit_info = _fit_guarded(study, label, study.procedures[label],
+                                                     sample, base_rule, m, n, k)
+                for d, disc in enumerate(discs):
+                    try:
+                        loss[p, d, c, k] = disc(guard, truth, n)
+                    except Exception as exc:  # noqa: BLE001 - broken discrepancy input
+                        guard.failed = True
+                        guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
+                        guard.fitted = None
+                        loss[p, d, c, k] = disc(guard, truth, n)
+                seconds[p, c] += secs / n_draws[p]
+                failed[p, c] += int(guard.failed)
+                invalid[p, c] += guard.replaced
+                if guard.error and not error[p, c]:
+                    error[p, c] = guard.error
+                if k == 0:
+                    info[p, c] = _json(fit_info)
+    diagnostics = {name: np.array([truth.diagnostics(n).get(name, np.nan) for n in ns])
+                   for name in study.evaluation.diagnostic_names}
+    return ReplicationRecord(m, loss, base_loss, failed, invalid, seconds, base_seconds,
+                             error, info, diagnostics)
+
+
+class _Repaired:
+    """The baseline's rule with the eligible set's repairs (clipping) applied."""
+
+    def __init__(self, rule, study: Study) -> None:
+        self.rule, self.study = rule, study
+
+    def predict(self, X):
+        from .failures import repair
+
+        pred, _ = repair(self.rule.predict(X), X, self.study.evaluation.constraints,
+                         self.study.evaluation.columns)
+        return pred
