@@ -27,6 +27,7 @@ from .formula import parse_formula
 from .kernels import Matern32, Matern52, SquaredExponential
 from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
 from .monotone_gp import EligibleSet, MonotoneGP
+from .quick import quick_check
 from .results import Results, load
 from .sample import Sample
 from .study import Study
@@ -42,6 +43,6 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
-    "EligibleSet", "MonotoneGP", "Results", "load", "Sample", "Study",
+    "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth",
 ]

@@ -9,7 +9,7 @@ when the study used K > 1 training samples per pseudo-truth) and variables
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
 * ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's;
 * ``seconds`` (procedure, n, replication) — mean wall time of one fit;
-* ``error`` and ``info`` (procedure, n, replication) — first failure message, JSON fit record;
+* ``error`` and ``fit_info`` (procedure, n, replication) — first failure message, JSON fit record;
 * ``truth_<name>`` (n, replication) — the evaluation distribution's diagnostics;
 
 and attributes holding the study's configuration, seed and package versions, so a saved file
@@ -31,10 +31,11 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from .inference import combination_estimate, normal_interval, ratio_estimate
+from .sensitivity_results import SensitivityMixin
 
 __all__ = ["Results", "load"]
 
-_ENGINE = "h5netcdf"
+_ENGINE = "netcdf4"
 
 
 def _versions() -> dict[str, str]:
@@ -47,7 +48,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-class Results:
+class Results(SensitivityMixin):
     """Restrictiveness estimates, contrasts and summaries from a study's Dataset.
 
     Parameters
@@ -100,7 +101,7 @@ class Results:
             "seconds": (pnm, stack("seconds")),
             "baseline_seconds": (("n", "replication"), stack("baseline_seconds")),
             "error": (pnm, stack("error", str)),
-            "info": (pnm, stack("info", str)),
+            "fit_info": (pnm, stack("info", str)),
         }
         for name in study.evaluation.diagnostic_names:
             data[f"truth_{name}"] = (("n", "replication"),

@@ -208,9 +208,14 @@ class Study:
         out: dict[int, ReplicationRecord] = {}
         try:
             if n_jobs == 1 or len(replications) <= 1:
-                for m in replications:
-                    out[m] = run_replication(self, m)
-                    bar.update()
+                # Units always run with one BLAS thread: multithreaded BLAS sums in another
+                # order, and serial and parallel runs must agree to the last bit.
+                from threadpoolctl import threadpool_limits
+
+                with threadpool_limits(1):
+                    for m in replications:
+                        out[m] = run_replication(self, m)
+                        bar.update()
             else:
                 # fork: workers inherit imported modules and compiled kernels, and user scripts
                 # need no __main__ guard; spawn where fork does not exist.
@@ -228,8 +233,9 @@ class Study:
 
 
 def _single_threaded() -> None:
-    """Worker initialiser: one BLAS thread per process, or n_jobs workers oversubscribe the
-    cores (measured: 40x slower with OpenBLAS's default threads in forked workers)."""
+    """Worker initialiser: one BLAS thread per process, as in serial runs (identical numbers),
+    and because n_jobs workers with OpenBLAS's default threads oversubscribe the cores
+    (measured: 40x slower)."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)

@@ -1,0 +1,60 @@
+"""Command-line front door: ``python -m restrictiveness <command> ...``.
+
+Each command lives in a module of this package exposing ``register(subparsers)``, which adds its
+parser and sets ``func(args) -> int``. Every study command prints a summary and can write its
+results with ``--out FILE.nc``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "add_study_options"]
+
+COMMANDS = ("demo", "replicate", "completeness", "sensitivity")
+
+
+def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int], replications: int,
+                      seed: int = 0) -> None:
+    """Options every study command shares: sample sizes, replications, seed, jobs, output."""
+    parser.add_argument("--n", type=int, nargs="+", default=list(n), metavar="N",
+                        help=f"training sample sizes (default: {' '.join(map(str, n))})")
+    parser.add_argument("--replications", "-M", type=int, default=replications,
+                        help=f"pseudo-truths M (default: {replications})")
+    parser.add_argument("--seed", type=int, default=seed, help=f"root seed (default: {seed})")
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help="worker processes (default 1; -1 for all cores)")
+    parser.add_argument("--out", metavar="FILE.nc", help="write the results to NetCDF")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m restrictiveness",
+        description="Restrictiveness and completeness of economic models, machine learners and "
+                    "AI workflows (Fudenberg, Gao & You 2026).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ImportError:  # a command whose module is not installed yet
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from ..exceptions import RestrictivenessError
+
+    try:
+        return int(args.func(args) or 0)
+    except RestrictivenessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

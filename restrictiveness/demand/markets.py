@@ -1,0 +1,217 @@
+"""The market distribution P_X of the demand application (SPEC §7).
+
+A market holds J = 24 products ``x_j = (p_j, s_j, m_j)`` drawn iid: the mushy indicator
+``m_j ~ Bernoulli(1/3)`` and, given ``m_j``, the (price, sugar) pair uniform on the convex hull of
+the calibration data's (price, sugar) pairs with that mushy status. Markets are arrays
+``(J, 3)`` with columns ``("prices", "sugar", "mushy")`` in the data's raw units; a sample of
+``n`` markets has shape ``(n, J, 3)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.spatial import ConvexHull
+
+from ..exceptions import DataError, DomainError
+
+__all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS"]
+
+#: Names of the last axis of a market array.
+MARKET_COLUMNS = ("prices", "sugar", "mushy")
+
+
+class ConvexPolygon:
+    """The convex hull of planar points, sampled uniformly by area-weighted triangles.
+
+    Parameters
+    ----------
+    points : ndarray, shape (k, 2)
+        Points whose convex hull is the polygon (at least three, not collinear).
+
+    Attributes
+    ----------
+    vertices : ndarray, shape (v, 2)
+        Hull vertices in counter-clockwise order.
+    equations : ndarray, shape (v, 3)
+        Half-spaces ``a x + b y + c <= 0`` whose intersection is the polygon (scipy's
+        ``ConvexHull.equations``, outward unit normals).
+    triangles : ndarray, shape (v - 2, 3, 2)
+        A fan triangulation of the polygon.
+    area : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> square = ConvexPolygon(np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]]))
+    >>> float(square.area), square.interval(np.array([0.25]))
+    (1.0, (array([0.]), array([1.])))
+    """
+
+    def __init__(self, points: np.ndarray) -> None:
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 2 or len(points) < 3:
+            raise DomainError("ConvexPolygon: points must have shape (k, 2) with k >= 3")
+        hull = ConvexHull(points)
+        self.vertices = points[hull.vertices]
+        self.equations = hull.equations
+        v = self.vertices
+        self.triangles = np.stack([np.broadcast_to(v[0], v[1:-1].shape), v[1:-1], v[2:]], axis=1)
+        e1 = self.triangles[:, 1] - self.triangles[:, 0]
+        e2 = self.triangles[:, 2] - self.triangles[:, 0]
+        self.triangle_areas = 0.5 * np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+        self.area = float(self.triangle_areas.sum())
+        if not self.area > 0:
+            raise DomainError("ConvexPolygon: the points are collinear; the hull has no area")
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` points uniform on the polygon, shape ``(size, 2)``.
+
+        A triangle is chosen with probability proportional to its area, then a point uniform in
+        it by reflecting a uniform point of the unit square into the lower-left triangle.
+        """
+        k = rng.choice(len(self.triangles), size=size, p=self.triangle_areas / self.area)
+        u = rng.random((size, 2))
+        flip = u.sum(axis=1) > 1.0
+        u[flip] = 1.0 - u[flip]
+        t = self.triangles[k]
+        return t[:, 0] + u[:, :1] * (t[:, 1] - t[:, 0]) + u[:, 1:] * (t[:, 2] - t[:, 0])
+
+    def contains(self, xy: np.ndarray, tol: float = 1e-12) -> np.ndarray:
+        """Whether each row of ``xy`` (shape ``(k, 2)``) lies in the polygon (within ``tol``)."""
+        xy = np.asarray(xy, dtype=float)
+        return (xy @ self.equations[:, :2].T + self.equations[:, 2] <= tol).all(axis=-1)
+
+    def interval(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The section of the polygon at second coordinate ``y``: ``(low, high)`` of the first.
+
+        From the half-space representation: facet ``a x + b y + c <= 0`` bounds ``x`` above when
+        ``a > 0`` and below when ``a < 0``; facets with ``a = 0`` bound ``y`` only. Outside the
+        polygon's ``y`` range the interval is empty (``low > high``).
+        """
+        y = np.asarray(y, dtype=float)[..., None]
+        a, b, c = self.equations[:, 0], self.equations[:, 1], self.equations[:, 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = -(b * y + c) / a
+        upper = np.where(a > 1e-14, bound, np.inf).min(axis=-1)
+        lower = np.where(a < -1e-14, bound, -np.inf).max(axis=-1)
+        return lower, upper
+
+
+class MarketDistribution:
+    """Markets of ``J`` iid products calibrated to the Nevo (2000) cereal data (SPEC §7).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, optional
+        Calibration data with columns ``prices``, ``sugar``, ``mushy`` (default: the shipped
+        cereal data, :func:`restrictiveness.datasets.cereal.load_cereal`).
+    n_products : int
+        Products per market, J (24).
+    p_mushy : float
+        Probability that a product is mushy (1/3, the share in the data).
+
+    Attributes
+    ----------
+    hulls : dict of int to ConvexPolygon
+        The (price, sugar) hull for each mushy status.
+    price_mean, price_sd, sugar_mean, sugar_sd : float
+        Pooled calibration moments (standard deviations with ``ddof=0``) that standardise price
+        and sugar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> md = MarketDistribution()
+    >>> X = md.sample(5, np.random.default_rng(0))
+    >>> X.shape
+    (5, 24, 3)
+    """
+
+    columns = MARKET_COLUMNS
+
+    def __init__(self, data: pd.DataFrame | None = None, n_products: int = 24,
+                 p_mushy: float = 1.0 / 3.0) -> None:
+        if data is None:
+            from ..datasets.cereal import load_cereal
+
+            data = load_cereal()
+        missing = [c for c in MARKET_COLUMNS if c not in data.columns]
+        if missing:
+            raise DataError(f"MarketDistribution: data lack the columns {missing}")
+        if int(n_products) < 1:
+            raise DomainError(f"n_products must be a positive integer, got {n_products}")
+        if not 0.0 < float(p_mushy) < 1.0:
+            raise DomainError(f"p_mushy must lie strictly between 0 and 1, got {p_mushy}")
+        values = data[list(MARKET_COLUMNS)].to_numpy(dtype=float)
+        if not np.isfinite(values).all():
+            raise DataError("MarketDistribution: data contain missing or infinite values")
+        self.n_products, self.p_mushy = int(n_products), float(p_mushy)
+        self.calibration = values
+        mushy = values[:, 2]
+        if not np.isin(mushy, (0.0, 1.0)).all():
+            raise DataError("MarketDistribution: mushy must be 0 or 1")
+        self.hulls = {m: ConvexPolygon(values[mushy == m, :2]) for m in (0, 1)}
+        self.price_mean, self.price_sd = float(values[:, 0].mean()), float(values[:, 0].std())
+        self.sugar_mean, self.sugar_sd = float(values[:, 1].mean()), float(values[:, 1].std())
+
+    def sample(self, n_markets: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``n_markets`` markets, shape ``(n_markets, J, 3)`` (raw units).
+
+        Markets are drawn one after another from ``rng``, so the first ``k`` markets of a draw
+        of ``n > k`` are a draw of ``k`` (nested samples).
+        """
+        n_markets = int(n_markets)
+        if n_markets < 0:
+            raise DomainError(f"n_markets must be nonnegative, got {n_markets}")
+        X = np.empty((n_markets, self.n_products, 3))
+        for i in range(n_markets):
+            m = (rng.random(self.n_products) < self.p_mushy).astype(float)
+            for status in (0, 1):
+                sel = m == status
+                X[i, sel, :2] = self.hulls[status].sample(int(sel.sum()), rng)
+            X[i, :, 2] = m
+        return X
+
+    def standardize(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Standardised price and sugar ``(z^p, z^s)`` of markets ``X`` (shape ``(..., 3)``)."""
+        X = np.asarray(X, dtype=float)
+        return ((X[..., 0] - self.price_mean) / self.price_sd,
+                (X[..., 1] - self.sugar_mean) / self.sugar_sd)
+
+    def price_interval(self, sugar: np.ndarray, mushy: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Feasible price interval ``(L, U)`` at a sugar level inside the hull of that mushy status.
+
+        Parameters
+        ----------
+        sugar, mushy : array_like
+            Same shape; ``mushy`` is 0 or 1.
+
+        Returns
+        -------
+        (L, U) : tuple of ndarray
+            Arrays of the common shape; ``L > U`` where the sugar level is outside the hull.
+
+        Examples
+        --------
+        >>> md = MarketDistribution()
+        >>> L, U = md.price_interval([5.0], [0.0])
+        >>> bool(L[0] < U[0])
+        True
+        """
+        sugar = np.asarray(sugar, dtype=float)
+        mushy = np.asarray(mushy, dtype=float)
+        if sugar.shape != mushy.shape:
+            raise DomainError("price_interval: sugar and mushy must have the same shape")
+        lo = np.empty(sugar.shape)
+        hi = np.empty(sugar.shape)
+        for status in (0, 1):
+            sel = mushy == status
+            lo[sel], hi[sel] = self.hulls[status].interval(sugar[sel])
+        if not np.isin(mushy, (0.0, 1.0)).all():
+            raise DomainError("price_interval: mushy must be 0 or 1")
+        return lo, hi
+
+    def __repr__(self) -> str:
+        return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy:.4g})"

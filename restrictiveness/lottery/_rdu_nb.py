@@ -1,0 +1,414 @@
+"""Numba kernels of the rank-dependent-utility (RDU/CPT) least-squares fits, and their NumPy twins.
+
+Model (SPEC §6): for a binary lottery ``x = (z_hi, z_lo, p)``,
+
+    f(x) = u⁻¹( w(p) u(z_hi) + (1 − w(p)) u(z_lo) ),   u(z) = (z + s)^α,  u⁻¹(U) = exp(log(U)/α) − s,
+
+with a fixed utility shift ``s ≥ 0`` (``s = 0``: power utility) and a weighting function indexed
+by ``t = ℓ + γ h(p)`` with ``ℓ = log δ``:
+
+* ``WEIGHT_LINEAR`` — ``w(p) = p`` (γ and ℓ have no effect);
+* ``WEIGHT_ODDS`` — ``w = δp^γ / (δp^γ + (1 − p)^γ) = σ(t)``, ``h = log(p / (1 − p))``;
+* ``WEIGHT_PRELEC`` — ``w = exp(−δ(−log p)^γ) = exp(−e^t)``, ``h = log(−log p)``.
+
+Every kernel takes the full parameter vector ``θ = (α, γ, ℓ)``; a ``free`` mask says which
+entries the fit may move. Residuals are ``f − y``; Jacobians are analytic, with respect to
+``(α, γ, ℓ)``. The certainty equivalent is computed as ``exp(log(U)/α)`` because α can be 0.01
+(``U^{100}``); ``z^α`` with ``z + s = 0`` is 0 and ``U = 0`` (both prizes 0) gives ``f = −s``.
+
+The fit (:func:`fit_rdu`) evaluates the sum of squared residuals on a coarse grid, starts a
+bounded Levenberg–Marquardt refinement from the best few *grid-local* minima (points no worse
+than their grid neighbours: CPT(α,δ) has genuine separate optima) and keeps the best. The
+refinement is an active-set projected LM: a free parameter on a bound whose gradient points
+outwards is held there exactly, steps of the others are clipped to the box, and the damping
+grows until the clipped step lowers the objective — so estimates land exactly on bounds.
+
+All validation happens in Python before the call (``models.py``); inputs are contiguous float64
+(``free`` is an int64 mask).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "WEIGHT_LINEAR", "WEIGHT_ODDS", "WEIGHT_PRELEC",
+    "rdu_values", "rdu_values_numpy",
+    "grid_ssr", "grid_ssr_numpy",
+    "refine", "refine_numpy",
+    "fit_rdu", "fit_rdu_numpy",
+]
+
+WEIGHT_LINEAR, WEIGHT_ODDS, WEIGHT_PRELEC = 0, 1, 2
+
+
+# ---------------------------------------------------------------------------------------------
+# pointwise formulas (numba)
+# ---------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def _weight(gamma, ell, p, kind):
+    """``(w, 1 − w, ∂w/∂t, h(p))``; the complement is computed directly to avoid cancellation."""
+    if kind == WEIGHT_LINEAR:
+        return p, 1.0 - p, 0.0, 0.0
+    if p <= 0.0:
+        return 0.0, 1.0, 0.0, 0.0
+    if p >= 1.0:
+        return 1.0, 0.0, 0.0, 0.0
+    if kind == WEIGHT_ODDS:
+        h = math.log(p) - math.log1p(-p)
+        t = ell + gamma * h
+        if t >= 0.0:
+            e = math.exp(-t)
+            w, wc = 1.0 / (1.0 + e), e / (1.0 + e)
+        else:
+            e = math.exp(t)
+            w, wc = e / (1.0 + e), 1.0 / (1.0 + e)
+        return w, wc, w * wc, h
+    # Prelec
+    h = math.log(-math.log(p))
+    e = math.exp(ell + gamma * h)
+    w = math.exp(-e)
+    return w, -math.expm1(-e), -e * w, h
+
+
+@numba.njit(cache=True)
+def _utility(z, shift, alpha):
+    """``((z + s)^α, log(z + s))``, with ``0^α = 0`` (its log is unused then)."""
+    base = z + shift
+    if base <= 0.0:
+        return 0.0, 0.0
+    lb = math.log(base)
+    return math.exp(alpha * lb), lb
+
+
+@numba.njit(cache=True)
+def rdu_values(theta: np.ndarray, X: np.ndarray, shift: float,
+               kind: int) -> tuple[np.ndarray, np.ndarray]:
+    """Certainty equivalents ``f`` (n,) and their Jacobian (n, 3) with respect to ``(α, γ, ℓ)``."""
+    alpha, gamma, ell = theta[0], theta[1], theta[2]
+    n = X.shape[0]
+    f = np.empty(n)
+    J = np.zeros((n, 3))
+    for i in range(n):
+        w, wc, dwdt, h = _weight(gamma, ell, X[i, 2], kind)
+        a, la = _utility(X[i, 0], shift, alpha)
+        b, lb = _utility(X[i, 1], shift, alpha)
+        U = w * a + wc * b
+        if U <= 0.0:  # both utilities 0: the CE is the (zero) prize whatever the parameters
+            f[i] = -shift
+            continue
+        logU = math.log(U)
+        F = math.exp(logU / alpha)
+        f[i] = F - shift
+        dUda = w * a * la + wc * b * lb
+        J[i, 0] = F * (dUda / (alpha * U) - logU / (alpha * alpha))
+        dFdw = F / (alpha * U) * (a - b)
+        J[i, 1] = dFdw * dwdt * h
+        J[i, 2] = dFdw * dwdt
+    return f, J
+
+
+@numba.njit(cache=True)
+def grid_ssr(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.ndarray,
+             ells: np.ndarray, shift: float, kind: int) -> np.ndarray:
+    """Sum of squared residuals on the grid ``alphas × gammas × ells`` (shape (na, ng, nl))."""
+    n = X.shape[0]
+    na, ng, nl = alphas.shape[0], gammas.shape[0], ells.shape[0]
+    W = np.empty((ng, nl, n))
+    Wc = np.empty((ng, nl, n))
+    for j in range(ng):
+        for k in range(nl):
+            for i in range(n):
+                w, wc, _, _ = _weight(gammas[j], ells[k], X[i, 2], kind)
+                W[j, k, i] = w
+                Wc[j, k, i] = wc
+    A = np.empty((na, n))
+    B = np.empty((na, n))
+    for m in range(na):
+        for i in range(n):
+            A[m, i] = _utility(X[i, 0], shift, alphas[m])[0]
+            B[m, i] = _utility(X[i, 1], shift, alphas[m])[0]
+    out = np.empty((na, ng, nl))
+    for m in range(na):
+        inv = 1.0 / alphas[m]
+        for j in range(ng):
+            for k in range(nl):
+                s = 0.0
+                for i in range(n):
+                    U = W[j, k, i] * A[m, i] + Wc[j, k, i] * B[m, i]
+                    f = math.exp(math.log(U) * inv) - shift if U > 0.0 else -shift
+                    s += (f - y[i]) ** 2
+                out[m, j, k] = s
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy twins of the formulas (tests and benchmarks)
+# ---------------------------------------------------------------------------------------------
+
+def _weight_numpy(gamma, ell, p, kind):
+    p = np.asarray(p, dtype=float)
+    if kind == WEIGHT_LINEAR:
+        return p, 1.0 - p, np.zeros_like(p), np.zeros_like(p)
+    inside = (p > 0) & (p < 1)
+    q = np.where(inside, p, 0.5)
+    if kind == WEIGHT_ODDS:
+        h = np.log(q) - np.log1p(-q)
+        t = ell + gamma * h
+        w = 0.5 * (1.0 + np.tanh(0.5 * t))      # σ(t), written without overflow
+        wc = 0.5 * (1.0 - np.tanh(0.5 * t))
+        dwdt = w * wc
+    else:
+        h = np.log(-np.log(q))
+        e = np.exp(ell + gamma * h)
+        w, wc, dwdt = np.exp(-e), -np.expm1(-e), -e * np.exp(-e)
+    w = np.where(inside, w, (p >= 1).astype(float))
+    wc = np.where(inside, wc, (p <= 0).astype(float))
+    return w, wc, np.where(inside, dwdt, 0.0), np.where(inside, h, 0.0)
+
+
+def _utility_numpy(z, shift, alpha):
+    base = np.asarray(z, dtype=float) + shift
+    pos = base > 0
+    lb = np.log(np.where(pos, base, 1.0))
+    return np.where(pos, np.exp(alpha * lb), 0.0), lb
+
+
+def rdu_values_numpy(theta: np.ndarray, X: np.ndarray, shift: float,
+                     kind: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised NumPy twin of :func:`rdu_values`."""
+    alpha, gamma, ell = float(theta[0]), float(theta[1]), float(theta[2])
+    w, wc, dwdt, h = _weight_numpy(gamma, ell, X[:, 2], kind)
+    a, la = _utility_numpy(X[:, 0], shift, alpha)
+    b, lb = _utility_numpy(X[:, 1], shift, alpha)
+    U = w * a + wc * b
+    pos = U > 0
+    Us = np.where(pos, U, 1.0)
+    logU = np.log(Us)
+    F = np.exp(logU / alpha)
+    f = np.where(pos, F - shift, -shift)
+    dFdw = F / (alpha * Us) * (a - b)
+    J = np.stack([F * ((w * a * la + wc * b * lb) / (alpha * Us) - logU / alpha**2),
+                  dFdw * dwdt * h, dFdw * dwdt], axis=1)
+    return f, np.where(pos[:, None], J, 0.0)
+
+
+def grid_ssr_numpy(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.ndarray,
+                   ells: np.ndarray, shift: float, kind: int) -> np.ndarray:
+    """Broadcast NumPy twin of :func:`grid_ssr`."""
+    w, wc, _, _ = _weight_numpy(gammas[:, None, None], ells[None, :, None], X[None, None, :, 2],
+                                kind)
+    w = np.broadcast_to(w, (len(gammas), len(ells), len(X)))
+    wc = np.broadcast_to(wc, w.shape)
+    a = _utility_numpy(X[None, :, 0], shift, alphas[:, None])[0]
+    b = _utility_numpy(X[None, :, 1], shift, alphas[:, None])[0]
+    U = w[None] * a[:, None, None] + wc[None] * b[:, None, None]
+    with np.errstate(divide="ignore"):
+        f = np.exp(np.log(U) / alphas[:, None, None, None]) - shift
+    return ((f - y) ** 2).sum(axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded Levenberg–Marquardt and the multi-start fit, written once for both twins
+# ---------------------------------------------------------------------------------------------
+
+def _make_solvers(values, grid, compile):
+    """Build ``(refine, fit)`` around a ``values``/``grid`` pair, compiled or plain."""
+
+    def _refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
+        x = theta0.copy()
+        for i in range(3):
+            if free[i] != 0:
+                x[i] = min(max(x[i], lo[i]), hi[i])
+        f, J = values(x, X, shift, kind)
+        n = X.shape[0]
+        ssr = 0.0
+        r = np.empty(n)
+        for i in range(n):
+            r[i] = f[i] - y[i]
+            ssr += r[i] * r[i]
+        mu, nu = 1e-3, 2.0
+        g = np.zeros(3)
+        A = np.zeros((3, 3))
+        idx = np.zeros(3, dtype=np.int64)
+        M = np.zeros((3, 3))
+        s = np.zeros(3)
+        it = 0
+        while it < maxit:
+            it += 1
+            if ssr <= 1e-300:
+                break
+            for a in range(3):
+                g[a] = 0.0
+                for c in range(3):
+                    A[a, c] = 0.0
+            for i in range(n):
+                for a in range(3):
+                    g[a] += J[i, a] * r[i]
+                    for c in range(a, 3):
+                        A[a, c] += J[i, a] * J[i, c]
+            for a in range(3):
+                for c in range(a):
+                    A[a, c] = A[c, a]
+            # free parameters not held on a bound by an outward gradient
+            k = 0
+            dmax = 0.0
+            for a in range(3):
+                if free[a] == 0:
+                    continue
+                if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
+                    continue
+                idx[k] = a
+                k += 1
+                dmax = max(dmax, A[a, a])
+            if k == 0:
+                break
+            # gradient test (cosine of residual and Jacobian columns, MINPACK's gtol)
+            gmax = 0.0
+            for q in range(k):
+                a = idx[q]
+                if A[a, a] > 0.0:
+                    gmax = max(gmax, abs(g[a]) / math.sqrt(A[a, a] * ssr))
+            if gmax <= tol:
+                break
+            accepted = False
+            done = False
+            while not accepted:
+                # damped normal equations on the inactive set: (A + μ diag) s = −g (Cholesky)
+                ok = True
+                for q in range(k):
+                    for c in range(k):
+                        M[q, c] = A[idx[q], idx[c]]
+                    M[q, q] += mu * max(A[idx[q], idx[q]], 1e-12 * dmax + 1e-300)
+                for q in range(k):
+                    v = M[q, q]
+                    for c in range(q):
+                        v -= M[q, c] * M[q, c]
+                    if not v > 0.0:
+                        ok = False
+                        break
+                    M[q, q] = math.sqrt(v)
+                    for c in range(q + 1, k):
+                        v2 = M[c, q]
+                        for e in range(q):
+                            v2 -= M[c, e] * M[q, e]
+                        M[c, q] = v2 / M[q, q]
+                if ok:
+                    for q in range(k):
+                        v = -g[idx[q]]
+                        for c in range(q):
+                            v -= M[q, c] * s[c]
+                        s[q] = v / M[q, q]
+                    for q in range(k - 1, -1, -1):
+                        v = s[q]
+                        for c in range(q + 1, k):
+                            v -= M[c, q] * s[c]
+                        s[q] = v / M[q, q]
+                    xn = x.copy()
+                    step = 0.0
+                    xnorm = 0.0
+                    for q in range(k):
+                        a = idx[q]
+                        xn[a] = min(max(x[a] + s[q], lo[a]), hi[a])
+                        step += (xn[a] - x[a]) ** 2
+                        xnorm += x[a] ** 2
+                    if step > 0.0:
+                        fn, Jn = values(xn, X, shift, kind)
+                        ssrn = 0.0
+                        for i in range(n):
+                            ssrn += (fn[i] - y[i]) ** 2
+                        if ssrn < ssr:
+                            # predicted reduction of the linear model along the actual step
+                            pred = 0.0
+                            for a in range(3):
+                                da = xn[a] - x[a]
+                                pred -= 2.0 * g[a] * da
+                                for c in range(3):
+                                    pred -= da * A[a, c] * (xn[c] - x[c])
+                            rho = (ssr - ssrn) / pred if pred > 0.0 else 0.0
+                            small = (ssr - ssrn) <= 1e-15 * ssr or \
+                                math.sqrt(step) <= 1e-13 * (math.sqrt(xnorm) + 1e-13)
+                            x, f, J, ssr = xn, fn, Jn, ssrn
+                            for i in range(n):
+                                r[i] = f[i] - y[i]
+                            mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                            nu = 2.0
+                            accepted = True
+                            done = small
+                            continue
+                    elif mu > 1.0:
+                        # the clipped step vanished at heavy damping: nothing left to move
+                        done = True
+                        break
+                mu *= nu
+                nu *= 2.0
+                if mu > 1e20:
+                    done = True
+                    break
+            if done:
+                break
+        return x, ssr, it
+
+    _refine = compile(_refine)
+
+    def _fit(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, maxit, tol):
+        S = grid(X, y, alphas, gammas, ells, shift, kind)
+        na, ng, nl = S.shape
+        # grid points no worse than any of their (up to 26) neighbours
+        cand = np.empty(na * ng * nl)
+        pos = np.empty((na * ng * nl, 3), dtype=np.int64)
+        m = 0
+        for a in range(na):
+            for b in range(ng):
+                for c in range(nl):
+                    v = S[a, b, c]
+                    local = True
+                    for da in range(-1, 2):
+                        for db in range(-1, 2):
+                            for dc in range(-1, 2):
+                                aa, bb, cc = a + da, b + db, c + dc
+                                if 0 <= aa < na and 0 <= bb < ng and 0 <= cc < nl:
+                                    if S[aa, bb, cc] < v:
+                                        local = False
+                    if local:
+                        cand[m] = v
+                        pos[m, 0], pos[m, 1], pos[m, 2] = a, b, c
+                        m += 1
+        order = np.argsort(cand[:m])
+        K = min(n_starts, m)
+        starts = np.empty((K, 5))
+        best = np.empty(3)
+        best_ssr = np.inf
+        theta0 = np.empty(3)
+        for q in range(K):
+            o = order[q]
+            theta0[0] = alphas[pos[o, 0]]
+            theta0[1] = gammas[pos[o, 1]]
+            theta0[2] = ells[pos[o, 2]]
+            x, ssr, it = _refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol)
+            starts[q, 0], starts[q, 1], starts[q, 2] = x[0], x[1], x[2]
+            starts[q, 3], starts[q, 4] = ssr, it
+            if ssr < best_ssr:
+                best_ssr = ssr
+                best[:] = x
+        return best, best_ssr, starts
+
+    return _refine, compile(_fit)
+
+
+refine, fit_rdu = _make_solvers(rdu_values, grid_ssr, numba.njit(cache=True))
+refine.__doc__ = """Bounded Levenberg–Marquardt from ``theta0``: returns ``(θ, ssr, iterations)``.
+
+Only entries with ``free != 0`` move, within ``[lo, hi]``; ``tol`` is the gradient tolerance.
+"""
+fit_rdu.__doc__ = """Grid plus multi-start bounded LM: returns ``(θ, ssr, starts)``.
+
+``starts`` has one row ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid minimum first.
+"""
+refine_numpy, fit_rdu_numpy = _make_solvers(rdu_values_numpy, grid_ssr_numpy, lambda f: f)
+refine_numpy.__doc__ = "NumPy twin of :func:`refine`."
+fit_rdu_numpy.__doc__ = "NumPy twin of :func:`fit_rdu`."

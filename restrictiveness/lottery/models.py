@@ -1,0 +1,621 @@
+"""Economic models of certainty equivalents for binary lotteries: the RDU / CPT family (SPEC §6).
+
+A binary lottery ``x = (z_hi, z_lo, p)`` pays ``z_hi`` with probability ``p`` and ``z_lo``
+otherwise (prizes normalised to [0, 1]). Rank-dependent utility predicts its certainty equivalent
+
+    f(x) = u⁻¹( w(p) u(z_hi) + (1 − w(p)) u(z_lo) ),
+
+with a utility ``u`` (power ``z^α``; shifted power ``(z + s)^α`` as an extra) and a probability
+weighting ``w`` (the two-parameter odds form ``δp^γ / (δp^γ + (1 − p)^γ)``; Prelec's
+``exp(−δ(−log p)^γ)`` as an extra; ``w(p) = p`` for expected utility). Every model here is a
+:class:`~restrictiveness.procedures.Procedure` fitted by bounded nonlinear least squares on the
+training labels (grid → best grid-local minima → bounded Levenberg–Marquardt, in
+:mod:`._rdu_nb`), and also a statsmodels-like estimator on real data through ``from_formula``.
+
+Parameters not declared free are fixed at 1, the expected-value values (α = γ = δ = 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from ..exceptions import ConfigurationError, DataError, FormulaError
+from ..formula import parse_formula
+from ..procedures import Fitted, Procedure
+from ..sample import Sample
+from . import _rdu_nb
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .estimation import LotteryNLS
+
+__all__ = [
+    "LOTTERY_COLUMNS",
+    "PowerUtility",
+    "ShiftedPowerUtility",
+    "OddsWeighting",
+    "PrelecWeighting",
+    "LinearWeighting",
+    "RDU",
+    "CPT",
+    "ExpectedUtility",
+    "DisappointmentAversion",
+    "ExpectedValue",
+    "RDUFitted",
+    "lottery_matrix",
+]
+
+LOTTERY_COLUMNS: tuple[str, str, str] = ("z_hi", "z_lo", "p")
+"""Covariate names of a binary lottery, in the order the kernels read them."""
+
+_ORDER = ("alpha", "gamma", "delta")  # internal parameter vector (α, γ, log δ)
+_DEFAULT_BOUNDS = {"alpha": (0.01, 1.0), "gamma": (0.01, 1.0), "delta": (0.01, 30.0)}
+# interior grid fractions of a bounded interval (the bounds themselves are grid points too)
+_FRACTIONS = np.array([0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# components
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PowerUtility:
+    """Power utility ``u(z) = z^α`` (α = 1: risk neutral).
+
+    Examples
+    --------
+    >>> PowerUtility()
+    PowerUtility()
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ("alpha",)
+    name: ClassVar[str] = "power"
+
+    @property
+    def shift(self) -> float:
+        """The utility shift ``s`` of ``(z + s)^α`` (0 here)."""
+        return 0.0
+
+
+@dataclass(frozen=True)
+class ShiftedPowerUtility:
+    """Shifted power utility ``u(z) = (z + s)^α`` with a fixed shift ``s > 0``.
+
+    The shift keeps marginal utility finite at ``z = 0``; ``u⁻¹(U) = U^{1/α} − s``.
+
+    Parameters
+    ----------
+    shift : float
+        The shift ``s`` (positive, in prize units).
+
+    Examples
+    --------
+    >>> ShiftedPowerUtility(0.05).shift
+    0.05
+    """
+
+    shift: float = 0.05
+    parameters: ClassVar[tuple[str, ...]] = ("alpha",)
+    name: ClassVar[str] = "shifted power"
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.shift) and self.shift > 0):
+            raise ConfigurationError(f"shift must be a positive number, got {self.shift!r}")
+
+
+@dataclass(frozen=True)
+class OddsWeighting:
+    """Two-parameter odds (linear-in-log-odds) weighting ``w(p) = δp^γ / (δp^γ + (1 − p)^γ)``.
+
+    γ < 1 gives the inverse-S shape; δ < 1 pessimism (CEs lowered), δ > 1 optimism.
+
+    Examples
+    --------
+    >>> OddsWeighting().parameters
+    ('gamma', 'delta')
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ("gamma", "delta")
+    name: ClassVar[str] = "odds"
+    kind: ClassVar[int] = _rdu_nb.WEIGHT_ODDS
+
+
+@dataclass(frozen=True)
+class PrelecWeighting:
+    """Two-parameter Prelec weighting ``w(p) = exp(−δ(−log p)^γ)`` (γ = δ = 1: ``w(p) = p``).
+
+    Examples
+    --------
+    >>> PrelecWeighting().name
+    'prelec'
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ("gamma", "delta")
+    name: ClassVar[str] = "prelec"
+    kind: ClassVar[int] = _rdu_nb.WEIGHT_PRELEC
+
+
+@dataclass(frozen=True)
+class LinearWeighting:
+    """No probability weighting, ``w(p) = p`` (expected utility).
+
+    Examples
+    --------
+    >>> LinearWeighting().parameters
+    ()
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ()
+    name: ClassVar[str] = "linear"
+    kind: ClassVar[int] = _rdu_nb.WEIGHT_LINEAR
+
+
+# ---------------------------------------------------------------------------------------------
+# covariates
+# ---------------------------------------------------------------------------------------------
+
+def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
+                   names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0) -> np.ndarray:
+    """Validated contiguous ``(n, 3)`` array of ``(z_hi, z_lo, p)`` from named covariates.
+
+    Parameters
+    ----------
+    X : ndarray
+        Covariates, observations along the first axis.
+    columns : sequence of str, optional
+        Names of the columns of ``X``; ``None`` means ``X`` already is ``(z_hi, z_lo, p)``.
+    names : sequence of three str
+        The columns that play ``z_hi``, ``z_lo`` and ``p``, in that order.
+    shift : float
+        Utility shift: prizes must satisfy ``z + shift ≥ 0``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lottery_matrix(np.array([[0.5, 1.0, 0.0]]), ("p", "z_hi", "z_lo"))
+    array([[1. , 0. , 0.5]])
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")
+    if columns is not None:
+        missing = [c for c in names if c not in columns]
+        if missing:
+            raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
+                               f"columns: {list(columns)}")
+        X = X[:, [list(columns).index(c) for c in names]]
+    elif X.shape[1] != 3:
+        raise DataError(f"lottery covariates X must have 3 columns (z_hi, z_lo, p), "
+                        f"got {X.shape[1]}")
+    if not np.isfinite(X).all():
+        raise DataError("lottery covariates X contain NaN or infinite values")
+    if (X[:, 2] < 0).any() or (X[:, 2] > 1).any():
+        raise DataError("lottery probabilities p must lie in [0, 1]")
+    if (X[:, :2] + shift < 0).any():
+        raise DataError("lottery prizes must be nonnegative (z + shift >= 0); normalise them "
+                        "to [0, 1]")
+    return np.ascontiguousarray(X)
+
+
+def _as_float(v: float) -> float:
+    return float(np.asarray(v))
+
+
+# ---------------------------------------------------------------------------------------------
+# fitted rule
+# ---------------------------------------------------------------------------------------------
+
+class RDUFitted(Fitted):
+    """A fitted RDU-family rule.
+
+    Attributes
+    ----------
+    params : dict
+        Estimates of the free parameters on their reported scale (e.g. δ, or η for DA).
+    theta : ndarray
+        The full internal vector ``(α, γ, log δ)`` (fixed entries included).
+    ssr : float
+        Sum of squared residuals at the estimate.
+    info : dict
+        JSON-serialisable record: ``params``, ``ssr``, ``at_bound`` (free parameters on a
+        bound) and ``starts`` (one ``[α, γ, δ, ssr]`` per refinement).
+    """
+
+    def __init__(self, model: RDU, theta: np.ndarray, ssr: float, starts: np.ndarray,
+                 columns: Sequence[str] | None, names: Sequence[str]) -> None:
+        self.model, self.theta, self.ssr = model, np.asarray(theta, dtype=float), float(ssr)
+        self.columns = None if columns is None else tuple(columns)
+        self.names = tuple(names)
+        self.params = model._reported(self.theta)
+        self.info = {
+            "params": {k: float(v) for k, v in self.params.items()},
+            "ssr": self.ssr,
+            "at_bound": model._at_bound(self.theta),
+            "starts": [[float(r[0]), float(r[1]), float(np.exp(r[2])), float(r[3])]
+                       for r in np.asarray(starts)],
+        }
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Certainty equivalents at lotteries ``X`` (rows; columns as in the training sample)."""
+        Z = lottery_matrix(X, self.columns, self.names, self.model.utility.shift)
+        return _rdu_nb.rdu_values(self.theta, Z, self.model.utility.shift,
+                                  self.model.weighting.kind)[0]
+
+    def __repr__(self) -> str:
+        est = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        return f"<{self.model.label} fit: {est}; ssr={self.ssr:.4g}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# procedures
+# ---------------------------------------------------------------------------------------------
+
+class RDU(Procedure):
+    """Rank-dependent utility with pluggable utility and probability weighting, fitted by NLS.
+
+    The fit minimises the sum of squared residuals over the free parameters within their bounds:
+    a coarse grid (bounds included), bounded Levenberg–Marquardt from the ``n_starts`` best
+    grid-local minima (analytic Jacobian, exact active bounds), keep the best. δ is searched on
+    the log scale.
+
+    Parameters
+    ----------
+    utility : PowerUtility or ShiftedPowerUtility
+        Utility over prizes.
+    weighting : OddsWeighting, PrelecWeighting or LinearWeighting
+        Probability weighting.
+    free : sequence of str, optional
+        Parameters to estimate, among the utility's and weighting's (default: all of them);
+        the others are fixed at 1.
+    bounds : mapping, optional
+        ``{name: (low, high)}`` overriding the defaults α, γ ∈ [0.01, 1], δ ∈ [0.01, 30].
+    formula : str, optional
+        Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
+        (default: the columns named ``z_hi``, ``z_lo``, ``p``).
+    n_starts : int
+        Number of grid-local minima refined.
+    grid : mapping, optional
+        ``{name: values}`` overriding the coarse grid of a free parameter (natural scale).
+    label : str, optional
+        Name in results.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2], [0.8, 0.2, 0.9], [0.3, 0.3, 0.4]])
+    >>> m = RDU(weighting=PrelecWeighting(), free=("alpha", "gamma"))
+    >>> y = 0.5 * X[:, 0] + 0.5 * X[:, 1]
+    >>> fit = m.fit(Sample(X, y, ("z_hi", "z_lo", "p"), "ce"), np.random.default_rng(0))
+    >>> sorted(fit.params)
+    ['alpha', 'gamma']
+    """
+
+    _reported_names: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, utility: PowerUtility | ShiftedPowerUtility | None = None,
+                 weighting: OddsWeighting | PrelecWeighting | LinearWeighting | None = None,
+                 free: Sequence[str] | None = None,
+                 bounds: Mapping[str, tuple[float, float]] | None = None,
+                 formula: str | None = None, n_starts: int = 4,
+                 grid: Mapping[str, Sequence[float]] | None = None,
+                 label: str | None = None) -> None:
+        self.utility = utility if utility is not None else PowerUtility()
+        self.weighting = weighting if weighting is not None else OddsWeighting()
+        known = self.utility.parameters + self.weighting.parameters
+        if free is None:
+            free = known
+        if isinstance(free, str):
+            raise ConfigurationError(f"free must be a sequence of parameter names such as "
+                                     f"('alpha',), not the string {free!r}")
+        unknown = [q for q in free if q not in known]
+        if unknown:
+            raise ConfigurationError(f"free names unknown parameter(s) {unknown}; this model has "
+                                     f"{list(known)}")
+        self.free = tuple(q for q in _ORDER if q in free)  # canonical order
+        self.bounds = dict(_DEFAULT_BOUNDS)
+        for q, (lo, hi) in dict(bounds or {}).items():
+            if q not in _ORDER:
+                raise ConfigurationError(f"bounds names unknown parameter {q!r}")
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                raise ConfigurationError(f"bounds for {q!r} must be finite with low < high")
+            if q in ("alpha", "delta") and lo <= 0:
+                raise ConfigurationError(f"bounds for {q!r} must be positive")
+            self.bounds[q] = (float(lo), float(hi))
+        if formula is not None:
+            covs = parse_formula(formula).covariates
+            if len(covs) != 3:
+                raise FormulaError(f"formula {formula!r} must name three covariates playing "
+                                   "(z_hi, z_lo, p), in that order")
+        self.formula = formula
+        if int(n_starts) < 1:
+            raise ConfigurationError("n_starts must be a positive integer")
+        self.n_starts = int(n_starts)
+        self.grid = {q: tuple(float(v) for v in vals) for q, vals in dict(grid or {}).items()}
+        for q, vals in self.grid.items():
+            lo, hi = self.bounds.get(q, (-np.inf, np.inf))
+            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:
+                raise ConfigurationError(f"grid for {q!r} must be nonempty values within its "
+                                         "bounds")
+        if label is not None:
+            self.label = label
+        elif type(self) is RDU:
+            self.label = (f"RDU({self.utility.name}, {self.weighting.name}; "
+                          f"{','.join(self.free)})")
+
+    # -- kernel inputs ------------------------------------------------------------------------
+    def _kernel_setup(self):
+        lo = np.array([self.bounds["alpha"][0], self.bounds["gamma"][0],
+                       np.log(self.bounds["delta"][0])])
+        hi = np.array([self.bounds["alpha"][1], self.bounds["gamma"][1],
+                       np.log(self.bounds["delta"][1])])
+        free = np.array([q in self.free for q in _ORDER], dtype=np.int64)
+        grids = []
+        for a, q in enumerate(_ORDER):
+            if not free[a]:
+                grids.append(np.zeros(1) if q == "delta" else np.ones(1))
+            elif q in self.grid:
+                v = np.asarray(self.grid[q], dtype=float)
+                grids.append(np.log(v) if q == "delta" else v)
+            else:
+                grids.append(lo[a] + (hi[a] - lo[a]) * _FRACTIONS
+                             if q != "delta" else np.linspace(lo[a], hi[a], 11))
+        return lo, hi, free, [np.ascontiguousarray(g, dtype=float) for g in grids]
+
+    def _names(self) -> tuple[str, str, str]:
+        if self.formula is None:
+            return LOTTERY_COLUMNS
+        return tuple(parse_formula(self.formula).covariates)  # type: ignore[return-value]
+
+    # -- reporting scale ----------------------------------------------------------------------
+    def _reported(self, theta: np.ndarray) -> dict[str, float]:
+        """Free parameters on their reported scale (δ = exp(log δ))."""
+        natural = {"alpha": theta[0], "gamma": theta[1], "delta": np.exp(theta[2])}
+        return {q: float(natural[q]) for q in self.free}
+
+    def _reported_jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """``∂(reported)/∂(internal free)``: diagonal, δ for log δ."""
+        d = {"alpha": 1.0, "gamma": 1.0, "delta": float(np.exp(theta[2]))}
+        return np.diag([d[q] for q in self.free])
+
+    def _at_bound(self, theta: np.ndarray) -> list[str]:
+        lo, hi, free, _ = self._kernel_setup()
+        return [self._reported_label(q) for a, q in enumerate(_ORDER)
+                if free[a] and (theta[a] <= lo[a] or theta[a] >= hi[a])]
+
+    def _reported_label(self, q: str) -> str:
+        return self._reported_names.get(q, q)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Names of the estimated parameters, in reporting order."""
+        return tuple(self._reported_label(q) for q in self.free)
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit_arrays(self, X: np.ndarray, y: np.ndarray,
+                   columns: Sequence[str] | None = None) -> RDUFitted:
+        """Least-squares fit to lotteries ``X`` and certainty equivalents ``y``.
+
+        Parameters
+        ----------
+        X : ndarray
+            ``(n, 3)`` lotteries ``(z_hi, z_lo, p)``, or named columns with ``columns``.
+        y : ndarray
+            ``(n,)`` certainty equivalents.
+        columns : sequence of str, optional
+            Names of the columns of ``X``.
+
+        Returns
+        -------
+        RDUFitted
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8]])
+        >>> y = CPT(free=("alpha",)).fit_arrays(X, X[:, 2] * X[:, 0] + (1 - X[:, 2]) * X[:, 1])
+        >>> round(y.params["alpha"], 6)
+        1.0
+        """
+        names = self._names()
+        Z = lottery_matrix(X, columns, names, self.utility.shift)
+        y = np.ascontiguousarray(y, dtype=float)
+        if y.shape != (Z.shape[0],):
+            raise DataError(f"y must have shape ({Z.shape[0]},), got {y.shape}")
+        if not np.isfinite(y).all():
+            raise DataError("y contains NaN or infinite values")
+        if Z.shape[0] == 0:
+            raise DataError("cannot fit to an empty sample")
+        lo, hi, free, grids = self._kernel_setup()
+        theta, ssr, starts = _rdu_nb.fit_rdu(Z, y, grids[0], grids[1], grids[2], lo, hi, free,
+                                             float(self.utility.shift), self.weighting.kind,
+                                             self.n_starts, 200, 1e-10)
+        return RDUFitted(self, theta, ssr, starts, columns, names)
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> RDUFitted:
+        """Fit to a training sample (``rng`` is unused: the fit is deterministic)."""
+        return self.fit_arrays(sample.X, sample.y, sample.columns)
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame, **kwargs) -> LotteryNLS:
+        """Estimator on real data: ``CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit()``.
+
+        The formula's three covariates play ``(z_hi, z_lo, p)`` in order; keyword arguments
+        go to the model's constructor (e.g. ``free=("alpha", "delta")``).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"ce": [0.4, 0.2, 0.7, 0.3], "z_hi": [1.0, 0.5, 0.9, 0.6],
+        ...                    "z_lo": [0.0, 0.1, 0.2, 0.1], "p": [0.5, 0.3, 0.8, 0.4]})
+        >>> res = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha",)).fit()
+        >>> list(res.params.index)
+        ['alpha']
+        """
+        from .estimation import LotteryNLS
+
+        return LotteryNLS.from_formula(formula, data, cls(**kwargs))
+
+
+class CPT(RDU):
+    """Cumulative prospect theory for gains: power utility and odds weighting (SPEC §6).
+
+    ``f(x) = u⁻¹(w(p) u(z_hi) + (1 − w(p)) u(z_lo))``, ``u(z) = z^α``,
+    ``w(p) = δp^γ / (δp^γ + (1 − p)^γ)``; α, γ ∈ [0.01, 1], δ ∈ [0.01, 30]; parameters not in
+    ``free`` are fixed at 1. The seven classes of the paper are the nonempty subsets of
+    ``("alpha", "gamma", "delta")``, labelled e.g. ``CPT(alpha,delta)``.
+
+    Parameters
+    ----------
+    free : sequence of str
+        Nonempty subset of ``("alpha", "gamma", "delta")``.
+    **options
+        ``formula``, ``n_starts``, ``grid``, ``label`` as in :class:`RDU`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8], [0.5, 0.0, 0.1]])
+    >>> y = 0.9 * X[:, 0]  # any labels
+    >>> CPT(free=("gamma", "delta")).label
+    'CPT(gamma,delta)'
+    >>> sorted(CPT().fit_arrays(X, y).params)
+    ['alpha', 'delta', 'gamma']
+    """
+
+    def __init__(self, free: Sequence[str] = ("alpha", "gamma", "delta"), **options) -> None:
+        if "utility" in options or "weighting" in options or "bounds" in options:
+            raise ConfigurationError("CPT fixes utility, weighting and bounds; use RDU to "
+                                     "change them")
+        if not free or isinstance(free, str):
+            raise ConfigurationError("free must be a nonempty sequence drawn from "
+                                     "('alpha', 'gamma', 'delta'); ExpectedValue is the model "
+                                     "with none")
+        super().__init__(PowerUtility(), OddsWeighting(), free=free, **options)
+        if "label" not in options or options["label"] is None:
+            self.label = f"CPT({','.join(self.free)})"
+
+
+class ExpectedUtility(RDU):
+    """Expected utility: ``w(p) = p`` and a utility curvature α ∈ [0.01, 1].
+
+    With power utility it predicts exactly as ``CPT(alpha)``; with a shifted power utility
+    it is the shifted model.
+
+    Parameters
+    ----------
+    utility : PowerUtility or ShiftedPowerUtility
+        Utility over prizes.
+    **options
+        ``formula``, ``n_starts``, ``grid``, ``bounds``, ``label`` as in :class:`RDU`.
+
+    Examples
+    --------
+    >>> ExpectedUtility().label
+    'EU'
+    """
+
+    def __init__(self, utility: PowerUtility | ShiftedPowerUtility | None = None,
+                 **options) -> None:
+        options.setdefault("label", "EU")
+        super().__init__(utility, LinearWeighting(), free=("alpha",), **options)
+
+
+class DisappointmentAversion(RDU):
+    """Gul's disappointment aversion, as the reparameterisation of CPT it is for binary lotteries.
+
+    For binary lotteries DA(α, η) ≡ CPT(α, δ) and DA(η) ≡ CPT(δ) (γ = 1) with
+    ``δ = 1 / (1 + η)``; η ∈ [−29/30, 99] corresponds to δ ∈ [0.01, 30]. The fit is the CPT
+    fit; ``params`` report η.
+
+    Parameters
+    ----------
+    free : sequence of str
+        ``("alpha", "eta")`` or ``("eta",)`` (``("alpha",)`` is expected utility).
+    **options
+        ``formula``, ``n_starts``, ``grid``, ``label`` as in :class:`RDU`.
+
+    Examples
+    --------
+    >>> DisappointmentAversion().label
+    'DA(alpha,eta)'
+    >>> DisappointmentAversion(free=("eta",)).param_names
+    ('eta',)
+    """
+
+    _reported_names: ClassVar[dict[str, str]] = {"delta": "eta"}
+
+    def __init__(self, free: Sequence[str] = ("alpha", "eta"), **options) -> None:
+        if isinstance(free, str) or not free or any(q not in ("alpha", "eta") for q in free):
+            raise ConfigurationError(f"free must be a nonempty subset of ('alpha', 'eta'), "
+                                     f"got {free!r}")
+        for key in ("utility", "weighting", "bounds"):
+            if key in options:
+                raise ConfigurationError(f"DisappointmentAversion fixes {key}")
+        if "grid" in options and options["grid"] is not None and "eta" in options["grid"]:
+            grid = dict(options["grid"])
+            grid["delta"] = [1.0 / (1.0 + e) for e in grid.pop("eta")]
+            options["grid"] = grid
+        cpt_free = tuple("delta" if q == "eta" else q for q in free)
+        super().__init__(PowerUtility(), OddsWeighting(), free=cpt_free, **options)
+        if options.get("label") is None:
+            self.label = "DA(" + ",".join(q for q in ("alpha", "eta") if q in free) + ")"
+
+    def _reported(self, theta):
+        natural = {"alpha": theta[0], "delta": np.expm1(-theta[2])}  # η = 1/δ − 1
+        return {self._reported_label(q): float(natural[q]) for q in self.free}
+
+    def _reported_jacobian(self, theta):
+        d = {"alpha": 1.0, "delta": -float(np.exp(-theta[2]))}  # dη/d log δ = −1/δ
+        return np.diag([d[q] for q in self.free])
+
+
+class _EVRule(Fitted):
+    def __init__(self, columns, names):
+        self.columns, self.names = columns, names
+        self.info = {"params": {}}
+
+    def predict(self, X):
+        Z = lottery_matrix(X, self.columns, self.names)
+        return Z[:, 2] * Z[:, 0] + (1.0 - Z[:, 2]) * Z[:, 1]
+
+
+class ExpectedValue(Procedure):
+    """The expected value ``p z_hi + (1 − p) z_lo``: no parameters; the lottery baseline.
+
+    Parameters
+    ----------
+    formula : str, optional
+        Selects the covariates playing ``(z_hi, z_lo, p)``, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.array([[1.0, 0.0, 0.25]])
+    >>> ExpectedValue().fit(Sample(X, [0.3], ("z_hi", "z_lo", "p")), None).predict(X)
+    array([0.25])
+    """
+
+    label = "EV"
+
+    def __init__(self, formula: str | None = None) -> None:
+        if formula is not None and len(parse_formula(formula).covariates) != 3:
+            raise FormulaError(f"formula {formula!r} must name three covariates playing "
+                               "(z_hi, z_lo, p), in that order")
+        self.formula = formula
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
+        names = (LOTTERY_COLUMNS if self.formula is None
+                 else tuple(parse_formula(self.formula).covariates))
+        lottery_matrix(sample.X, sample.columns, names)  # validate now, not at predict time
+        return _EVRule(tuple(sample.columns), names)

@@ -1,0 +1,67 @@
+"""One-call quick checks: how restrictive is this formula or procedure on this eligible set?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .constraints import Between, Decreasing, Increasing
+from .discrepancies import MSE, Discrepancy
+from .domains import Box
+from .monotone_gp import EligibleSet, MonotoneGP
+from .procedures import OLS, Constant, GPRegression, Procedure
+from .results import Results
+from .study import Study
+from .truth import EvaluationDistribution
+
+__all__ = ["quick_check", "demo_study"]
+
+
+def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
+                evaluation: EvaluationDistribution, n: Sequence[int] = (50, 100),
+                replications: int = 100, baseline: Procedure | None = None,
+                discrepancies: Sequence[Discrepancy] = (MSE(),), seed: int = 0,
+                n_jobs: int | None = 1, progress: bool | None = None) -> Results:
+    """Restrictiveness of formulas or procedures in one call.
+
+    Parameters
+    ----------
+    procedures : str, Procedure, or mapping of label to either
+        A formula string means OLS on that formula.
+    evaluation : EvaluationDistribution
+        E.g. a :class:`~restrictiveness.monotone_gp.MonotoneGP` on an eligible set.
+    n, replications, seed, n_jobs, progress
+        As in :class:`~restrictiveness.study.Study`.
+    baseline : Procedure, optional
+        Default: least squares over constants.
+
+    Returns
+    -------
+    Results
+        With ``summary()``, ``contrast()`` and the Dataset.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    >>> res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F, n_eval=200), n=[30],
+    ...                      replications=10, progress=False)
+    >>> print(res.summary())  # doctest: +SKIP
+    """
+    if not isinstance(procedures, Mapping):
+        procedures = {procedures if isinstance(procedures, str)
+                      else getattr(procedures, "label", "procedure"): procedures}
+    procs = {label: OLS(p) if isinstance(p, str) else p for label, p in procedures.items()}
+    study = Study(evaluation, procs, baseline or Constant(), discrepancies, n=n,
+                  replications=replications, seed=seed)
+    return study.run(n_jobs=n_jobs, progress=progress)
+
+
+def demo_study(n: Sequence[int] = (25, 50, 100), replications: int = 50, seed: int = 0) -> Study:
+    """The ``demo`` command's study: rules on [0, 1]² in [0, 1], increasing in x1 and decreasing
+    in x2, a linear model and GP regression against a constant baseline."""
+    eligible = EligibleSet(Box(x1=(0, 1), x2=(0, 1)), Increasing("x1"), Decreasing("x2"),
+                           Between(0, 1))
+    prior = MonotoneGP(eligible, n_eval=500)
+    procs = {"linear": OLS("y ~ x1 + x2"),
+             "GP regression": GPRegression("y ~ x1 + x2", constraints=[Between(0, 1)])}
+    return Study(prior, procs, baseline=Constant(), n=n, replications=replications, seed=seed)
