@@ -30,7 +30,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
 from importlib import metadata
 from typing import Literal
@@ -63,7 +63,7 @@ __all__ = [
 
 Loss = Callable[[np.ndarray, np.ndarray], np.ndarray]
 ToSample = Callable[[pd.DataFrame], Sample]
-_ENGINE = None  # xarray picks netCDF4, else h5netcdf, else scipy
+_ENGINE = "netcdf4"  # as restrictiveness.results
 
 
 # -- losses and samples -------------------------------------------------------------------------
@@ -428,8 +428,8 @@ def _resolve(procedures: Mapping[str, Procedure], role: str, proc: Procedure | s
         return proc, None
     if not hasattr(proc, "fit"):
         raise ConfigurationError(f"{role} must be a Procedure (with fit) or a key of procedures")
-    label = str(getattr(proc, "label", role))
-    if label in procedures:
+    label = str(getattr(proc, "label", "") or "")
+    if label in ("", Procedure.label) or label in procedures:  # no label of its own, or taken
         label = role
     if label in procedures:
         raise ConfigurationError(f"{role}'s label {label!r} is already a key of procedures; "
@@ -558,9 +558,13 @@ def estimate_completeness(
     b = labels.index(base_label)
     order = [b] + [j for j in range(P) if j != b]  # the baseline first: others fall back on it
 
-    for fold, fit_ss in zip(folds, fit_seeds, strict=True):
+    for i, (fold, fit_ss) in enumerate(zip(folds, fit_seeds, strict=True)):
         r, k = fold.repeat, fold.fold
         train = design.training_sample(data.iloc[fold.train], to_sample)
+        if i == 0:  # a misspelt formula is a configuration error, not a failure in every fold
+            for proc in procs.values():
+                if hasattr(proc, "validate"):
+                    proc.validate(tuple(train.columns), train.response)
         test, unit_of = design.test_sample(data, fold.test, to_sample)
         if np.any(assigned[r, np.unique(unit_of)] >= 0):
             raise ConfigurationError(f"{design!r}: a unit is held out twice in repetition {r}")
@@ -638,7 +642,7 @@ def estimate_completeness(
         "procedures": json.dumps({lab: repr(p) for lab, p in procs.items()}),
         "seed": str(ss.entropy),
         "versions": json.dumps(_versions()),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     })
     return CompletenessResults(_with_estimates(ds))
 
