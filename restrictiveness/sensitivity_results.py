@@ -1,10 +1,583 @@
 """Sensitivity of a study's comparisons to the evaluation distribution (SPEC §4), as methods of
-:class:`~restrictiveness.results.Results`."""
+:class:`~restrictiveness.results.Results`.
+
+A *comparison* is a linear combination ``Σ_j c_j r_j`` of restrictiveness values on common
+pseudo-truths, written as a string and held as weights ``{label: c_j}``:
+
+* ``"CPT(delta)"`` — one procedure's own restrictiveness (weights ``{label: 1}``);
+* ``"CPT(delta)-CPT(alpha,gamma,delta)"`` — a paired difference, split on the top-level ``-``
+  (outside parentheses, so labels may contain parentheses, commas and hyphens);
+* ``"C_alpha"``, ``"C_gamma"``, ``"C_delta"`` — CPT parameter contributions
+  ``C_q = r_{−q} − r_full`` (the submodel with ``q`` fixed at one minus full CPT), and their
+  contrasts such as ``"C_delta-C_gamma" = r_{−δ} − r_{−γ}`` (the full model cancels).
+
+Reweighting the M pseudo-truths by ``w ∈ W_{Γ,M}`` turns the comparison into
+``Σ_m w_m (Σ_j c_j D̃_jm) / Σ_m w_m B̃_m``, bounded exactly by :func:`.sensitivity.bounds` with
+numerator ``Σ_j c_j D̃_j`` (D̃, B̃ are within-function averages over training draws, S.1.6).
+"""
 
 from __future__ import annotations
 
-__all__ = ["SensitivityMixin"]
+import json
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from numpy.typing import ArrayLike
+
+from . import sensitivity as _sens
+from .exceptions import ConfigurationError, DataError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from statsmodels.iolib.summary import Summary
+
+__all__ = ["SensitivityMixin", "parse_comparison", "CPT_FULL", "CPT_SUBMODELS",
+           "CONTRIBUTIONS"]
+
+#: Label of full CPT in the lottery application.
+CPT_FULL = "CPT(alpha,gamma,delta)"
+#: The CPT submodel with parameter q fixed at one, by q (C_q = r_{−q} − r_full).
+CPT_SUBMODELS = {"alpha": "CPT(gamma,delta)", "gamma": "CPT(alpha,delta)",
+                 "delta": "CPT(alpha,gamma)"}
+#: The contributions and their differences reported in the paper's Table A.8, in its order.
+CONTRIBUTIONS = ("C_alpha", "C_gamma", "C_delta", "C_delta-C_gamma", "C_delta-C_alpha",
+                 "C_gamma-C_alpha")
+
+_GREEK = {"α": "alpha", "γ": "gamma", "δ": "delta"}
+_C_TERM = re.compile(r"^C_?\{?(alpha|gamma|delta|α|γ|δ)\}?$")
+_OPEN, _CLOSE = "([{", ")]}"
+# Summary tables: comparisons left-aligned in the stub, numbers right-aligned.
+_RIGHT = {"data_aligns": "r", "stub_align": "l", "header_align": "r"}
+_LEFT = {"data_aligns": "l", "stub_align": "l"}
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def _top_level_minus(text: str) -> list[int]:
+    """Positions of '-' outside every bracket pair."""
+    depth, out = 0, []
+    for i, ch in enumerate(text):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(depth - 1, 0)
+        elif ch == "-" and depth == 0:
+            out.append(i)
+    return out
+
+
+def _term(text: str, procedures: Sequence[str]) -> dict[str, float] | None:
+    """Weights of one term (a label or C_q), or None when it names nothing known."""
+    text = text.strip()
+    if not text:
+        return None
+    if text in procedures:
+        return {text: 1.0}
+    # Spaces inside a label are a typing accident only when they pick out a unique label.
+    squeezed = "".join(text.split())
+    loose = [p for p in procedures if "".join(p.split()) == squeezed]
+    if len(loose) == 1:
+        return {loose[0]: 1.0}
+    match = _C_TERM.match(squeezed)
+    if match is None:
+        return None
+    q = _GREEK.get(match.group(1), match.group(1))
+    sub = CPT_SUBMODELS[q]
+    missing = [p for p in (sub, CPT_FULL) if p not in procedures]
+    if missing:
+        raise ConfigurationError(
+            f"comparison term {text!r} is the CPT contribution C_{q} = r[{sub}] − r[{CPT_FULL}]"
+            f", but the results have no procedure {missing}; procedures are {list(procedures)}")
+    return {sub: 1.0, CPT_FULL: -1.0}
+
+
+def parse_comparison(text: str, procedures: Sequence[str]) -> dict[str, float]:
+    """Weights ``{label: coefficient}`` of a comparison string.
+
+    Parameters
+    ----------
+    text : str
+        ``"A"`` (restrictiveness of A), ``"A-B"`` (r_A − r_B; the split is at a ``-`` outside
+        parentheses, and a label containing ``-`` is matched whole first), or CPT contribution
+        forms ``"C_alpha"``, ``"C_gamma"``, ``"C_delta"`` (``C_q = r_{−q} − r_full``, also
+        ``"C_α"`` etc.) on either side, e.g. ``"C_delta-C_gamma"``. Whitespace around terms is
+        ignored; whitespace inside a label is ignored when it still identifies one label.
+    procedures : sequence of str
+        The labels available (e.g. ``Results.procedures``).
+
+    Returns
+    -------
+    dict
+        Nonzero coefficients by procedure label, in order of appearance.
+
+    Raises
+    ------
+    ConfigurationError
+        Unknown labels (named in the message), ambiguous splits, a C_q form whose CPT
+        procedures are missing, or a comparison that cancels to zero.
+
+    Examples
+    --------
+    >>> procs = ["CPT(alpha,gamma,delta)", "CPT(gamma,delta)", "CPT(alpha,delta)",
+    ...          "CPT(alpha,gamma)", "CPT(delta)"]
+    >>> parse_comparison("CPT(delta)-CPT(alpha,gamma,delta)", procs)
+    {'CPT(delta)': 1.0, 'CPT(alpha,gamma,delta)': -1.0}
+    >>> parse_comparison("C_delta-C_gamma", procs)
+    {'CPT(alpha,gamma)': 1.0, 'CPT(alpha,delta)': -1.0}
+    """
+    if not isinstance(text, str):
+        raise ConfigurationError(f"comparison must be a string; got {type(text).__name__}")
+    procedures = [str(p) for p in procedures]
+    text = text.strip()
+    whole = _term(text, procedures)
+    if whole is not None:
+        return whole
+    cuts = _top_level_minus(text)
+    found = []
+    for i in cuts:
+        left, right = _term(text[:i], procedures), _term(text[i + 1:], procedures)
+        if left is not None and right is not None:
+            found.append((i, left, right))
+    if len(found) > 1:
+        splits = [f"{text[:i].strip()!r} − {text[i + 1:].strip()!r}" for i, _, _ in found]
+        raise ConfigurationError(
+            f"comparison {text!r} is ambiguous: it splits as {' or '.join(splits)}; rename "
+            "the procedures so that labels do not end or start with another label and '-'")
+    if not found:
+        ends = [-1] + cuts + [len(text)]
+        pieces = [text[a + 1:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+        unknown = [p.strip() for p in pieces if _term(p, procedures) is None]
+        raise ConfigurationError(
+            f"comparison {text!r} names unknown procedure label(s) {unknown or [text]}; "
+            f"procedures are {procedures}, and C_alpha, C_gamma, C_delta name CPT "
+            "contributions; write 'A-B' for r_A − r_B")
+    _, left, right = found[0]
+    weights = dict(left)
+    for label, c in right.items():
+        weights[label] = weights.get(label, 0.0) - c
+    weights = {k: v for k, v in weights.items() if v != 0.0}
+    if not weights:
+        raise ConfigurationError(f"comparison {text!r} cancels to zero; compare different terms")
+    return weights
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def _fmt(x: float) -> str:
+    """Three decimals as in the paper; one significant digit when that would print 0.000."""
+    if not np.isfinite(x):
+        return str(x)
+    if x != 0 and abs(x) < 0.0005:
+        return np.format_float_positional(x, precision=1, unique=False, fractional=False,
+                                          trim="-")
+    return f"{x:.3f}"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"[{_fmt(lo)}, {_fmt(hi)}]"
+
+
+# ---------------------------------------------------------------------------- mixin
 
 
 class SensitivityMixin:
-    """Density-ratio bounds and critical Γ* for :class:`~restrictiveness.results.Results`."""
+    """Density-ratio bounds and critical Γ* for :class:`~restrictiveness.results.Results`.
+
+    Every method takes a comparison (see :func:`parse_comparison`) and works on the
+    per-replication losses of one discrepancy, averaged over training draws with ``nanmean``
+    (procedures may have run fewer draws than the baseline; their missing draws are NaN).
+    """
+
+    dataset: xr.Dataset
+
+    # -- inputs ---------------------------------------------------------------------------
+    def _sens_discrepancy(self, discrepancy: str | None) -> str:
+        names = [str(d) for d in self.dataset["discrepancy"].values]
+        if discrepancy is None:
+            return names[0]
+        if discrepancy not in names:
+            raise ConfigurationError(f"discrepancy {discrepancy!r} is not in the results; "
+                                     f"choose one of {names}")
+        return discrepancy
+
+    def _weights(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None
+                 ) -> dict[str, float]:
+        procs = [str(p) for p in self.dataset["procedure"].values]
+
+        def one(x, name):
+            if isinstance(x, Mapping):
+                unknown = [k for k in x if k not in procs]
+                if unknown:
+                    raise ConfigurationError(f"{name} names unknown procedure label(s) "
+                                             f"{unknown}; procedures are {procs}")
+                return {str(k): float(v) for k, v in x.items()}
+            return parse_comparison(x, procs)
+
+        w = one(a, "a")
+        if b is not None:
+            w = dict(w)
+            for k, v in one(b, "b").items():
+                w[k] = w.get(k, 0.0) - v
+            w = {k: v for k, v in w.items() if v != 0.0}
+            if not w:
+                raise ConfigurationError("a − b cancels to zero; compare different procedures")
+        return w
+
+    def _sens_losses(self, weights: Mapping[str, float], discrepancy: str | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Numerator Σ c_j D̃_j and denominator B̃, each (n, replication)."""
+        disc = self._sens_discrepancy(discrepancy)
+        labels = list(weights)
+        D = self.dataset["loss"].sel(discrepancy=disc, procedure=labels)
+        B = self.dataset["baseline_loss"].sel(discrepancy=disc)
+        has_draws = "draw" in D.dims
+        order = ("procedure", "n", "replication") + (("draw",) if has_draws else ())
+        D = D.transpose(*order).values.astype(float)
+        B = B.transpose(*order[1:]).values.astype(float)
+        if has_draws:
+            D, B = self._draw_average(D, labels), self._draw_average(B[None], ["baseline"])[0]
+        coefs = np.array([weights[p] for p in labels], dtype=float)
+        return np.tensordot(coefs, D, axes=(0, 0)), B
+
+    def _draw_average(self, x: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+        """nanmean over the last (draw) axis, naming any replication with no finite draw."""
+        empty = ~np.isfinite(x).any(axis=-1)
+        if empty.any():
+            p, c, m = np.argwhere(empty)[0]
+            raise DataError(
+                f"procedure {labels[p]!r} has no finite loss over the draws at "
+                f"n={self.dataset['n'].values[c]}, replication "
+                f"{self.dataset['replication'].values[m]} ({int(empty.sum())} such cells); "
+                "within-function averaging needs at least one draw per pseudo-truth")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(x, axis=-1)
+
+    @property
+    def _sens_ns(self) -> list[int]:
+        return [int(n) for n in self.dataset["n"].values]
+
+    # -- bounds ---------------------------------------------------------------------------
+    def sensitivity(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None,
+                    gamma: ArrayLike = 2.0, discrepancy: str | None = None) -> pd.DataFrame:
+        """Uniform-weight estimate and its lower and upper bounds over W_{Γ,M}, by n.
+
+        Parameters
+        ----------
+        a : str or mapping
+            A procedure label or comparison string (see :func:`parse_comparison`), or
+            weights ``{label: coefficient}``.
+        b : str or mapping, optional
+            Subtracted from ``a``; omitted, ``a`` alone is bounded (a single label gives that
+            procedure's own restrictiveness bounds).
+        gamma : float or array_like, default 2.0
+            Γ ≥ 1, or a 1-D grid of them.
+        discrepancy : str, optional
+            Default: the first discrepancy of the study.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``estimate`` (uniform weights, Γ = 1), ``lower``, ``upper``; index ``n``,
+            or ``(n, gamma)`` for a grid.
+
+        Examples
+        --------
+        >>> from restrictiveness.quick import demo_study
+        >>> res = demo_study(n=[25], replications=10).run(progress=False)
+        >>> tab = res.sensitivity("linear", "GP regression", gamma=2.0)
+        >>> bool((tab["lower"] <= tab["estimate"]).all() and (tab["estimate"] <= tab["upper"]).all())
+        True
+        """
+        weights = self._weights(a, b)
+        num, den = self._sens_losses(weights, discrepancy)
+        g, scalar = _sens._gammas(gamma)
+        ns = self._sens_ns
+        est = num.mean(axis=1) / den.mean(axis=1)
+        lo, hi = np.empty((len(ns), g.size)), np.empty((len(ns), g.size))
+        for i in range(len(ns)):
+            lo[i], hi[i] = _sens.bounds(num[i], None, den[i], g)
+        if scalar:
+            index = pd.Index(ns, name="n")
+            return pd.DataFrame({"estimate": est, "lower": lo[:, 0], "upper": hi[:, 0]},
+                                index=index)
+        index = pd.MultiIndex.from_product([ns, g], names=["n", "gamma"])
+        return pd.DataFrame({"estimate": np.repeat(est, g.size), "lower": lo.ravel(),
+                             "upper": hi.ravel()}, index=index)
+
+    def critical_gamma(self, a: str | Mapping[str, float],
+                       b: str | Mapping[str, float] | None = None,
+                       discrepancy: str | None = None, gamma_max: float = 3.0) -> pd.Series:
+        """Critical Γ*: smallest Γ at which the lower bound is ≤ 0, by n.
+
+        Parameters
+        ----------
+        a, b, discrepancy
+            As in :meth:`sensitivity`.
+        gamma_max : float, default 3.0
+            End of the search; ``inf`` means the lower bound stays positive through it.
+
+        Returns
+        -------
+        Series
+            Float Γ* by n (``1.0`` when the uniform-weight estimate is already ≤ 0); format
+            with :func:`~restrictiveness.sensitivity.format_critical`.
+
+        Examples
+        --------
+        >>> from restrictiveness.quick import demo_study
+        >>> res = demo_study(n=[25], replications=10).run(progress=False)
+        >>> res.critical_gamma("linear").tolist()  # a positive ratio stays positive
+        [inf]
+        """
+        weights = self._weights(a, b)
+        num, den = self._sens_losses(weights, discrepancy)
+        out = [_sens.critical_gamma(num[i], None, den[i], gamma_max=gamma_max)
+               for i in range(num.shape[0])]
+        return pd.Series(out, index=pd.Index(self._sens_ns, name="n"), name="critical_gamma",
+                         dtype=float)
+
+    # -- CPT contributions ----------------------------------------------------------------
+    def contributions(self, discrepancy: str | None = None, level: float = 0.95) -> pd.DataFrame:
+        """CPT parameter contributions C_α, C_γ, C_δ and their differences, with delta-method SEs.
+
+        ``C_q = r_{−q} − r_full`` where ``r_{−q}`` is the restrictiveness of the CPT submodel
+        with q fixed at one (:data:`CPT_SUBMODELS`) and ``r_full`` that of :data:`CPT_FULL`;
+        the differences ``C_q − C_s = r_{−q} − r_{−s}`` (SPEC §4). Estimates and SEs come from
+        :meth:`Results.combination` on common draws.
+
+        Parameters
+        ----------
+        discrepancy : str, optional
+            Default: the first discrepancy.
+        level : float, default 0.95
+            Level of the normal confidence interval.
+
+        Returns
+        -------
+        DataFrame
+            Index ``(contribution, n)`` with the rows of :data:`CONTRIBUTIONS`; columns
+            ``estimate``, ``se``, ``lower``, ``upper``.
+
+        Examples
+        --------
+        >>> res.contributions().loc["C_delta-C_gamma"]  # doctest: +SKIP
+        """
+        disc = self._sens_discrepancy(discrepancy)
+        tables = {c: self.combination(self._weights(c), disc, level) for c in CONTRIBUTIONS}
+        return pd.concat(tables, names=["contribution", "n"])
+
+    # -- reporting ------------------------------------------------------------------------
+    def sensitivity_dataset(self, comparisons: Sequence[str], gamma: float = 2.0,
+                            gamma_max: float = 3.0, discrepancy: str | None = None
+                            ) -> xr.Dataset:
+        """Estimate, bounds at Γ and critical Γ* of several comparisons, as a Dataset.
+
+        Parameters
+        ----------
+        comparisons : sequence of str
+            Comparison strings (see :func:`parse_comparison`); they label the ``comparison``
+            coordinate as typed.
+        gamma : float, default 2.0
+            Γ of the bounds (a scalar).
+        gamma_max : float, default 3.0
+            Search limit of Γ*.
+        discrepancy : str, optional
+            Default: the first discrepancy.
+
+        Returns
+        -------
+        xarray.Dataset
+            Variables ``estimate``, ``lower``, ``upper``, ``critical_gamma`` over
+            ``comparison × n``; attributes ``gamma``, ``gamma_max``, ``discrepancy`` and the
+            weights of each comparison (JSON).
+
+        Examples
+        --------
+        >>> from restrictiveness.quick import demo_study
+        >>> res = demo_study(n=[25], replications=10).run(progress=False)
+        >>> ds = res.sensitivity_dataset(["linear", "linear-GP regression"])
+        >>> sorted(ds.data_vars)
+        ['critical_gamma', 'estimate', 'lower', 'upper']
+        """
+        comparisons = self._comparison_list(comparisons)
+        g = np.asarray(gamma, dtype=float)
+        if g.ndim != 0:
+            raise ConfigurationError(f"gamma must be a scalar here; got shape {g.shape} (use "
+                                     "sensitivity() for a grid)")
+        disc = self._sens_discrepancy(discrepancy)
+        ns = self._sens_ns
+        cols = {k: np.empty((len(comparisons), len(ns))) for k in
+                ("estimate", "lower", "upper", "critical_gamma")}
+        weights = {}
+        for i, comp in enumerate(comparisons):
+            weights[comp] = self._weights(comp)
+            tab = self.sensitivity(weights[comp], gamma=float(g), discrepancy=disc)
+            for k in ("estimate", "lower", "upper"):
+                cols[k][i] = tab[k].to_numpy()
+            cols["critical_gamma"][i] = self.critical_gamma(weights[comp], discrepancy=disc,
+                                                            gamma_max=gamma_max).to_numpy()
+        dims = ("comparison", "n")
+        coords = {"comparison": np.array(comparisons, dtype=str),
+                  "n": np.asarray(ns, dtype=np.int64)}
+        ds = xr.Dataset({k: (dims, v) for k, v in cols.items()}, coords=coords)
+        ds["estimate"].attrs["description"] = "comparison under uniform weights (Γ = 1)"
+        ds["lower"].attrs["description"] = f"lower bound over W_Γ,M at Γ = {float(g):g}"
+        ds["upper"].attrs["description"] = f"upper bound over W_Γ,M at Γ = {float(g):g}"
+        ds["critical_gamma"].attrs["description"] = (
+            f"smallest Γ with lower bound ≤ 0; inf: positive through Γ = {gamma_max:g}")
+        ds.attrs.update({"title": "sensitivity to the evaluation distribution (SPEC §4)",
+                         "gamma": float(g), "gamma_max": float(gamma_max),
+                         "discrepancy": disc, "weights": json.dumps(weights)})
+        return ds
+
+    def _comparison_list(self, comparisons: Sequence[str] | str) -> list[str]:
+        if isinstance(comparisons, str):
+            comparisons = [comparisons]
+        comparisons = list(comparisons)
+        if not comparisons:
+            raise ConfigurationError("comparisons is empty; give at least one comparison string")
+        if len(set(comparisons)) != len(comparisons):
+            raise ConfigurationError(f"comparisons has duplicates: {comparisons}")
+        return comparisons
+
+    def sensitivity_summary(self, comparisons: Sequence[str], gamma: float = 2.0,
+                            gamma_max: float = 3.0, discrepancy: str | None = None) -> Summary:
+        """Panels A–C of the paper's sensitivity tables (A.8–A.10, A.15–A.17) for comparisons.
+
+        Panel A: differences under uniform weights; Panel B: sensitivity intervals at ``gamma``
+        as ``[lower, upper]``; Panel C: critical values Γ* (``"> 3"`` when the lower bound is
+        positive through ``gamma_max``, ``"1"`` when the difference is ≤ 0 under uniform
+        weights). Columns are the sample sizes n.
+
+        Parameters
+        ----------
+        comparisons : sequence of str
+            Comparison strings (see :func:`parse_comparison`), shown as typed.
+        gamma, gamma_max, discrepancy
+            As in :meth:`sensitivity_dataset`.
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
+            With ``as_text()``, ``as_html()``, ``as_latex()``.
+
+        Examples
+        --------
+        >>> from restrictiveness.quick import demo_study
+        >>> res = demo_study(n=[25], replications=10).run(progress=False)
+        >>> "Panel C" in res.sensitivity_summary(["linear-GP regression"]).as_text()
+        True
+        """
+        from statsmodels.iolib.summary import Summary
+        from statsmodels.iolib.table import SimpleTable
+
+        ds = self.sensitivity_dataset(comparisons, gamma, gamma_max, discrepancy)
+        comps = [str(c) for c in ds["comparison"].values]
+        ns = [int(n) for n in ds["n"].values]
+        headers = [f"n={n}" for n in ns]
+        attrs = self.dataset.attrs
+        smry = Summary()
+        top = {"Discrepancy:": ds.attrs["discrepancy"],
+               "Baseline:": str(attrs.get("baseline", "")),
+               "Replications M:": str(self.dataset.sizes["replication"]),
+               "Draws per truth K:": str(self.dataset.sizes.get("draw", 1)),
+               "Γ (Panel B):": f"{gamma:g}", "Γ max (Panel C):": f"{gamma_max:g}"}
+        smry.tables.append(SimpleTable([[v] for v in top.values()], stubs=list(top),
+                                       title="Sensitivity to the evaluation distribution",
+                                       txt_fmt=_LEFT))
+
+        def panel(title, cell):
+            rows = [[cell(c, n) for n in ns] for c in comps]
+            smry.tables.append(SimpleTable(rows, headers=headers, stubs=comps, title=title,
+                                           txt_fmt=_RIGHT))
+
+        def at(var, c, n):
+            return float(ds[var].sel(comparison=c, n=n))
+
+        panel("Panel A: Differences under uniform weights",
+              lambda c, n: _fmt(at("estimate", c, n)))
+        panel(f"Panel B: Sensitivity intervals at Γ = {gamma:g}",
+              lambda c, n: _interval(at("lower", c, n), at("upper", c, n)))
+        panel("Panel C: Critical values Γ*",
+              lambda c, n: _sens.format_critical(at("critical_gamma", c, n), gamma_max))
+        notes = [
+            "Bounds are the min and max of Σ w_m Σ_j c_j D_jm / Σ w_m B_m over density-ratio "
+            f"weights with mean one in [1/Γ, Γ] (SPEC §4); losses averaged over draws.",
+            f"Γ* is the smallest Γ at which the lower bound is ≤ 0; '> {gamma_max:g}': "
+            f"positive through Γ = {gamma_max:g}; '1': ≤ 0 under uniform weights.",
+            "A single label is that procedure's restrictiveness; 'A-B' is r_A − r_B; "
+            "C_q = r[CPT without q] − r[full CPT].",
+        ]
+        smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
+        return smry
+
+    def plot_sensitivity(self, comparison: str | Mapping[str, float], gamma_max: float = 3.0,
+                         ax=None, discrepancy: str | None = None, points: int = 101):
+        """Lower and upper bounds of a comparison against Γ, one colour per n (Figure A.1).
+
+        Bounds are drawn as lines (two per n, in ``ax.lines``); the uniform-weight estimates
+        (dotted) and zero (solid black) are horizontal reference segments (``ax.collections``).
+
+        Parameters
+        ----------
+        comparison : str or mapping
+            As ``a`` in :meth:`sensitivity`.
+        gamma_max : float, default 3.0
+            Right end of the Γ axis.
+        ax : matplotlib Axes, optional
+            Drawn into; a new figure's Axes otherwise.
+        discrepancy : str, optional
+            Default: the first discrepancy.
+        points : int, default 101
+            Γ grid size on ``[1, gamma_max]``.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        ImportError
+            matplotlib is missing (install the ``plot`` extra).
+
+        Examples
+        --------
+        >>> ax = res.plot_sensitivity("C_delta-C_gamma")  # doctest: +SKIP
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("plot_sensitivity needs matplotlib; install it with "
+                              "pip install 'restrictiveness[plot]'") from exc
+        (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")
+        if int(points) != points or points < 2:
+            raise ConfigurationError(f"points must be an integer >= 2; got {points}")
+        grid = np.linspace(1.0, gmax, int(points))
+        tab = self.sensitivity(comparison, gamma=grid, discrepancy=discrepancy)
+        if ax is None:
+            _, ax = plt.subplots()
+        ns = self._sens_ns
+        estimates = []
+        for i, n in enumerate(ns):
+            part = tab.xs(n, level="n")
+            color = f"C{i % 10}"
+            ax.plot(grid, part["lower"].to_numpy(), color=color, label=f"n={n}")
+            ax.plot(grid, part["upper"].to_numpy(), color=color)
+            estimates.append((float(part["estimate"].iloc[0]), color))
+        ax.hlines([e for e, _ in estimates], 1.0, gmax, colors=[c for _, c in estimates],
+                  linestyles="dotted", linewidth=1.0)
+        ax.hlines(0.0, 1.0, gmax, colors="black", linewidth=0.8)
+        ax.set_xlim(1.0, gmax)
+        ax.set_xlabel("Γ")
+        ax.set_ylabel("bounds")
+        ax.set_title(comparison if isinstance(comparison, str) else
+                     " ".join(f"{c:+g}·{k}" for k, c in comparison.items()))
+        ax.legend(frameon=False)
+        return ax
