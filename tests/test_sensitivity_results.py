@@ -1,0 +1,342 @@
+"""Sensitivity methods of Results (SPEC §4): comparison strings, bounds by n, contributions,
+within-function averaging with NaN-padded draws, summary panels, dataset, CLI and plot."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
+
+import restrictiveness as rx  # noqa: E402
+from restrictiveness.cli import main  # noqa: E402
+from restrictiveness.exceptions import ConfigurationError, DataError  # noqa: E402
+from restrictiveness.results import Results, load  # noqa: E402
+from restrictiveness.sensitivity import bounds, bounds_lp, critical_gamma, format_critical  # noqa: E402
+from restrictiveness.sensitivity_results import (  # noqa: E402
+    CONTRIBUTIONS,
+    CPT_FULL,
+    CPT_SUBMODELS,
+    _fmt,
+    parse_comparison,
+)
+
+CPT = [CPT_FULL, *CPT_SUBMODELS.values(), "CPT(delta)", "GP regression"]
+NS = [50, 100, 200]
+
+
+def _hand_results(rng, procedures=CPT, ns=NS, m=40, draws=None, factors=None):
+    """Results built directly from a Dataset of random losses (two discrepancies)."""
+    shape_b = (2, len(ns), m) + ((draws,) if draws else ())
+    base = rng.exponential(size=shape_b) + 0.1
+    if factors is None:
+        factors = np.linspace(0.1, 0.9, len(procedures))
+    loss = np.stack([f * base * rng.lognormal(0.0, 0.5, size=shape_b) for f in factors])
+    coords = {"procedure": list(procedures), "discrepancy": ["mse", "mae"],
+              "n": np.asarray(ns, dtype=np.int64), "replication": np.arange(m)}
+    dims = ("discrepancy", "n", "replication")
+    if draws:
+        coords["draw"] = np.arange(draws)
+        dims += ("draw",)
+    ds = xr.Dataset({"loss": (("procedure",) + dims, loss), "baseline_loss": (dims, base)},
+                    coords=coords, attrs={"baseline": "constant"})
+    return Results(ds)
+
+
+def _r(res, label, disc="mse"):
+    return res.restrictiveness.sel(procedure=label, discrepancy=disc).to_numpy()
+
+
+@pytest.fixture(scope="module")
+def cpt_res():
+    return _hand_results(np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def test_parse_nested_parentheses_and_commas():
+    procs = ["f(g(x,y),h)", "f(x)", "CPT(alpha,gamma,delta)", "CPT(delta)"]
+    assert parse_comparison("f(g(x,y),h)-f(x)", procs) == {"f(g(x,y),h)": 1.0, "f(x)": -1.0}
+    assert parse_comparison("CPT(delta)-CPT(alpha,gamma,delta)", procs) == {
+        "CPT(delta)": 1.0, "CPT(alpha,gamma,delta)": -1.0}
+    # Whitespace around terms and inside a label that still identifies it.
+    assert parse_comparison(" CPT(alpha, gamma, delta) - CPT(delta) ", procs) == {
+        "CPT(alpha,gamma,delta)": 1.0, "CPT(delta)": -1.0}
+    assert parse_comparison("f(x)", procs) == {"f(x)": 1.0}
+
+
+def test_parse_labels_with_hyphens_and_ambiguity():
+    procs = ["GPT-4o", "GPT-4o-mini", "linear", "f(a-b)"]
+    assert parse_comparison("GPT-4o-mini", procs) == {"GPT-4o-mini": 1.0}
+    assert parse_comparison("GPT-4o-mini-linear", procs) == {"GPT-4o-mini": 1.0, "linear": -1.0}
+    assert parse_comparison("GPT-4o-linear", procs) == {"GPT-4o": 1.0, "linear": -1.0}
+    # A '-' inside parentheses never splits.
+    assert parse_comparison("f(a-b)-linear", procs) == {"f(a-b)": 1.0, "linear": -1.0}
+    with pytest.raises(ConfigurationError, match="ambiguous"):
+        parse_comparison("A-B-C", ["A", "A-B", "B-C", "C"])
+
+
+def test_parse_cpt_contributions():
+    sub = CPT_SUBMODELS
+    assert parse_comparison("C_alpha", CPT) == {sub["alpha"]: 1.0, CPT_FULL: -1.0}
+    assert parse_comparison("C_γ", CPT) == {sub["gamma"]: 1.0, CPT_FULL: -1.0}
+    # The full model cancels in a contrast of contributions.
+    assert parse_comparison("C_delta-C_gamma", CPT) == {"CPT(alpha,gamma)": 1.0,
+                                                         "CPT(alpha,delta)": -1.0}
+    assert parse_comparison("C_delta - GP regression", CPT) == {
+        "CPT(alpha,gamma)": 1.0, CPT_FULL: -1.0, "GP regression": -1.0}
+
+
+def test_parse_errors_name_the_problem():
+    with pytest.raises(ConfigurationError, match=r"unknown procedure label\(s\) \['foo'\]"):
+        parse_comparison("CPT(delta)-foo", CPT)
+    with pytest.raises(ConfigurationError, match=r"\['bar', 'baz'\]"):
+        parse_comparison("bar-CPT(delta)-baz", CPT)
+    with pytest.raises(ConfigurationError, match=r"CPT\(alpha,gamma\)"):
+        parse_comparison("C_delta", ["CPT(alpha,gamma,delta)", "linear"])
+    with pytest.raises(ConfigurationError, match="cancels to zero"):
+        parse_comparison("CPT(delta)-CPT(delta)", CPT)
+    with pytest.raises(ConfigurationError, match="must be a string"):
+        parse_comparison(3, CPT)
+
+
+# ---------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("comparison", ["CPT(delta)", "CPT(delta)-CPT(alpha,gamma,delta)",
+                                        "C_delta-C_gamma", "GP regression-CPT(delta)"])
+def test_gamma_one_is_the_point_estimate(cpt_res, comparison):
+    w = parse_comparison(comparison, cpt_res.procedures)
+    expected = sum(c * _r(cpt_res, p) for p, c in w.items())
+    tab = cpt_res.sensitivity(comparison, gamma=1.0)
+    assert tab.index.tolist() == NS
+    for col in ("estimate", "lower", "upper"):
+        np.testing.assert_allclose(tab[col], expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_minus_b_forms_agree(cpt_res):
+    s1 = cpt_res.sensitivity("CPT(delta)-CPT(alpha,gamma,delta)", gamma=2.5)
+    s2 = cpt_res.sensitivity("CPT(delta)", "CPT(alpha,gamma,delta)", gamma=2.5)
+    s3 = cpt_res.sensitivity({"CPT(delta)": 1, "CPT(alpha,gamma,delta)": -1}, gamma=2.5)
+    np.testing.assert_allclose(s1.to_numpy(), s2.to_numpy(), rtol=0, atol=0)
+    np.testing.assert_allclose(s1.to_numpy(), s3.to_numpy(), rtol=0, atol=0)
+
+
+def test_bounds_match_lp_and_grid(cpt_res):
+    ds = cpt_res.dataset
+    D = ds["loss"].sel(discrepancy="mae")
+    B = ds["baseline_loss"].sel(discrepancy="mae")
+    grid = np.array([1.0, 1.5, 2.0, 3.0])
+    tab = cpt_res.sensitivity("C_delta-C_gamma", gamma=grid, discrepancy="mae")
+    assert tab.index.names == ["n", "gamma"]
+    for n in NS:
+        num = (D.sel(procedure="CPT(alpha,gamma)", n=n) - D.sel(procedure="CPT(alpha,delta)", n=n))
+        lo, hi = bounds_lp(num.to_numpy(), None, B.sel(n=n).to_numpy(), grid)
+        part = tab.xs(n, level="n")
+        np.testing.assert_allclose(part["lower"], lo, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(part["upper"], hi, rtol=1e-7, atol=1e-9)
+        assert (np.diff(part["lower"]) <= 1e-12).all() and (np.diff(part["upper"]) >= -1e-12).all()
+    # The scalar call gives the grid's Γ = 2 row.
+    single = cpt_res.sensitivity("C_delta-C_gamma", gamma=2.0, discrepancy="mae")
+    np.testing.assert_allclose(single.to_numpy(), tab.xs(2.0, level="gamma").to_numpy())
+
+
+def test_critical_gamma_by_n(cpt_res):
+    for comp in ["C_delta-C_gamma", "CPT(alpha,delta)-CPT(alpha,gamma)", "C_alpha"]:
+        crit = cpt_res.critical_gamma(comp, gamma_max=3.0)
+        w = parse_comparison(comp, cpt_res.procedures)
+        D, B = cpt_res.losses()
+        for n in NS:
+            num = sum(c * D.sel(procedure=p, discrepancy="mse", n=n) for p, c in w.items())
+            expected = critical_gamma(num.to_numpy(), None,
+                                      B.sel(discrepancy="mse", n=n).to_numpy(), gamma_max=3.0)
+            assert crit.loc[n] == expected
+            g = crit.loc[n]
+            if 1.0 < g < np.inf:  # the lower bound crosses zero there
+                assert cpt_res.sensitivity(comp, gamma=g).loc[n, "lower"] <= 1e-12
+                assert cpt_res.sensitivity(comp, gamma=g - 2e-3).loc[n, "lower"] > 0
+    # The reverse comparison is negative under uniform weights.
+    assert (cpt_res.critical_gamma("CPT(alpha,gamma,delta)-CPT(delta)") == 1.0).all()
+
+
+def test_discrepancy_selection(cpt_res):
+    a = cpt_res.sensitivity("CPT(delta)", gamma=1.0, discrepancy="mae")["estimate"]
+    np.testing.assert_allclose(a, _r(cpt_res, "CPT(delta)", "mae"), rtol=1e-12)
+    with pytest.raises(ConfigurationError, match="'kl'"):
+        cpt_res.sensitivity("CPT(delta)", discrepancy="kl")
+    with pytest.raises(ConfigurationError, match=r"\['nope'\]"):
+        cpt_res.sensitivity({"nope": 1.0})
+
+
+# ---------------------------------------------------------------------------- contributions
+
+
+def test_contributions_are_differences_of_restrictiveness(cpt_res):
+    tab = cpt_res.contributions()
+    assert list(dict.fromkeys(tab.index.get_level_values("contribution"))) == list(CONTRIBUTIONS)
+    r = {q: _r(cpt_res, sub) for q, sub in CPT_SUBMODELS.items()}
+    full = _r(cpt_res, CPT_FULL)
+    c = {q: r[q] - full for q in r}
+    expected = {"C_alpha": c["alpha"], "C_gamma": c["gamma"], "C_delta": c["delta"],
+                "C_delta-C_gamma": c["delta"] - c["gamma"],
+                "C_delta-C_alpha": c["delta"] - c["alpha"],
+                "C_gamma-C_alpha": c["gamma"] - c["alpha"]}
+    for name, value in expected.items():
+        np.testing.assert_allclose(tab.loc[name, "estimate"], value, rtol=1e-12)
+    # SEs are those of the paired contrasts on common draws.
+    for q, sub in CPT_SUBMODELS.items():
+        np.testing.assert_allclose(tab.loc[f"C_{q}", "se"],
+                                   cpt_res.contrast(sub, CPT_FULL)["se"], rtol=1e-12)
+    np.testing.assert_allclose(tab.loc["C_delta-C_gamma", "se"],
+                               cpt_res.contrast("CPT(alpha,gamma)", "CPT(alpha,delta)")["se"],
+                               rtol=1e-12)
+    with pytest.raises(ConfigurationError, match="CPT"):
+        _hand_results(np.random.default_rng(1), ["a", "b"], factors=[0.2, 0.4]).contributions()
+
+
+# ---------------------------------------------------------------------------- draws (K > 1)
+
+
+def test_nan_padded_draws_average_within_function():
+    rng = np.random.default_rng(3)
+    res = _hand_results(rng, ["three", "one"], ns=[30, 60], m=25, draws=3, factors=[0.3, 0.6])
+    res.dataset["loss"].loc[{"procedure": "one", "draw": [1, 2]}] = np.nan
+    D = res.dataset["loss"].sel(discrepancy="mse").transpose("procedure", "n", "replication",
+                                                               "draw").to_numpy()
+    B = res.dataset["baseline_loss"].sel(discrepancy="mse").to_numpy()
+    one, three, base = D[1][..., 0], D[0].mean(-1), B.mean(-1)  # hand within-function averages
+    tab1 = res.sensitivity("one-three", gamma=1.0)
+    np.testing.assert_allclose(tab1["estimate"], one.mean(1) / base.mean(1)
+                               - three.mean(1) / base.mean(1), rtol=1e-12)
+    np.testing.assert_allclose(tab1["estimate"], _r(res, "one") - _r(res, "three"), rtol=1e-12)
+    tab2 = res.sensitivity("one-three", gamma=2.0)
+    for i in range(2):
+        lo, hi = bounds_lp(one[i] - three[i], None, base[i], 2.0)
+        np.testing.assert_allclose(tab2.iloc[i][["lower", "upper"]], [lo, hi], rtol=1e-7)
+        # The array function's own 2-D nanmean path agrees.
+        lo2, hi2 = bounds(D[1, i], D[0, i], B[i], 2.0)
+        np.testing.assert_allclose(tab2.iloc[i][["lower", "upper"]], [lo2, hi2], rtol=1e-12)
+    # A replication with no finite draw is an error naming the procedure.
+    res.dataset["loss"].loc[{"procedure": "one", "n": 60, "replication": 4}] = np.nan
+    with pytest.raises(DataError, match="'one'.*n=60, replication 4"):
+        res.sensitivity("one-three")
+
+
+class _OneDraw(rx.OLS):
+    """OLS run on the first training draw only (NaN-padded in the results)."""
+
+    draws = 1
+
+
+@pytest.fixture(scope="module")
+def tiny_study():
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    procs = {"OLS(x1,x2)": rx.OLS("y ~ x1 + x2"), "OLS(x1)": _OneDraw("y ~ x1")}
+    study = rx.Study(rx.MonotoneGP(F, n_eval=60), procs, baseline=rx.Constant(), n=[10, 20],
+                     replications=8, draws=3, seed=1)
+    return study.run(progress=False)
+
+
+def test_study_with_fewer_draws(tiny_study):
+    loss = tiny_study.dataset["loss"]
+    assert loss.sel(procedure="OLS(x1)", draw=[1, 2]).isnull().all()
+    assert loss.sel(procedure="OLS(x1,x2)").notnull().all()
+    tab = tiny_study.sensitivity("OLS(x1)-OLS(x1,x2)", gamma=1.0)
+    expected = _r(tiny_study, "OLS(x1)") - _r(tiny_study, "OLS(x1,x2)")
+    np.testing.assert_allclose(tab["estimate"], expected, rtol=1e-12)
+    np.testing.assert_allclose(tab["lower"], expected, rtol=1e-12)
+    # Γ = 2 by the LP on the hand-averaged (first-draw) losses.
+    d1 = loss.sel(procedure="OLS(x1)", discrepancy="mse", draw=0)
+    d2 = loss.sel(procedure="OLS(x1,x2)", discrepancy="mse").mean("draw")
+    b = tiny_study.dataset["baseline_loss"].sel(discrepancy="mse").mean("draw")
+    lo, hi = bounds_lp((d1 - d2).sel(n=20).to_numpy(), None, b.sel(n=20).to_numpy(), 2.0)
+    got = tiny_study.sensitivity("OLS(x1)-OLS(x1,x2)", gamma=2.0).loc[20]
+    np.testing.assert_allclose([got["lower"], got["upper"]], [lo, hi], rtol=1e-7)
+
+
+# ---------------------------------------------------------------------------- reporting
+
+
+def test_dataset_and_summary_panels(cpt_res):
+    comps = ["C_alpha", "C_delta-C_gamma", "CPT(alpha,gamma,delta)-CPT(delta)"]
+    ds = cpt_res.sensitivity_dataset(comps, gamma=2.0, gamma_max=3.0)
+    assert set(ds.data_vars) == {"estimate", "lower", "upper", "critical_gamma"}
+    assert ds["estimate"].dims == ("comparison", "n")
+    assert ds["comparison"].to_numpy().tolist() == comps
+    for comp in comps:
+        tab = cpt_res.sensitivity(comp, gamma=2.0)
+        np.testing.assert_array_equal(ds["lower"].sel(comparison=comp), tab["lower"])
+        np.testing.assert_array_equal(ds["critical_gamma"].sel(comparison=comp),
+                                      cpt_res.critical_gamma(comp))
+    text = cpt_res.sensitivity_summary(comps).as_text()
+    for panel in ("Panel A", "Panel B", "Panel C"):
+        assert panel in text
+    for comp in comps:
+        cells = [_fmt(float(ds["estimate"].sel(comparison=comp, n=n))) for n in NS]
+        assert any(ln.startswith(comp) and ln.split()[-3:] == cells for ln in text.splitlines())
+        interval = (f"[{_fmt(float(ds['lower'].sel(comparison=comp, n=NS[0])))}, "
+                    f"{_fmt(float(ds['upper'].sel(comparison=comp, n=NS[0])))}]")
+        assert interval in text
+        crit = [format_critical(float(ds["critical_gamma"].sel(comparison=comp, n=n)), 3.0)
+                for n in NS]
+        assert any(ln.startswith(comp) and ln.replace("> 3", ">3").split()[-3:]
+                   == [c.replace("> 3", ">3") for c in crit] for ln in text.splitlines())
+    # The reverse full-minus-δ comparison is negative, so its Γ* prints as 1.
+    assert (ds["critical_gamma"].sel(comparison=comps[2]) == 1.0).all()
+    with pytest.raises(ConfigurationError, match="duplicates"):
+        cpt_res.sensitivity_dataset(["C_alpha", "C_alpha"])
+    with pytest.raises(ConfigurationError, match="scalar"):
+        cpt_res.sensitivity_dataset(["C_alpha"], gamma=[1.5, 2.0])
+
+
+def test_fmt_small_values():
+    assert _fmt(-0.00007) == "-0.00007"
+    assert _fmt(-0.00002) == "-0.00002"
+    assert _fmt(0.0731) == "0.073"
+    assert _fmt(0.0) == "0.000"
+
+
+def test_plot_lines(cpt_res):
+    import matplotlib.pyplot as plt
+
+    ax = cpt_res.plot_sensitivity("C_delta-C_gamma", gamma_max=3.0, points=21)
+    try:
+        assert len(ax.lines) == 2 * len(NS)
+        grid = cpt_res.sensitivity("C_delta-C_gamma", gamma=np.linspace(1, 3, 21))
+        lower = grid.xs(NS[1], level="n")["lower"].to_numpy()
+        upper = grid.xs(NS[1], level="n")["upper"].to_numpy()
+        np.testing.assert_allclose(ax.lines[2].get_ydata(), lower)
+        np.testing.assert_allclose(ax.lines[3].get_ydata(), upper)
+        np.testing.assert_allclose(ax.lines[0].get_xdata(), np.linspace(1, 3, 21))
+    finally:
+        plt.close(ax.figure)
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def test_cli_round_trip(tiny_study, tmp_path, capsys):
+    path, out = tmp_path / "tiny.nc", tmp_path / "sens.nc"
+    tiny_study.to_netcdf(path)
+    comps = ["OLS(x1)-OLS(x1,x2)", "OLS(x1,x2)"]
+    rc = main(["sensitivity", str(path), "--compare", *comps, "--gamma", "1.5",
+               "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for panel in ("Panel A", "Panel B: Sensitivity intervals at Γ = 1.5", "Panel C"):
+        assert panel in text
+    assert "OLS(x1)-OLS(x1,x2)" in text
+    ds = xr.open_dataset(out, engine="netcdf4").load()
+    assert set(ds.data_vars) == {"estimate", "lower", "upper", "critical_gamma"}
+    assert ds["comparison"].to_numpy().tolist() == comps
+    assert ds.attrs["gamma"] == 1.5
+    expected = load(path).sensitivity_dataset(comps, gamma=1.5)
+    xr.testing.assert_allclose(ds, expected)
+    # Errors come back as exit status 2 with the unknown label named.
+    rc = main(["sensitivity", str(path), "--compare", "OLS(x1)-OLS(x3)"])
+    assert rc == 2
+    assert "OLS(x3)" in capsys.readouterr().err
