@@ -129,12 +129,14 @@ def parse_formula(text: str) -> Formula:
     return Formula(text=text, response=response, covariates=tuple(names))
 
 
-def _check_columns(data: pd.DataFrame, names, text: str) -> None:
-    if not isinstance(data, pd.DataFrame):
-        raise FormulaError("formula data must be a pandas DataFrame")
-    missing = [c for c in names if c not in data.columns]
+def _check_columns(data, names, text: str) -> None:
+    # A DataFrame, or a mapping of column name to array (patsy is ~10x faster on plain arrays,
+    # which matters when a study fits a formula thousands of times).
+    if not hasattr(data, "keys"):
+        raise FormulaError("formula data must be a pandas DataFrame or a mapping of columns")
+    missing = [c for c in names if c not in data.keys()]
     if missing:
         raise FormulaError(
             f"formula {text!r} names column(s) {missing} that the data do not have; "
-            f"available columns: {list(data.columns)}"
+            f"available columns: {list(data.keys())}"
         )

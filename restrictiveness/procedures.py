@@ -17,10 +17,10 @@ import numpy as np
 import scipy.linalg
 
 from .constraints import Constraint
-from .exceptions import DataError
+from .exceptions import DataError, FormulaError
 from .formula import parse_formula
 from .kernels import Kernel, Matern32
-from .sample import Sample, as_frame
+from .sample import Sample, as_columns
 
 __all__ = ["Procedure", "Fitted", "FunctionRule", "Constant", "OLS", "GPRegression",
            "SklearnRegressor"]
@@ -66,9 +66,25 @@ class Procedure:
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
         raise NotImplementedError
 
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """Check the procedure against a study's covariates before anything runs (default: no
+        check). Formula procedures raise FormulaError naming a missing column."""
+
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+def _validate_formula(formula: str | None, columns: Sequence[str], response: str) -> None:
+    if formula is None:
+        return
+    f = parse_formula(formula)
+    missing = [c for c in f.covariates if c not in columns]
+    if f.response is not None and f.response != response:
+        missing.append(f.response)
+    if missing:
+        raise FormulaError(f"formula {formula!r} names column(s) {missing} that the study does not "
+                           f"have; covariates are {list(columns)} and the response is {response!r}")
 
 
 def _covariate_matrix(formula: str | None, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
@@ -78,8 +94,6 @@ def _covariate_matrix(formula: str | None, X: np.ndarray, columns: Sequence[str]
     names = parse_formula(formula).covariates
     missing = [c for c in names if c not in columns]
     if missing:
-        from .exceptions import FormulaError
-
         raise FormulaError(f"formula {formula!r} names column(s) {missing} that the sample does "
                            f"not have; available columns: {list(columns)}")
     idx = [list(columns).index(c) for c in names]
@@ -121,7 +135,7 @@ class _LinearRule(Fitted):
         self.info = {"params": beta.tolist()}
 
     def predict(self, X):
-        return self.build(as_frame(X, self.columns)) @ self.beta
+        return self.build(as_columns(X, self.columns)) @ self.beta
 
 
 class OLS(Procedure):
@@ -143,10 +157,12 @@ class OLS(Procedure):
         self.formula = formula
         parse_formula(formula)
 
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
+
     def fit(self, sample, rng):
         f = parse_formula(self.formula)
-        data = sample.frame()
-        D, build = f.design_builder(data)
+        D, build = f.design_builder(sample.columns_dict())
         beta, *_ = np.linalg.lstsq(D, np.asarray(sample.y, dtype=float), rcond=None)
         return _LinearRule(beta, build, sample.columns)
 
@@ -203,6 +219,9 @@ class GPRegression(Procedure):
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
 
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
+
     def fit(self, sample, rng):
         columns = sample.columns
 
@@ -245,6 +264,9 @@ class SklearnRegressor(Procedure):
             raise TypeError("estimator must have fit(X, y) and predict(X) methods")
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
+
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
 
     def fit(self, sample, rng):
         try:

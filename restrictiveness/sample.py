@@ -7,7 +7,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Sample", "as_frame"]
+__all__ = ["Sample", "as_frame", "as_columns"]
+
+
+def as_columns(X: np.ndarray, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Two-dimensional covariates as a mapping of column name to array (formula input)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"covariates with {X.ndim} dimensions have no table form")
+    return {c: X[:, k] for k, c in enumerate(columns)}
 
 
 def as_frame(X: np.ndarray, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -56,6 +64,12 @@ class Sample:
 
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])
+
+    def columns_dict(self) -> dict[str, np.ndarray]:
+        """Covariates and response as a mapping of name to array (fast formula input)."""
+        out = as_columns(self.X, self.columns)
+        out[self.response] = np.asarray(self.y, dtype=float)
+        return out
 
     def frame(self) -> pd.DataFrame:
         """Covariates and response as one DataFrame (two-dimensional samples only)."""

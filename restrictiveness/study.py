@@ -128,6 +128,9 @@ class Study:
         for label, p in self.procedures.items():
             if not hasattr(p, "fit"):
                 raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
+        for p in [*self.procedures.values(), baseline]:
+            if hasattr(p, "validate"):
+                p.validate(evaluation.columns, evaluation.response)
         if not hasattr(baseline, "fit"):
             raise ConfigurationError("baseline has no fit(sample, rng) method")
         self.evaluation, self.baseline, self.baseline_label = evaluation, baseline, baseline_label

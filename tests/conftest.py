@@ -1,0 +1,17 @@
+"""Shared fixtures and paths for the test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: The lottery data are never shipped: tests read them from the shared folder beside the repo.
+BRUHIN_CSV = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261129)

@@ -1,0 +1,128 @@
+"""Constraints, domains, kernels and formula handling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import restrictiveness as rx
+from restrictiveness.formula import parse_formula
+
+COLS = ("z_hi", "z_lo", "p")
+
+
+def test_between_columns_repair_and_check():
+    c = rx.Between("z_lo", "z_hi")
+    X = np.array([[1.0, 0.2, 0.5], [0.5, 0.0, 0.5], [0.8, 0.1, 0.5]])
+    pred = np.array([1.5, -0.1, np.nan])
+    fixed = c.repair(pred, X, COLS)
+    assert fixed[0] == 1.0 and fixed[1] == 0.0 and np.isnan(fixed[2])
+    assert c.check(fixed, X, COLS).tolist() == [True, True, False]
+    assert "z_lo <= f(x) <= z_hi" == c.describe()
+
+
+def test_between_numbers_and_bad_arguments():
+    assert rx.Between(0, 1).check(np.array([0.5, 2.0]), np.zeros((2, 1)), ("x",)).tolist() == [
+        True, False]
+    with pytest.raises(rx.ConstraintError, match="exceeds upper"):
+        rx.Between(2, 1)
+    with pytest.raises(rx.ConstraintError, match="'nope' is not a covariate"):
+        rx.Between("nope", 1).repair(np.zeros(2), np.zeros((2, 1)), ("x",))
+
+
+def test_monotone_constraints_describe_and_count_violations():
+    inc = rx.Increasing("x")
+    X = np.array([[0.0], [1.0], [2.0]])
+    assert inc.violations(np.array([0.0, 1.0, 2.0]), X, ("x",)) == 0
+    # f decreasing on a chain of 3 points violates all 3 ordered pairs
+    assert inc.violations(np.array([2.0, 1.0, 0.0]), X, ("x",)) == 3
+    assert rx.Decreasing("x").violations(np.array([2.0, 1.0, 0.0]), X, ("x",)) == 0
+    assert inc.describe() == "f nondecreasing in x"
+    with pytest.raises(rx.ConstraintError, match="repeated"):
+        rx.Increasing("x", "x")
+
+
+def test_simplex_checks_rows():
+    s = rx.Simplex(outside=True)
+    pred = np.array([[0.2, 0.3], [0.6, 0.5], [0.1, -0.1]])
+    assert s.check(pred, None, ()).tolist() == [True, False, False]
+    assert rx.Simplex(outside=False).check(np.array([[0.4, 0.6]]), None, ()).tolist() == [True]
+
+
+def test_linear_inequality_parse():
+    w = rx.LinearInequality.parse("x1 + 2*x2 >= 1")
+    X = np.array([[1.0, 0.0], [0.0, 0.4], [0.0, 0.6]])
+    assert w.satisfied(X, ("x1", "x2")).tolist() == [True, False, True]
+    with pytest.raises(rx.DomainError, match="not linear"):
+        rx.LinearInequality.parse("x1 * x2 <= 1")
+
+
+def test_box_sampling_is_nested_admissible_and_uniform(rng):
+    box = rx.Box(z_hi=(1 / 15, 1), z_lo=(0, 1 / 3), p=(0.05, 0.95), where=["z_lo <= z_hi"])
+    seed = 7
+    big = box.sample(300, np.random.default_rng(seed))
+    small = box.sample(100, np.random.default_rng(seed))
+    np.testing.assert_array_equal(big[:100], small)  # nested in n
+    assert (big[:, 1] <= big[:, 0]).all()
+    assert (big >= box.lower).all() and (big <= box.upper).all()
+    # p is independent of the prize constraint: uniform on [0.05, 0.95]
+    p = box.sample(2000, rng)[:, 2]
+    assert stats.kstest(p, stats.uniform(0.05, 0.9).cdf).pvalue > 1e-3
+
+
+def test_box_with_empty_region_raises():
+    box = rx.Box(x=(0, 1), y=(0, 1), where=["x + y >= 3"])
+    with pytest.raises(rx.DomainError, match="cannot be drawn"):
+        box.sample(10, np.random.default_rng(0))
+
+
+def test_finite_set_sampling_and_errors(rng):
+    dom = rx.FiniteSet(np.arange(4.0)[:, None], ("x",), weights=[1, 1, 1, 5])
+    X = dom.sample(4000, rng)
+    assert abs((X[:, 0] == 3).mean() - 5 / 8) < 0.03
+    with pytest.raises(rx.DomainError, match="cannot draw n=5 distinct"):
+        rx.FiniteSet(np.arange(4.0)[:, None], ("x",), replace=False).sample(5, rng)
+
+
+def test_matern32_formula_and_lengthscales():
+    k = rx.Matern32(variance=10, lengthscale=(1.0, 2.0))
+    x, y = np.array([[0.0, 0.0]]), np.array([[0.3, 0.8]])
+    r = np.sqrt(0.3**2 + 0.4**2)
+    assert np.isclose(k(x, y)[0, 0], 10 * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r))
+    assert np.isclose(rx.Matern52()(x, x)[0, 0], 1.0)
+    assert np.isclose(rx.SquaredExponential(lengthscale=2.0)(x, np.array([[2.0, 0.0]]))[0, 0],
+                      np.exp(-0.5))
+    with pytest.raises(ValueError, match="variance"):
+        rx.Matern32(variance=-1)
+
+
+@pytest.mark.parametrize("kernel", [rx.Matern32(lengthscale=(0.7, 1.3)), rx.Matern52(),
+                                    rx.SquaredExponential(lengthscale=0.5)])
+def test_random_fourier_features_reproduce_the_kernel(kernel, rng):
+    x = np.array([[0.0, 0.0], [0.4, -0.2], [1.0, 0.5]])
+    D = 200_000
+    omega = kernel.spectral_frequencies(2, D, rng)
+    b = rng.uniform(0, 2 * np.pi, D)
+    phi = np.sqrt(2.0 / D) * np.cos(x @ omega.T + b)
+    np.testing.assert_allclose(phi @ phi.T, kernel(x) / kernel.variance, atol=0.01)
+
+
+def test_formula_missing_column_and_nan():
+    df = pd.DataFrame({"y": [1.0, 2.0], "x": [0.0, np.nan]})
+    f = parse_formula("y ~ x + z")
+    assert f.response == "y" and f.covariates == ("x", "z")
+    with pytest.raises(rx.FormulaError, match=r"\['z'\]"):
+        f.design(df)
+    with pytest.raises(rx.DataError, match="missing values"):
+        parse_formula("y ~ x").design(df)
+    with pytest.raises(rx.FormulaError, match="non-empty"):
+        parse_formula("")
+
+
+def test_formula_design_builder_keeps_state():
+    train = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    X, build = parse_formula("~ center(x)").design_builder(train)
+    np.testing.assert_allclose(X[:, 1], [-1.0, 0.0, 1.0])
+    np.testing.assert_allclose(build(pd.DataFrame({"x": [4.0]}))[:, 1], [2.0])

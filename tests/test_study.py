@@ -1,0 +1,224 @@
+"""The study runner and results: known answers, invariances, failures, reproducibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import restrictiveness as rx
+from restrictiveness.procedures import FunctionRule
+
+
+def _finite_gp(points=25, seed=3):
+    rng = np.random.default_rng(seed)
+    support = rng.random((points, 2))
+    domain = rx.FiniteSet(support, ("x1", "x2"))
+    kernel = rx.Matern32(variance=1.0, lengthscale=0.5)
+    prior = rx.MonotoneGP(rx.EligibleSet(domain), kernel=kernel, jitter=1e-4)
+    return prior, support, kernel
+
+
+def _projection_residual_trace(X, K):
+    P = X @ np.linalg.pinv(X)
+    return np.trace((np.eye(len(K)) - P) @ K)
+
+
+def test_known_answer_linear_projection_of_a_gp():
+    """E[D]/E[B] = tr((I - P_X) K) / tr((I - P_1) K) for OLS and the constant fitted on the
+    evaluation set of a finite domain with uniform weights (model restrictiveness, Def. 1)."""
+    prior, support, kernel = _finite_gp()
+    K = kernel(support) + 1e-4 * np.eye(len(support))
+    X = np.column_stack([np.ones(len(support)), support])
+    expected = _projection_residual_trace(X, K) / _projection_residual_trace(X[:, :1], K)
+    study = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2")}, baseline=rx.Constant(), n=[5],
+                     replications=2000, seed=11, fit_on="evaluation")
+    res = study.run(progress=False)
+    r = float(res.restrictiveness.sel(procedure="linear", n=5, discrepancy="mse"))
+    se = float(res.se.sel(procedure="linear", n=5, discrepancy="mse"))
+    assert abs(r - expected) < 4 * se
+    assert se < 0.05 * expected  # the check has power
+
+
+def test_se_matches_spread_across_seeds():
+    prior, _, _ = _finite_gp()
+    est, ses = [], []
+    for seed in range(25):
+        res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2")}, rx.Constant(), n=[5],
+                       replications=80, seed=seed, fit_on="evaluation").run(progress=False)
+        est.append(float(res.restrictiveness.squeeze()))
+        ses.append(float(res.se.squeeze()))
+    ratio = np.std(est, ddof=1) / np.mean(ses)
+    assert 0.65 < ratio < 1.45  # 25 seeds: the SD estimate itself has ~14% relative error
+
+
+class Lookup(rx.Procedure):
+    """Memorises the sample: returns the truth at its own points."""
+
+    label = "lookup"
+
+    def fit(self, sample, rng):
+        table = {tuple(x): y for x, y in zip(sample.X, sample.y, strict=True)}
+        return FunctionRule(lambda X: np.array([table[tuple(x)] for x in X]))
+
+
+class ScaledMSE(rx.MSE):
+    def __init__(self, factor):
+        super().__init__(name=f"mse x{factor}")
+        self.factor = factor
+
+    def __call__(self, rule, truth, n):
+        return self.factor * super().__call__(rule, truth, n)
+
+
+def _lottery_like():
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    return rx.MonotoneGP(F, n_eval=150)
+
+
+def test_truth_returning_procedure_has_zero_restrictiveness_and_scale_invariance():
+    prior = _lottery_like()
+    study = rx.Study(prior, {"lookup": Lookup(), "linear": rx.OLS("y ~ x1 + x2")}, rx.Constant(),
+                     discrepancies=[rx.MSE(), ScaledMSE(7.0)], n=[20], replications=8,
+                     fit_on="evaluation")
+    res = study.run(progress=False)
+    r = res.restrictiveness
+    assert float(r.sel(procedure="lookup", discrepancy="mse", n=20)) == 0.0
+    np.testing.assert_allclose(r.sel(discrepancy="mse").values,
+                               r.sel(discrepancy="mse x7.0").values, rtol=1e-12)
+
+
+def test_pseudo_truth_is_eligible_and_crn_across_n():
+    prior = _lottery_like()
+    truth = prior.draw([20, 40], np.random.default_rng(5))
+    for n in (20, 40):
+        y = truth.eval_y(n)
+        assert ((y >= 0) & (y <= 1)).all()
+        assert truth.diagnostics(n)["violations"] == 0
+        assert rx.Increasing("x1", "x2").violations(y, truth.eval_X, ("x1", "x2")) == 0
+    np.testing.assert_array_equal(truth.train_X(20), truth.train_X(40)[:20])  # nested
+
+
+def test_interpolated_draws_reproduce_the_truth_and_stay_in_bounds():
+    prior = _lottery_like()
+    truth = prior.draw([30], np.random.default_rng(2), draws=3)
+    X_union = np.concatenate([truth.train_X(30), truth.eval_X])
+    np.testing.assert_allclose(truth.interpolate(X_union, 30),
+                               np.concatenate([truth.train_y(30), truth.eval_y(30)]), atol=1e-6)
+    y2 = truth.train_y(30, draw=2)
+    assert y2.shape == (30,) and ((y2 > 0) & (y2 < 1)).all()
+    assert not np.allclose(truth.train_X(30, 2), truth.train_X(30, 0))
+
+
+class Broken(rx.Procedure):
+    def __init__(self, mode):
+        self.mode = mode
+
+    def fit(self, sample, rng):
+        if self.mode == "raise":
+            raise RuntimeError("boom")
+        if self.mode == "nan":
+            return FunctionRule(lambda X: np.full(len(X), np.nan))
+        if self.mode == "shape":
+            return FunctionRule(lambda X: np.zeros((len(X), 2)))
+        if self.mode == "outside":  # out of bounds: clipped, not a failure
+            return FunctionRule(lambda X: np.full(len(X), 5.0))
+        raise AssertionError
+
+
+def test_failure_protocol_uses_the_baseline_and_counts():
+    prior = _lottery_like()
+    procs = {m: Broken(m) for m in ("raise", "nan", "shape", "outside")}
+    study = rx.Study(prior, procs, rx.Constant(), n=[10, 20], replications=4)
+    with pytest.warns(rx.FailureWarning, match="failed"):
+        res = study.run(progress=False)
+    ds = res.dataset
+    base = ds["baseline_loss"].sel(discrepancy="mse")
+    for m in ("raise", "nan", "shape"):
+        xr.testing.assert_equal(ds["loss"].sel(procedure=m, discrepancy="mse", drop=True),
+                                base.drop_vars("discrepancy"))
+    assert int(ds["failed"].sel(procedure="raise").sum()) == 8
+    assert int(ds["failed"].sel(procedure="nan").sum()) == 0
+    assert int(ds["invalid"].sel(procedure="nan").sum()) == 8 * 150
+    assert int(ds["failed"].sel(procedure="shape").sum()) == 8
+    assert "RuntimeError: boom" in str(ds["error"].sel(procedure="raise").values[0, 0])
+    assert int(ds["failed"].sel(procedure="outside").sum()) == 0
+    assert int(ds["invalid"].sel(procedure="outside").sum()) == 0
+    # clipped to the upper bound 1: loss is E[(1 - f)^2] > 0 and finite
+    assert np.isfinite(ds["loss"].sel(procedure="outside")).all()
+    assert res.failures().loc[("raise", 10), "failed"] == 4
+    assert "baseline used after failures" in res.summary().as_text()
+
+
+def test_serial_and_parallel_runs_are_identical_and_netcdf_round_trip(tmp_path):
+    prior = _lottery_like()
+    study = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                     rx.Constant(), n=[10, 30], replications=6, seed=4)
+    serial = study.run(progress=False).dataset
+    parallel = study.run(n_jobs=2, progress=False).dataset
+    timing = ["seconds", "baseline_seconds"]
+    xr.testing.assert_identical(serial.drop_vars(timing).drop_attrs(),
+                                parallel.drop_vars(timing).drop_attrs())
+    path = tmp_path / "res.nc"
+    rx.Results(serial).to_netcdf(path)
+    xr.testing.assert_identical(rx.load(path).dataset, serial)
+
+
+def test_seeds_do_not_depend_on_other_procedures():
+    prior = _lottery_like()
+    one = rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[10], replications=3)
+    two = rx.Study(prior, {"linear": rx.OLS("y ~ x1"), "GP": rx.GPRegression()}, rx.Constant(),
+                   n=[10], replications=3)
+    a = one.run(progress=False).dataset["loss"].sel(procedure="GP")
+    b = two.run(progress=False).dataset["loss"].sel(procedure="GP")
+    xr.testing.assert_equal(a, b)
+
+
+def test_within_function_averaging_respects_procedure_draws():
+    prior = _lottery_like()
+
+    class Once(rx.OLS):
+        draws = 1
+
+    study = rx.Study(prior, {"GP": rx.GPRegression(), "once": Once("y ~ x1 + x2")},
+                     rx.Constant(), n=[10], replications=3, draws=3)
+    ds = study.run(progress=False).dataset
+    assert ds["loss"].dims[-1] == "draw"
+    assert np.isfinite(ds["loss"].sel(procedure="GP")).all()
+    once = ds["loss"].sel(procedure="once")
+    assert np.isfinite(once.sel(draw=0)).all() and np.isnan(once.sel(draw=[1, 2])).all()
+
+
+def test_summary_contrast_and_estimates():
+    prior = _lottery_like()
+    res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10, 30], replications=10).run(progress=False)
+    text = res.summary().as_text()
+    assert "n=10" in text and "GP" in text and "discrepancy: mse" in text
+    assert "\\begin{tabular}" in res.summary().as_latex()
+    c = res.contrast("linear", "GP")
+    r = res.restrictiveness.sel(discrepancy="mse")
+    np.testing.assert_allclose(c["estimate"].values,
+                               (r.sel(procedure="linear") - r.sel(procedure="GP")).values)
+    est = res.estimates()
+    assert (est["lower"] < est["estimate"]).all() and (est["estimate"] < est["upper"]).all()
+    with pytest.raises(KeyError, match="'nope' not in"):
+        res.contrast("nope", "GP")
+
+
+def test_bad_input_messages():
+    prior = _lottery_like()
+    with pytest.raises(rx.FormulaError, match=r"\['x9'\]"):
+        rx.Study(prior, {"bad": rx.OLS("y ~ x1 + x9")}, rx.Constant(), n=[10])
+    with pytest.raises(rx.ConfigurationError, match="positive integers"):
+        rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[0])
+    with pytest.raises(rx.ConfigurationError, match="at least 2"):
+        rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[5], replications=1)
+    small = rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet(np.eye(3), ("a", "b", "c"),
+                                                       replace=False)))
+    study = rx.Study(small, {"GP": rx.GPRegression()}, rx.Constant(), n=[5], replications=2)
+    with pytest.raises(rx.DomainError, match="cannot draw n=5 distinct"):
+        study.run(progress=False)
+    with pytest.raises(rx.BaselineError, match="baseline"):
+        rx.Study(prior, {"GP": rx.GPRegression()}, Broken("raise"), n=[5],
+                 replications=2).run(progress=False)
