@@ -292,7 +292,7 @@ class SensitivityMixin:
         >>> from restrictiveness.quick import demo_study
         >>> res = demo_study(n=[25], replications=10).run(progress=False)
         >>> tab = res.sensitivity("linear", "GP regression", gamma=2.0)
-        >>> bool((tab["lower"] <= tab["estimate"]).all() and (tab["estimate"] <= tab["upper"]).all())
+        >>> bool(((tab["lower"] <= tab["estimate"]) & (tab["estimate"] <= tab["upper"])).all())
         True
         """
         weights = self._weights(a, b)
@@ -509,7 +509,7 @@ class SensitivityMixin:
               lambda c, n: _sens.format_critical(at("critical_gamma", c, n), gamma_max))
         notes = [
             "Bounds are the min and max of Σ w_m Σ_j c_j D_jm / Σ w_m B_m over density-ratio "
-            f"weights with mean one in [1/Γ, Γ] (SPEC §4); losses averaged over draws.",
+            "weights with mean one in [1/Γ, Γ] (SPEC §4); losses averaged over draws.",
             f"Γ* is the smallest Γ at which the lower bound is ≤ 0; '> {gamma_max:g}': "
             f"positive through Γ = {gamma_max:g}; '1': ≤ 0 under uniform weights.",
             "A single label is that procedure's restrictiveness; 'A-B' is r_A − r_B; "
@@ -553,7 +553,7 @@ class SensitivityMixin:
         """
         try:
             import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
+        except ImportError as exc:
             raise ImportError("plot_sensitivity needs matplotlib; install it with "
                               "pip install 'restrictiveness[plot]'") from exc
         (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")

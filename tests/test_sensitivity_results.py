@@ -3,6 +3,8 @@ within-function averaging with NaN-padded draws, summary panels, dataset, CLI an
 
 from __future__ import annotations
 
+import sys
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -314,6 +316,12 @@ def test_plot_lines(cpt_res):
         np.testing.assert_allclose(ax.lines[0].get_xdata(), np.linspace(1, 3, 21))
     finally:
         plt.close(ax.figure)
+
+
+def test_plot_without_matplotlib_names_the_extra(cpt_res, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"restrictiveness\[plot\]"):
+        cpt_res.plot_sensitivity("C_alpha")
 
 
 # ---------------------------------------------------------------------------- CLI
