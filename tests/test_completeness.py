@@ -590,8 +590,15 @@ def test_summary_and_netcdf_round_trip(tmp_path):
                                    res.difference("OLS", "constant"))
 
 
-def test_market_summary_mentions_repeated_fold():
-    assert "repeated-fold" in str(market_run().summary())
+def test_market_summary_and_round_trip_with_string_groups(tmp_path):
+    res = market_run()
+    assert "repeated-fold" in str(res.summary())
+    res.to_netcdf(tmp_path / "markets.nc")
+    back = load_completeness(tmp_path / "markets.nc")
+    assert [str(u) for u in back.dataset["unit"].values] == [str(u) for u in
+                                                             res.dataset["unit"].values]
+    pd.testing.assert_series_equal(back.difference("price only", "constant"),
+                                   res.difference("price only", "constant"))
 
 
 # -- real data ----------------------------------------------------------------------------------
