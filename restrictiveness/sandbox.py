@@ -81,7 +81,7 @@ _DENIED_MODULES = ("socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubp
                    "smtplib", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc",
                    "socketserver", "webbrowser", "asyncio", "resource", "fcntl", "termios",
                    "http", "urllib.request", "_xxsubinterpreters", "gc", "_posixshmem",
-                   "concurrent")
+                   "concurrent.futures.process")
 
 # Audit events refused outright (exact names or prefixes ending in ".").
 _DENIED_EVENTS = ("socket.", "ctypes.", "subprocess.", "os.system", "os.exec", "os.spawn",
@@ -221,7 +221,7 @@ def run_python(source: str, *, driver: str | None = None,
                allowed_modules: Iterable[str] | None = None,
                workdir: str | os.PathLike | None = None, run_name: str = "__main__",
                seed: int | None = None, files: Mapping[str, bytes] | None = None,
-               preload: Iterable[str] = ("numpy",)) -> SandboxResult:
+               preload: Iterable[str] | None = None) -> SandboxResult:
     """Run untrusted ``source`` in a fresh limited interpreter.
 
     Parameters
@@ -249,9 +249,10 @@ def run_python(source: str, *, driver: str | None = None,
         Seeds ``random`` and ``numpy.random`` before the program runs.
     files : mapping of str to bytes, optional
         Extra files written into the working directory first (flat names only).
-    preload : iterable of str
+    preload : iterable of str, optional
         Allowed third-party packages imported before the guard is installed (their import
-        machinery may touch files or foreign code that the guard would refuse later).
+        machinery touches files, processes or foreign code that the guard would refuse
+        later). Default: numpy and the allowed third-party packages the source imports.
 
     Returns
     -------
@@ -272,6 +273,8 @@ def run_python(source: str, *, driver: str | None = None,
     allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else allowed_modules)
     if not isinstance(source, str):
         raise ConfigurationError("source must be a string of Python code")
+    if preload is None:
+        preload = ["numpy"] + _imported_packages(source, allowed)
     owned = workdir is None
     root = Path(tempfile.mkdtemp(prefix="rx-sandbox-") if owned else workdir).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -299,7 +302,8 @@ def run_python(source: str, *, driver: str | None = None,
             "workdir": str(root), "program": str(program_path), "driver": driver,
             "inputs": input_names, "allowed": allowed, "denied": list(_DENIED_MODULES),
             "roots": list(_install_roots(frozenset(allowed) | frozenset(preload))),
-            "preload": [m for m in preload if m in allowed], "run_name": run_name,
+            "preload": [m for m in preload if m.partition(".")[0] in allowed],
+            "run_name": run_name,
             "seed": seed, "cpu": limits.cpu, "memory": int(limits.memory_bytes),
             "fsize": int(limits.file_bytes),
         }
@@ -310,6 +314,26 @@ def run_python(source: str, *, driver: str | None = None,
             shutil.rmtree(root, ignore_errors=True)
         else:
             shutil.rmtree(control, ignore_errors=True)
+
+
+def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
+    """Allowed non-standard-library modules that ``source`` imports, with their submodules
+    (``from scipy import optimize`` gives ``scipy`` and ``scipy.optimize``)."""
+    import ast
+
+    third = set(allowed) - set(sys.stdlib_module_names)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return sorted(third)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+    return sorted(n for n in names if n.partition(".")[0] in third)
 
 
 def _child_env(root: Path) -> dict[str, str]:
@@ -475,8 +499,13 @@ def _make_guard(workdir: str, roots: list[str], denied: list[str]):
     import stat
 
     # this file too: tracebacks through the driver read it (it is public source code)
-    readable = tuple([workdir] + roots + ["/dev/null", "/dev/urandom", "/dev/zero",
-                                          os.path.realpath(__file__)])
+    # plus system facts that numerical libraries probe (CPU count, cgroup quota, time zone)
+    pid = os.getpid()
+    system = ["/dev/null", "/dev/urandom", "/dev/zero", "/usr/share/zoneinfo",
+              "/etc/localtime", "/sys/fs/cgroup", "/sys/devices/system/cpu", "/proc/cpuinfo",
+              "/proc/meminfo"] + [f"/proc/{pid}/{name}" for name in
+                                  ("stat", "status", "cgroup", "mountinfo", "cpuset")]
+    readable = tuple([workdir] + roots + system + [os.path.realpath(__file__)])
     protected: list = []
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -633,7 +662,7 @@ def _child_main(config_path: str) -> int:
     for name in cfg["preload"]:
         try:
             __import__(name)
-        except ImportError:
+        except ImportError:  # "from pkg import function" also proposes pkg.function
             pass
     import numpy as np
 

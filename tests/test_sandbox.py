@@ -1,0 +1,373 @@
+"""Sandbox and program procedures: attacks are stopped with the right reason, the parent
+survives, and honest programs give the answers a direct computation gives."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import uuid
+
+import numpy as np
+import pytest
+
+from restrictiveness.exceptions import ConfigurationError, RestrictivenessError
+from restrictiveness.procedures import OLS
+from restrictiveness.programs import ProgramError, ProgramProcedure, describe_program
+from restrictiveness.sample import Sample
+from restrictiveness.sandbox import (
+    DEFAULT_ALLOWED_MODULES,
+    REASONS,
+    SandboxLimits,
+    run_python,
+)
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
+
+FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30,
+                     output_bytes=200_000)
+
+
+@pytest.fixture
+def canary(tmp_path_factory):
+    """A path outside any sandbox directory that an attack would create."""
+    path = tmp_path_factory.mktemp("outside") / f"canary-{uuid.uuid4().hex}"
+    yield str(path)
+    assert not os.path.exists(path), "an attack created a file outside its sandbox"
+
+
+def run(source, **kw):
+    kw.setdefault("limits", FAST)
+    result = run_python(source, **kw)
+    assert result.ok or result.reason in REASONS
+    return result
+
+
+# ------------------------------------------------------------------ honest programs
+
+
+def test_runs_and_returns_arrays_exactly():
+    X = np.random.default_rng(0).normal(size=(7, 3))
+    r = run("import numpy as np\n", driver="save('twice', inputs['X'] * 2)\nset_value({'n': 7})",
+            inputs={"X": X})
+    assert r.ok and r.reason is None
+    np.testing.assert_array_equal(r.outputs["twice"], X * 2)
+    assert r.value == {"n": 7}
+
+
+def test_stdout_and_seed_reproducible():
+    src = "import numpy as np, random\nprint(np.random.rand(), random.random())"
+    a, b, c = run(src, seed=5), run(src, seed=5), run(src, seed=6)
+    assert a.ok and a.stdout == b.stdout != c.stdout
+
+
+def test_own_directory_is_writable_and_kept_for_an_agent(tmp_path):
+    r1 = run("import numpy as np\nnp.save('coef.npy', np.arange(3.0))\nopen('a.txt','w').write('hi')",
+             workdir=tmp_path)
+    r2 = run("import numpy as np\nprint(np.load('coef.npy').sum(), open('a.txt').read())",
+             workdir=tmp_path)
+    assert r1.ok and r2.ok and r2.stdout.split() == ["3.0", "hi"]
+    assert not (tmp_path / ".sandbox").exists()
+
+
+def test_environment_is_clean(monkeypatch):
+    monkeypatch.setenv("RX_SECRET_TOKEN", "do-not-leak")
+    r = run("import os\nprint(sorted(os.environ))\nprint(os.environ.get('RX_SECRET_TOKEN'))")
+    assert r.ok and "RX_SECRET_TOKEN" not in r.stdout and "do-not-leak" not in r.stdout
+
+
+def test_reading_the_python_installation_is_allowed():
+    r = run("import os, json\nprint(len(open(os.__file__).read()) > 100, json.dumps([1]))")
+    assert r.ok and r.stdout.split() == ["True", "[1]"]
+
+
+# ------------------------------------------------------------------ attacks
+
+
+@pytest.mark.parametrize("source", [
+    "import socket\nsocket.create_connection(('127.0.0.1', 9))",
+    "s = __import__('socket')",
+    "import importlib\nimportlib.import_module('socket')",
+    "exec('import socket')",
+    "exec('import socket', {})",
+    "import numpy as np\nnp.__builtins__['__import__']('socket').socket()",   # builtins bypass
+    "import sys\nsys.modules['numpy'].__builtins__['__import__']('_socket')",
+], ids=["socket", "dunder-import", "importlib", "exec", "exec-fresh-globals",
+        "numpy-builtins", "_socket"])
+def test_network_is_refused(source):
+    r = run(source)
+    assert (r.ok, r.reason) == (False, "forbidden")
+    assert "socket" in r.message or "importlib" in r.message
+
+
+@pytest.mark.parametrize("source", [
+    "import subprocess\nsubprocess.run(['touch', CANARY])",
+    "import os\nos.system('touch ' + CANARY)",
+    "import os\nos.popen('touch ' + CANARY)",
+    "import os\nos.execv('/usr/bin/touch', ['touch', CANARY])",
+    "import os\nos.posix_spawn('/usr/bin/touch', ['touch', CANARY], {})",
+    "import os\npid = os.fork()\nif pid == 0:\n    open(CANARY, 'w')",
+    "import sys\nsys.modules['os'].system('touch ' + CANARY)",
+    "import multiprocessing",
+], ids=["subprocess", "os.system", "os.popen", "os.execv", "os.posix_spawn", "os.fork",
+        "sys.modules-os", "multiprocessing"])
+def test_processes_are_refused(source, canary):
+    r = run(f"CANARY = {canary!r}\n" + source)
+    assert (r.ok, r.reason) == (False, "forbidden")
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", os.path.expanduser("~/.bashrc"),
+                                    os.path.abspath(__file__), "../../../../etc/passwd"])
+def test_reading_outside_is_refused(target):
+    r = run(f"print(open({target!r}).read()[:200])")
+    assert (r.ok, r.reason) == (False, "forbidden")
+    assert "root:" not in r.stdout
+
+
+def test_listing_and_pathlib_reads_outside_are_refused():
+    assert run("import os\nprint(os.listdir('/'))").reason == "forbidden"
+    home = os.path.expanduser("~/.bashrc")
+    assert run(f"import pathlib\npathlib.Path({home!r}).read_text()").reason == "forbidden"
+
+
+@pytest.mark.parametrize("source", [
+    "open(CANARY, 'w').write('x')",
+    "import os\nos.close(os.open(CANARY, os.O_WRONLY | os.O_CREAT))",
+    "open('local.txt', 'w').write('x')\nimport os\nos.rename('local.txt', CANARY)",
+    "import os\nos.symlink(CANARY, 'link')\nopen('link', 'w').write('x')",
+    "import shutil\nopen('local.txt', 'w').write('x')\nshutil.copy('local.txt', CANARY)",
+], ids=["open", "os.open", "rename", "symlink", "shutil.copy"])
+def test_writing_outside_is_refused(source, canary):
+    r = run(f"CANARY = {canary!r}\n" + source)
+    assert (r.ok, r.reason) == (False, "forbidden")
+
+
+@pytest.mark.parametrize("source", [
+    "import ctypes",
+    "import sys\nsys.modules['ctypes'].CDLL('libc.so.6')",      # already loaded by numpy
+    "import sys\nsys.modules['resource'].setrlimit(0, (10**6, 10**6))",
+    "import os\nos.kill(os.getppid(), 9)",                        # kill the parent
+    "import gc\ngc.get_objects()",
+    "import threading",
+    "from . import x",
+], ids=["ctypes", "ctypes-loaded", "setrlimit", "kill-parent", "gc", "threading", "relative"])
+def test_other_forbidden_operations(source):
+    r = run(source)
+    assert (r.ok, r.reason) == (False, "forbidden")
+
+
+def test_a_swallowed_violation_is_still_recorded():
+    r = run("try:\n    import socket\nexcept Exception:\n    pass\nprint('carried on')")
+    assert r.reason == "forbidden" and "carried on" in r.stdout
+
+
+def test_busy_loop_stopped_by_cpu_limit():
+    r = run("while True:\n    pass", limits=SandboxLimits(wall_seconds=20, cpu_seconds=1))
+    assert r.reason == "cpu" and r.cpu_seconds >= 0.9 and r.seconds < 15
+
+
+def test_sleeping_program_stopped_by_wall_clock():
+    r = run("import time\ntime.sleep(60)", limits=SandboxLimits(wall_seconds=1.0))
+    assert r.reason == "timeout" and 0.9 < r.seconds < 10
+
+
+def test_closing_stdout_and_hanging_is_stopped():
+    r = run("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
+            limits=SandboxLimits(wall_seconds=1.0))
+    assert r.reason == "timeout"
+
+
+def test_allocating_50_gb_is_stopped():
+    r = run("import numpy as np\na = np.ones(50 * 10**9 // 8)")
+    assert r.reason == "memory"
+    r = run("a = bytearray(50 * 10**9)")
+    assert r.reason == "memory"
+
+
+def test_printing_megabytes_is_stopped():
+    r = run("while True:\n    print('x' * 100_000)")
+    assert r.reason == "output-limit" and len(r.stdout) <= 10_000
+
+
+def test_writing_a_huge_file_is_stopped():
+    r = run("f = open('big', 'wb')\nfor _ in range(100):\n    f.write(b'x' * 10**6)",
+            limits=SandboxLimits(wall_seconds=30, file_bytes=10**7))
+    assert r.reason == "output-limit"
+
+
+def test_interpreter_crash_is_contained():
+    r = run("import os\nos.abort()")
+    assert r.reason == "crash" and "SIGABRT" in r.message
+    # C recursion past the stack (the recursion limit lifted) kills the child with SIGSEGV
+    r = run("import sys\nsys.setrecursionlimit(10**8)\na = []\nfor _ in range(10**5):\n"
+            "    a = [a]\nstr(a)")
+    assert r.reason == "crash" and "SIGSEGV" in r.message
+
+
+def test_exit_without_finishing_is_a_crash():
+    assert run("import os\nos._exit(0)").reason == "crash"
+    assert run("import sys\nsys.exit(2)").reason == "crash"
+
+
+def test_parent_survives_a_run_of_attacks():
+    pid = os.getpid()
+    for src in ["import os\nos.kill(os.getppid(), 9)", "while True: print('x' * 10**5)"]:
+        run(src)
+    assert os.getpid() == pid
+
+
+def test_allow_list_is_configurable():
+    src = "import heapq\nprint(heapq.nsmallest(1, [3, 1]))"
+    assert run(src).ok
+    r = run(src, allowed_modules=DEFAULT_ALLOWED_MODULES - {"heapq"})
+    assert r.reason == "forbidden" and "heapq" in r.message
+
+
+def test_limits_validate_arguments():
+    with pytest.raises(ConfigurationError, match="wall_seconds"):
+        SandboxLimits(wall_seconds=0)
+    with pytest.raises(ConfigurationError, match="cpu_seconds"):
+        SandboxLimits(cpu_seconds=-1)
+    with pytest.raises(ConfigurationError, match="inputs"):
+        run_python("", inputs={"a": np.array(["text"])})
+
+
+# ------------------------------------------------------------------ program procedures
+
+
+OLS_PROGRAM = """
+import numpy as np
+
+def predict(X_train, y_train, X):
+    D = np.column_stack([np.ones(len(X_train)), X_train])
+    beta, *_ = np.linalg.lstsq(D, y_train, rcond=None)
+    return np.column_stack([np.ones(len(X)), X]) @ beta
+"""
+
+FIT_PREDICT_PROGRAM = """
+import numpy as np
+
+def fit(X_train, y_train):
+    D = np.column_stack([np.ones(len(X_train)), X_train])
+    return np.linalg.lstsq(D, y_train, rcond=None)[0]
+
+def predict(state, X):
+    return np.column_stack([np.ones(len(X)), X]) @ state
+"""
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(30, 2))
+    y = 1 + X @ np.array([2.0, -3.0]) + 0.1 * np.sin(7 * X[:, 0])
+    return Sample(X, y, ("x1", "x2"))
+
+
+@pytest.mark.parametrize("source, interface", [(OLS_PROGRAM, "predict"),
+                                               (FIT_PREDICT_PROGRAM, "fit_predict")])
+def test_program_matches_the_ols_procedure(sample, source, interface):
+    rng = np.random.default_rng(0)
+    rule = ProgramProcedure(source, interface, limits=FAST).fit(sample, rng)
+    Xq = np.random.default_rng(2).uniform(size=(9, 2))
+    expected = OLS("y ~ x1 + x2").fit(sample, rng).predict(Xq)
+    np.testing.assert_allclose(rule.predict(Xq), expected, rtol=1e-10, atol=1e-12)
+    assert rule.info["reason"] is None
+    assert rule.info["sha256"] == __import__("hashlib").sha256(source.encode()).hexdigest()
+
+
+def test_predictions_cached_per_query(sample):
+    rule = ProgramProcedure(OLS_PROGRAM, limits=FAST, validate=False).fit(
+        sample, np.random.default_rng(0))
+    Xq = sample.X[:4]
+    first = rule.predict(Xq)
+    first[:] = 0.0                       # callers cannot corrupt the cache
+    again = rule.predict(Xq)
+    assert rule.info["runs"] == 1 and np.all(again != 0.0)
+    rule.predict(sample.X[:5])
+    assert rule.info["runs"] == 2
+
+
+def test_procedure_and_rule_pickle(sample):
+    proc = ProgramProcedure(OLS_PROGRAM, limits=FAST, label="ols-program")
+    rule = proc.fit(sample, np.random.default_rng(0))
+    back = pickle.loads(pickle.dumps(rule))
+    np.testing.assert_allclose(back.predict(sample.X[:3]), rule.predict(sample.X[:3]))
+    assert pickle.loads(pickle.dumps(proc)).label == "ols-program"
+
+
+@pytest.mark.parametrize("source, reason, text", [
+    ("def predict(X_train, y_train, X)\n    return X", "crash", "SyntaxError"),
+    ("def fit(X, y):\n    return 0\n", "crash", "no function predict"),
+    ("def predict(X_train, y_train, X):\n    return [float('nan')] * len(X)", "invalid-output",
+     "NaN"),
+    ("def predict(X_train, y_train, X):\n    return [1.0, 2.0, 3.0]", "invalid-output",
+     "shape"),
+    ("def predict(X_train, y_train, X):\n    return None", "invalid-output", "numeric"),
+    ("def predict(X_train, y_train, X):\n    return ['a'] * len(X)", "invalid-output",
+     "numeric"),
+    ("def predict(X_train, y_train, X):\n    raise ValueError('boom')", "crash", "boom"),
+    ("import socket\ndef predict(X_train, y_train, X):\n    return X[:, 0]", "forbidden",
+     "socket"),
+    ("import time\ndef predict(X_train, y_train, X):\n    time.sleep(60)", "timeout", "wall"),
+])
+def test_program_failures_carry_their_reason(sample, source, reason, text):
+    limits = SandboxLimits(wall_seconds=1.5) if reason == "timeout" else FAST
+    rule = ProgramProcedure(source, limits=limits).fit(sample, np.random.default_rng(0))
+    assert rule.info["reason"] == reason and rule.info["runs"] == 1
+    with pytest.raises(ProgramError, match=f"(?s)^{reason}: .*{text}") as err:
+        rule.predict(sample.X[:2])
+    assert err.value.reason == reason and isinstance(err.value, RestrictivenessError)
+    assert rule.info["runs"] == 1                   # a failed program is not rerun
+
+
+def test_partial_nan_left_to_the_failure_protocol(sample):
+    src = ("import numpy as np\ndef predict(X_train, y_train, X):\n"
+           "    p = np.ones(len(X))\n    p[0] = np.nan\n    return p")
+    rule = ProgramProcedure(src, limits=FAST).fit(sample, np.random.default_rng(0))
+    pred = rule.predict(sample.X[:3])
+    assert np.isnan(pred[0]) and np.all(pred[1:] == 1.0)
+    strict = ProgramProcedure(src, limits=FAST, allow_nonfinite=False)
+    with pytest.raises(ProgramError, match="^invalid-output"):
+        strict.fit(sample, np.random.default_rng(0)).predict(sample.X[:3])
+
+
+def test_study_failure_protocol_uses_the_baseline(sample):
+    from restrictiveness.failures import GuardedRule
+    from restrictiveness.procedures import Constant
+
+    rng = np.random.default_rng(0)
+    bad = ProgramProcedure("def predict(X_train, y_train, X):\n    raise RuntimeError('x')",
+                           limits=FAST).fit(sample, rng)
+    base = Constant().fit(sample, rng)
+    guard = GuardedRule(bad, base, (), sample.columns)
+    np.testing.assert_allclose(guard.predict(sample.X[:4]), base.predict(sample.X[:4]))
+    assert guard.failed and guard.error.startswith("predict: ProgramError: crash")
+
+
+def test_program_procedure_validates_arguments():
+    with pytest.raises(ConfigurationError, match="interface"):
+        ProgramProcedure("", interface="train")
+    with pytest.raises(ConfigurationError, match="source"):
+        ProgramProcedure(b"code")
+
+
+def test_describe_program_classifies():
+    d = describe_program(OLS_PROGRAM)
+    assert d["estimates_parameters"] and d["estimation_calls"] == ["lstsq"]
+    assert d["uses_training_data"] and not d["subsets_training_data"]
+    grid = ("def predict(X_train, y_train, X):\n    best = 1e9\n    for a in range(10):\n"
+            "        loss = ((y_train - a) ** 2).sum()\n        if loss < best:\n"
+            "            best, ba = loss, a\n    return [ba] * len(X)\n")
+    d = describe_program(grid)
+    assert d["loop_optimisation"] and d["estimates_parameters"] and not d["estimation_calls"]
+    fixed = ("def predict(X_train, y_train, X):\n    return 0.5 * X[:, 0] + 0.5 * X[:, 1]\n")
+    d = describe_program(fixed)
+    assert not d["estimates_parameters"] and not d["uses_training_data"]
+    d = describe_program("def predict(X_train, y_train, X):\n"
+                         "    from scipy.optimize import least_squares\n"
+                         "    r = least_squares(lambda b: y_train[:20] - b, [0.0])\n"
+                         "    return [r.x[0]] * len(X)\n")
+    assert d["estimation_calls"] == ["least_squares"] and d["subsets_training_data"]
+    assert d["uses_scipy_optimize"] and d["imports"] == ["scipy"]
+    assert describe_program("def (")["syntax_ok"] is False
