@@ -31,6 +31,8 @@ from .quick import quick_check
 from .results import Results, load
 from .sample import Sample
 from .study import Study
+
+from . import lottery  # noqa: E402  (the applications build on the names above)
 from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
+    "lottery",
     "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth",
 ]

@@ -18,15 +18,16 @@ COMMANDS = ("demo", "replicate", "completeness", "sensitivity")
 
 
 def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int], replications: int,
-                      seed: int = 0) -> None:
+                      seed: int = 0, jobs: int = 1) -> None:
     """Options every study command shares: sample sizes, replications, seed, jobs, output."""
     parser.add_argument("--n", type=int, nargs="+", default=list(n), metavar="N",
                         help=f"training sample sizes (default: {' '.join(map(str, n))})")
     parser.add_argument("--replications", "-M", type=int, default=replications,
                         help=f"pseudo-truths M (default: {replications})")
     parser.add_argument("--seed", type=int, default=seed, help=f"root seed (default: {seed})")
-    parser.add_argument("--jobs", "-j", type=int, default=1,
-                        help="worker processes (default 1; -1 for all cores)")
+    parser.add_argument("--jobs", "-j", type=int, default=jobs,
+                        help=f"worker processes (default {jobs}; -1 for all cores, 1 serial); "
+                             "results are identical for any value")
     parser.add_argument("--out", metavar="FILE.nc", help="write the results to NetCDF")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 

@@ -1,0 +1,90 @@
+"""Application 1 of the paper: certainty equivalents of binary lotteries (SPEC §6).
+
+Ready-made pieces: the eligible set and monotone-GP prior (:mod:`.prior`), the RDU/CPT family
+and expected value (:mod:`.models`, :mod:`.estimation`), and :func:`study`, the configuration of
+the paper's Table 1.
+
+Examples
+--------
+>>> import restrictiveness as rx
+>>> study = rx.lottery.study(procedures={"CPT(alpha,gamma)": rx.lottery.CPT(free=("alpha", "gamma"))},
+...                          n=[50], replications=4, n_eval=200)
+>>> res = study.run(progress=False)
+>>> res.procedures
+['CPT(alpha,gamma)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..constraints import Between
+from ..kernels import Matern32
+from ..procedures import GPRegression, Procedure
+from ..study import Study
+from .models import (
+    CPT,
+    RDU,
+    DisappointmentAversion,
+    ExpectedUtility,
+    ExpectedValue,
+    LinearWeighting,
+    OddsWeighting,
+    PowerUtility,
+    PrelecWeighting,
+    ShiftedPowerUtility,
+)
+from .prior import COLUMNS, RESPONSE, lottery_domain, lottery_eligible_set, lottery_prior
+
+__all__ = [
+    "CPT", "RDU", "DisappointmentAversion", "ExpectedUtility", "ExpectedValue",
+    "LinearWeighting", "OddsWeighting", "PowerUtility", "PrelecWeighting", "ShiftedPowerUtility",
+    "COLUMNS", "RESPONSE", "lottery_domain", "lottery_eligible_set", "lottery_prior",
+    "CPT_CLASSES", "gp_regression", "table1_procedures", "study",
+]
+
+#: The seven CPT classes of Table 1, in the paper's order (free parameters; others fixed at 1).
+CPT_CLASSES: tuple[tuple[str, ...], ...] = (
+    ("alpha", "gamma", "delta"), ("gamma", "delta"), ("alpha", "delta"), ("delta",),
+    ("alpha", "gamma"), ("gamma",), ("alpha",),
+)
+
+
+def gp_regression() -> GPRegression:
+    """The paper's GP regression: noise-free Matérn-3/2 (variance 10, length scale 1), zero mean,
+    predictions clipped to the prize interval."""
+    return GPRegression("ce ~ z_hi + z_lo + p", kernel=Matern32(variance=10.0, lengthscale=1.0),
+                        constraints=[Between("z_lo", "z_hi")])
+
+
+def table1_procedures() -> dict[str, Procedure]:
+    """The procedures of Table 1 that need no language model or pretrained weights."""
+    procs: dict[str, Procedure] = {}
+    for free in CPT_CLASSES:
+        model = CPT(free=free)
+        procs[model.label] = model
+    procs["GP regression"] = gp_regression()
+    return procs
+
+
+def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = (50, 100, 200),
+          replications: int = 100, seed: int = 0, draws: int = 1, n_eval: int = 1000,
+          baseline: Procedure | None = None) -> Study:
+    """A lottery restrictiveness study (SPEC §6): the CE prior, MSE over 1,000 evaluation
+    lotteries, expected value as the baseline.
+
+    Parameters
+    ----------
+    procedures : mapping of label to Procedure, optional
+        Default: :func:`table1_procedures`.
+    n, replications, seed, draws
+        As in :class:`~restrictiveness.study.Study` (the paper: n = 50, 100, 200; M = 100).
+    n_eval : int
+        Evaluation lotteries (the paper: 1,000).
+    baseline : Procedure, optional
+        Default: expected value (labelled ``EV``).
+    """
+    return Study(lottery_prior(n_eval=n_eval),
+                 dict(procedures) if procedures is not None else table1_procedures(),
+                 baseline=baseline if baseline is not None else ExpectedValue(), n=n,
+                 replications=replications, seed=seed, draws=draws, baseline_label="EV")
