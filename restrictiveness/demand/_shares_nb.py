@@ -21,8 +21,10 @@ Why the compiled kernel is fast:
   rows and all types is one matrix product ``[W cos α, −W sin α] · [cos β; sin β]`` per market
   (``(J·Q) × 2D`` times ``2D × T``: 1536 × 128 times 128 × 512 at the paper's sizes), done by BLAS;
   the type-free parts (``H_C``, ``G_C``) are computed once per row;
-* the softplus is written in branch-free arithmetic (a Cody–Waite ``exp`` and an ``atanh``
-  series for ``log1p``) that LLVM vectorises, about 3× faster than scalar ``exp``/``log1p``;
+* the softplus and the feature cosines are written in branch-free arithmetic (Cody–Waite
+  reductions, Taylor polynomials, an ``atanh`` series for ``log1p``) that LLVM vectorises: about
+  3× (softplus) and 10× (sin/cos) faster than numba's scalar libm calls, which do not vectorise
+  without Intel SVML;
 * a price perturbation of product ``k`` changes only ``V_k``: its integral is split as
   ``∫_0^{z'} = ∫_0^{z} + ∫_z^{z'}`` with a short Gauss rule on the small piece (steps can be
   4e-5 near a hull edge, where differencing two 64-node integrals would lose digits), and the
@@ -42,8 +44,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["shares_nb", "shares_numpy", "softplus_nb", "softplus_numpy", "FIELD_COLUMNS",
-           "matmul_flops"]
+__all__ = ["shares_nb", "shares_numpy", "softplus_nb", "softplus_numpy", "sincos_nb",
+           "sincos_numpy", "FIELD_COLUMNS", "matmul_flops"]
 
 #: Column names of one field's parameter block.
 FIELD_COLUMNS = ("omega_v", "omega_s", "omega_nu1", "omega_nu2", "omega_nu3", "omega_nu4", "b",
@@ -55,6 +57,10 @@ _FM = {"nnan", "ninf", "nsz", "contract", "arcp"}
 _LN2HI = 6.93147180369123816490e-01
 _LN2LO = 1.90821492927058770002e-10
 _INVLN2 = 1.44269504088896338700e00
+_TWO_OVER_PI = 6.36619772367581382433e-01
+_PIO2_1 = 1.57079632673412561417e00  # π/2 in three parts (fdlibm)
+_PIO2_2 = 6.07710050630396597660e-11
+_PIO2_3 = 2.02226624871116645580e-21
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
@@ -142,6 +148,11 @@ def softplus_numpy(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, x)
 
 
+def sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`sincos_nb`."""
+    return np.sin(x), np.cos(x)
+
+
 @numba.njit(cache=True)
 def _type_matrix(nu, fields, f):
     """``[cos β; sin β]`` of field ``f``, shape ``(2D, T)``, ``β_d(ν_t) = ω_ν[d]·ν_t``."""
@@ -158,20 +169,79 @@ def _type_matrix(nu, fields, f):
     return out
 
 
-@numba.njit(cache=True, inline="always")
-def _row(fields, fc, fi, v, s, m, left, row):
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+def _sincos(x):
+    # Cody–Waite reduction by π/2 (three-part constant, exact products for |x| < 2^20 π/2),
+    # Taylor polynomials on |r| <= π/4 (errors < 1e-17) and a branch-free quadrant select, so
+    # LLVM vectorises it (scalar np.sin/np.cos do not vectorise without Intel SVML).
+    k = np.floor(x * _TWO_OVER_PI + 0.5)
+    r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
+    r2 = r * r
+    sn = 1.0 / 355687428096000.0
+    sn = sn * r2 - 1.0 / 1307674368000.0
+    sn = sn * r2 + 1.0 / 6227020800.0
+    sn = sn * r2 - 1.0 / 39916800.0
+    sn = sn * r2 + 1.0 / 362880.0
+    sn = sn * r2 - 1.0 / 5040.0
+    sn = sn * r2 + 1.0 / 120.0
+    sn = sn * r2 - 1.0 / 6.0
+    sn = r + r * r2 * sn
+    cs = 1.0 / 6402373705728000.0
+    cs = cs * r2 - 1.0 / 20922789888000.0
+    cs = cs * r2 + 1.0 / 87178291200.0
+    cs = cs * r2 - 1.0 / 479001600.0
+    cs = cs * r2 + 1.0 / 3628800.0
+    cs = cs * r2 - 1.0 / 40320.0
+    cs = cs * r2 + 1.0 / 720.0
+    cs = cs * r2 - 1.0 / 24.0
+    cs = cs * r2 + 0.5
+    cs = 1.0 - r2 * cs
+    q = k - 4.0 * np.floor(k * 0.25)
+    odd = (q == 1.0) | (q == 3.0)
+    s_out = cs if odd else sn
+    c_out = sn if odd else cs
+    s_out = -s_out if q >= 2.0 else s_out
+    c_out = -c_out if (q == 1.0) | (q == 2.0) else c_out
+    return s_out, c_out
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+def sincos_nb(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sin x, cos x)`` elementwise on a 1-D float64 array (absolute error < 2e-16 for
+    ``|x| < 1e5``), in vectorisable arithmetic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s, c = sincos_nb(np.array([0.0, 1.0, 100.0]))
+    >>> bool(np.allclose(s, np.sin([0, 1, 100])) and np.allclose(c, np.cos([0, 1, 100])))
+    True
+    """
+    s = np.empty_like(x)
+    c = np.empty_like(x)
+    for i in range(x.shape[0]):
+        s[i], c[i] = _sincos(x[i])
+    return s, c
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _row(P, fc, fi, v, s, m, left, row, tmp):
     """Fill ``left[row]`` with the type-dependent field's ``[W cos α, −W sin α]`` at (v, s, m)
-    and return the type-free field at the same point."""
-    D = fields.shape[1]
+    and return the type-free field at the same point. ``P`` is ``fields`` transposed to
+    ``(4, 9, D)`` so the feature loop runs over contiguous memory and vectorises."""
+    D = P.shape[2]
     wcol = 7 + m
+    for d in range(D):
+        a = P[fc, 0, d] * v + P[fc, 1, d] * s + P[fc, 6, d]
+        tmp[d] = P[fc, wcol, d] * _sincos(a)[1]
+        a = P[fi, 0, d] * v + P[fi, 1, d] * s + P[fi, 6, d]
+        sn, cs = _sincos(a)
+        w = P[fi, wcol, d]
+        left[row, d] = w * cs
+        left[row, D + d] = -w * sn
     const = 0.0
     for d in range(D):
-        const += fields[fc, d, wcol] * np.cos(fields[fc, d, 0] * v + fields[fc, d, 1] * s
-                                              + fields[fc, d, 6])
-        a = fields[fi, d, 0] * v + fields[fi, d, 1] * s + fields[fi, d, 6]
-        w = fields[fi, d, wcol]
-        left[row, d] = w * np.cos(a)
-        left[row, D + d] = -w * np.sin(a)
+        const += tmp[d]
     return const
 
 
@@ -228,6 +298,8 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
     inv_T = 1.0 / T
     TH = _type_matrix(nu, fields, 1)
     TG = _type_matrix(nu, fields, 3)
+    P = np.ascontiguousarray(fields.transpose(0, 2, 1))
+    tmp = np.empty(D)
     base = np.empty((n, J))
     pert = np.empty((n if perturb else 0, 2, J, J))
     leftL = np.empty((J, 2 * D))
@@ -250,7 +322,7 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
     for i in range(n):
         # Utility levels L = l0 + H_C + H_I: one (J x 2D)(2D x T) product.
         for j in range(J):
-            constL[j] = l0 + _row(fields, 0, 1, 0.0, zs[i, j], int(mushy[i, j]), leftL, j)
+            constL[j] = l0 + _row(P, 0, 1, 0.0, zs[i, j], int(mushy[i, j]), leftL, j, tmp)
         np.dot(leftL, TH, L)
         # Price-sensitivity field at every (product, node): one (JQ x 2D)(2D x T) product.
         for j in range(J):
@@ -258,8 +330,8 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
             half = 0.5 * zp[i, j]
             for q in range(Q):
                 r = j * Q + q
-                constB[r] = lam0 + _row(fields, 2, 3, half * (gx[q] + 1.0), zs[i, j], m,
-                                        leftB, r)
+                constB[r] = lam0 + _row(P, 2, 3, half * (gx[q] + 1.0), zs[i, j], m, leftB, r,
+                                        tmp)
                 wB[r] = half * gw[q] * inv_c
         np.dot(leftB, TG, lamB)
         for t in range(T):
@@ -289,8 +361,8 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
                 half = 0.5 * (z1 - z0)
                 for q in range(S):
                     r = (sgn * J + k) * S + q
-                    constP[r] = lam0 + _row(fields, 2, 3, z0 + half * (sx[q] + 1.0), zs[i, k],
-                                            m, leftP, r)
+                    constP[r] = lam0 + _row(P, 2, 3, z0 + half * (sx[q] + 1.0), zs[i, k], m,
+                                            leftP, r, tmp)
                     wP[r] = half * sw[q] * inv_c
         np.dot(leftP, TG, lamP)
         for sgn in range(2):

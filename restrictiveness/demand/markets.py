@@ -15,7 +15,8 @@ from scipy.spatial import ConvexHull
 
 from ..exceptions import DataError, DomainError
 
-__all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS"]
+__all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
+           "elasticities_from_shares"]
 
 #: Names of the last axis of a market array.
 MARKET_COLUMNS = ("prices", "sugar", "mushy")
@@ -213,5 +214,97 @@ class MarketDistribution:
             raise DomainError("price_interval: mushy must be 0 or 1")
         return lo, hi
 
+    def log_price_steps(self, X: np.ndarray, h_max: float = 0.01) -> np.ndarray:
+        """Finite-difference steps ``h_k = min{h_max, ½ log(U_k/p_k), ½ log(p_k/L_k)}`` (SPEC §7).
+
+        ``[L_k, U_k]`` is product ``k``'s feasible price interval at its sugar level, so both
+        perturbed prices ``p_k e^{±h_k}`` stay inside the hull.
+
+        Parameters
+        ----------
+        X : ndarray, shape (..., J, 3)
+            Markets in raw units.
+        h_max : float
+            Largest step (0.01).
+
+        Returns
+        -------
+        ndarray, shape (..., J)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> md = MarketDistribution()
+        >>> h = md.log_price_steps(md.sample(3, np.random.default_rng(0)))
+        >>> h.shape, bool((h > 0).all() and (h <= 0.01).all())
+        ((3, 24), True)
+        """
+        X = np.asarray(X, dtype=float)
+        if X.shape[-1] != 3:
+            raise DomainError("log_price_steps: X must have the columns (prices, sugar, mushy)")
+        if not float(h_max) > 0:
+            raise DomainError(f"h_max must be positive, got {h_max}")
+        p = X[..., 0]
+        lo, hi = self.price_interval(X[..., 1], X[..., 2])
+        if (p <= 0).any() or (p < lo - 1e-12).any() or (p > hi + 1e-12).any():
+            raise DomainError("log_price_steps: prices must be positive and inside the hull")
+        with np.errstate(divide="ignore"):
+            h = np.minimum(float(h_max), np.minimum(0.5 * np.log(hi / p), 0.5 * np.log(p / lo)))
+        return np.maximum(h, 0.0)
+
     def __repr__(self) -> str:
         return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy:.4g})"
+
+
+def perturbed_markets(X: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """All ``2 × J`` price perturbations of every market: shape ``(n, 2, J, J, 3)``.
+
+    Entry ``[i, 0, k]`` is market ``i`` with ``p_k`` set to ``p_k e^{-h_k}``, entry ``[i, 1, k]``
+    with ``p_k e^{+h_k}``; all other products are unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.ones((1, 2, 3))
+    >>> P = perturbed_markets(X, np.full((1, 2), 0.1))
+    >>> P.shape, float(P[0, 1, 0, 0, 0]), float(P[0, 1, 0, 1, 0])
+    ((1, 2, 2, 2, 3), 1.1051709180756477, 1.0)
+    """
+    X = np.asarray(X, dtype=float)
+    h = np.asarray(h, dtype=float)
+    n, J, _ = X.shape
+    if h.shape != (n, J):
+        raise DomainError(f"perturbed_markets: h must have shape {(n, J)}, got {h.shape}")
+    P = np.broadcast_to(X[:, None, None], (n, 2, J, J, 3)).copy()
+    k = np.arange(J)
+    P[:, 0, k, k, 0] = X[:, :, 0] * np.exp(-h)
+    P[:, 1, k, k, 0] = X[:, :, 0] * np.exp(h)
+    return P
+
+
+def elasticities_from_shares(minus: np.ndarray, plus: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Symmetric finite-difference elasticities ``E[i, j, k] = ∂ log g_j / ∂ log p_k``.
+
+    Parameters
+    ----------
+    minus, plus : ndarray, shape (n, J, J)
+        ``[i, k, j]``: share of product ``j`` in market ``i`` with ``p_k`` lowered / raised.
+    h : ndarray, shape (n, J)
+        Log-price steps.
+
+    Returns
+    -------
+    ndarray, shape (n, J, J)
+        ``[i, j, k] = (log plus[i, k, j] - log minus[i, k, j]) / (2 h[i, k])``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = np.full((1, 1, 1), 0.5)
+    >>> E = elasticities_from_shares(s, s * np.exp(-0.2), np.full((1, 1), 0.1))
+    >>> round(float(E[0, 0, 0]), 12)
+    -1.0
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.log(plus) - np.log(minus)
+    return np.swapaxes(d, 1, 2) / (2.0 * np.asarray(h, dtype=float)[:, None, :])

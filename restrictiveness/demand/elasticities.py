@@ -1,0 +1,185 @@
+"""Discrepancies of the demand application: shares, own- and cross-price elasticities (SPEC §7).
+
+All three average over the evaluation markets (weighted by ``truth.eval_weights``):
+
+* ``"shares"`` — mean squared error of the J inside shares;
+* ``"own"`` — mean squared error of the J own-price elasticities;
+* ``"cross"`` — mean squared error of the J (J − 1) cross-price elasticities.
+
+Elasticities are symmetric finite differences in log price,
+``E_jk = [log g_j(X^{+k}) − log g_j(X^{−k})] / (2 h_k)`` with ``X^{±k}`` setting ``p_k`` to
+``p_k e^{±h_k}`` and ``h_k = min{0.01, ½ log(U_k/p_k), ½ log(p_k/L_k)}`` (so both perturbed
+prices stay in the hull). The fitted rule's elasticities come from one ``predict`` call on all
+``2 J`` perturbed copies of every evaluation market; the truth's come from the share kernel's
+perturbed path and are cached on the pseudo-truth, so the discrepancies share them across
+procedures.
+
+Failure protocol: in a market where the rule's shares at some perturbed price vector are not
+valid (non-finite or not positive), its elasticities are those of the common-intercept baseline,
+zero (SPEC §7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..discrepancies import Discrepancy
+from ..exceptions import ConfigurationError
+from ..truth import PseudoTruth
+from .markets import elasticities_from_shares, perturbed_markets
+
+__all__ = ["SharesMSE", "OwnElasticityMSE", "CrossElasticityMSE", "rule_elasticities",
+           "truth_elasticities", "price_steps"]
+
+
+def price_steps(truth: PseudoTruth) -> np.ndarray:
+    """Log-price steps of the truth's evaluation markets, ``(n_eval, J)`` (cached on ``truth``).
+
+    Uses ``truth.log_price_steps`` when the truth provides it, otherwise the hull of
+    ``truth.market`` (a :class:`~restrictiveness.demand.markets.MarketDistribution`).
+    """
+    steps = getattr(truth, "log_price_steps", None)
+    if steps is not None:
+        return steps
+    cache = truth.__dict__.setdefault("_demand_cache", {})
+    if "steps" not in cache:
+        market = getattr(truth, "market", None)
+        if market is None:
+            raise ConfigurationError("elasticity discrepancies need a truth with a `market` "
+                                     "(MarketDistribution) to find feasible price steps")
+        cache["steps"] = market.log_price_steps(truth.eval_X)
+    return cache["steps"]
+
+
+def _perturbed(truth: PseudoTruth) -> np.ndarray:
+    P = getattr(truth, "perturbed_eval_X", None)
+    if P is not None:
+        return P
+    cache = truth.__dict__.setdefault("_demand_cache", {})
+    if "perturbed" not in cache:
+        cache["perturbed"] = perturbed_markets(truth.eval_X, price_steps(truth))
+    return cache["perturbed"]
+
+
+def rule_elasticities(rule, X: np.ndarray, h: np.ndarray,
+                      perturbed: np.ndarray | None = None) -> np.ndarray:
+    """Finite-difference elasticities ``E[i, j, k]`` of a share rule at markets ``X``.
+
+    Parameters
+    ----------
+    rule : object with ``predict(X) -> (m, J)``
+        A fitted share function.
+    X : ndarray, shape (n, J, 3)
+        Markets (raw units).
+    h : ndarray, shape (n, J)
+        Log-price steps.
+    perturbed : ndarray, optional
+        ``perturbed_markets(X, h)`` if already built.
+
+    Returns
+    -------
+    ndarray, shape (n, J, J)
+        Markets with invalid perturbed predictions get zeros (the baseline's elasticities).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Logit:  # plain logit, utility -2 * price: E_jj = -2 p_j (1 - s_j)
+    ...     def predict(self, X):
+    ...         e = np.exp(-2 * X[..., 0])
+    ...         return e / (1 + e.sum(axis=-1, keepdims=True))
+    >>> X = np.stack([np.array([[1.0, 0, 0], [2.0, 0, 0]])])
+    >>> E = rule_elasticities(Logit(), X, np.full((1, 2), 1e-4))
+    >>> s = Logit().predict(X)[0]
+    >>> bool(np.allclose(np.diag(E[0]), -2 * X[0, :, 0] * (1 - s), atol=1e-6))
+    True
+    """
+    X = np.asarray(X, dtype=float)
+    n, J, d = X.shape
+    P = perturbed_markets(X, h) if perturbed is None else perturbed
+    pred = np.asarray(rule.predict(P.reshape(n * 2 * J, J, d)), dtype=float)
+    pred = pred.reshape(n, 2, J, J)
+    ok = np.isfinite(pred).all(axis=(1, 2, 3)) & (pred > 0).all(axis=(1, 2, 3))
+    pred = np.where(ok[:, None, None, None], pred, 1.0)
+    return elasticities_from_shares(pred[:, 0], pred[:, 1], h)
+
+
+def truth_elasticities(truth: PseudoTruth, n: int) -> np.ndarray:
+    """The truth's elasticities at its evaluation markets, ``(n_eval, J, J)``, cached.
+
+    Uses ``truth.elasticities(n)`` when the truth provides it (the demand prior's kernel path),
+    otherwise finite differences of ``truth.evaluate`` memoised on the truth object.
+    """
+    if hasattr(truth, "elasticities"):
+        return truth.elasticities(n)
+    cache = truth.__dict__.setdefault("_demand_cache", {})
+    key = ("elasticities", n)
+    if key not in cache:
+
+        class _Truth:
+            def predict(self, X):
+                return truth.evaluate(X, n)
+
+        cache[key] = rule_elasticities(_Truth(), truth.eval_X, price_steps(truth),
+                                       _perturbed(truth))
+    return cache[key]
+
+
+def _weighted(err: np.ndarray, truth: PseudoTruth) -> float:
+    return float(truth.eval_weights @ err)
+
+
+class SharesMSE(Discrepancy):
+    """Mean squared error of the inside shares, averaged over the evaluation markets.
+
+    Examples
+    --------
+    >>> SharesMSE().name
+    'shares'
+    """
+
+    name = "shares"
+
+    def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
+        pred = np.asarray(rule.predict(truth.eval_X), dtype=float)
+        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)
+        return _weighted(err, truth)
+
+
+class _ElasticityMSE(Discrepancy):
+    own: bool
+
+    def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
+        E_true = truth_elasticities(truth, n)
+        E_rule = rule_elasticities(rule, truth.eval_X, price_steps(truth), _perturbed(truth))
+        J = E_true.shape[-1]
+        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)
+        err = ((E_rule - E_true)[:, mask] ** 2).mean(axis=1)
+        return _weighted(err, truth)
+
+
+class OwnElasticityMSE(_ElasticityMSE):
+    """Mean squared error of the J own-price elasticities, averaged over evaluation markets.
+
+    Examples
+    --------
+    >>> OwnElasticityMSE().name
+    'own'
+    """
+
+    name = "own"
+    own = True
+
+
+class CrossElasticityMSE(_ElasticityMSE):
+    """Mean squared error of the J (J − 1) cross-price elasticities, averaged over evaluation
+    markets.
+
+    Examples
+    --------
+    >>> CrossElasticityMSE().name
+    'cross'
+    """
+
+    name = "cross"
+    own = False

@@ -1,0 +1,372 @@
+"""The random-utility evaluation distribution of the demand application (SPEC §7).
+
+Each replication draws one *demand system*: four independent zero-mean Gaussian fields, each a
+sum of random Fourier features of a Matérn-3/2 kernel,
+
+* ``H_C(z^s, m)`` and ``H_I(z^s, m, ν)`` make the utility level ``L``,
+* ``G_C(v, z^s, m)`` and ``G_I(v, z^s, m, ν)`` make the price sensitivity ``a = softplus(Λ)/c``,
+
+with ``ν ~ N(0, I_4)`` the consumer type, standardised on a fixed reference grid (the 2,256
+calibration observations × 128 reference types). Utility is
+``V_j(ν) = −log 24 + L(z^s_j, m_j, ν) − ∫_0^{z^p_j} a(v, z^s_j, m_j, ν) dv`` and shares average the
+logit probabilities over 512 antithetic consumer types. The truth is a function of the market,
+so training and evaluation markets are simply drawn from :class:`MarketDistribution` and price
+elasticities are available by perturbing prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from scipy.stats import norm, qmc
+
+from ..constraints import Simplex
+from ..exceptions import ConfigurationError, DomainError
+from ..kernels import Matern32
+from ..truth import EvaluationDistribution, PseudoTruth
+from ._shares_nb import shares_nb, shares_numpy
+from .markets import (
+    MARKET_COLUMNS,
+    MarketDistribution,
+    elasticities_from_shares,
+    perturbed_markets,
+)
+
+__all__ = ["DemandPrior", "DemandSystem", "DemandTruth", "sobol_normals"]
+
+# Order and inputs of the four fields: (has price argument v, has consumer type ν).
+_FIELDS = (("H_C", False, False), ("H_I", False, True), ("G_C", True, False),
+           ("G_I", True, True))
+
+
+def sobol_normals(half: int, dim: int, seed: int) -> np.ndarray:
+    """``2 half`` antithetic standard-normal points: ``half`` scrambled-Sobol draws and their
+    negatives, shape ``(2 half, dim)``.
+
+    Examples
+    --------
+    >>> z = sobol_normals(64, 4, seed=1)
+    >>> z.shape, bool(np.allclose(z.mean(axis=0), 0))
+    ((128, 4), True)
+    """
+    u = qmc.Sobol(dim, scramble=True, seed=np.random.default_rng(seed)).random(int(half))
+    z = norm.ppf(u)
+    return np.concatenate([z, -z])
+
+
+def _grid_field(p: np.ndarray, v: np.ndarray, s: np.ndarray, m: np.ndarray,
+                nu: np.ndarray | None) -> np.ndarray:
+    """A field at N points (and R types): ``(N,)`` or ``(N, R)``, by cos(α + β) products."""
+    alpha = v[:, None] * p[:, 0] + s[:, None] * p[:, 1] + p[:, 6]  # (N, D)
+    w = np.where(m[:, None] == 1.0, p[:, 8], p[:, 7])
+    if nu is None:
+        return (w * np.cos(alpha)).sum(axis=1)
+    beta = nu @ p[:, 2:6].T  # (R, D)
+    return (w * np.cos(alpha)) @ np.cos(beta).T - (w * np.sin(alpha)) @ np.sin(beta).T
+
+
+class DemandSystem:
+    """One demand system: standardised field parameters and the fixed integration rules.
+
+    Built by :meth:`DemandPrior.draw_system`. ``fields`` has shape ``(4, D, 9)`` in the layout of
+    :mod:`restrictiveness.demand._shares_nb` (weights folded with the grid standardisation) and
+    ``scal = [l0, λ0, 1/c]`` with ``L = l0 + H_C + H_I`` standardised to mean 0 and s.d. 1 on the
+    reference grid (the ``−log J`` of utility is added when computing shares).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prior = DemandPrior(n_types=64, n_reference_types=32)
+    >>> system = prior.draw_system(np.random.default_rng(0))
+    >>> s = system.shares(prior.market.sample(2, np.random.default_rng(1)))
+    >>> s.shape, bool((s > 0).all() and (s.sum(axis=1) < 1).all())
+    ((2, 24), True)
+    """
+
+    def __init__(self, fields: np.ndarray, scal: np.ndarray, market: MarketDistribution,
+                 nu: np.ndarray, nodes: tuple[np.ndarray, np.ndarray],
+                 short_nodes: tuple[np.ndarray, np.ndarray],
+                 engine: Literal["numba", "numpy"] = "numba") -> None:
+        self.fields = np.ascontiguousarray(fields, dtype=float)
+        self.scal = np.ascontiguousarray(scal, dtype=float)
+        self.market, self.engine = market, engine
+        self.nu = np.ascontiguousarray(nu, dtype=float)
+        self.gx, self.gw = (np.ascontiguousarray(a, dtype=float) for a in nodes)
+        self.sx, self.sw = (np.ascontiguousarray(a, dtype=float) for a in short_nodes)
+        if engine not in ("numba", "numpy"):
+            raise ConfigurationError(f"engine must be 'numba' or 'numpy', got {engine!r}")
+
+    def _inputs(self, X: np.ndarray):
+        X = np.asarray(X, dtype=float)
+        J = self.market.n_products
+        if X.ndim != 3 or X.shape[1:] != (J, 3):
+            raise DomainError(f"markets must have shape (n, {J}, 3) with columns "
+                              f"{MARKET_COLUMNS}, got {X.shape}")
+        if not np.isfinite(X).all():
+            raise DomainError("markets contain non-finite values")
+        if not np.isin(X[..., 2], (0.0, 1.0)).all():
+            raise DomainError("the mushy column of markets must be 0 or 1")
+        zp, zs = self.market.standardize(X)
+        return X, np.ascontiguousarray(zp), np.ascontiguousarray(zs), np.ascontiguousarray(
+            X[..., 2])
+
+    def _run(self, zp, zs, m, z_lo, z_hi, perturb):
+        scal = self.scal.copy()
+        scal[0] -= np.log(self.market.n_products)
+        f = shares_nb if self.engine == "numba" else shares_numpy
+        return f(zp, zs, m, z_lo, z_hi, self.fields, scal, self.nu, self.gx, self.gw, self.sx,
+                 self.sw, perturb)
+
+    def shares(self, X: np.ndarray) -> np.ndarray:
+        """Inside shares of markets ``X`` (shape ``(n, J, 3)``, raw units): ``(n, J)``."""
+        X, zp, zs, m = self._inputs(X)
+        return self._run(zp, zs, m, zp, zp, False)[0]
+
+    def perturbed_shares(self, X: np.ndarray, h: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Base shares ``(n, J)`` and shares with each price lowered / raised by the log-steps
+        ``h`` (shape ``(n, J)``): ``minus[i, k, j]``, ``plus[i, k, j]`` of shape ``(n, J, J)``."""
+        X, zp, zs, m = self._inputs(X)
+        h = np.asarray(h, dtype=float)
+        if h.shape != zp.shape or not np.isfinite(h).all():
+            raise DomainError(f"h must be finite with shape {zp.shape}, got {h.shape}")
+        p = X[..., 0]
+        z_lo = np.ascontiguousarray((p * np.exp(-h) - self.market.price_mean)
+                                    / self.market.price_sd)
+        z_hi = np.ascontiguousarray((p * np.exp(h) - self.market.price_mean)
+                                    / self.market.price_sd)
+        base, pert = self._run(zp, zs, m, z_lo, z_hi, True)
+        return base, pert[:, 0], pert[:, 1]
+
+    def latent_fields(self, v: np.ndarray, zs: np.ndarray, mushy: np.ndarray,
+                      nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Standardised utility level ``L`` and price-sensitivity index ``Λ`` at N points
+        (price argument ``v``, standardised sugar ``zs``, ``mushy``) and R types ``nu``:
+        two arrays ``(N, R)``. On the reference grid both have mean 0 and s.d. 1."""
+        v, zs, mushy = (np.asarray(a, dtype=float).ravel() for a in (v, zs, mushy))
+        f = self.fields
+        L = (self.scal[0] + _grid_field(f[0], v, zs, mushy, None)[:, None]
+             + _grid_field(f[1], v, zs, mushy, nu))
+        lam = (self.scal[1] + _grid_field(f[2], v, zs, mushy, None)[:, None]
+               + _grid_field(f[3], v, zs, mushy, nu))
+        return L, lam
+
+    def price_sensitivity(self, v, zs, mushy, nu) -> np.ndarray:
+        """``a = softplus(Λ)/c`` at N points and R types, ``(N, R)``."""
+        return np.logaddexp(0.0, self.latent_fields(v, zs, mushy, nu)[1]) * self.scal[2]
+
+
+class DemandPrior(EvaluationDistribution):
+    """Random-utility evaluation distribution over share functions (SPEC §7).
+
+    Parameters
+    ----------
+    market : MarketDistribution, optional
+        P_X (default: calibrated to the shipped Nevo cereal data).
+    n_features : int
+        Random Fourier features per field (64).
+    lengthscales : tuple of float
+        Matérn-3/2 length scales of (standardised price, standardised sugar, each ν
+        coordinate): ``(0.66, 1.25, 1.0)``.
+    mushy_correlation : float
+        Correlation of a field across mushy status (0.5: ``B = [[1, .5], [.5, 1]]``).
+    n_nodes, n_short_nodes : int
+        Gauss–Legendre nodes of the price integral (64) and of the small piece added by a price
+        perturbation (8).
+    n_types, n_reference_types : int
+        Consumer types for the shares (512) and for the reference grid (128); both antithetic
+        scrambled-Sobol normals, fixed across replications.
+    type_seed, reference_seed : int
+        Seeds of those two fixed sets.
+    n_train, n_eval : int
+        Training markets per replication (200; at least the largest ``n`` asked for) and
+        evaluation markets (100).
+    engine : {"numba", "numpy"}
+        The share kernel or its (slow) NumPy twin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prior = DemandPrior(n_types=64, n_reference_types=32, n_eval=5)
+    >>> truth = prior.draw([10, 20], np.random.default_rng(0))
+    >>> truth.train_y(10).shape, truth.eval_y(10).shape
+    ((10, 24), (5, 24))
+    """
+
+    columns = MARKET_COLUMNS
+    response = "shares"
+    constraints = (Simplex(outside=True),)
+    diagnostic_names = ("outside_share",)
+
+    def __init__(self, market: MarketDistribution | None = None, n_features: int = 64,
+                 lengthscales: tuple[float, float, float] = (0.66, 1.25, 1.0),
+                 mushy_correlation: float = 0.5, n_nodes: int = 64, n_short_nodes: int = 8,
+                 n_types: int = 512, n_reference_types: int = 128, type_seed: int = 20260207,
+                 reference_seed: int = 20000128, n_train: int = 200, n_eval: int = 100,
+                 engine: Literal["numba", "numpy"] = "numba") -> None:
+        self.market = MarketDistribution() if market is None else market
+        for name, value in (("n_features", n_features), ("n_nodes", n_nodes),
+                            ("n_short_nodes", n_short_nodes), ("n_train", n_train),
+                            ("n_eval", n_eval)):
+            if int(value) < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value}")
+        for name, value in (("n_types", n_types), ("n_reference_types", n_reference_types)):
+            if int(value) < 2 or int(value) % 2:
+                raise ConfigurationError(f"{name} must be a positive even number (antithetic "
+                                         f"pairs), got {value}")
+        if len(lengthscales) != 3 or min(lengthscales) <= 0:
+            raise ConfigurationError("lengthscales must be three positive numbers "
+                                     "(price, sugar, consumer type)")
+        if not -1.0 < float(mushy_correlation) < 1.0:
+            raise ConfigurationError(f"mushy_correlation must lie in (-1, 1), got "
+                                     f"{mushy_correlation}")
+        if engine not in ("numba", "numpy"):
+            raise ConfigurationError(f"engine must be 'numba' or 'numpy', got {engine!r}")
+        self.n_features, self.n_nodes, self.n_short_nodes = (int(n_features), int(n_nodes),
+                                                             int(n_short_nodes))
+        self.lengthscales = tuple(float(v) for v in lengthscales)
+        self.mushy_correlation = float(mushy_correlation)
+        self.n_types, self.n_reference_types = int(n_types), int(n_reference_types)
+        self.type_seed, self.reference_seed = int(type_seed), int(reference_seed)
+        self.n_train, self.n_eval, self.engine = int(n_train), int(n_eval), engine
+        self.types = sobol_normals(self.n_types // 2, 4, self.type_seed)
+        self.reference_types = sobol_normals(self.n_reference_types // 2, 4, self.reference_seed)
+        self.nodes = np.polynomial.legendre.leggauss(self.n_nodes)
+        self.short_nodes = np.polynomial.legendre.leggauss(self.n_short_nodes)
+        cal = self.market.calibration
+        self.grid_zp, self.grid_zs = self.market.standardize(cal)
+        self.grid_mushy = cal[:, 2].copy()
+        B = np.array([[1.0, self.mushy_correlation], [self.mushy_correlation, 1.0]])
+        self._chol_B = np.linalg.cholesky(B)
+
+    def _draw_fields(self, rng: np.random.Generator) -> np.ndarray:
+        D = self.n_features
+        l_p, l_s, l_nu = self.lengthscales
+        fields = np.zeros((4, D, 9))
+        for f, (_, has_v, has_nu) in enumerate(_FIELDS):
+            cols = ([0] if has_v else []) + [1] + ([2, 3, 4, 5] if has_nu else [])
+            ls = ([l_p] if has_v else []) + [l_s] + ([l_nu] * 4 if has_nu else [])
+            # Student-t frequencies (one chi-square per vector), phases, and two independent
+            # weight columns mixed by chol(B) so the mushy statuses correlate by B.
+            fields[f, :, cols] = Matern32(lengthscale=tuple(ls)).spectral_frequencies(
+                len(ls), D, rng).T
+            fields[f, :, 6] = rng.uniform(0.0, 2.0 * np.pi, D)
+            fields[f, :, 7:9] = np.sqrt(2.0 / D) * rng.standard_normal((D, 2)) @ self._chol_B.T
+        return fields
+
+    def standardize_fields(self, fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fold the reference-grid standardisation into raw field parameters.
+
+        Returns the rescaled ``fields`` and ``scal = [l0, λ0, 1/c]`` such that
+        ``L = (H̃_C + H̃_I)/s_L`` and ``Λ = (G̃_C + G̃_I)/s_Λ`` have mean 0 and s.d. 1 on the grid
+        (``ddof=0``; the price fields take each observation's own standardised price as ``v``)
+        and ``softplus(Λ)/c`` has mean 1 there.
+        """
+        fields = np.array(fields, dtype=float)
+        zp, zs, m, nu = self.grid_zp, self.grid_zs, self.grid_mushy, self.reference_types
+        zero = np.zeros_like(zp)
+        offsets = []
+        for fc, fi, v in ((0, 1, zero), (2, 3, zp)):
+            c_raw = _grid_field(fields[fc], v, zs, m, None)
+            i_raw = _grid_field(fields[fi], v, zs, m, nu)
+            # H_C is constant across types, so its grid moments are those over observations.
+            mc, sc = c_raw.mean(), c_raw.std()
+            mi, si = i_raw.mean(), i_raw.std()
+            s_sum = ((c_raw[:, None] - mc) / sc + (i_raw - mi) / si).std()
+            fields[fc, :, 7:9] /= sc * s_sum
+            fields[fi, :, 7:9] /= si * s_sum
+            offsets.append(-(mc / sc + mi / si) / s_sum)
+        lam = (offsets[1] + _grid_field(fields[2], zp, zs, m, None)[:, None]
+               + _grid_field(fields[3], zp, zs, m, nu))
+        c = np.logaddexp(0.0, lam).mean()
+        return fields, np.array([offsets[0], offsets[1], 1.0 / c])
+
+    def draw_system(self, rng: np.random.Generator) -> DemandSystem:
+        """Draw one demand system (the four fields), standardised on the reference grid."""
+        fields, scal = self.standardize_fields(self._draw_fields(rng))
+        return DemandSystem(fields, scal, self.market, self.types, self.nodes, self.short_nodes,
+                            self.engine)
+
+    def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1) -> DemandTruth:
+        """One demand system, ``draws`` nested sequences of training markets (the first ``n``
+        are the size-``n`` sample) and ``n_eval`` evaluation markets."""
+        ns = [int(n) for n in np.atleast_1d(ns)]
+        if not ns or min(ns) < 1:
+            raise ConfigurationError(f"ns must be positive sample sizes, got {ns}")
+        if int(draws) < 1:
+            raise ConfigurationError(f"draws must be a positive integer, got {draws}")
+        system = self.draw_system(rng)
+        eval_X = self.market.sample(self.n_eval, rng)
+        size = max(self.n_train, max(ns))
+        train = [self.market.sample(size, rng) for _ in range(int(draws))]
+        return DemandTruth(system, train, eval_X)
+
+    def describe(self) -> str:
+        return (f"random-utility demand prior: {self.n_features} Matérn-3/2 features per field, "
+                f"length scales {self.lengthscales}, {self.n_types} consumer types, "
+                f"{self.n_nodes} Gauss–Legendre nodes; {self.market!r}")
+
+    def __repr__(self) -> str:
+        return (f"DemandPrior(n_features={self.n_features}, lengthscales={self.lengthscales}, "
+                f"n_types={self.n_types}, n_nodes={self.n_nodes}, n_eval={self.n_eval})")
+
+
+class DemandTruth(PseudoTruth):
+    """A share function drawn from :class:`DemandPrior`, with its markets.
+
+    The truth does not depend on ``n``; values are computed once and cached (training shares per
+    draw, evaluation shares, and the evaluation markets' elasticities, which the own- and
+    cross-price discrepancies share across procedures).
+    """
+
+    def __init__(self, system: DemandSystem, train_locations: Sequence[np.ndarray],
+                 eval_X: np.ndarray) -> None:
+        super().__init__(train_locations, eval_X, None, MARKET_COLUMNS, "shares")
+        self.system, self.market = system, system.market
+        self._train: dict[int, np.ndarray] = {}
+        self._eval: np.ndarray | None = None
+        self._elasticities: np.ndarray | None = None
+        self._steps: np.ndarray | None = None
+        self._perturbed: np.ndarray | None = None
+
+    def train_y(self, n: int, draw: int = 0) -> np.ndarray:
+        if draw not in self._train:
+            self._train[draw] = self.system.shares(self.train_locations[draw])
+        return self._train[draw][:n]
+
+    def eval_y(self, n: int) -> np.ndarray:
+        if self._eval is None:
+            self._eval = self.system.shares(self.eval_X)
+        return self._eval
+
+    def evaluate(self, X: np.ndarray, n: int) -> np.ndarray:
+        return self.system.shares(X)
+
+    @property
+    def log_price_steps(self) -> np.ndarray:
+        """Finite-difference log-price steps of the evaluation markets, ``(n_eval, J)``."""
+        if self._steps is None:
+            self._steps = self.market.log_price_steps(self.eval_X)
+        return self._steps
+
+    @property
+    def perturbed_eval_X(self) -> np.ndarray:
+        """All price perturbations of the evaluation markets, ``(n_eval, 2, J, J, 3)``."""
+        if self._perturbed is None:
+            self._perturbed = perturbed_markets(self.eval_X, self.log_price_steps)
+        return self._perturbed
+
+    def elasticities(self, n: int) -> np.ndarray:
+        """True price elasticities at the evaluation markets, ``E[i, j, k]``, by the kernel's
+        perturbed path (computed once)."""
+        if self._elasticities is None:
+            h = self.log_price_steps
+            base, minus, plus = self.system.perturbed_shares(self.eval_X, h)
+            self._eval = base
+            self._elasticities = elasticities_from_shares(minus, plus, h)
+        return self._elasticities
+
+    def diagnostics(self, n: int) -> dict[str, float]:
+        return {"outside_share": float(1.0 - self.eval_y(n).sum(axis=1).mean())}

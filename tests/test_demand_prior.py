@@ -1,0 +1,342 @@
+"""Tests of the demand application's data, market distribution, random-utility prior and
+elasticity discrepancies (SPEC §7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from restrictiveness.datasets.cereal import load_cereal
+from restrictiveness.demand._shares_nb import (
+    shares_nb,
+    shares_numpy,
+    sincos_nb,
+    sincos_numpy,
+    softplus_nb,
+    softplus_numpy,
+)
+from restrictiveness.demand.elasticities import (
+    CrossElasticityMSE,
+    OwnElasticityMSE,
+    SharesMSE,
+    rule_elasticities,
+)
+from restrictiveness.demand.markets import (
+    ConvexPolygon,
+    MarketDistribution,
+    elasticities_from_shares,
+    perturbed_markets,
+)
+from restrictiveness.demand.prior import DemandPrior, _grid_field
+from restrictiveness.exceptions import ConfigurationError, DomainError
+from restrictiveness.kernels import Matern32
+from restrictiveness.truth import PseudoTruth
+
+
+@pytest.fixture(scope="module")
+def market():
+    return MarketDistribution()
+
+
+@pytest.fixture(scope="module")
+def prior(market):
+    # Fewer consumer types than the paper's 512 keeps the tests fast; everything else is SPEC §7.
+    return DemandPrior(market, n_types=64, n_eval=4, n_train=20)
+
+
+@pytest.fixture(scope="module")
+def truth(prior):
+    return prior.draw([10, 20], np.random.default_rng(7))
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+def test_cereal_data_shape_and_peer_copy():
+    df = load_cereal()
+    counts = (df.market_ids.nunique(), df.city_ids.nunique(), df.product_ids.nunique())
+    assert counts == (94, 47, 24)
+    assert len(df) == 2256
+    pyblp = pytest.importorskip("pyblp")
+    import pandas as pd
+
+    ref = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)
+    for col in ("shares", "prices", "sugar", "mushy"):
+        np.testing.assert_array_equal(df[col].to_numpy(), ref[col].to_numpy(dtype=float))
+
+
+def test_calibration_length_scale_statistics(market):
+    # SPEC §7: median nonzero within-product price change 0.643, median sugar change 1.209.
+    df = load_cereal()
+    zp, zs = market.standardize(df[["prices", "sugar", "mushy"]].to_numpy())
+    changes = []
+    for pid in df.product_ids.unique():
+        v = zp[(df.product_ids == pid).to_numpy()]
+        changes.append(np.abs(v[:, None] - v[None, :])[np.triu_indices(len(v), 1)])
+    changes = np.concatenate(changes)
+    assert np.median(changes[changes > 0]) == pytest.approx(0.643, abs=5e-4)
+    sugar = np.array([zs[(df.product_ids == p).to_numpy()][0] for p in df.product_ids.unique()])
+    d = np.abs(sugar[:, None] - sugar[None, :])[np.triu_indices(24, 1)]
+    assert np.median(d[d > 0]) == pytest.approx(1.209, abs=1e-3)
+
+
+# --- market distribution -------------------------------------------------------------------------
+
+def test_triangle_sampling_is_uniform():
+    tri = ConvexPolygon(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.5, 0.25]]))
+    assert tri.area == pytest.approx(1.0)
+    xy = tri.sample(20000, np.random.default_rng(3))
+    # Barycentric coordinates of a uniform point: the weight of vertex (0, 0) is Beta(2, 1)
+    # on [0, 1] reversed, i.e. 1 - w0 has CDF x^2; x/2 marginal has CDF 1 - (1 - x)^2.
+    w0 = 1.0 - xy[:, 0] / 2.0 - xy[:, 1]
+    assert stats.kstest(1.0 - w0, lambda x: x**2).pvalue > 1e-3
+    assert stats.kstest(xy[:, 0] / 2.0, lambda x: 1 - (1 - x) ** 2).pvalue > 1e-3
+
+
+def test_polygon_sampling_chi_square_on_grid():
+    # A square split into two triangles: counts on a 5 x 5 grid are uniform.
+    square = ConvexPolygon(np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]))
+    xy = square.sample(25000, np.random.default_rng(4))
+    counts, _, _ = np.histogram2d(xy[:, 0], xy[:, 1], bins=5, range=[[0, 1], [0, 1]])
+    assert stats.chisquare(counts.ravel()).pvalue > 1e-3
+
+
+def test_markets_inside_hull_and_mushy_share(market):
+    X = market.sample(200, np.random.default_rng(5))
+    assert X.shape == (200, 24, 3)
+    for status in (0, 1):
+        sel = X[..., 2] == status
+        assert market.hulls[status].contains(X[sel][:, :2], tol=1e-12).all()
+    k = int((X[..., 2] == 1).sum())
+    assert stats.binomtest(k, X[..., 2].size, 1 / 3).pvalue > 1e-3
+    # nested: the first markets of a longer draw are the shorter draw
+    np.testing.assert_array_equal(market.sample(3, np.random.default_rng(1)),
+                                  market.sample(5, np.random.default_rng(1))[:3])
+
+
+def test_price_interval_endpoints_on_hull_boundary(market):
+    rng = np.random.default_rng(6)
+    for status in (0, 1):
+        hull = market.hulls[status]
+        s = rng.uniform(hull.vertices[:, 1].min(), hull.vertices[:, 1].max(), 50)
+        lo, hi = market.price_interval(s, np.full(50, float(status)))
+        for p in (lo, hi):
+            slack = np.c_[p, s] @ hull.equations[:, :2].T + hull.equations[:, 2]
+            np.testing.assert_allclose(slack.max(axis=1), 0.0, atol=1e-12)
+        # brute force: prices on a fine grid are in the hull exactly inside [lo, hi]
+        grid = np.linspace(0.03, 0.25, 2001)
+        for si, li, ui in zip(s[:10], lo[:10], hi[:10], strict=True):
+            inside = hull.contains(np.c_[grid, np.full_like(grid, si)], tol=0.0)
+            np.testing.assert_array_equal(inside, (grid >= li) & (grid <= ui))
+
+
+def test_log_price_steps_keep_prices_in_hull(market):
+    X = market.sample(20, np.random.default_rng(8))
+    h = market.log_price_steps(X)
+    assert (h > 0).all() and (h <= 0.01).all()
+    P = perturbed_markets(X, h)
+    for status in (0, 1):
+        pts = P[..., 2] == status
+        assert market.hulls[status].contains(P[pts][:, :2], tol=1e-12).all()
+    with pytest.raises(DomainError, match="inside the hull"):
+        market.log_price_steps(X * np.array([10.0, 1.0, 1.0]))
+
+
+# --- kernel ---------------------------------------------------------------------------------------
+
+def test_softplus_twins_agree():
+    x = np.concatenate([np.linspace(-60, 60, 20001), np.random.default_rng(0).normal(0, 5, 1000)])
+    np.testing.assert_allclose(softplus_nb(x), softplus_numpy(x), rtol=0, atol=1e-15)
+
+
+def test_sincos_twins_agree():
+    x = np.concatenate([np.linspace(-1e4, 1e4, 200001),
+                        np.random.default_rng(1).normal(0, 50, 10000),
+                        np.arange(-8, 9) * np.pi / 4])
+    for a, b in zip(sincos_nb(x), sincos_numpy(x), strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=2e-16)
+
+
+def test_kernel_matches_numpy_twin(prior, truth):
+    system = truth.system
+    X = truth.eval_X[:2]
+    zp, zs = prior.market.standardize(X)
+    m = np.ascontiguousarray(X[..., 2])
+    h = prior.market.log_price_steps(X)
+    z_lo = (X[..., 0] * np.exp(-h) - prior.market.price_mean) / prior.market.price_sd
+    z_hi = (X[..., 0] * np.exp(h) - prior.market.price_mean) / prior.market.price_sd
+    scal = system.scal - np.array([np.log(24), 0, 0])
+    args = (zp, zs, m, z_lo, z_hi, system.fields, scal, system.nu, system.gx, system.gw,
+            system.sx, system.sw, True)
+    b1, p1 = shares_nb(*args)
+    b2, p2 = shares_numpy(*args)
+    np.testing.assert_allclose(b1, b2, rtol=1e-12)
+    np.testing.assert_allclose(p1, p2, rtol=1e-12)
+    # and the elasticities built from them (steps as small as 1e-4 amplify differences)
+    E1 = elasticities_from_shares(p1[:, 0], p1[:, 1], h)
+    E2 = elasticities_from_shares(p2[:, 0], p2[:, 1], h)
+    np.testing.assert_allclose(E1, E2, rtol=1e-8, atol=1e-10)
+
+
+def test_perturbed_path_matches_full_recomputation(truth):
+    # The split integral ∫_0^z + ∫_z^z' must agree with a fresh 64-node integral to ∫_0^z'.
+    X = truth.eval_X[:2]
+    h = truth.market.log_price_steps(X)
+    base, minus, plus = truth.system.perturbed_shares(X, h)
+    P = perturbed_markets(X, h)
+    full = truth.system.shares(P.reshape(-1, 24, 3)).reshape(2, 2, 24, 24)
+    np.testing.assert_allclose(minus, full[:, 0], rtol=1e-11)
+    np.testing.assert_allclose(plus, full[:, 1], rtol=1e-11)
+    np.testing.assert_allclose(base, truth.system.shares(X), rtol=1e-14)
+
+
+# --- prior ---------------------------------------------------------------------------------------
+
+def test_shares_positive_and_sum_below_one(truth):
+    for y in (truth.train_y(20), truth.eval_y(20)):
+        assert (y > 0).all()
+        assert (y.sum(axis=1) < 1).all()
+    np.testing.assert_allclose(truth.evaluate(truth.train_X(5), 5), truth.train_y(5))
+
+
+def test_truth_elasticities_signs(truth):
+    E = truth.elasticities(20)
+    J = E.shape[-1]
+    own = E[:, np.arange(J), np.arange(J)]
+    cross = E[:, ~np.eye(J, dtype=bool)]
+    assert (own < 0).all()
+    assert (cross > 0).all()
+
+
+def test_utility_decreases_in_own_price_for_both_signs(prior, truth):
+    # a > 0 everywhere, so the signed integral makes V_j strictly decreasing in z^p_j.
+    X = prior.market.sample(1, np.random.default_rng(11))
+    prices = np.linspace(*prior.market.price_interval(X[0, :1, 1], X[0, :1, 2]), 9)[1:-1, 0]
+    Xs = np.repeat(X, len(prices), axis=0)
+    Xs[:, 0, 0] = prices
+    s = truth.system.shares(Xs)
+    assert (np.diff(s[:, 0]) < 0).all()
+    assert (np.diff(s[:, 1:], axis=0) > 0).all()
+    assert (prior.market.standardize(Xs)[0][:, 0] < 0).any()
+    assert (prior.market.standardize(Xs)[0][:, 0] > 0).any()
+
+
+def test_field_standardisation_on_reference_grid(prior, truth):
+    L, lam = truth.system.latent_fields(prior.grid_zp, prior.grid_zs, prior.grid_mushy,
+                                        prior.reference_types)
+    assert L.shape == (2256, 128)
+    for f in (L, lam):
+        assert f.mean() == pytest.approx(0.0, abs=1e-12)
+        assert f.std() == pytest.approx(1.0, rel=1e-12)
+    a = truth.system.price_sensitivity(prior.grid_zp, prior.grid_zs, prior.grid_mushy,
+                                       prior.reference_types)
+    assert a.mean() == pytest.approx(1.0, rel=1e-12)
+    # the parts are standardised separately, so a type-free field alone is not the whole
+    c_only = _grid_field(truth.system.fields[0], np.zeros(2256), prior.grid_zs,
+                         prior.grid_mushy, None)
+    assert c_only.std() < 1.0
+
+
+def test_random_fourier_features_approximate_matern32(prior):
+    # Average f(u) f(u') over many independent draws of the G_I field (inputs v, sugar, ν) and
+    # compare with B_mm' (1 + √3 r) exp(−√3 r). Points differ in several coordinates at once,
+    # where independent per-coordinate chi-square draws would give a different kernel.
+    ls = np.array([0.66, 1.25, 1, 1, 1, 1])
+    u0 = np.zeros(6)
+    shifts = np.array([[0.3, 0.6, 0.4, 0, 0, 0], [0.5, 0.0, 0.7, 0.5, 0, 0],
+                       [0.0, 1.0, 0.5, 0.5, 0.5, 0.5], [0.0, 0, 0, 0, 0, 0]])
+    draws = 3000
+    prods = np.zeros((len(shifts), 2))
+    for r in range(draws):
+        p = prior._draw_fields(np.random.default_rng(1000 + r))[3]
+        f0 = _grid_field(p, u0[:1], u0[1:2], np.zeros(1), u0[None, 2:])
+        for i, sft in enumerate(shifts):
+            u = u0 + sft
+            for m in (0, 1):
+                f1 = _grid_field(p, u[:1], u[1:2], np.full(1, float(m)), u[None, 2:])
+                prods[i, m] += f0[0, 0] * f1[0, 0] / draws
+    k = Matern32(lengthscale=tuple(ls))(u0[None], u0 + shifts)[0]
+    np.testing.assert_allclose(prods[:, 0], k, atol=0.07)
+    np.testing.assert_allclose(prods[:, 1], 0.5 * k, atol=0.07)
+
+
+def test_draw_nested_and_independent_training_sets(prior):
+    t = prior.draw([5, 30], np.random.default_rng(2), draws=2)
+    assert t.draws == 2 and t.train_locations[0].shape == (30, 24, 3)
+    np.testing.assert_array_equal(t.sample(5, 1).X, t.train_locations[1][:5])
+    assert not np.array_equal(t.train_locations[0], t.train_locations[1])
+    assert t.eval_X.shape == (prior.n_eval, 24, 3)
+    np.testing.assert_allclose(t.train_y(5, 1), t.evaluate(t.train_X(5, 1), 5))
+    with pytest.raises(ConfigurationError, match="ns"):
+        prior.draw([0], np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="n_types"):
+        DemandPrior(n_types=63)
+
+
+def test_systems_are_reproducible(prior):
+    a = prior.draw_system(np.random.default_rng(5))
+    b = prior.draw_system(np.random.default_rng(5))
+    np.testing.assert_array_equal(a.fields, b.fields)
+    X = prior.market.sample(2, np.random.default_rng(0))
+    np.testing.assert_array_equal(a.shares(X), b.shares(X))
+
+
+# --- discrepancies -------------------------------------------------------------------------------
+
+def test_finite_differences_match_analytic_logit(market):
+    beta_price, beta_sugar = -25.0, 0.2
+
+    class Logit:
+        def predict(self, X):
+            e = np.exp(beta_price * X[..., 0] + beta_sugar * X[..., 1])
+            return e / (1 + e.sum(axis=-1, keepdims=True))
+
+    X = market.sample(4, np.random.default_rng(9))
+    s = Logit().predict(X)
+    p = X[..., 0]
+    # d log s_j / d log p_k = beta_p p_k (1{j=k} - s_k)
+    exact = beta_price * p[:, None, :] * (np.eye(24)[None] - s[:, None, :])
+    # tiny steps: agreement to the O(h^2) truncation error
+    E = rule_elasticities(Logit(), X, np.full(p.shape, 1e-4))
+    np.testing.assert_allclose(E, exact, rtol=1e-6, atol=1e-12)
+    # the design's steps (h <= 0.01): still within the central-difference error bound
+    E = rule_elasticities(Logit(), X, market.log_price_steps(X))
+    np.testing.assert_allclose(E, exact, rtol=2e-3, atol=1e-8)
+
+
+def test_truth_predictor_has_zero_loss(truth):
+    class TruthRule:
+        def predict(self, X):
+            return truth.evaluate(X, 20)
+
+    class Constant:
+        def predict(self, X):
+            return np.full(X.shape[:2], truth.eval_y(20).mean())
+
+    discrepancies = (SharesMSE(), OwnElasticityMSE(), CrossElasticityMSE())
+    for d in discrepancies:
+        base = d(Constant(), truth, 20)
+        assert base > 1e-6
+        assert d(TruthRule(), truth, 20) <= 1e-16 * max(base, 1.0)
+
+
+def test_elasticity_cache_and_generic_truth(truth):
+    # a PseudoTruth without the kernel path: elasticities from `evaluate`, memoised on it
+    class Generic(PseudoTruth):
+        market = truth.market
+
+        def eval_y(self, n):
+            return truth.eval_y(n)
+
+        def evaluate(self, X, n):
+            calls.append(len(X))
+            return truth.evaluate(X, n)
+
+    calls: list[int] = []
+    g = Generic(truth.train_locations, truth.eval_X, None, truth.columns, truth.response)
+    rule = type("R", (), {"predict": lambda self, X: truth.evaluate(X, 20)})()
+    own = OwnElasticityMSE()(rule, g, 20)
+    CrossElasticityMSE()(rule, g, 20)
+    assert len(calls) == 1  # truth's elasticities computed once for both discrepancies
+    assert own <= 1e-20
+    assert truth.elasticities(20) is truth.elasticities(10)
