@@ -2,7 +2,8 @@
 
 Model (SPEC §6): for a binary lottery ``x = (z_hi, z_lo, p)``,
 
-    f(x) = u⁻¹( w(p) u(z_hi) + (1 − w(p)) u(z_lo) ),   u(z) = (z + s)^α,  u⁻¹(U) = exp(log(U)/α) − s,
+    f(x) = u⁻¹( w(p) u(z_hi) + (1 − w(p)) u(z_lo) ),
+    u(z) = (z + s)^α,   u⁻¹(U) = exp(log(U)/α) − s,
 
 with a fixed utility shift ``s ≥ 0`` (``s = 0``: power utility) and a weighting function indexed
 by ``t = ℓ + γ h(p)`` with ``ℓ = log δ``:
@@ -30,6 +31,7 @@ All validation happens in Python before the call (``models.py``); inputs are con
 from __future__ import annotations
 
 import math
+import types
 
 import numba
 import numpy as np
@@ -216,199 +218,204 @@ def grid_ssr_numpy(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.
 # bounded Levenberg–Marquardt and the multi-start fit, written once for both twins
 # ---------------------------------------------------------------------------------------------
 
-def _make_solvers(values, grid, compile):
-    """Build ``(refine, fit)`` around a ``values``/``grid`` pair, compiled or plain."""
+def _refine_impl(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
+    """Bounded Levenberg–Marquardt from ``theta0``: returns ``(θ, ssr, iterations)``.
 
-    def _refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
-        x = theta0.copy()
-        for i in range(3):
-            if free[i] != 0:
-                x[i] = min(max(x[i], lo[i]), hi[i])
-        f, J = values(x, X, shift, kind)
-        n = X.shape[0]
-        ssr = 0.0
-        r = np.empty(n)
+    Only entries with ``free != 0`` move, within ``[lo, hi]``; ``tol`` is the gradient
+    tolerance (cosine between the residual and a Jacobian column, as MINPACK's ``gtol``).
+    """
+    x = theta0.copy()
+    for i in range(3):
+        if free[i] != 0:
+            x[i] = min(max(x[i], lo[i]), hi[i])
+    f, J = rdu_values(x, X, shift, kind)
+    n = X.shape[0]
+    ssr = 0.0
+    r = np.empty(n)
+    for i in range(n):
+        r[i] = f[i] - y[i]
+        ssr += r[i] * r[i]
+    mu, nu = 1e-3, 2.0
+    g = np.zeros(3)
+    A = np.zeros((3, 3))
+    idx = np.zeros(3, dtype=np.int64)
+    M = np.zeros((3, 3))
+    s = np.zeros(3)
+    it = 0
+    while it < maxit:
+        it += 1
+        if ssr <= 1e-300:
+            break
+        for a in range(3):
+            g[a] = 0.0
+            for c in range(3):
+                A[a, c] = 0.0
         for i in range(n):
-            r[i] = f[i] - y[i]
-            ssr += r[i] * r[i]
-        mu, nu = 1e-3, 2.0
-        g = np.zeros(3)
-        A = np.zeros((3, 3))
-        idx = np.zeros(3, dtype=np.int64)
-        M = np.zeros((3, 3))
-        s = np.zeros(3)
-        it = 0
-        while it < maxit:
-            it += 1
-            if ssr <= 1e-300:
-                break
             for a in range(3):
-                g[a] = 0.0
-                for c in range(3):
-                    A[a, c] = 0.0
-            for i in range(n):
-                for a in range(3):
-                    g[a] += J[i, a] * r[i]
-                    for c in range(a, 3):
-                        A[a, c] += J[i, a] * J[i, c]
-            for a in range(3):
-                for c in range(a):
-                    A[a, c] = A[c, a]
-            # free parameters not held on a bound by an outward gradient
-            k = 0
-            dmax = 0.0
-            for a in range(3):
-                if free[a] == 0:
-                    continue
-                if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
-                    continue
-                idx[k] = a
-                k += 1
-                dmax = max(dmax, A[a, a])
-            if k == 0:
-                break
-            # gradient test (cosine of residual and Jacobian columns, MINPACK's gtol)
-            gmax = 0.0
+                g[a] += J[i, a] * r[i]
+                for c in range(a, 3):
+                    A[a, c] += J[i, a] * J[i, c]
+        for a in range(3):
+            for c in range(a):
+                A[a, c] = A[c, a]
+        # free parameters not held on a bound by an outward gradient
+        k = 0
+        dmax = 0.0
+        for a in range(3):
+            if free[a] == 0:
+                continue
+            if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
+                continue
+            idx[k] = a
+            k += 1
+            dmax = max(dmax, A[a, a])
+        if k == 0:
+            break
+        # gradient test (cosine of residual and Jacobian columns, MINPACK's gtol)
+        gmax = 0.0
+        for q in range(k):
+            a = idx[q]
+            if A[a, a] > 0.0:
+                gmax = max(gmax, abs(g[a]) / math.sqrt(A[a, a] * ssr))
+        if gmax <= tol:
+            break
+        accepted = False
+        done = False
+        while not accepted:
+            # damped normal equations on the inactive set: (A + μ diag) s = −g (Cholesky)
+            ok = True
             for q in range(k):
-                a = idx[q]
-                if A[a, a] > 0.0:
-                    gmax = max(gmax, abs(g[a]) / math.sqrt(A[a, a] * ssr))
-            if gmax <= tol:
-                break
-            accepted = False
-            done = False
-            while not accepted:
-                # damped normal equations on the inactive set: (A + μ diag) s = −g (Cholesky)
-                ok = True
+                for c in range(k):
+                    M[q, c] = A[idx[q], idx[c]]
+                M[q, q] += mu * max(A[idx[q], idx[q]], 1e-12 * dmax + 1e-300)
+            for q in range(k):
+                v = M[q, q]
+                for c in range(q):
+                    v -= M[q, c] * M[q, c]
+                if not v > 0.0:
+                    ok = False
+                    break
+                M[q, q] = math.sqrt(v)
+                for c in range(q + 1, k):
+                    v2 = M[c, q]
+                    for e in range(q):
+                        v2 -= M[c, e] * M[q, e]
+                    M[c, q] = v2 / M[q, q]
+            if ok:
                 for q in range(k):
-                    for c in range(k):
-                        M[q, c] = A[idx[q], idx[c]]
-                    M[q, q] += mu * max(A[idx[q], idx[q]], 1e-12 * dmax + 1e-300)
-                for q in range(k):
-                    v = M[q, q]
+                    v = -g[idx[q]]
                     for c in range(q):
-                        v -= M[q, c] * M[q, c]
-                    if not v > 0.0:
-                        ok = False
-                        break
-                    M[q, q] = math.sqrt(v)
+                        v -= M[q, c] * s[c]
+                    s[q] = v / M[q, q]
+                for q in range(k - 1, -1, -1):
+                    v = s[q]
                     for c in range(q + 1, k):
-                        v2 = M[c, q]
-                        for e in range(q):
-                            v2 -= M[c, e] * M[q, e]
-                        M[c, q] = v2 / M[q, q]
-                if ok:
-                    for q in range(k):
-                        v = -g[idx[q]]
-                        for c in range(q):
-                            v -= M[q, c] * s[c]
-                        s[q] = v / M[q, q]
-                    for q in range(k - 1, -1, -1):
-                        v = s[q]
-                        for c in range(q + 1, k):
-                            v -= M[c, q] * s[c]
-                        s[q] = v / M[q, q]
-                    xn = x.copy()
-                    step = 0.0
-                    xnorm = 0.0
-                    for q in range(k):
-                        a = idx[q]
-                        xn[a] = min(max(x[a] + s[q], lo[a]), hi[a])
-                        step += (xn[a] - x[a]) ** 2
-                        xnorm += x[a] ** 2
-                    if step > 0.0:
-                        fn, Jn = values(xn, X, shift, kind)
-                        ssrn = 0.0
+                        v -= M[c, q] * s[c]
+                    s[q] = v / M[q, q]
+                xn = x.copy()
+                step = 0.0
+                xnorm = 0.0
+                for q in range(k):
+                    a = idx[q]
+                    xn[a] = min(max(x[a] + s[q], lo[a]), hi[a])
+                    step += (xn[a] - x[a]) ** 2
+                    xnorm += x[a] ** 2
+                if step > 0.0:
+                    fn, Jn = rdu_values(xn, X, shift, kind)
+                    ssrn = 0.0
+                    for i in range(n):
+                        ssrn += (fn[i] - y[i]) ** 2
+                    if ssrn < ssr:
+                        # predicted reduction of the linear model along the actual step
+                        pred = 0.0
+                        for a in range(3):
+                            da = xn[a] - x[a]
+                            pred -= 2.0 * g[a] * da
+                            for c in range(3):
+                                pred -= da * A[a, c] * (xn[c] - x[c])
+                        rho = (ssr - ssrn) / pred if pred > 0.0 else 0.0
+                        small = (ssr - ssrn) <= 1e-15 * ssr or \
+                            math.sqrt(step) <= 1e-13 * (math.sqrt(xnorm) + 1e-13)
+                        x, f, J, ssr = xn, fn, Jn, ssrn
                         for i in range(n):
-                            ssrn += (fn[i] - y[i]) ** 2
-                        if ssrn < ssr:
-                            # predicted reduction of the linear model along the actual step
-                            pred = 0.0
-                            for a in range(3):
-                                da = xn[a] - x[a]
-                                pred -= 2.0 * g[a] * da
-                                for c in range(3):
-                                    pred -= da * A[a, c] * (xn[c] - x[c])
-                            rho = (ssr - ssrn) / pred if pred > 0.0 else 0.0
-                            small = (ssr - ssrn) <= 1e-15 * ssr or \
-                                math.sqrt(step) <= 1e-13 * (math.sqrt(xnorm) + 1e-13)
-                            x, f, J, ssr = xn, fn, Jn, ssrn
-                            for i in range(n):
-                                r[i] = f[i] - y[i]
-                            mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-                            nu = 2.0
-                            accepted = True
-                            done = small
-                            continue
-                    elif mu > 1.0:
-                        # the clipped step vanished at heavy damping: nothing left to move
-                        done = True
-                        break
-                mu *= nu
-                nu *= 2.0
-                if mu > 1e20:
+                            r[i] = f[i] - y[i]
+                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                        nu = 2.0
+                        accepted = True
+                        done = small
+                        continue
+                elif mu > 1.0:
+                    # the clipped step vanished at heavy damping: nothing left to move
                     done = True
                     break
-            if done:
+            mu *= nu
+            nu *= 2.0
+            if mu > 1e20:
+                done = True
                 break
-        return x, ssr, it
-
-    _refine = compile(_refine)
-
-    def _fit(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, maxit, tol):
-        S = grid(X, y, alphas, gammas, ells, shift, kind)
-        na, ng, nl = S.shape
-        # grid points no worse than any of their (up to 26) neighbours
-        cand = np.empty(na * ng * nl)
-        pos = np.empty((na * ng * nl, 3), dtype=np.int64)
-        m = 0
-        for a in range(na):
-            for b in range(ng):
-                for c in range(nl):
-                    v = S[a, b, c]
-                    local = True
-                    for da in range(-1, 2):
-                        for db in range(-1, 2):
-                            for dc in range(-1, 2):
-                                aa, bb, cc = a + da, b + db, c + dc
-                                if 0 <= aa < na and 0 <= bb < ng and 0 <= cc < nl:
-                                    if S[aa, bb, cc] < v:
-                                        local = False
-                    if local:
-                        cand[m] = v
-                        pos[m, 0], pos[m, 1], pos[m, 2] = a, b, c
-                        m += 1
-        order = np.argsort(cand[:m])
-        K = min(n_starts, m)
-        starts = np.empty((K, 5))
-        best = np.empty(3)
-        best_ssr = np.inf
-        theta0 = np.empty(3)
-        for q in range(K):
-            o = order[q]
-            theta0[0] = alphas[pos[o, 0]]
-            theta0[1] = gammas[pos[o, 1]]
-            theta0[2] = ells[pos[o, 2]]
-            x, ssr, it = _refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol)
-            starts[q, 0], starts[q, 1], starts[q, 2] = x[0], x[1], x[2]
-            starts[q, 3], starts[q, 4] = ssr, it
-            if ssr < best_ssr:
-                best_ssr = ssr
-                best[:] = x
-        return best, best_ssr, starts
-
-    return _refine, compile(_fit)
+        if done:
+            break
+    return x, ssr, it
 
 
-refine, fit_rdu = _make_solvers(rdu_values, grid_ssr, numba.njit(cache=True))
-refine.__doc__ = """Bounded Levenberg–Marquardt from ``theta0``: returns ``(θ, ssr, iterations)``.
+def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, maxit, tol):
+    """Grid plus multi-start bounded LM: returns ``(θ, ssr, starts)``.
 
-Only entries with ``free != 0`` move, within ``[lo, hi]``; ``tol`` is the gradient tolerance.
-"""
-fit_rdu.__doc__ = """Grid plus multi-start bounded LM: returns ``(θ, ssr, starts)``.
+    ``starts`` has one row ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid
+    minimum first.
+    """
+    S = grid_ssr(X, y, alphas, gammas, ells, shift, kind)
+    na, ng, nl = S.shape
+    # grid points no worse than any of their (up to 26) neighbours
+    cand = np.empty(na * ng * nl)
+    pos = np.empty((na * ng * nl, 3), dtype=np.int64)
+    m = 0
+    for a in range(na):
+        for b in range(ng):
+            for c in range(nl):
+                v = S[a, b, c]
+                local = True
+                for da in range(-1, 2):
+                    for db in range(-1, 2):
+                        for dc in range(-1, 2):
+                            aa, bb, cc = a + da, b + db, c + dc
+                            if 0 <= aa < na and 0 <= bb < ng and 0 <= cc < nl:
+                                if S[aa, bb, cc] < v:
+                                    local = False
+                if local:
+                    cand[m] = v
+                    pos[m, 0], pos[m, 1], pos[m, 2] = a, b, c
+                    m += 1
+    order = np.argsort(cand[:m])
+    K = min(n_starts, m)
+    starts = np.empty((K, 5))
+    best = np.empty(3)
+    best_ssr = np.inf
+    theta0 = np.empty(3)
+    for q in range(K):
+        o = order[q]
+        theta0[0] = alphas[pos[o, 0]]
+        theta0[1] = gammas[pos[o, 1]]
+        theta0[2] = ells[pos[o, 2]]
+        x, ssr, it = refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol)
+        starts[q, 0], starts[q, 1], starts[q, 2] = x[0], x[1], x[2]
+        starts[q, 3], starts[q, 4] = ssr, it
+        if ssr < best_ssr:
+            best_ssr = ssr
+            best[:] = x
+    return best, best_ssr, starts
 
-``starts`` has one row ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid minimum first.
-"""
-refine_numpy, fit_rdu_numpy = _make_solvers(rdu_values_numpy, grid_ssr_numpy, lambda f: f)
-refine_numpy.__doc__ = "NumPy twin of :func:`refine`."
-fit_rdu_numpy.__doc__ = "NumPy twin of :func:`fit_rdu`."
+
+def _with_globals(func, **names):
+    """A copy of ``func`` whose global ``names`` are rebound (the twins share one source)."""
+    env = dict(func.__globals__)
+    env.update(names)
+    twin = types.FunctionType(func.__code__, env, func.__name__ + "_numpy", func.__defaults__)
+    twin.__doc__ = f"NumPy twin of :func:`{func.__name__.replace('_impl', '')}` (same source)."
+    return twin
+
+
+refine = numba.njit(cache=True)(_refine_impl)
+fit_rdu = numba.njit(cache=True)(_fit_impl)
+refine_numpy = _with_globals(_refine_impl, rdu_values=rdu_values_numpy)
+fit_rdu_numpy = _with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)

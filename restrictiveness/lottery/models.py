@@ -379,8 +379,15 @@ class RDU(Procedure):
     # -- reporting scale ----------------------------------------------------------------------
     def _reported(self, theta: np.ndarray) -> dict[str, float]:
         """Free parameters on their reported scale (δ = exp(log δ))."""
-        natural = {"alpha": theta[0], "gamma": theta[1], "delta": np.exp(theta[2])}
+        natural = {"alpha": theta[0], "gamma": theta[1], "delta": self._delta(theta[2])}
         return {q: float(natural[q]) for q in self.free}
+
+    def _delta(self, ell: float) -> float:
+        """δ from log δ, exactly the bound when log δ sits on it (exp∘log may miss by an ulp)."""
+        lo, hi = self.bounds["delta"]
+        if ell <= np.log(lo):
+            return lo
+        return hi if ell >= np.log(hi) else float(np.exp(ell))
 
     def _reported_jacobian(self, theta: np.ndarray) -> np.ndarray:
         """``∂(reported)/∂(internal free)``: diagonal, δ for log δ."""
@@ -571,7 +578,7 @@ class DisappointmentAversion(RDU):
             self.label = "DA(" + ",".join(q for q in ("alpha", "eta") if q in free) + ")"
 
     def _reported(self, theta):
-        natural = {"alpha": theta[0], "delta": np.expm1(-theta[2])}  # η = 1/δ − 1
+        natural = {"alpha": theta[0], "delta": 1.0 / self._delta(theta[2]) - 1.0}  # η
         return {self._reported_label(q): float(natural[q]) for q in self.free}
 
     def _reported_jacobian(self, theta):

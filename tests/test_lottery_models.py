@@ -1,0 +1,468 @@
+"""Tests of the RDU / CPT family (SPEC §6): formulas, kernels, fits, estimator and summary."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.optimize
+import statsmodels.api as sm
+
+from restrictiveness.exceptions import ConfigurationError, DataError, FormulaError
+from restrictiveness.lottery import _rdu_nb as K
+from restrictiveness.lottery.estimation import LotteryNLS
+from restrictiveness.lottery.models import (
+    CPT,
+    RDU,
+    DisappointmentAversion,
+    ExpectedUtility,
+    ExpectedValue,
+    LinearWeighting,
+    PrelecWeighting,
+    ShiftedPowerUtility,
+)
+from restrictiveness.sample import Sample
+
+COLUMNS = ("z_hi", "z_lo", "p")
+CLASSES = [("alpha", "gamma", "delta"), ("gamma", "delta"), ("alpha", "delta"), ("delta",),
+           ("alpha", "gamma"), ("gamma",), ("alpha",)]
+KINDS = [K.WEIGHT_LINEAR, K.WEIGHT_ODDS, K.WEIGHT_PRELEC]
+
+
+def lotteries(rng, n):
+    """Lotteries from the paper's domain (SPEC §6), with a few z_lo = 0."""
+    zh = rng.uniform(1 / 15, 1, 3 * n)
+    zl = rng.uniform(0, 1 / 3, 3 * n)
+    p = rng.uniform(0.05, 0.95, 3 * n)
+    X = np.c_[zh, zl, p][zh >= zl][:n]
+    X[: n // 10, 1] = 0.0
+    return np.ascontiguousarray(X)
+
+
+def cpt(X, alpha=1.0, gamma=1.0, delta=1.0):
+    return K.rdu_values(np.array([alpha, gamma, np.log(delta)]), X, 0.0, K.WEIGHT_ODDS)[0]
+
+
+def monotone_truth(rng, X):
+    """A random smooth CE function inside the prize interval, nondecreasing in each covariate."""
+    c = np.abs(rng.normal(0, 2, 4))
+    g = (rng.normal() + 3 * c[1] * X[:, 0] + 3 * c[2] * X[:, 1] + 4 * c[3] * (X[:, 2] - 0.5)
+         + 0.5 * np.tanh(6 * (X[:, 2] - rng.uniform(0.2, 0.8))))
+    return X[:, 1] + (X[:, 0] - X[:, 1]) / (1 + np.exp(-g))
+
+
+# ---------------------------------------------------------------------------------------------
+# formulas
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("x", "theta", "expected"), [
+    ((1.0, 0.0, 0.5), (0.5, 1.0, 1.0), 0.25),            # U = 0.5, f = 0.5²
+    ((0.64, 0.16, 0.5), (0.5, 1.0, 1.0), 0.36),          # U = (0.8 + 0.4)/2 = 0.6
+    ((0.9, 0.3, 0.5), (1.0, 0.5, 2.0), 0.7),             # w = 2/3
+    ((0.9, 0.3, 0.2), (1.0, 1.0, 1.0), 0.42),            # expected value
+    ((1.0, 0.0, 0.5), (0.01, 1.0, 1.0), 0.5**100),       # α = 0.01: f = w^(1/α) z_hi
+    ((0.0, 0.0, 0.3), (0.3, 0.5, 2.0), 0.0),             # U = 0: both prizes 0
+    ((0.5, 0.5, 0.3), (0.2, 0.3, 7.0), 0.5),             # degenerate lottery
+])
+def test_cpt_formula_hand_computed(x, theta, expected):
+    X = np.array([x])
+    got = cpt(X, *theta)
+    np.testing.assert_allclose(got, [expected], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(K.rdu_values_numpy(np.array([theta[0], theta[1],
+                                                            np.log(theta[2])]), X, 0.0,
+                                                  K.WEIGHT_ODDS)[0], [expected], rtol=1e-12)
+
+
+def test_odds_weighting_matches_definition():
+    p = np.linspace(0.01, 0.99, 50)
+    X = np.c_[np.ones(50), np.zeros(50), p]          # α = 1, z = (1, 0): f = w(p)
+    for gamma, delta in [(0.3, 0.5), (1.0, 30.0), (0.01, 0.01)]:
+        w = delta * p**gamma / (delta * p**gamma + (1 - p) ** gamma)
+        np.testing.assert_allclose(cpt(X, 1.0, gamma, delta), w, rtol=1e-13)
+
+
+def test_prelec_and_shifted_power_hand_computed():
+    # Prelec at p = 1/e: w = exp(−δ) whatever γ; δ = log 2 gives 1/2
+    X = np.array([[1.0, 0.0, np.exp(-1.0)]])
+    for gamma in (0.2, 1.0):
+        f = K.rdu_values(np.array([1.0, gamma, np.log(np.log(2.0))]), X, 0.0, K.WEIGHT_PRELEC)[0]
+        np.testing.assert_allclose(f, [0.5], rtol=1e-13)
+    # shifted power, s = 1/4, α = 1/2, linear weighting: U = (1 + 0.5)/2, f = 0.75² − 0.25
+    X = np.array([[0.75, 0.0, 0.5]])
+    f = K.rdu_values(np.array([0.5, 1.0, 0.0]), X, 0.25, K.WEIGHT_LINEAR)[0]
+    np.testing.assert_allclose(f, [0.3125], rtol=1e-13)
+    rule = ExpectedUtility(ShiftedPowerUtility(0.25), grid={"alpha": [0.5]}, n_starts=1)
+    assert rule.fit_arrays(X, f).params["alpha"] == pytest.approx(0.5, abs=1e-8)
+
+
+def test_expected_value_baseline_is_exact():
+    rng = np.random.default_rng(0)
+    X = lotteries(rng, 30)
+    s = Sample(X[:, [2, 0, 1]], np.zeros(30), ("p", "z_hi", "z_lo"), "ce")
+    rule = ExpectedValue().fit(s, rng)
+    np.testing.assert_array_equal(rule.predict(s.X), X[:, 2] * X[:, 0] + (1 - X[:, 2]) * X[:, 1])
+    assert ExpectedValue.label == "EV"
+
+
+@pytest.mark.parametrize("theta", [(0.01, 0.01, 0.01), (0.01, 1.0, 30.0), (1.0, 0.01, 30.0),
+                                   (0.5, 0.5, 1.0)])
+def test_boundary_lotteries_and_parameters_are_finite(theta):
+    p = np.array([0.0, 1e-300, 1e-12, 0.5, 1 - 1e-12, 1.0])
+    X = np.ascontiguousarray(np.c_[np.full(6, 0.7), np.zeros(6), p])
+    for kind in KINDS:
+        f, J = K.rdu_values(np.array([theta[0], theta[1], np.log(theta[2])]), X, 0.0, kind)
+        assert np.isfinite(f).all() and np.isfinite(J).all()
+        assert ((f >= 0) & (f <= 0.7 + 1e-12)).all()
+    assert cpt(X[:1], *theta)[0] == 0.0          # p = 0: the low prize
+    assert cpt(X[-1:], *theta)[0] == pytest.approx(0.7, rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels: analytic Jacobian and NumPy twins
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shift", [0.0, 0.1])
+@pytest.mark.parametrize("theta", [(0.6, 0.5, np.log(2.0)), (0.01, 0.01, np.log(30.0)),
+                                   (1.0, 1.0, np.log(0.01)), (0.05, 0.9, 0.0)])
+def test_jacobian_matches_finite_differences(kind, shift, theta):
+    X = lotteries(np.random.default_rng(1), 40)
+    theta = np.array(theta)
+    _, J = K.rdu_values(theta, X, shift, kind)
+    h = 1e-4 * np.maximum(np.abs(theta), 0.01)
+
+    def f(t):
+        return K.rdu_values_numpy(t, X, shift, kind)[0]
+
+    for a in range(3):
+        e = np.zeros(3)
+        e[a] = h[a]
+        # five-point central difference: truncation O(h⁴), so a step large enough that the
+        # rounding of exp(log(U)/α) at α = 0.01 does not swamp it
+        fd = (-f(theta + 2 * e) + 8 * f(theta + e) - 8 * f(theta - e) + f(theta - 2 * e)) / (
+            12 * h[a])
+        # exp(log(U)/α) carries a relative rounding error ~1e-14 when α = 0.01
+        rounding = 1e-13 * np.abs(f(theta)).max() / h[a]
+        np.testing.assert_allclose(J[:, a], fd, rtol=1e-6, atol=rounding + 1e-12)
+
+
+def test_jacobian_at_small_alpha_matches_high_precision_derivatives():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    X = lotteries(np.random.default_rng(1), 12)
+    theta = np.array([0.01, 0.3, np.log(30.0)])
+    _, J = K.rdu_values(theta, X, 0.0, K.WEIGHT_ODDS)
+
+    def ce(i, alpha, gamma, ell):
+        zh, zl, p = (mp.mpf(float(v)) for v in X[i])
+        w = mp.exp(ell) * p**gamma / (mp.exp(ell) * p**gamma + (1 - p) ** gamma)
+        return (w * zh**alpha + (1 - w) * (zl**alpha if zl > 0 else 0)) ** (1 / alpha)
+
+    t = [mp.mpf(float(v)) for v in theta]
+    for i in range(len(X)):
+        exact = [mp.diff(lambda v, i=i: ce(i, v, t[1], t[2]), t[0]),
+                 mp.diff(lambda v, i=i: ce(i, t[0], v, t[2]), t[1]),
+                 mp.diff(lambda v, i=i: ce(i, t[0], t[1], v), t[2])]
+        np.testing.assert_allclose(J[i], [float(v) for v in exact], rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shift", [0.0, 0.2])
+def test_numba_kernels_match_numpy_twins(kind, shift):
+    rng = np.random.default_rng(2)
+    X = lotteries(rng, 60)
+    for theta in ([0.6, 0.4, 0.3], [0.01, 0.01, np.log(30.0)], [1.0, 1.0, 0.0]):
+        theta = np.array(theta)
+        f, J = K.rdu_values(theta, X, shift, kind)
+        f2, J2 = K.rdu_values_numpy(theta, X, shift, kind)
+        np.testing.assert_allclose(f, f2, rtol=1e-13, atol=1e-300)
+        # the α column cancels two terms of size F log(U)/α²: an ulp of log U (U ≈ 1) differs
+        # between libms by ~1e-16/α² (1e-12 at α = 0.01)
+        np.testing.assert_allclose(J, J2, rtol=1e-8, atol=1e-15 / theta[0] ** 2)
+    y = monotone_truth(rng, X)
+    grids = (np.array([0.01, 0.3, 1.0]), np.array([0.01, 0.5, 1.0]), np.linspace(-4.6, 3.4, 5))
+    np.testing.assert_allclose(K.grid_ssr(X, y, *grids, shift, kind),
+                               K.grid_ssr_numpy(X, y, *grids, shift, kind), rtol=1e-12)
+    lo, hi = np.array([0.01, 0.01, np.log(0.01)]), np.array([1.0, 1.0, np.log(30.0)])
+    free = np.array([1, 1, 1])
+    x1, s1, _ = K.refine(np.array([0.5, 0.5, 0.0]), lo, hi, free, X, y, shift, kind, 200, 1e-10)
+    x2, s2, _ = K.refine_numpy(np.array([0.5, 0.5, 0.0]), lo, hi, free, X, y, shift, kind, 200,
+                               1e-10)
+    np.testing.assert_allclose(x1, x2, rtol=1e-6, atol=1e-8)
+    assert s1 == pytest.approx(s2, rel=1e-9)
+    b1 = K.fit_rdu(X, y, *grids, lo, hi, free, shift, kind, 3, 200, 1e-10)
+    b2 = K.fit_rdu_numpy(X, y, *grids, lo, hi, free, shift, kind, 3, 200, 1e-10)
+    assert b1[1] == pytest.approx(b2[1], rel=1e-9)
+    np.testing.assert_allclose(b1[0], b2[0], rtol=1e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# fits: recovery, nesting, bounds, global optimum
+# ---------------------------------------------------------------------------------------------
+
+def test_seven_labels():
+    assert [CPT(free=c).label for c in CLASSES] == [
+        "CPT(alpha,gamma,delta)", "CPT(gamma,delta)", "CPT(alpha,delta)", "CPT(delta)",
+        "CPT(alpha,gamma)", "CPT(gamma)", "CPT(alpha)"]
+    assert CPT(free=("delta", "alpha")).label == "CPT(alpha,delta)"   # canonical order
+    assert ExpectedUtility().label == "EU"
+    assert DisappointmentAversion(free=("eta",)).label == "DA(eta)"
+
+
+@pytest.mark.parametrize("truth", [
+    {"alpha": 0.7, "gamma": 0.6, "delta": 0.8},      # interior
+    {"alpha": 1.0, "gamma": 0.6, "delta": 0.8},      # α on its upper bound
+    {"alpha": 0.5, "gamma": 0.7, "delta": 30.0},     # δ on its upper bound
+    {"alpha": 0.6, "gamma": 0.01, "delta": 1.5},     # γ on its lower bound
+    {"alpha": 0.3, "gamma": 1.0, "delta": 0.01},     # γ upper, δ lower
+])
+def test_full_model_recovers_parameters_from_noise_free_data(truth):
+    X = lotteries(np.random.default_rng(3), 100)
+    fit = CPT().fit_arrays(X, cpt(X, **truth))
+    assert fit.ssr < 1e-20
+    for q, v in truth.items():
+        assert fit.params[q] == pytest.approx(v, rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("free", CLASSES)
+def test_each_submodel_nests_in_the_full_model(free):
+    rng = np.random.default_rng(abs(hash(free)) % 2**32)
+    X = lotteries(rng, 80)
+    truth = {"alpha": rng.uniform(0.2, 1), "gamma": rng.uniform(0.2, 1),
+             "delta": np.exp(rng.uniform(-2, 2))}
+    truth = {q: (v if q in free else 1.0) for q, v in truth.items()}
+    y = cpt(X, **truth)
+    sub = CPT(free=free).fit_arrays(X, y)
+    full = CPT().fit_arrays(X, y)
+    assert sub.ssr < 1e-20 and full.ssr < 1e-20
+    for q in free:
+        assert sub.params[q] == pytest.approx(truth[q], rel=1e-6)
+        assert full.params[q] == pytest.approx(truth[q], rel=1e-6)
+    for q in ("alpha", "gamma", "delta"):
+        assert full.params[q] == pytest.approx(truth[q], rel=1e-6)
+    # and the full model is never worse than the submodel on any labels
+    z = monotone_truth(rng, X)
+    assert CPT().fit_arrays(X, z).ssr <= CPT(free=free).fit_arrays(X, z).ssr * (1 + 1e-12)
+
+
+def test_estimates_land_exactly_on_bounds():
+    X = lotteries(np.random.default_rng(4), 100)
+    # risk-seeking labels (α > 1 would fit) pin α at exactly 1
+    fit = CPT(free=("alpha",)).fit_arrays(X, cpt(X, alpha=1.0) + 0.02 * X[:, 0] * (1 - X[:, 2]))
+    assert fit.params["alpha"] == 1.0 and fit.info["at_bound"] == ["alpha"]
+    # expected values: α = 1 exactly, a perfect fit
+    fit = CPT(free=("alpha",)).fit_arrays(X, X[:, 2] * X[:, 0] + (1 - X[:, 2]) * X[:, 1])
+    assert fit.params["alpha"] == 1.0 and fit.ssr < 1e-25
+    # optimism beyond δ = 30 pins δ at exactly 30
+    fit = CPT(free=("alpha", "delta")).fit_arrays(X, cpt(X, alpha=0.8, delta=80.0))
+    assert fit.params["delta"] == 30.0 and "delta" in fit.info["at_bound"]
+    # γ below its bound pins γ at exactly 0.01
+    fit = CPT(free=("gamma", "delta")).fit_arrays(X, cpt(X, gamma=0.001, delta=2.0))
+    assert fit.params["gamma"] == 0.01
+
+
+def test_disappointment_aversion_is_cpt_reparameterised():
+    rng = np.random.default_rng(5)
+    X = lotteries(rng, 100)
+    for _ in range(3):
+        y = monotone_truth(rng, X)
+        for da_free, cpt_free in [(("alpha", "eta"), ("alpha", "delta")), (("eta",), ("delta",))]:
+            da = DisappointmentAversion(free=da_free).fit_arrays(X, y)
+            cp = CPT(free=cpt_free).fit_arrays(X, y)
+            assert da.ssr == pytest.approx(cp.ssr, rel=1e-10)
+            np.testing.assert_allclose(da.predict(X), cp.predict(X), rtol=1e-8, atol=1e-12)
+            assert da.params["eta"] == pytest.approx(1 / cp.params["delta"] - 1, rel=1e-6,
+                                                     abs=1e-9)
+            assert -29 / 30 - 1e-12 <= da.params["eta"] <= 99 + 1e-9
+
+
+def test_expected_utility_is_cpt_alpha():
+    rng = np.random.default_rng(6)
+    X = lotteries(rng, 60)
+    y = monotone_truth(rng, X)
+    eu, ca = ExpectedUtility().fit_arrays(X, y), CPT(free=("alpha",)).fit_arrays(X, y)
+    assert eu.params["alpha"] == pytest.approx(ca.params["alpha"], rel=1e-8)
+    assert eu.ssr == pytest.approx(ca.ssr, rel=1e-10)
+
+
+def _scipy_best(model, X, y, rng, starts):
+    """Smallest SSR of scipy's bounded least_squares (trf) from random starts."""
+    lo, hi, free, _ = model._kernel_setup()
+    idx = np.flatnonzero(free)
+    base = np.array([1.0, 1.0, 0.0])
+
+    def theta(v):
+        t = base.copy()
+        t[idx] = v
+        return t
+
+    best = np.inf
+    for _ in range(starts):
+        r = scipy.optimize.least_squares(
+            lambda v: K.rdu_values(theta(v), X, 0.0, K.WEIGHT_ODDS)[0] - y,
+            rng.uniform(lo[idx], hi[idx]),
+            jac=lambda v: K.rdu_values(theta(v), X, 0.0, K.WEIGHT_ODDS)[1][:, idx],
+            bounds=(lo[idx], hi[idx]), method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14)
+        best = min(best, 2 * r.cost)
+    return best
+
+
+@pytest.mark.parametrize("free", [("alpha", "gamma", "delta"), ("alpha", "delta")])
+def test_fit_is_global_optimum_against_scipy_multistart(free):
+    rng = np.random.default_rng(7)
+    model = CPT(free=free)
+    for _ in range(20):
+        X = lotteries(rng, 100)
+        y = monotone_truth(rng, X)
+        ours = model.fit_arrays(X, y).ssr
+        assert ours <= _scipy_best(model, X, y, rng, 12) * (1 + 1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("free", CLASSES)
+def test_fit_is_global_optimum_against_scipy_multistart_all_classes(free):
+    rng = np.random.default_rng(8)
+    model = CPT(free=free)
+    for _ in range(100):
+        X = lotteries(rng, 100)
+        y = monotone_truth(rng, X)
+        assert model.fit_arrays(X, y).ssr <= _scipy_best(model, X, y, rng, 30) * (1 + 1e-8)
+
+
+def test_procedure_protocol():
+    rng = np.random.default_rng(9)
+    X = lotteries(rng, 50)
+    y = monotone_truth(rng, X)
+    perm = [2, 0, 1]
+    s = Sample(X[:, perm], y, tuple(COLUMNS[i] for i in perm), "ce")
+    model = pickle.loads(pickle.dumps(CPT(free=("alpha", "delta"))))
+    rule = model.fit(s, rng)
+    direct = CPT(free=("alpha", "delta")).fit_arrays(X, y)
+    np.testing.assert_allclose(rule.predict(s.X), direct.predict(X), rtol=1e-12)
+    info = json.loads(json.dumps(rule.info))
+    assert set(info["params"]) == {"alpha", "delta"} and info["ssr"] == pytest.approx(rule.ssr)
+    # a formula maps other names onto (z_hi, z_lo, p), in order
+    s2 = Sample(X, y, ("hi", "lo", "prob"), "ce")
+    rule2 = CPT(free=("alpha", "delta"), formula="ce ~ hi + lo + prob").fit(s2, rng)
+    assert rule2.params == pytest.approx(direct.params)
+    with pytest.raises(FormulaError, match="z_hi"):
+        CPT().fit(s2, rng)
+
+
+def test_prelec_rdu_recovers_parameters():
+    X = lotteries(np.random.default_rng(10), 100)
+    y = K.rdu_values(np.array([0.8, 0.5, np.log(1.3)]), X, 0.0, K.WEIGHT_PRELEC)[0]
+    fit = RDU(weighting=PrelecWeighting()).fit_arrays(X, y)
+    assert fit.params == pytest.approx({"alpha": 0.8, "gamma": 0.5, "delta": 1.3}, rel=1e-6)
+    assert RDU(weighting=LinearWeighting()).param_names == ("alpha",)
+
+
+def test_invalid_arguments_raise_named_errors():
+    with pytest.raises(ConfigurationError, match="free"):
+        CPT(free=("alpha", "beta"))
+    with pytest.raises(ConfigurationError, match="free"):
+        CPT(free=())
+    with pytest.raises(ConfigurationError, match="free"):
+        CPT(free="alpha")
+    with pytest.raises(ConfigurationError, match="free"):
+        DisappointmentAversion(free=("delta",))
+    with pytest.raises(ConfigurationError, match="bounds"):
+        RDU(bounds={"alpha": (1.0, 0.5)})
+    with pytest.raises(ConfigurationError, match="shift"):
+        ShiftedPowerUtility(-1.0)
+    X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2]])
+    with pytest.raises(DataError, match="NaN"):
+        CPT().fit_arrays(X, np.array([0.3, np.nan]))
+    with pytest.raises(DataError, match="probabilities"):
+        CPT().fit_arrays(np.array([[1.0, 0.0, 1.5]]), np.array([0.3]))
+    with pytest.raises(DataError, match="nonnegative"):
+        CPT().fit_arrays(np.array([[1.0, -0.1, 0.5]]), np.array([0.3]))
+
+
+# ---------------------------------------------------------------------------------------------
+# estimator on data: formula, standard errors, summary
+# ---------------------------------------------------------------------------------------------
+
+def _data(seed=11, n=300, clusters=30):
+    rng = np.random.default_rng(seed)
+    X = lotteries(rng, n)
+    ce = cpt(X, 0.7, 0.6, 0.8) + 0.03 * rng.standard_normal(len(X))
+    return pd.DataFrame({"ce": ce, "z_hi": X[:, 0], "z_lo": X[:, 1], "p": X[:, 2],
+                         "id": rng.integers(0, clusters, len(X))})
+
+
+def test_formula_fit_matches_direct_call():
+    df = _data()
+    res = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha", "gamma")).fit()
+    direct = CPT(free=("alpha", "gamma")).fit_arrays(df[["z_hi", "z_lo", "p"]].to_numpy(),
+                                                    df["ce"].to_numpy())
+    assert res.params.to_dict() == pytest.approx(direct.params, rel=1e-12)
+    assert res.ssr == pytest.approx(direct.ssr, rel=1e-12) and res.nobs == len(df)
+    # columns are taken by role from the formula, not by position in the frame
+    renamed = df.rename(columns={"z_hi": "hi", "z_lo": "lo", "p": "prob"})[
+        ["prob", "ce", "lo", "hi"]]
+    res2 = CPT.from_formula("ce ~ hi + lo + prob", renamed, free=("alpha", "gamma")).fit()
+    assert res2.params.to_numpy() == pytest.approx(res.params.to_numpy(), rel=1e-12)
+    with pytest.raises(FormulaError, match="missing_col"):
+        CPT.from_formula("ce ~ z_hi + missing_col + p", df)
+    with pytest.raises(FormulaError, match="three"):
+        CPT.from_formula("ce ~ z_hi + p", df)
+
+
+def test_standard_errors_match_statsmodels_on_the_linearised_problem():
+    df = _data()
+    model = CPT(free=("alpha", "gamma"))   # reported scale = internal scale
+    X = df[["z_hi", "z_lo", "p"]].to_numpy()
+    fit = model.fit_arrays(X, df["ce"].to_numpy())
+    assert fit.info["at_bound"] == []
+    f, J = K.rdu_values(fit.theta, np.ascontiguousarray(X), 0.0, K.WEIGHT_ODDS)
+    e = df["ce"].to_numpy() - f
+    lin = sm.OLS(e, J[:, :2])       # at an interior optimum the OLS fit of e on J is ~0
+    nls = LotteryNLS.from_formula("ce ~ z_hi + z_lo + p", df, model)
+    np.testing.assert_allclose(nls.fit().bse, lin.fit().bse, rtol=1e-6)
+    # singleton clusters: HC1 (G/(G−1)·(N−1)/(N−k) = N/(N−k))
+    np.testing.assert_allclose(nls.fit("cluster", groups=np.arange(len(df))).bse,
+                               lin.fit(cov_type="HC1").bse, rtol=1e-6)
+    # real clusters, with the same small-sample factor as statsmodels
+    res = nls.fit("cluster", groups="id")
+    np.testing.assert_allclose(res.bse, lin.fit(cov_type="cluster",
+                                                cov_kwds={"groups": df["id"].to_numpy()}).bse,
+                               rtol=1e-6)
+    assert res.n_clusters == df["id"].nunique() and res.df_inference == res.n_clusters - 1
+
+
+def test_delta_method_for_delta_and_eta():
+    df = _data(seed=12)
+    X = np.ascontiguousarray(df[["z_hi", "z_lo", "p"]].to_numpy())
+    res = CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit()
+    d = res.params["delta"]
+    _, J = K.rdu_values(res.fitted.theta, X, 0.0, K.WEIGHT_ODDS)
+    Jn = J * np.array([1.0, 1.0, 1.0 / d])          # ∂f/∂δ = ∂f/∂log δ / δ
+    V = res.ssr / (len(df) - 3) * np.linalg.inv(Jn.T @ Jn)
+    np.testing.assert_allclose(res.bse, np.sqrt(np.diag(V)), rtol=1e-8)
+    da = DisappointmentAversion.from_formula("ce ~ z_hi + z_lo + p", df).fit()
+    cp = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha", "delta")).fit()
+    # η = 1/δ − 1: se(η) = se(δ)/δ²
+    assert da.bse["eta"] == pytest.approx(cp.bse["delta"] / cp.params["delta"] ** 2, rel=1e-6)
+    assert da.bse["alpha"] == pytest.approx(cp.bse["alpha"], rel=1e-6)
+    ci = res.conf_int(0.1)
+    assert (ci["lower"] < res.params).all() and (res.params < ci["upper"]).all()
+    np.testing.assert_allclose(res.tvalues, res.params / res.bse)
+
+
+def test_summary_exports():
+    df = _data(seed=13)
+    res = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha", "delta")).fit(
+        cov_type="cluster", groups="id")
+    smry = res.summary()
+    text = smry.as_text()
+    for token in ("CPT(alpha,delta)", "alpha", "delta", "Clustered", "No. Clusters", "gamma"):
+        assert token in text
+    assert "\\begin{tabular}" in smry.as_latex() and "<table" in smry.as_html()
+    with pytest.raises(ConfigurationError, match="groups"):
+        CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit(cov_type="cluster")
+    with pytest.raises(ConfigurationError, match="cov_type"):
+        CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit(cov_type="robust")
