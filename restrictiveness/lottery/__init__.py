@@ -40,7 +40,7 @@ __all__ = [
     "CPT", "RDU", "DisappointmentAversion", "ExpectedUtility", "ExpectedValue",
     "LinearWeighting", "OddsWeighting", "PowerUtility", "PrelecWeighting", "ShiftedPowerUtility",
     "COLUMNS", "RESPONSE", "lottery_domain", "lottery_eligible_set", "lottery_prior",
-    "CPT_CLASSES", "gp_regression", "table1_procedures", "study",
+    "CPT_CLASSES", "gp_regression", "table1_procedures", "study", "completeness",
 ]
 
 #: The seven CPT classes of Table 1, in the paper's order (free parameters; others fixed at 1).
@@ -88,3 +88,47 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
                  dict(procedures) if procedures is not None else table1_procedures(),
                  baseline=baseline if baseline is not None else ExpectedValue(), n=n,
                  replications=replications, seed=seed, draws=draws, baseline_label="EV")
+
+
+def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds: int = 10,
+                 seed: int = 0, benchmark: Procedure | None = None,
+                 baseline: Procedure | None = None):
+    """Completeness on the Bruhin et al. (2010) lottery responses (SPEC §5, §6 "Real data").
+
+    Ten folds over responses common to all procedures; each procedure is fitted to the 25
+    lottery means of the training responses and predicts held-out individual responses;
+    squared error; SEs clustered by participant.
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        :func:`restrictiveness.datasets.load_bruhin` output, or the path of ``ch03_data.csv``.
+    procedures : mapping, optional
+        Default: :func:`table1_procedures` (seven CPT classes and GP regression).
+    folds, seed : int
+        Cross-validation design.
+    benchmark : Procedure, optional
+        The flexible benchmark (default: GP regression; the paper's TabPFN, or any
+        scikit-learn-style regressor through :class:`~restrictiveness.SklearnRegressor`, can be
+        passed). κ is relative to the benchmark: with GP regression the paper's κ are divided by
+        GP regression's 1.002 against TabPFN.
+    baseline : Procedure, optional
+        Default: expected value.
+
+    Returns
+    -------
+    CompletenessResults
+    """
+    from ..completeness import CellMeansKFold, TableSample, estimate_completeness
+    from ..datasets.bruhin import load_bruhin
+
+    frame = data if hasattr(data, "columns") else load_bruhin(data)
+    procs = dict(procedures) if procedures is not None else table1_procedures()
+    base = baseline if baseline is not None else ExpectedValue()
+    bench = benchmark if benchmark is not None else procs.get("GP regression", gp_regression())
+    if "GP regression" in procs and bench is procs["GP regression"]:
+        bench = "GP regression"
+    procs.setdefault(base.label, base)
+    return estimate_completeness(
+        frame, procs, baseline=base.label, benchmark=bench, design=CellMeansKFold(k=folds),
+        to_sample=TableSample(COLUMNS, RESPONSE), seed=seed, constraints=[Between("z_lo", "z_hi")])
