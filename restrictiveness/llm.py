@@ -82,7 +82,7 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
     An unterminated last block is not a block.
     """
     blocks, outside, lang, body = [], [], None, []
-    for line in text.splitlines(keepends=True):
+    for line in text.replace("\r\n", "\n").splitlines(keepends=True):
         if lang is None:
             m = _OPEN.match(line)
             if m:
@@ -105,7 +105,7 @@ def extract_code(response: str) -> str | None:
     Blocks fenced as ```` ```python ````, ```` ```python3 ````, ```` ```py ```` or bare
     ```` ``` ```` count; blocks labelled with another language (```` ```bash ````) do not,
     nor does an unterminated block. Indentation common to the block (a fence inside a list
-    item) is removed.
+    item) is removed and line endings become ``\\n``.
 
     Examples
     --------

@@ -1,0 +1,331 @@
+"""Language-model procedures with scripted clients: code extraction, prompts, Completion,
+Agent, and the response cache (a rerun makes no client calls)."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+from restrictiveness.exceptions import ConfigurationError
+from restrictiveness.llm import (
+    FINAL_MARKER,
+    PROMPTS,
+    Agent,
+    Completion,
+    PromptDesign,
+    ResponseCache,
+    _is_final,
+    build_messages,
+    extract_code,
+    sample_csv,
+)
+from restrictiveness.procedures import OLS
+from restrictiveness.programs import ProgramError
+from restrictiveness.sample import Sample
+from restrictiveness.sandbox import DEFAULT_ALLOWED_MODULES, SandboxLimits
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
+
+FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30)
+
+
+# ------------------------------------------------------------------ extract_code
+
+
+@pytest.mark.parametrize("response, code", [
+    ("```python\nx = 1\n```", "x = 1\n"),
+    ("```py\nx = 1\n```", "x = 1\n"),
+    ("```Python3\nx = 1\n```", "x = 1\n"),
+    ("```\nx = 1\n```", "x = 1\n"),
+    ("text\n```python\na = 1\n```\nmore\n```python\nb = 2\n```\nend", "b = 2\n"),
+    ("```python\na = 1\n```\n```bash\nls\n```", "a = 1\n"),               # other language
+    ("```bash\nls\n```\n```python\nb = 2\n```", "b = 2\n"),               # fence pairing
+    ("```json\n{}\n```", None),
+    ("no code at all", None),
+    ("```python\nunterminated = 1\n", None),
+    ("1. Step:\n   ```python\n   def f():\n       return 1\n   ```", "def f():\n    return 1\n"),
+    ("```python\r\nx = 1\r\n```\r\n", "x = 1\n"),
+    ("```python\ns = '''\n``` inside a string is not a fence\n'''\n```", "s = '''\n``` inside a string is not a fence\n'''\n"),
+])
+def test_extract_code(response, code):
+    assert extract_code(response) == code
+
+
+def test_extract_code_rejects_non_strings():
+    assert extract_code(None) is None
+
+
+@pytest.mark.parametrize("reply, final", [
+    (f"{FINAL_MARKER}\n```python\nx=1\n```", True),
+    (f"**{FINAL_MARKER}**\n```python\nx=1\n```", True),
+    ("Here is my final program:\n```python\nx=1\n```", False),
+    (f"```python\n# {FINAL_MARKER} is only inside the code\n```", False),
+])
+def test_final_marker(reply, final):
+    assert _is_final(reply) is final
+
+
+# ------------------------------------------------------------------ prompts and data
+
+
+def test_prompt_designs_follow_table_2():
+    assert list(PROMPTS) == ["neutral", "econometrician", "economic-model", "data-scientist",
+                             "machine-learning"]
+    # role pairs and shared instructions as the table's "Same as ..." entries say
+    assert PROMPTS["neutral"].role is None
+    assert PROMPTS["econometrician"].role == PROMPTS["economic-model"].role
+    assert PROMPTS["data-scientist"].role == PROMPTS["machine-learning"].role
+    assert PROMPTS["econometrician"].instruction == PROMPTS["neutral"].instruction == \
+        PROMPTS["data-scientist"].instruction
+    assert len({p.instruction for p in PROMPTS.values()}) == 3
+    target = "certainty equivalents"
+    for p in PROMPTS.values():
+        text = p.instruction_for(target)
+        assert text.startswith("Using the supplied data, ") and text.endswith(f"{target}.")
+    assert "risk preferences" in PROMPTS["economic-model"].instruction
+    assert "machine-learning method" in PROMPTS["machine-learning"].instruction
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rng = np.random.default_rng(3)
+    U = rng.uniform(size=(25, 3))
+    X = np.column_stack([100 * U[:, 0], 100 * U[:, 0] * U[:, 1], U[:, 2]])  # z_lo <= z_hi
+    y = X[:, 1] + X[:, 2] ** 1.3 * (X[:, 0] - X[:, 1])
+    return Sample(X, y, ("z_hi", "z_lo", "p"), "ce")
+
+
+def test_csv_in_the_prompt_reproduces_the_sample(sample):
+    for name, design in PROMPTS.items():
+        msgs = build_messages(sample, name)
+        assert [m["role"] for m in msgs] == (["user"] if design.role is None
+                                             else ["system", "user"])
+        task = msgs[-1]["content"]
+        assert design.instruction_for("certainty equivalents") in task
+        csv = task.split("```csv\n")[1].split("```")[0]
+        table = np.loadtxt(io.StringIO(csv), delimiter=",", skiprows=1)
+        np.testing.assert_allclose(table[:, :3], sample.X, rtol=1e-9)
+        np.testing.assert_allclose(table[:, 3], sample.y, rtol=1e-9)
+        assert csv.splitlines()[0] == "z_hi,z_lo,p,ce"
+        assert "def predict(X_train, y_train, X)" in task and "Tools:" not in task
+    agent_task = build_messages(sample, agent=True, rounds=7)[-1]["content"]
+    assert "Tools:" in agent_task and "at most 7 runs" in agent_task
+
+
+def test_csv_of_markets_has_one_row_per_product():
+    X = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2)
+    y = np.arange(6, dtype=float).reshape(2, 3) / 10
+    lines = sample_csv(Sample(X, y, ("price", "sugar"), "share")).splitlines()
+    assert lines[0] == "market,product,price,sugar,share" and len(lines) == 7
+    assert lines[5] == "1,1,8,9,0.4"
+
+
+def test_unknown_prompt_is_refused(sample):
+    with pytest.raises(ConfigurationError, match="prompt"):
+        build_messages(sample, "poet")
+    with pytest.raises(ConfigurationError, match="prompt"):
+        Completion(lambda m: "", prompt="poet")
+    custom = PromptDesign("custom", "You are terse.", "Predict {target} from the data.")
+    assert build_messages(sample, custom, target="shares")[1]["content"].count(
+        "Predict shares from the data.") == 1
+
+
+# ------------------------------------------------------------------ scripted clients
+
+
+def fenced(code: str, final: bool = False) -> str:
+    return (f"{FINAL_MARKER}\n" if final else "Let me run this.\n") + \
+        f"```python\n{code}```\nDone."
+
+
+OLS_CODE = """import numpy as np
+
+def predict(X_train, y_train, X):
+    D = np.column_stack([np.ones(len(X_train)), X_train])
+    beta = np.linalg.lstsq(D, y_train, rcond=None)[0]
+    return np.column_stack([np.ones(len(X)), X]) @ beta
+"""
+
+LOOKUP_CODE = """import numpy as np
+
+def predict(X_train, y_train, X):
+    # nearest training lottery: a lookup table, nothing estimated
+    d = ((X[:, None, :] - X_train[None, :, :]) ** 2).sum(axis=2)
+    return y_train[d.argmin(axis=1)]
+"""
+
+
+class Scripted:
+    """A fake model: replies from a script (the last one repeated), counting calls."""
+
+    model = "scripted-model"
+
+    def __init__(self, *replies: str) -> None:
+        self.replies, self.calls, self.seen = list(replies), 0, []
+
+    def __call__(self, messages):
+        self.seen.append(messages)
+        reply = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return reply
+
+
+def test_completion_ols_program_matches_ols(sample):
+    client = Scripted(fenced(OLS_CODE))
+    rng = np.random.default_rng(0)
+    rule = Completion(client, "econometrician", limits=FAST).fit(sample, rng)
+    Xq = sample.X[::3] * 1.01
+    expected = OLS("ce ~ z_hi + z_lo + p").fit(sample, rng).predict(Xq)
+    np.testing.assert_allclose(rule.predict(Xq), expected, rtol=1e-9)
+    info = rule.info
+    assert client.calls == 1 and info["client_calls"] == 1 and info["rounds_used"] == 0
+    assert info["reason"] is None and info["prompt"] == "econometrician"
+    assert info["model"] == "scripted-model" and info["estimates_parameters"]
+    assert info["program"] == OLS_CODE
+    assert client.seen[0][0] == {"role": "system", "content": PROMPTS["econometrician"].role}
+    json.dumps(info)  # studies store it as JSON
+
+
+def test_completion_lookup_table_interpolates(sample):
+    rule = Completion(Scripted(fenced(LOOKUP_CODE)), limits=FAST).fit(
+        sample, np.random.default_rng(0))
+    np.testing.assert_array_equal(rule.predict(sample.X), sample.y)
+    assert not rule.info["estimates_parameters"] and rule.info["uses_training_data"]
+
+
+@pytest.mark.parametrize("reply, reason, text", [
+    (fenced("def predict(X_train, y_train, X)\n    return X\n"), "crash", "SyntaxError"),
+    (fenced("import numpy as np\nCOEF = 2.0\n"), "crash", "no function predict"),
+    ("I would use a CPT model with alpha = 0.8.", "invalid-output", "no Python code block"),
+])
+def test_completion_failures_are_recorded(sample, reply, reason, text):
+    rule = Completion(Scripted(reply), limits=FAST).fit(sample, np.random.default_rng(0))
+    assert rule.info["reason"] == reason
+    with pytest.raises(ProgramError, match=f"(?s)^{reason}: .*{text}"):
+        rule.predict(sample.X[:2])
+
+
+def test_completion_pickles(sample):
+    proc = Completion(Scripted(fenced(OLS_CODE)), limits=FAST)
+    back = pickle.loads(pickle.dumps(proc))
+    rule = back.fit(sample, np.random.default_rng(0))
+    assert rule.info["reason"] is None
+
+
+AGENT_TOOL = """import numpy as np
+X, y = np.load('X_train.npy'), np.load('y_train.npy')
+D = np.column_stack([np.ones(len(X)), X])
+beta = np.linalg.lstsq(D, y, rcond=None)[0]
+np.save('beta.npy', beta)
+print('beta0 = %.6f' % beta[0])
+"""
+
+AGENT_FINAL = """import numpy as np
+
+BETA = np.load('beta.npy')   # estimated during tool use
+
+def predict(X_train, y_train, X):
+    return np.column_stack([np.ones(len(X)), X]) @ BETA
+"""
+
+
+def test_agent_estimates_in_a_tool_round_and_returns_a_program(sample):
+    client = Scripted(fenced(AGENT_TOOL), fenced(AGENT_FINAL, final=True))
+    rng = np.random.default_rng(0)
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(sample, rng)
+    expected = OLS("ce ~ z_hi + z_lo + p").fit(sample, rng)
+    np.testing.assert_allclose(rule.predict(sample.X[:5]), expected.predict(sample.X[:5]),
+                               rtol=1e-9)
+    assert client.calls == 2 and rule.info["rounds_used"] == 1
+    assert not rule.info["hit_limit"] and "beta.npy" in rule.info["files"]
+    feedback = client.seen[1][-1]
+    assert feedback["role"] == "user"
+    assert f"beta0 = {expected.beta[0]:.6f}" in feedback["content"]
+    assert "Tools:" in client.seen[0][-1]["content"]
+
+
+def test_agent_budget_is_enforced(sample):
+    client = Scripted(fenced("print('still exploring')\n"))
+    rule = Agent(client, rounds=3, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
+        sample, np.random.default_rng(0))
+    assert client.calls == 4 and rule.info["rounds_used"] == 3 and rule.info["hit_limit"]
+    assert "tool budget is used up" in client.seen[3][-1]["content"]
+    assert rule.info["reason"] == "crash"        # its last reply has no predict function
+
+
+def test_agent_reminders_and_refusals_are_fed_back(sample):
+    client = Scripted("I think a CPT model fits.",
+                      fenced("import socket\n"),
+                      fenced("raise ValueError('bad idea')\n"),
+                      fenced(LOOKUP_CODE, final=True))
+    rule = Agent(client, rounds=5, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
+        sample, np.random.default_rng(0))
+    reminder, refused, error = (client.seen[i][-1]["content"] for i in (1, 2, 3))
+    assert reminder.startswith("No code block found")
+    assert "Run failed (forbidden)" in refused and "socket" in refused
+    assert "Run failed (crash)" in error and "bad idea" in error
+    assert "/tmp" not in error and 'File "program.py"' in error   # paths made relative
+    assert rule.info["rounds_used"] == 2 and rule.info["tool_runs"] == [
+        {"ok": False, "reason": "forbidden"}, {"ok": False, "reason": "crash"}]
+    np.testing.assert_array_equal(rule.predict(sample.X), sample.y)
+
+
+def test_agent_with_no_rounds_answers_at_once(sample):
+    client = Scripted(fenced(OLS_CODE))
+    rule = Agent(client, rounds=0, limits=FAST).fit(sample, np.random.default_rng(0))
+    assert client.calls == 1 and rule.info["rounds_used"] == 0 and rule.info["reason"] is None
+
+
+# ------------------------------------------------------------------ cache
+
+
+def test_rerun_with_cache_makes_no_calls(sample, tmp_path):
+    cache = ResponseCache(tmp_path / "replies")
+    client = Scripted(fenced(OLS_CODE))
+    first = Completion(client, cache=cache, limits=FAST).fit(sample, np.random.default_rng(0))
+    again = Completion(client, cache=str(cache.path), limits=FAST).fit(
+        sample, np.random.default_rng(0))
+    assert client.calls == 1 and again.info["client_calls"] == 0 and len(cache) == 1
+    np.testing.assert_array_equal(first.predict(sample.X[:4]), again.predict(sample.X[:4]))
+    # another model id or another sample is a different question
+    other = Scripted(fenced(OLS_CODE))
+    other.model = "another-model"
+    Completion(other, cache=cache, limits=FAST).fit(sample, np.random.default_rng(0))
+    assert other.calls == 1 and len(cache) == 2
+
+
+def test_agent_rerun_with_cache_makes_no_calls(sample, tmp_path):
+    def agent(client):
+        return Agent(client, cache=tmp_path, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES)
+
+    first = Scripted(fenced(AGENT_TOOL), fenced("raise RuntimeError('x')\n"),
+                     fenced(AGENT_FINAL, final=True))
+    a = agent(first).fit(sample, np.random.default_rng(4))
+    second = Scripted(fenced(OLS_CODE))           # would answer differently if asked
+    b = agent(second).fit(sample, np.random.default_rng(4))
+    assert first.calls == 3 and second.calls == 0 and b.info["client_calls"] == 0
+    assert b.info["program"] == a.info["program"] == AGENT_FINAL
+    np.testing.assert_array_equal(a.predict(sample.X), b.predict(sample.X))
+
+
+def test_cache_keys_and_corrupt_entries(tmp_path):
+    cache = ResponseCache(tmp_path)
+    msgs = [{"role": "user", "content": "q"}]
+    assert ResponseCache.key("a", msgs) != ResponseCache.key("b", msgs)
+    assert ResponseCache.key("a", msgs) != ResponseCache.key("a", msgs + msgs)
+    cache.put("a", msgs, "reply")
+    assert cache.get("a", msgs) == "reply" and cache.get("b", msgs) is None
+    (tmp_path / f"{ResponseCache.key('a', msgs)}.json").write_text("{not json")
+    assert cache.get("a", msgs) is None
+
+
+def test_client_must_return_text(sample):
+    with pytest.raises(ConfigurationError, match="client"):
+        Completion(lambda m: 42, limits=FAST).fit(sample, np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="client"):
+        Completion("not callable")
