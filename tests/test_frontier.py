@@ -1,0 +1,48 @@
+"""The restrictiveness–completeness frontier table and figure."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from restrictiveness.exceptions import ConfigurationError
+from restrictiveness.frontier import frontier_table, plot_frontier
+
+matplotlib.use("Agg")
+
+
+def _fake(r, k, ns=(50, 100)):
+    procs = list(r)
+    arr = xr.DataArray(np.array([[[r[p]] * len(ns)] for p in procs]),
+                       coords={"procedure": procs, "discrepancy": ["mse"], "n": list(ns)},
+                       dims=("procedure", "discrepancy", "n"))
+    res = SimpleNamespace(ns=list(ns), discrepancies=["mse"], procedures=procs,
+                          restrictiveness=arr, se=arr * 0 + 0.01)
+    comp = SimpleNamespace(procedures=list(k), kappa=pd.Series(k), kappa_se=pd.Series(k) * 0 + 0.02)
+    return res, comp
+
+
+def test_dominance_and_values():
+    res, comp = _fake({"A": 0.5, "B": 0.3, "C": 0.2, "D": 0.6},
+                      {"A": 0.9, "B": 0.8, "C": 0.95, "D": 0.5, "E": 1.0})
+    t = frontier_table(res, comp)
+    assert list(t.index) == ["A", "B", "C", "D"]  # E has no restrictiveness
+    assert t.attrs["n"] == 100
+    # B (0.3, 0.8) is dominated by A (0.5, 0.9); A, C, D are not dominated
+    assert t["frontier"].to_dict() == {"A": True, "B": False, "C": True, "D": True}
+    assert t.loc["C", "completeness"] == 0.95 and t.loc["A", "restrictiveness_se"] == 0.01
+
+
+def test_errors_and_plot():
+    res, comp = _fake({"A": 0.5, "B": 0.3}, {"A": 0.9, "B": 0.8})
+    with pytest.raises(ConfigurationError, match="n=7"):
+        frontier_table(res, comp, n=7)
+    with pytest.raises(ConfigurationError, match="not in both"):
+        frontier_table(res, comp, procedures=["A", "Z"])
+    ax = plot_frontier(frontier_table(res, comp))
+    assert ax.get_ylabel().startswith("restrictiveness") and len(ax.texts) == 2
