@@ -27,12 +27,21 @@ from .formula import parse_formula
 from .kernels import Matern32, Matern52, SquaredExponential
 from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
 from .monotone_gp import EligibleSet, MonotoneGP
+from .completeness import (
+    CellMeansKFold,
+    CompletenessResults,
+    RepeatedGroupKFold,
+    TableSample,
+    estimate_completeness,
+    load_completeness,
+)
+from .frontier import frontier_table, plot_frontier
 from .quick import quick_check
 from .results import Results, load
 from .sample import Sample
 from .study import Study
 
-from . import lottery  # noqa: E402  (the applications build on the names above)
+from . import datasets, lottery  # noqa: E402  (the applications build on the names above)
 from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = [
@@ -45,7 +54,9 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
-    "lottery",
+    "datasets", "lottery",
+    "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
+    "estimate_completeness", "load_completeness", "frontier_table", "plot_frontier",
     "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth",
 ]
