@@ -136,8 +136,8 @@ class PromptDesign:
 
     Examples
     --------
-    >>> PROMPTS["neutral"].instruction_for("certainty equivalents")
-    'Using the supplied data, develop the best prediction algorithm you can for certainty equivalents.'
+    >>> PROMPTS["neutral"].instruction_for("shares")
+    'Using the supplied data, develop the best prediction algorithm you can for shares.'
     """
 
     name: str
@@ -541,7 +541,7 @@ class Agent(_LanguageModelProcedure):
     Examples
     --------
     >>> import numpy as np
-    >>> replies = iter(["```python\\nimport numpy as np\\nprint(np.load('y_train.npy').mean())\\n```",
+    >>> replies = iter(["```python\\nimport numpy as np\\nprint(np.load('y_train.npy'))\\n```",
     ...                 "FINAL PROGRAM\\n```python\\ndef predict(X_train, y_train, X):\\n"
     ...                 "    return [2.0] * len(X)\\n```"])
     >>> agent = Agent(lambda m: next(replies), model="fake", timeout=60)

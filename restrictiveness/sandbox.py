@@ -351,6 +351,11 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def _exited(pid: int) -> bool:
+    """Has the child ended? (Without reaping it, so its rusage stays available.)"""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
 def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     """Start the child, watch its output and clock, and classify how it ended."""
     import selectors
@@ -397,29 +402,24 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
                 break
         if killed is None:
             # pipes closed; the child may still run (it can close its own stdout)
-            while proc.poll() is None and time.monotonic() < deadline:
+            while not _exited(proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if proc.poll() is None:
+            if not _exited(proc.pid):
                 killed = "timeout"
     finally:
         sel.close()
-        if killed is not None or proc.poll() is None:
-            _kill_group(proc.pid)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-            returncode = os.waitstatus_to_exitcode(status)
-            cpu = usage.ru_utime + usage.ru_stime
-        except ChildProcessError:  # already reaped by poll()
-            returncode, cpu = proc.returncode, float("nan")
+        # The child is unreaped (at worst a zombie), so its pid still names our process group:
+        # kill whatever of the group runs (the child if stopped, strays it left), then reap.
+        _kill_group(proc.pid)
+        _, status, usage = os.wait4(proc.pid, 0)
+        returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
         proc.returncode = returncode
-        _kill_group(proc.pid)  # stray grandchildren, if any escaped
         proc.stdout.close()
         proc.stderr.close()
     seconds = time.monotonic() - start
     out = tails["stdout"].decode("utf-8", "replace")
     err = tails["stderr"].decode("utf-8", "replace")
-    if cpu != cpu:  # reaped by poll(): fall back to the clock
-        cpu = seconds
     common = dict(stdout=out, stderr=err, seconds=seconds, cpu_seconds=cpu,
                   returncode=returncode)
 
@@ -673,7 +673,7 @@ def _child_main(config_path: str) -> int:
         import random
 
         random.seed(int(cfg["seed"]))
-        np.random.seed(int(cfg["seed"]) % 2**32)
+        np.random.seed(int(cfg["seed"]) % 2**32)  # noqa: NPY002 - programs use the legacy API
     state: dict = {"value": None}
 
     def save(name: str, array) -> None:

@@ -50,7 +50,7 @@ FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30)
     ("```python\nunterminated = 1\n", None),
     ("1. Step:\n   ```python\n   def f():\n       return 1\n   ```", "def f():\n    return 1\n"),
     ("```python\r\nx = 1\r\n```\r\n", "x = 1\n"),
-    ("```python\ns = '''\n``` inside a string is not a fence\n'''\n```", "s = '''\n``` inside a string is not a fence\n'''\n"),
+    ("```python\ns = '''\n``` inside a string\n'''\n```", "s = '''\n``` inside a string\n'''\n"),
 ])
 def test_extract_code(response, code):
     assert extract_code(response) == code

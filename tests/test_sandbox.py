@@ -62,8 +62,8 @@ def test_stdout_and_seed_reproducible():
 
 
 def test_own_directory_is_writable_and_kept_for_an_agent(tmp_path):
-    r1 = run("import numpy as np\nnp.save('coef.npy', np.arange(3.0))\nopen('a.txt','w').write('hi')",
-             workdir=tmp_path)
+    r1 = run("import numpy as np\nnp.save('coef.npy', np.arange(3.0))\n"
+             "open('a.txt', 'w').write('hi')", workdir=tmp_path)
     r2 = run("import numpy as np\nprint(np.load('coef.npy').sum(), open('a.txt').read())",
              workdir=tmp_path)
     assert r1.ok and r2.ok and r2.stdout.split() == ["3.0", "hi"]
