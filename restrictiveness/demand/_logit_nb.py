@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = ["random_utilities_nb", "random_utilities_numpy", "node_probabilities_nb",
            "node_probabilities_numpy", "mean_probabilities_nb", "mean_probabilities_numpy",
+           "safe_markets",
            "probability_jacobian_nb", "probability_jacobian_numpy", "mxl_shares",
            "mxl_shares_numpy", "mxl_probabilities", "mxl_jacobian", "mxl_jacobian_numpy"]
 
@@ -70,62 +71,29 @@ def random_utilities_numpy(WrT: np.ndarray, nu: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- probabilities
 
 
-@numba.njit(cache=True, fastmath=True, inline="always")
-def _setup(delta_m, mu_m, ed):
-    """Fill ``ed = exp(delta_m)``; return whether one exp per node pair is safe here."""
-    H, J = mu_m.shape
-    d_abs = 0.0
-    mu_abs = 0.0
+@numba.njit(cache=True, fastmath=True)
+def _shifted_pair(d, mu_h, sp, sm):
+    """Probabilities of the node pair (+nu_h, −nu_h) with max-shifted exponentials (any size)."""
+    J = d.shape[0]
+    mp = 0.0   # the outside good's utility 0 enters the max
+    mm = 0.0
     for j in range(J):
-        d_abs = max(d_abs, abs(delta_m[j]))
-    for h in range(H):
-        for j in range(J):
-            mu_abs = max(mu_abs, abs(mu_m[h, j]))
-    fast = d_abs + mu_abs < _SAFE
-    if fast:
-        for j in range(J):
-            ed[j] = np.exp(delta_m[j])
-    return fast
-
-
-@numba.njit(cache=True, fastmath=True, inline="always")
-def _pair(delta_m, mu_mh, emu_mh, ed, fast, sp, sm):
-    """Choice probabilities of the node pair (+nu_h, −nu_h), written to ``sp`` and ``sm``."""
-    J = delta_m.shape[0]
-    if fast:
-        tp = 1.0
-        tm = 1.0
-        for j in range(J):
-            e = emu_mh[j]
-            a = ed[j] * e
-            b = ed[j] / e
-            sp[j] = a
-            sm[j] = b
-            tp += a
-            tm += b
-    else:
-        # max-shifted exponentials; the outside good's utility 0 enters the max
-        mp = 0.0
-        mm = 0.0
-        for j in range(J):
-            mp = max(mp, delta_m[j] + mu_mh[j])
-            mm = max(mm, delta_m[j] - mu_mh[j])
-        tp = np.exp(-mp)
-        tm = np.exp(-mm)
-        for j in range(J):
-            sp[j] = np.exp(delta_m[j] + mu_mh[j] - mp)
-            sm[j] = np.exp(delta_m[j] - mu_mh[j] - mm)
-            tp += sp[j]
-            tm += sm[j]
-    ip = 1.0 / tp
-    im = 1.0 / tm
+        mp = max(mp, d[j] + mu_h[j])
+        mm = max(mm, d[j] - mu_h[j])
+    tp = np.exp(-mp)
+    tm = np.exp(-mm)
     for j in range(J):
-        sp[j] *= ip
-        sm[j] *= im
+        sp[j] = np.exp(d[j] + mu_h[j] - mp)
+        sm[j] = np.exp(d[j] - mu_h[j] - mm)
+        tp += sp[j]
+        tm += sm[j]
+    for j in range(J):
+        sp[j] /= tp
+        sm[j] /= tm
 
 
 @numba.njit(cache=True, fastmath=True)
-def mean_probabilities_nb(delta, mu, emu):
+def mean_probabilities_nb(delta, mu, emu, fast):
     """Inside shares ``(n, J)``: choice probabilities averaged over the 2H antithetic nodes.
 
     Parameters
@@ -135,7 +103,10 @@ def mean_probabilities_nb(delta, mu, emu):
     mu : ndarray, shape (n, H, J)
         Taste-shock utilities at the first half of the nodes (the other half is ``-mu``).
     emu : ndarray, shape (n, H, J)
-        ``exp(mu)`` (read only in markets where utilities are moderate).
+        ``exp(mu)`` (read only in markets flagged ``fast``).
+    fast : ndarray of bool, shape (n,)
+        Markets where ``max|δ| + max|μ| < 600``, so ``exp(δ ± μ)`` can neither overflow nor
+        underflow and one exponential serves a node pair (:func:`safe_markets`).
     """
     n, H, J = mu.shape
     out = np.zeros((n, J))
@@ -143,39 +114,99 @@ def mean_probabilities_nb(delta, mu, emu):
     sp = np.empty(J)
     sm = np.empty(J)
     for m in range(n):
-        fast = _setup(delta[m], mu[m], ed)
-        acc = out[m]
-        for h in range(H):
-            _pair(delta[m], mu[m, h], emu[m, h], ed, fast, sp, sm)
+        d = delta[m]
+        if fast[m]:
             for j in range(J):
-                acc[j] += sp[j] + sm[j]
+                ed[j] = np.exp(d[j])
+            for h in range(H):
+                e = emu[m, h]
+                tp = 1.0
+                tm = 1.0
+                for j in range(J):
+                    a = ed[j] * e[j]
+                    b = ed[j] / e[j]
+                    sp[j] = a
+                    sm[j] = b
+                    tp += a
+                    tm += b
+                ip = 1.0 / tp
+                im = 1.0 / tm
+                for j in range(J):
+                    out[m, j] += sp[j] * ip + sm[j] * im
+        else:
+            for h in range(H):
+                _shifted_pair(d, mu[m, h], sp, sm)
+                for j in range(J):
+                    out[m, j] += sp[j] + sm[j]
     return out * (0.5 / H)
 
 
 @numba.njit(cache=True, fastmath=True)
-def node_probabilities_nb(delta, mu, emu):
-    """Choice probabilities at every node, ``(n, 2H, J)``: nodes ``+nu`` first, then ``-nu``."""
+def node_probabilities_nb(delta, mu, emu, fast):
+    """Choice probabilities at every node, ``(n, 2H, J)`` (nodes ``+nu`` first, then ``-nu``),
+    and their mean over nodes, the inside shares ``(n, J)``.
+
+    Arguments as in :func:`mean_probabilities_nb`.
+    """
     n, H, J = mu.shape
     out = np.empty((n, 2 * H, J))
+    mean = np.zeros((n, J))
     ed = np.empty(J)
     for m in range(n):
-        fast = _setup(delta[m], mu[m], ed)
-        for h in range(H):
-            _pair(delta[m], mu[m, h], emu[m, h], ed, fast, out[m, h], out[m, H + h])
-    return out
+        d = delta[m]
+        if fast[m]:
+            for j in range(J):
+                ed[j] = np.exp(d[j])
+            for h in range(H):
+                e = emu[m, h]
+                sp = out[m, h]
+                sm = out[m, H + h]
+                tp = 1.0
+                tm = 1.0
+                for j in range(J):
+                    a = ed[j] * e[j]
+                    b = ed[j] / e[j]
+                    sp[j] = a
+                    sm[j] = b
+                    tp += a
+                    tm += b
+                ip = 1.0 / tp
+                im = 1.0 / tm
+                for j in range(J):
+                    sp[j] *= ip
+                    sm[j] *= im
+                    mean[m, j] += sp[j] + sm[j]
+        else:
+            for h in range(H):
+                _shifted_pair(d, mu[m, h], out[m, h], out[m, H + h])
+                for j in range(J):
+                    mean[m, j] += out[m, h, j] + out[m, H + h, j]
+    return out, mean * (0.5 / H)
 
 
-def node_probabilities_numpy(delta: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def safe_markets(delta: np.ndarray, WrT: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """Markets where a cheap bound guarantees ``max|δ| + max|μ| < 600`` (boolean ``(n,)``).
+
+    ``|μ_hj| ≤ Σ_a max_h |nu_ha| · max_j |W_ja|``: the bound costs ``n·J·Kr`` operations instead
+    of a scan over every node.
+    """
+    bound = np.abs(WrT).max(axis=2) @ np.abs(nu).max(axis=0)
+    return np.ascontiguousarray(np.abs(delta).max(axis=1) + bound < _SAFE)
+
+
+def node_probabilities_numpy(delta: np.ndarray,
+                             mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`node_probabilities_nb` (needs no ``emu``)."""
     U = delta[:, None, :] + np.concatenate([mu, -mu], axis=1)
     top = np.maximum(U.max(axis=2, keepdims=True), 0.0)
     E = np.exp(U - top)
-    return E / (np.exp(-top) + E.sum(axis=2, keepdims=True))
+    S = E / (np.exp(-top) + E.sum(axis=2, keepdims=True))
+    return S, S.mean(axis=1)
 
 
 def mean_probabilities_numpy(delta: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`mean_probabilities_nb`."""
-    return node_probabilities_numpy(delta, mu).mean(axis=1)
+    return node_probabilities_numpy(delta, mu)[1]
 
 
 # --------------------------------------------------------------------------- Jacobian
@@ -305,8 +336,11 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
     >>> mxl_shares(np.zeros((1, 2)), W, np.array([0]), nu).round(4)
     array([[0.3333, 0.3333]])
     """
-    mu = random_utilities_nb(_transposed(W, ridx), np.ascontiguousarray(nu, dtype=float))
-    return mean_probabilities_nb(np.ascontiguousarray(delta, dtype=float), mu, _exp(mu))
+    delta = np.ascontiguousarray(delta, dtype=float)
+    nu = np.ascontiguousarray(nu, dtype=float)
+    WrT = _transposed(W, ridx)
+    mu = random_utilities_nb(WrT, nu)
+    return mean_probabilities_nb(delta, mu, _exp(mu), safe_markets(delta, WrT, nu))
 
 
 def mxl_shares_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
@@ -316,10 +350,16 @@ def mxl_shares_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
 
 
 def mxl_probabilities(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
-                      nu: np.ndarray) -> np.ndarray:
-    """Choice probabilities at all 2H nodes, ``(n, 2H, J)`` (compiled); see :func:`mxl_shares`."""
-    mu = random_utilities_nb(_transposed(W, ridx), np.ascontiguousarray(nu, dtype=float))
-    return node_probabilities_nb(np.ascontiguousarray(delta, dtype=float), mu, _exp(mu))
+                      nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Choice probabilities at all 2H nodes ``(n, 2H, J)`` and the shares ``(n, J)`` (compiled).
+
+    Arguments as in :func:`mxl_shares`.
+    """
+    delta = np.ascontiguousarray(delta, dtype=float)
+    nu = np.ascontiguousarray(nu, dtype=float)
+    WrT = _transposed(W, ridx)
+    mu = random_utilities_nb(WrT, nu)
+    return node_probabilities_nb(delta, mu, _exp(mu), safe_markets(delta, WrT, nu))
 
 
 def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
@@ -354,7 +394,7 @@ def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndar
     (1, 2, 2)
     """
     if S is None:
-        S = mxl_probabilities(delta, W, ridx, nu)
+        S, _ = mxl_probabilities(delta, W, ridx, nu)
     K = W.shape[2]
     WT = _transposed(W, np.arange(K))
     return probability_jacobian_nb(S, np.ascontiguousarray(W, dtype=float), WT,
@@ -368,5 +408,5 @@ def mxl_jacobian_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: n
                        z: np.ndarray, lrow: np.ndarray,
                        lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`mxl_jacobian`."""
-    S = node_probabilities_numpy(delta, random_utilities_numpy(_transposed(W, ridx), nu))
+    S, _ = node_probabilities_numpy(delta, random_utilities_numpy(_transposed(W, ridx), nu))
     return probability_jacobian_numpy(S, W, ridx, z, lrow, lcol)

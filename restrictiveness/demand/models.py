@@ -1,0 +1,699 @@
+"""Structural demand models as procedures: common-intercept logit, MNL, nested logit, mixed logit.
+
+A market is an array ``(J, C)`` of product characteristics with named columns (by default
+``("prices", "sugar", "mushy")`` in raw units); a sample of ``n`` markets is ``X (n, J, C)`` with
+inside shares ``y (n, J)``. Every model's utility is linear in ``w_j``, the formula's design row of
+product ``j`` (``(1, p_j, s_j, m_j)`` for the default formula), and the outside good's utility
+is 0 (SPEC §7):
+
+* :class:`Logit` — the baseline ``b_j = e^γ / (1 + J e^γ)`` for every product; its least-squares
+  fit is the mean inside share and its elasticities are 0.
+* :class:`MNL` — ``δ_j = w_jᵀβ``, ``S_j = e^{δ_j} / (1 + Σ_k e^{δ_k})``.
+* :class:`NestedLogit` — two nests by a 0/1 column, ``ρ_0, ρ_1 ∈ [0, 0.99]``,
+  ``D_m = Σ_{k∈m} exp(δ_k/(1−ρ_m))``,
+  ``S_j = exp(δ_j/(1−ρ_{m_j})) D_{m_j}^{−ρ_{m_j}} / (1 + Σ_m D_m^{1−ρ_m})`` (an empty nest adds 0).
+* :class:`MixedLogit` — ``b ~ N(β, LLᵀ)`` on the random terms, integrated over 512 antithetic
+  nodes (256 scrambled-Sobol normals and their negatives, fixed seed).
+
+All are fitted by bounded nonlinear least squares on the inside shares of the training markets
+(``β ∈ [−50, 50]``, Cholesky diagonal ``[0, 100]``, off-diagonal ``[−100, 100]``) with analytic
+Jacobians, from several starts, at most ``max_nfev = 400`` residual evaluations per start
+(Jacobian evaluations are not counted, as in scipy); the lowest objective wins. Starts: the
+baseline (``β = (γ, 0, …)``) and the Berry log-share regression (OLS of ``log(s_j/s_0)`` on
+``w_j``); NL adds the fitted MNL with ``ρ = (0, 0)`` and ``(0.5, 0.5)``; MXL starts from the fitted
+MNL means with ``L = 0.5·I`` and ``L = 1.0·I`` (with antithetic nodes ``L = 0`` is a stationary
+point, so a start there never leaves the MNL). MXL uses scipy's ``dogbox`` method: within the
+400-evaluation budget, which MXL fits usually exhaust, it reached lower objectives than ``trf``
+(see ``benchmarks/bench_mxl.py``, which prints both).
+
+Each fitted model predicts shares (``predict(X) -> (m, J)``) and analytic price elasticities
+(``elasticities(X) -> (m, J, J)``, ``E_jk = ∂ log s_j / ∂ log p_k``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.stats
+import threadpoolctl
+
+from ..exceptions import DataError, FormulaError
+from ..formula import parse_formula
+from ..procedures import Fitted, Procedure
+from ..sample import Sample
+from . import _logit_nb
+
+__all__ = ["MARKET_COLUMNS", "DEFAULT_FORMULA", "Logit", "MNL", "NestedLogit", "MixedLogit",
+           "DemandFit", "market_design", "check_markets", "check_shares"]
+
+MARKET_COLUMNS: tuple[str, ...] = ("prices", "sugar", "mushy")
+DEFAULT_FORMULA = "shares ~ prices + sugar + mushy"
+BETA_BOUND = 50.0
+CHOL_BOUND = 100.0
+RHO_MAX = 0.99
+NODE_SEED = 20260207   # the integration nodes are part of the model: fixed across fits
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_markets(X, columns: Sequence[str], name: str = "X") -> np.ndarray:
+    """Validate a stack of markets ``(n, J, C)`` and return it as a float array.
+
+    Examples
+    --------
+    >>> check_markets(np.ones((2, 24, 3)), MARKET_COLUMNS).shape
+    (2, 24, 3)
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 3 or X.shape[2] != len(columns):
+        raise DataError(f"{name} must be markets of shape (n_markets, n_products, "
+                        f"{len(columns)}) with columns {tuple(columns)}; got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise DataError(f"{name} has no markets or no products (shape {X.shape})")
+    if not np.isfinite(X).all():
+        raise DataError(f"{name} contains NaN or infinite characteristics")
+    return X
+
+
+def check_shares(y, X: np.ndarray, name: str = "y") -> np.ndarray:
+    """Validate inside shares ``(n, J)`` for markets ``X``: finite, nonnegative, sum below 1.
+
+    Examples
+    --------
+    >>> check_shares(np.full((2, 24), 0.02), np.ones((2, 24, 3))).shape
+    (2, 24)
+    """
+    y = np.asarray(y, dtype=float)
+    if y.shape != X.shape[:2]:
+        raise DataError(f"{name} must hold inside shares of shape {X.shape[:2]} "
+                        f"(markets × products); got shape {y.shape}")
+    if not np.isfinite(y).all():
+        raise DataError(f"{name} contains NaN or infinite shares")
+    if (y < 0).any() or (y.sum(axis=1) >= 1).any():
+        raise DataError(f"{name}: inside shares must be nonnegative and sum to less than 1 in "
+                        "every market (the outside good has the rest)")
+    return y
+
+
+# --------------------------------------------------------------------------- design
+
+
+class _Design:
+    """The formula's design rows ``w_j`` of every product, ``(n, J, K)``, and their price
+    derivative. Plain column selections skip patsy (the hot path of elasticity differences)."""
+
+    def __init__(self, formula: str, X: np.ndarray, columns: Sequence[str],
+                 price: str = "prices") -> None:
+        self.formula, self.columns, self.price = formula, tuple(columns), price
+        f = parse_formula(formula)
+        missing = [c for c in f.covariates if c not in self.columns]
+        if missing:
+            raise FormulaError(f"formula {formula!r} names column(s) {missing} that the markets "
+                               f"do not have; available columns: {list(self.columns)}")
+        frame = self._frame(X)
+        D, self._build = f.design_builder(frame)
+        self.names = f.column_names(frame)
+        simple = all(nm == "Intercept" or nm in self.columns for nm in self.names)
+        self._select = ([None if nm == "Intercept" else self.columns.index(nm)
+                         for nm in self.names] if simple else None)
+
+    def _frame(self, X):
+        import pandas as pd
+
+        return pd.DataFrame(X.reshape(-1, X.shape[2]), columns=list(self.columns))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        n, J, _ = X.shape
+        if self._select is not None:
+            W = np.empty((n, J, len(self._select)))
+            for a, c in enumerate(self._select):
+                W[:, :, a] = 1.0 if c is None else X[:, :, c]
+            return W
+        return self._build(self._frame(X)).reshape(n, J, -1)
+
+    def price_derivative(self, X: np.ndarray) -> np.ndarray:
+        """``∂w_j/∂p_j`` — exact for plain columns, central differences through patsy otherwise."""
+        if self.price not in self.columns:
+            raise FormulaError(f"elasticities need a price column {self.price!r}; the markets "
+                               f"have columns {list(self.columns)}")
+        if self._select is not None:
+            dW = np.zeros(X.shape[:2] + (len(self._select),))
+            for a, c in enumerate(self._select):
+                if c is not None and self.columns[c] == self.price:
+                    dW[:, :, a] = 1.0
+            return dW
+        k = self.columns.index(self.price)
+        h = 1e-6 * np.maximum(1.0, np.abs(X[:, :, k]))
+        Xp, Xm = X.copy(), X.copy()
+        Xp[:, :, k] += h
+        Xm[:, :, k] -= h
+        return (self(Xp) - self(Xm)) / (2 * h[:, :, None])
+
+
+def market_design(formula: str, X: np.ndarray,
+                  columns: Sequence[str] = MARKET_COLUMNS) -> tuple[np.ndarray, list[str]]:
+    """Design array ``(n, J, K)`` of a formula on markets, with the design column names.
+
+    Examples
+    --------
+    >>> W, names = market_design(DEFAULT_FORMULA, np.ones((2, 24, 3)))
+    >>> W.shape, names
+    ((2, 24, 4), ['Intercept', 'prices', 'sugar', 'mushy'])
+    """
+    X = check_markets(X, columns)
+    d = _Design(formula, X, columns)
+    return d(X), d.names
+
+
+# --------------------------------------------------------------------------- share functions
+
+
+def _mnl_shares(delta: np.ndarray) -> np.ndarray:
+    top = np.maximum(delta.max(axis=1, keepdims=True), 0.0)
+    e = np.exp(delta - top)
+    return e / (np.exp(-top) + e.sum(axis=1, keepdims=True))
+
+
+def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
+    g = X[:, :, list(columns).index(nest)]
+    if not np.isin(g, (0.0, 1.0)).all():
+        raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product")
+    return g.astype(np.int64)
+
+
+def _nl_parts(delta: np.ndarray, g: np.ndarray, rho: np.ndarray):
+    """Log shares and the pieces of their derivatives for the two-nest logit."""
+    lam = 1.0 - rho                                     # (2,)
+    u = delta / lam[g]                                  # δ_j / (1 − ρ_{m_j})
+    logD = np.empty((delta.shape[0], 2))
+    for m in (0, 1):
+        um = np.where(g == m, u, -np.inf)
+        top = um.max(axis=1)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            logD[:, m] = safe + np.log(np.exp(um - safe[:, None]).sum(axis=1))
+    t = lam[None, :] * logD                             # log D_m^{1−ρ_m}; −inf when empty
+    logden = np.logaddexp(0.0, np.logaddexp(t[:, 0], t[:, 1]))
+    logD_j = np.take_along_axis(logD, g, axis=1)
+    logs = u - rho[g] * logD_j - logden[:, None]
+    cond = np.exp(u - logD_j)                           # s_{j|m_j}
+    nest_share = np.exp(t - logden[:, None])            # s_m, 0 for an empty nest
+    return logs, u, lam, logD, cond, nest_share
+
+
+def _nl_shares(delta, g, rho):
+    return np.exp(_nl_parts(delta, g, rho)[0])
+
+
+def _nl_dlog_ddelta(s, g, rho, cond):
+    """``∂ log s_j / ∂ δ_k`` (n, J, J) for the two-nest logit."""
+    J = s.shape[1]
+    lam = 1.0 - rho
+    same = g[:, :, None] == g[:, None, :]
+    r = (rho / lam)[g][:, :, None]
+    return (np.eye(J)[None] / lam[g][:, :, None] - r * same * cond[:, None, :]
+            - s[:, None, :])
+
+
+@functools.lru_cache(maxsize=16)
+def _standard_nodes(dim: int, half: int, seed: int) -> np.ndarray:
+    """``half`` scrambled-Sobol standard normals in ``dim`` dimensions (the ``+`` half)."""
+    u = scipy.stats.qmc.Sobol(d=dim, scramble=True, seed=seed).random(half)
+    z = scipy.stats.norm.ppf(u)
+    z.setflags(write=False)
+    return z
+
+
+# --------------------------------------------------------------------------- fitted rule
+
+
+class DemandFit(Fitted):
+    """A fitted share function: ``predict(X) -> (m, J)`` and ``elasticities(X) -> (m, J, J)``.
+
+    Attributes
+    ----------
+    model : {"logit", "MNL", "NL", "MXL"}
+    params : ndarray
+        Fitted parameters, named by ``names``.
+    names : list of str
+    info : dict
+        ``params`` (name → value), ``cost`` (half the sum of squared residuals), ``nfev``,
+        ``start`` (the winning start) and ``status`` of the optimiser.
+    """
+
+    def __init__(self, model: str, params: np.ndarray, names: list[str], design: _Design | None,
+                 columns: Sequence[str], extra: dict | None = None, info: dict | None = None):
+        self.model, self.params, self.names = model, np.asarray(params, float), list(names)
+        self.design, self.columns, self.extra = design, tuple(columns), dict(extra or {})
+        self.info = {"params": {k: float(v) for k, v in zip(self.names, self.params, strict=True)}}
+        self.info.update(info or {})
+
+    # shares --------------------------------------------------------------
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Inside shares ``(m, J)`` of markets ``X (m, J, C)``."""
+        X = check_markets(X, self.columns)
+        return _share_function(self.model)(self.params, X, self.design, self.extra)
+
+    def elasticities(self, X: np.ndarray) -> np.ndarray:
+        """Analytic price elasticities ``E[m, j, k] = ∂ log s_j / ∂ log p_k``, ``(m, J, J)``."""
+        X = check_markets(X, self.columns)
+        if self.model == "logit":
+            return np.zeros((X.shape[0], X.shape[1], X.shape[1]))
+        return _elasticity_function(self.model)(self.params, X, self.design, self.extra)
+
+
+def _price(X, design):
+    return X[:, :, design.columns.index(design.price)]
+
+
+def _logit_predict(params, X, design, extra):
+    e = np.exp(params[0])
+    return np.full(X.shape[:2], e / (1 + X.shape[1] * e))
+
+
+def _mnl_predict(params, X, design, extra):
+    return _mnl_shares(design(X) @ params)
+
+
+def _mnl_elasticities(params, X, design, extra):
+    s = _mnl_predict(params, X, design, extra)
+    g = design.price_derivative(X) @ params * _price(X, design)     # ∂δ_k/∂log p_k
+    J = s.shape[1]
+    return (np.eye(J)[None] - s[:, None, :]) * g[:, None, :]
+
+
+def _nl_split(params, extra):
+    return params[:-2], params[-2:]
+
+
+def _nl_predict(params, X, design, extra):
+    beta, rho = _nl_split(params, extra)
+    return _nl_shares(design(X) @ beta, _nest_index(X, design.columns, extra["nest"]), rho)
+
+
+def _nl_elasticities(params, X, design, extra):
+    beta, rho = _nl_split(params, extra)
+    g = _nest_index(X, design.columns, extra["nest"])
+    logs, u, lam, logD, cond, _ = _nl_parts(design(X) @ beta, g, rho)
+    dd = _nl_dlog_ddelta(np.exp(logs), g, rho, cond)
+    return dd * (design.price_derivative(X) @ beta * _price(X, design))[:, None, :]
+
+
+def _mxl_unpack(params, extra):
+    K, kr = extra["K"], len(extra["ridx"])
+    L = np.zeros((kr, kr))
+    L[extra["lrow"], extra["lcol"]] = params[K:]
+    return params[:K], L
+
+
+def _mxl_predict(params, X, design, extra):
+    beta, L = _mxl_unpack(params, extra)
+    W = design(X)
+    nu = extra["z"] @ L.T
+    return _logit_nb.mxl_shares(W @ beta, W, extra["ridx"], nu)
+
+
+def _mxl_elasticities(params, X, design, extra):
+    beta, L = _mxl_unpack(params, extra)
+    W = design(X)
+    ridx = extra["ridx"]
+    nu = extra["z"] @ L.T                                     # (H, Kr)
+    S, s = _logit_nb.mxl_probabilities(W @ beta, W, ridx, nu)    # (m, R, J), (m, J)
+    dW = design.price_derivative(X)
+    p = _price(X, design)
+    nodes = np.concatenate([nu, -nu])                         # (R, Kr)
+    # ∂u_rk/∂log p_k = p_k (dw_k·β + dw_k[ridx]·ν_r)
+    G = p[:, None, :] * ((dW @ beta)[:, None, :]
+                         + np.einsum("mka,ra->mrk", dW[:, :, ridx], nodes))
+    R = S.shape[1]
+    cross = -np.einsum("mrj,mrk->mjk", S, S * G) / R
+    J = s.shape[1]
+    idx = np.arange(J)
+    cross[:, idx, idx] += (S * G).mean(axis=1)
+    return cross / s[:, :, None]
+
+
+def _share_function(model):
+    return {"logit": _logit_predict, "MNL": _mnl_predict, "NL": _nl_predict,
+            "MXL": _mxl_predict}[model]
+
+
+def _elasticity_function(model):
+    return {"MNL": _mnl_elasticities, "NL": _nl_elasticities, "MXL": _mxl_elasticities}[model]
+
+
+# --------------------------------------------------------------------------- residuals
+
+
+class _Residuals:
+    """Residuals ``S(θ) − y`` (flattened) and their Jacobian for one model on one sample."""
+
+    def __init__(self, model: str, W: np.ndarray, y: np.ndarray, extra: dict):
+        self.model, self.W, self.y, self.extra = model, W, y, extra
+        self.nfev = 0
+        self._cache_x = None
+        self._cache = None
+
+    def shares(self, theta):
+        W, ex = self.W, self.extra
+        if self.model == "MNL":
+            return _mnl_shares(W @ theta)
+        if self.model == "NL":
+            return _nl_shares(W @ theta[:-2], ex["g"], theta[-2:])
+        beta, L = _mxl_unpack(theta, ex)
+        # keep the node probabilities: the Jacobian at the same point reuses them
+        S, shares = _logit_nb.mxl_probabilities(W @ beta, W, ex["ridx"], ex["z"] @ L.T)
+        self._cache_x, self._cache = theta.copy(), S
+        return shares
+
+    def fun(self, theta):
+        self.nfev += 1
+        return (self.shares(theta) - self.y).ravel()
+
+    def jac(self, theta):
+        W, ex = self.W, self.extra
+        n, J, K = W.shape
+        if self.model == "MNL":
+            s = _mnl_shares(W @ theta)
+            wbar = np.einsum("mk,mka->ma", s, W)
+            return (s[:, :, None] * (W - wbar[:, None, :])).reshape(n * J, K)
+        if self.model == "NL":
+            beta, rho = theta[:-2], theta[-2:]
+            g = ex["g"]
+            logs, u, lam, logD, cond, ns = _nl_parts(W @ beta, g, rho)
+            s = np.exp(logs)
+            dd = _nl_dlog_ddelta(s, g, rho, cond)             # (n, J, J)
+            jb = s[:, :, None] * np.einsum("mjk,mka->mja", dd, W)
+            jr = np.empty((n, J, 2))
+            for m in (0, 1):
+                inm = g == m
+                ubar = np.where(inm, cond * u, 0.0).sum(axis=1)          # Σ_{k∈m} s_{k|m} u_k
+                with np.errstate(invalid="ignore"):
+                    outer = np.where(ns[:, m] > 0, ns[:, m] * (ubar - logD[:, m]), 0.0)
+                own = np.where(inm, u / lam[m] - logD[:, [m]] - rho[m] * ubar[:, None] / lam[m],
+                               0.0)
+                jr[:, :, m] = s * (own - outer[:, None])
+            return np.concatenate([jb, jr], axis=2).reshape(n * J, K + 2)
+        beta, L = _mxl_unpack(theta, ex)
+        S = self._cache if (self._cache_x is not None
+                            and np.array_equal(theta, self._cache_x)) else None
+        _, jac = _logit_nb.mxl_jacobian(W @ beta, W, ex["ridx"], ex["z"] @ L.T, ex["z"],
+                                        ex["lrow"], ex["lcol"], S=S)
+        return jac.reshape(n * J, -1)
+
+
+def _solve(res: _Residuals, starts: list[tuple[str, np.ndarray]], lb, ub, method: str,
+           max_nfev: int):
+    """Least squares from every start; the lowest objective wins."""
+    best, best_name, total = None, None, 0
+    # one BLAS thread: the problems are small, studies parallelise over processes, and a
+    # threaded BLAS on small least-squares steps is many times slower on a busy machine
+    with threadpoolctl.threadpool_limits(1):
+        for name, x0 in starts:
+            x0 = np.clip(np.asarray(x0, float), lb, ub)
+            r = scipy.optimize.least_squares(res.fun, x0, jac=res.jac, bounds=(lb, ub),
+                                             method=method, max_nfev=max_nfev)
+            total += r.nfev
+            if np.isfinite(r.cost) and (best is None or r.cost < best.cost):
+                best, best_name = r, name
+    if best is None:
+        raise RuntimeError("every least-squares start failed (non-finite objective)")
+    return best, best_name, total
+
+
+# --------------------------------------------------------------------------- procedures
+
+
+class _DemandProcedure(Procedure):
+    """Shared plumbing: validation, design, the baseline and Berry starts."""
+
+    model = ""
+
+    def __init__(self, formula: str = DEFAULT_FORMULA, max_nfev: int = 400,
+                 method: str = "trf") -> None:
+        parse_formula(formula)
+        if int(max_nfev) < 1:
+            raise ValueError("max_nfev must be a positive integer")
+        if method not in ("trf", "dogbox"):
+            raise ValueError("method must be 'trf' or 'dogbox'")
+        self.formula, self.max_nfev, self.method = formula, int(max_nfev), method
+
+    @classmethod
+    def from_formula(cls, formula: str, data, market_ids: str = "market_ids", **kwargs):
+        """An estimator on long product data (one row per product and market).
+
+        Parameters
+        ----------
+        formula : str
+            ``"shares ~ prices + sugar + mushy"``: the shares on the left, utility terms right.
+        data : DataFrame
+            Product data with a ``market_ids`` column; every market lists the same products count.
+        market_ids : str
+            The market column.
+        **kwargs
+            Options of the model (``nest=``, ``random=``, ``max_nfev=`` ...).
+
+        Returns
+        -------
+        DemandModel
+            Call ``.fit()`` for ``params``, ``bse`` and ``summary()``.
+
+        Examples
+        --------
+        >>> import pandas as pd, pyblp  # doctest: +SKIP
+        >>> df = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)  # doctest: +SKIP
+        >>> MNL.from_formula("shares ~ prices + sugar + mushy", df).fit().params  # doctest: +SKIP
+        """
+        from .estimation import DemandModel
+
+        return DemandModel(cls(formula, **kwargs), data, market_ids)
+
+    def _prepare(self, sample: Sample):
+        columns = tuple(sample.columns)
+        X = check_markets(sample.X, columns, "sample.X")
+        y = check_shares(sample.y, X, "sample.y")
+        design = _Design(self.formula, X, columns)
+        return X, y, design, design(X), columns
+
+    @staticmethod
+    def _baseline_beta(W, y, names):
+        b = float(y.mean())
+        beta = np.zeros(W.shape[2])
+        if "Intercept" in names:
+            beta[names.index("Intercept")] = np.log(b / (1 - W.shape[1] * b))
+        return beta
+
+    @staticmethod
+    def _berry_beta(W, y):
+        s0 = 1 - y.sum(axis=1, keepdims=True)
+        ok = y > 0
+        lhs = np.log(np.where(ok, y, 1.0) / s0)[ok]
+        beta, *_ = np.linalg.lstsq(W[ok], lhs, rcond=None)
+        return beta
+
+    def _mnl(self, W, y, names):
+        K = W.shape[2]
+        res = _Residuals("MNL", W, y, {})
+        starts = [("baseline", self._baseline_beta(W, y, names)),
+                  ("berry", self._berry_beta(W, y))]
+        lb, ub = np.full(K, -BETA_BOUND), np.full(K, BETA_BOUND)
+        return _solve(res, starts, lb, ub, "trf", self.max_nfev)
+
+    @staticmethod
+    def _info(r, start, total):
+        return {"cost": float(r.cost), "nfev": int(total), "start": start,
+                "status": int(r.status)}
+
+
+class Logit(Procedure):
+    """Common-intercept logit baseline: every product gets ``b = e^γ / (1 + J e^γ)``.
+
+    Its least-squares fit to inside shares is the mean inside share (closed form); its
+    elasticities are 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.ones((2, 24, 3)); y = np.full((2, 24), 0.02)
+    >>> fit = Logit().fit(Sample(X, y, MARKET_COLUMNS, "shares"), np.random.default_rng(0))
+    >>> float(fit.predict(X)[0, 0])
+    0.02
+    """
+
+    label = "logit"
+
+    def __init__(self, formula: str | None = None) -> None:
+        self.formula = formula
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        columns = tuple(sample.columns)
+        X = check_markets(sample.X, columns, "sample.X")
+        y = check_shares(sample.y, X, "sample.y")
+        b = float(y.mean())
+        gamma = np.log(b / (1 - X.shape[1] * b)) if b > 0 else -np.inf
+        return DemandFit("logit", np.array([gamma]), ["gamma"], None, columns,
+                         info={"b": b, "cost": float(0.5 * ((y - b) ** 2).sum())})
+
+
+class MNL(_DemandProcedure):
+    """Multinomial logit ``δ_j = w_jᵀβ`` fitted by least squares on inside shares.
+
+    Parameters
+    ----------
+    formula : str
+        Utility formula over the market columns (intercept unless removed with ``- 1``).
+    max_nfev : int
+        Residual evaluations per start (Jacobian evaluations not counted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.stack([rng.uniform(.05, .2, (30, 24)), rng.uniform(0, 20, (30, 24)),
+    ...               rng.integers(0, 2, (30, 24))], axis=2)
+    >>> truth = DemandFit("MNL", [-3., -10., .05, .3], [], _Design(DEFAULT_FORMULA, X,
+    ...                   MARKET_COLUMNS), MARKET_COLUMNS)
+    >>> fit = MNL().fit(Sample(X, truth.predict(X), MARKET_COLUMNS, "shares"), rng)
+    >>> np.round(fit.params, 3)
+    array([ -3.  , -10.  ,   0.05,   0.3 ])
+    """
+
+    label = "MNL"
+    model = "MNL"
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        X, y, design, W, columns = self._prepare(sample)
+        r, start, total = self._mnl(W, y, design.names)
+        return DemandFit("MNL", r.x, design.names, design, columns,
+                         info=self._info(r, start, total))
+
+
+class NestedLogit(_DemandProcedure):
+    """Two-level nested logit with nests by a 0/1 column and nesting parameters in [0, 0.99].
+
+    Parameters
+    ----------
+    formula : str
+        Utility formula, as for :class:`MNL`.
+    nest : str
+        Market column whose 0/1 value names each product's nest (default ``"mushy"``).
+    max_nfev : int
+        Residual evaluations per start.
+
+    Examples
+    --------
+    >>> NestedLogit(nest="mushy").label
+    'NL'
+    """
+
+    label = "NL"
+    model = "NL"
+
+    def __init__(self, formula: str = DEFAULT_FORMULA, nest: str = "mushy",
+                 max_nfev: int = 400) -> None:
+        super().__init__(formula, max_nfev)
+        self.nest = nest
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        X, y, design, W, columns = self._prepare(sample)
+        if self.nest not in columns:
+            raise FormulaError(f"nest column {self.nest!r} is not among the market columns "
+                               f"{list(columns)}")
+        g = _nest_index(X, columns, self.nest)
+        mnl, _, n_mnl = self._mnl(W, y, design.names)
+        K = W.shape[2]
+        half = np.array([0.5, 0.5])
+        starts = [("baseline", np.r_[self._baseline_beta(W, y, design.names), half]),
+                  ("berry", np.r_[self._berry_beta(W, y), half]),
+                  ("MNL", np.r_[mnl.x, 0.0, 0.0]),
+                  ("MNL+rho", np.r_[mnl.x, half])]
+        lb = np.r_[np.full(K, -BETA_BOUND), 0.0, 0.0]
+        ub = np.r_[np.full(K, BETA_BOUND), RHO_MAX, RHO_MAX]
+        res = _Residuals("NL", W, y, {"g": g})
+        r, start, total = _solve(res, starts, lb, ub, "trf", self.max_nfev)
+        names = design.names + [f"rho[{self.nest}=0]", f"rho[{self.nest}=1]"]
+        return DemandFit("NL", r.x, names, design, columns, extra={"nest": self.nest},
+                         info=self._info(r, start, total + n_mnl))
+
+
+class MixedLogit(_DemandProcedure):
+    """Random-coefficients logit ``b ~ N(β, LLᵀ)`` on 512 antithetic scrambled-Sobol nodes.
+
+    Parameters
+    ----------
+    formula : str
+        Utility formula, as for :class:`MNL`.
+    random : sequence of str, optional
+        Design columns with random coefficients (default: all, e.g. ``Intercept, prices, sugar,
+        mushy``); ``L`` is their full lower-triangular Cholesky factor.
+    nodes : int
+        Number of integration nodes (even: half Sobol normals, half their negatives).
+    max_nfev : int
+        Residual evaluations per start.
+    method : {"dogbox", "trf"}
+        scipy ``least_squares`` method (dogbox by default, see the module docstring).
+    seed : int
+        Seed of the scrambled Sobol nodes (fixed across fits).
+
+    Examples
+    --------
+    >>> MixedLogit(random=["prices", "sugar"]).label
+    'MXL'
+    """
+
+    label = "MXL"
+    model = "MXL"
+
+    def __init__(self, formula: str = DEFAULT_FORMULA, random: Sequence[str] | None = None,
+                 nodes: int = 512, max_nfev: int = 400, method: str = "dogbox",
+                 seed: int = NODE_SEED) -> None:
+        super().__init__(formula, max_nfev, method)
+        if int(nodes) < 2 or int(nodes) % 2:
+            raise ValueError("nodes must be an even number ≥ 2 (antithetic pairs)")
+        if isinstance(random, str):
+            random = [random]
+        self.random = None if random is None else tuple(random)
+        self.nodes, self.seed = int(nodes), int(seed)
+
+    def _extra(self, names: list[str]) -> dict:
+        random = names if self.random is None else list(self.random)
+        unknown = [t for t in random if t not in names]
+        if unknown or not random:
+            raise FormulaError(f"random terms {unknown or random} are not design columns of "
+                               f"{self.formula!r}; choose among {names}")
+        ridx = np.array([names.index(t) for t in random], dtype=np.int64)
+        lrow, lcol = np.tril_indices(len(ridx))
+        return {"K": len(names), "ridx": ridx, "lrow": lrow.astype(np.int64),
+                "lcol": lcol.astype(np.int64), "random": random,
+                "z": _standard_nodes(len(ridx), self.nodes // 2, self.seed)}
+
+    def parameter_names(self, names: list[str]) -> list[str]:
+        """Names of (β, L): ``L[a,b]`` is row ``a``, column ``b`` of the Cholesky factor."""
+        ex = self._extra(names)
+        rnd = ex["random"]
+        return list(names) + [f"L[{rnd[a]},{rnd[b]}]" for a, b in
+                              zip(ex["lrow"], ex["lcol"], strict=True)]
+
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        X, y, design, W, columns = self._prepare(sample)
+        ex = self._extra(design.names)
+        mnl, _, n_mnl = self._mnl(W, y, design.names)
+        K = W.shape[2]
+        diag = ex["lrow"] == ex["lcol"]
+        starts = [(f"MNL+{c}I", np.r_[mnl.x, np.where(diag, c, 0.0)]) for c in (0.5, 1.0)]
+        lb = np.r_[np.full(K, -BETA_BOUND), np.where(diag, 0.0, -CHOL_BOUND)]
+        ub = np.r_[np.full(K, BETA_BOUND), np.full(len(diag), CHOL_BOUND)]
+        res = _Residuals("MXL", np.ascontiguousarray(W), y, ex)
+        r, start, total = _solve(res, starts, lb, ub, self.method, self.max_nfev)
+        extra = {k: ex[k] for k in ("K", "ridx", "lrow", "lcol", "z")}
+        info = self._info(r, start, total + n_mnl)
+        info["random"] = list(ex["random"])
+        info["mnl_params"] = mnl.x.tolist()
+        return DemandFit("MXL", r.x, self.parameter_names(design.names), design, columns,
+                         extra=extra, info=info)

@@ -1,0 +1,397 @@
+"""Structural demand models (SPEC §7): shares, analytic Jacobians and elasticities against finite
+differences, parameter recovery from noise-free shares, the baseline, kernels against twins, and
+the real-data estimators on pyblp's Nevo cereal data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from restrictiveness.demand import _logit_nb as nb
+from restrictiveness.demand.models import (
+    DEFAULT_FORMULA,
+    MARKET_COLUMNS,
+    MNL,
+    DemandFit,
+    Logit,
+    MixedLogit,
+    NestedLogit,
+    _Design,
+    _nest_index,
+    _Residuals,
+    market_design,
+)
+from restrictiveness.exceptions import DataError, FormulaError
+from restrictiveness.sample import Sample
+
+
+def markets(n, J=24, seed=0, mushy=None):
+    rng = np.random.default_rng(seed)
+    m = rng.integers(0, 2, (n, J)).astype(float) if mushy is None else np.full((n, J), mushy)
+    return np.stack([rng.uniform(0.05, 0.2, (n, J)), rng.uniform(0, 20, (n, J)), m], axis=2)
+
+
+def design(X, formula=DEFAULT_FORMULA):
+    return _Design(formula, X, MARKET_COLUMNS)
+
+
+def mxl_fit(X, params, random=None, nodes=512):
+    proc = MixedLogit(random=random, nodes=nodes)
+    d = design(X)
+    ex = proc._extra(d.names)
+    extra = {k: ex[k] for k in ("K", "ridx", "lrow", "lcol", "z")}
+    return DemandFit("MXL", np.asarray(params, float), proc.parameter_names(d.names), d,
+                     MARKET_COLUMNS, extra=extra), ex
+
+
+BETA = np.array([-3.0, -10.0, 0.05, 0.3])
+NL_PARAMS = np.r_[BETA, 0.3, 0.6]
+# L entries in np.tril_indices order over (Intercept, prices, sugar, mushy)
+L_FULL = np.array([0.5, 0.2, 1.0, 0.0, 0.01, 0.04, 0.1, 0.0, 0.02, 0.4])
+
+
+def fits(X):
+    d = design(X)
+    return {"MNL": DemandFit("MNL", BETA, d.names, d, MARKET_COLUMNS),
+            "NL": DemandFit("NL", NL_PARAMS, d.names + ["r0", "r1"], d, MARKET_COLUMNS,
+                            extra={"nest": "mushy"}),
+            "MXL": mxl_fit(X, np.r_[BETA, L_FULL])[0]}
+
+
+def fd_elasticities(fit, X, h=1e-5):
+    """Symmetric log-price differences, as the study's discrepancy computes them."""
+    n, J, _ = X.shape
+    E = np.empty((n, J, J))
+    for k in range(J):
+        Xp, Xm = X.copy(), X.copy()
+        Xp[:, k, 0] *= np.exp(h)
+        Xm[:, k, 0] *= np.exp(-h)
+        E[:, :, k] = (np.log(fit.predict(Xp)) - np.log(fit.predict(Xm))) / (2 * h)
+    return E
+
+
+# --------------------------------------------------------------------------- shares
+
+
+@pytest.mark.parametrize("model", ["MNL", "NL", "MXL"])
+def test_shares_positive_and_below_one(model):
+    X = markets(5)
+    s = fits(X)[model].predict(X)
+    assert s.shape == (5, 24)
+    assert (s > 0).all() and (s.sum(axis=1) < 1).all()
+
+
+def test_mnl_shares_closed_form():
+    X = markets(3)
+    d = np.exp(design(X)(X) @ BETA)
+    expect = d / (1 + d.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(fits(X)["MNL"].predict(X), expect, rtol=1e-12)
+
+
+def test_nl_shares_match_the_formula_and_reduce_to_mnl_at_rho_zero():
+    X = markets(3)
+    d = design(X)
+    delta = d(X) @ BETA
+    g = X[:, :, 2].astype(int)
+    rho = NL_PARAMS[-2:]
+    lam = 1 - rho[g]
+    D = np.stack([np.where(g == m, np.exp(delta / (1 - rho[m])), 0).sum(1) for m in (0, 1)], 1)
+    den = 1 + (D ** (1 - rho)).sum(axis=1)
+    expect = np.exp(delta / lam) * np.take_along_axis(D, g, 1) ** (-rho[g]) / den[:, None]
+    np.testing.assert_allclose(fits(X)["NL"].predict(X), expect, rtol=1e-12)
+    nl0 = DemandFit("NL", np.r_[BETA, 0, 0], d.names + ["a", "b"], d, MARKET_COLUMNS,
+                    extra={"nest": "mushy"})
+    np.testing.assert_allclose(nl0.predict(X), fits(X)["MNL"].predict(X), rtol=1e-12)
+
+
+def test_nl_empty_nest():
+    X = markets(4, mushy=0.0)               # nest 1 empty everywhere
+    d = design(X)
+    nl = DemandFit("NL", NL_PARAMS, d.names + ["a", "b"], d, MARKET_COLUMNS,
+                   extra={"nest": "mushy"})
+    s = nl.predict(X)
+    delta, lam = d(X) @ BETA, 1 - NL_PARAMS[-2]
+    D = np.exp(delta / lam).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(s, np.exp(delta / lam) * D ** (-NL_PARAMS[-2]) / (1 + D ** lam),
+                               rtol=1e-12)
+    # its elasticities and Jacobian are finite too
+    assert np.isfinite(nl.elasticities(X)).all()
+    res = _Residuals("NL", d(X), s, {"g": _nest_index(X, MARKET_COLUMNS, "mushy")})
+    jac = res.jac(NL_PARAMS)
+    assert np.isfinite(jac).all()
+    assert np.all(jac[:, -1] == 0)          # ρ of the empty nest does not move any share
+
+
+def test_mxl_with_zero_covariance_is_mnl():
+    X = markets(4)
+    mxl, _ = mxl_fit(X, np.r_[BETA, np.zeros(10)])
+    np.testing.assert_allclose(mxl.predict(X), fits(X)["MNL"].predict(X), rtol=1e-12)
+    np.testing.assert_allclose(mxl.elasticities(X), fits(X)["MNL"].elasticities(X),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_mxl_shares_match_direct_monte_carlo_average():
+    X = markets(2)
+    mxl, ex = mxl_fit(X, np.r_[BETA, L_FULL])
+    L = np.zeros((4, 4))
+    L[np.tril_indices(4)] = L_FULL
+    z = np.concatenate([ex["z"], -ex["z"]])
+    W = design(X)(X)
+    expect = np.zeros((2, 24))
+    for zr in z:                             # one consumer type at a time
+        u = np.exp(W @ (BETA + L @ zr))
+        expect += u / (1 + u.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(mxl.predict(X), expect / len(z), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+@pytest.mark.parametrize("model", ["MNL", "NL", "MXL"])
+def test_analytic_elasticities_match_finite_differences(model):
+    X = markets(3)
+    fit = fits(X)[model]
+    E = fit.elasticities(X)
+    np.testing.assert_allclose(E, fd_elasticities(fit, X), rtol=1e-5, atol=1e-8)
+    assert (np.diagonal(E, axis1=1, axis2=2) < 0).all()   # own-price elasticities negative
+
+
+@pytest.mark.parametrize("model", ["MNL", "NL", "MXL"])
+def test_analytic_jacobians_match_finite_differences(model):
+    X = markets(3)
+    d = design(X)
+    W = np.ascontiguousarray(d(X))
+    y = np.full((3, 24), 0.01)
+    if model == "MNL":
+        theta, extra = BETA, {}
+    elif model == "NL":
+        theta, extra = NL_PARAMS, {"g": _nest_index(X, MARKET_COLUMNS, "mushy")}
+    else:
+        theta, extra = np.r_[BETA, L_FULL], mxl_fit(X, np.r_[BETA, L_FULL])[1]
+    res = _Residuals(model, W, y, extra)
+    jac = res.jac(theta)
+    fd = np.empty_like(jac)
+    for p in range(len(theta)):
+        h = 1e-6 * max(1.0, abs(theta[p]))
+        e = np.zeros_like(theta)
+        e[p] = h
+        fd[:, p] = (res.fun(theta + e) - res.fun(theta - e)) / (2 * h)
+    np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-9)
+
+
+def test_elasticities_through_a_patsy_formula_use_the_chain_rule():
+    X = markets(2)
+    d = design(X, "shares ~ np.log(prices) + sugar")
+    assert d._select is None                 # the patsy path, not plain columns
+    fit = DemandFit("MNL", np.array([-3.0, -2.0, 0.05]), d.names, d, MARKET_COLUMNS)
+    np.testing.assert_allclose(fit.elasticities(X), fd_elasticities(fit, X), rtol=1e-5,
+                               atol=1e-8)
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+def sample(X, y):
+    return Sample(X, y, MARKET_COLUMNS, "shares")
+
+
+def test_logit_baseline_is_the_mean_inside_share():
+    X = markets(6)
+    y = fits(X)["MNL"].predict(X)
+    fit = Logit().fit(sample(X, y), np.random.default_rng(0))
+    b = fit.predict(X)
+    assert np.all(b == b[0, 0])
+    assert b[0, 0] == pytest.approx(y.mean(), rel=1e-12)
+    assert not fit.elasticities(X).any()
+    # the mean is the least-squares constant: moving it raises the objective
+    for eps in (-1e-4, 1e-4):
+        assert ((y - b - eps) ** 2).sum() > ((y - b) ** 2).sum()
+
+
+def test_mnl_recovers_parameters_exactly():
+    X = markets(20, seed=1)
+    y = fits(X)["MNL"].predict(X)
+    fit = MNL().fit(sample(X, y), np.random.default_rng(0))
+    np.testing.assert_allclose(fit.params, BETA, rtol=1e-6, atol=1e-8)
+    assert fit.info["cost"] < 1e-20
+
+
+def test_nl_recovers_nesting_parameters():
+    X = markets(20, seed=2)
+    y = fits(X)["NL"].predict(X)
+    fit = NestedLogit().fit(sample(X, y), np.random.default_rng(0))
+    np.testing.assert_allclose(fit.params[-2:], NL_PARAMS[-2:], atol=1e-4)
+    np.testing.assert_allclose(fit.params[:4], BETA, rtol=1e-3, atol=1e-4)
+
+
+def test_nl_fits_with_an_empty_nest_in_some_markets():
+    X = np.concatenate([markets(6, seed=3), markets(4, seed=4, mushy=0.0)])
+    y = fits(X)["NL"].predict(X)
+    fit = NestedLogit().fit(sample(X, y), np.random.default_rng(0))
+    assert np.isfinite(fit.params).all()
+    np.testing.assert_allclose(fit.predict(X), y, atol=1e-6)
+
+
+def test_mxl_recovers_means_and_diagonal_cholesky():
+    X = markets(30, seed=5)
+    truth, _ = mxl_fit(X, np.r_[BETA, 0.8, 0.0, 0.08], random=["Intercept", "sugar"])
+    y = truth.predict(X)
+    fit = MixedLogit(random=["Intercept", "sugar"]).fit(sample(X, y), np.random.default_rng(0))
+    assert fit.names[-3:] == ["L[Intercept,Intercept]", "L[sugar,Intercept]", "L[sugar,sugar]"]
+    np.testing.assert_allclose(fit.params[:4], BETA, rtol=0.05, atol=0.05)
+    np.testing.assert_allclose(fit.params[[4, 6]], [0.8, 0.08], rtol=0.1)
+    assert abs(fit.params[5]) < 0.05
+    np.testing.assert_allclose(fit.predict(X), y, atol=1e-5)
+
+
+def test_fitted_info_is_json_serialisable():
+    import json
+
+    X = markets(8, seed=6)
+    y = fits(X)["NL"].predict(X)
+    for proc in (Logit(), MNL(), NestedLogit()):
+        json.dumps(proc.fit(sample(X, y), np.random.default_rng(0)).info)
+
+
+def test_procedures_are_picklable():
+    import pickle
+
+    for proc in (Logit(), MNL(), NestedLogit(), MixedLogit(random=["sugar"])):
+        assert pickle.loads(pickle.dumps(proc)).label == proc.label
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+
+def test_bad_inputs_raise_clear_errors():
+    X = markets(3)
+    y = fits(X)["MNL"].predict(X)
+    rng = np.random.default_rng(0)
+    with pytest.raises(FormulaError, match="mushy"):
+        MNL().fit(Sample(X[:, :, :2], y, ("prices", "sugar"), "shares"), rng)
+    with pytest.raises(DataError, match="markets of shape"):
+        MNL().fit(Sample(X[0], y[0], MARKET_COLUMNS, "shares"), rng)
+    Xn = X.copy()
+    Xn[0, 0, 1] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        MNL().fit(sample(Xn, y), rng)
+    yn = y.copy()
+    yn[1, 2] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        NestedLogit().fit(sample(X, yn), rng)
+    with pytest.raises(DataError, match="sum to less than 1"):
+        Logit().fit(sample(X, np.full((3, 24), 0.05)), rng)
+    with pytest.raises(DataError, match="inside shares of shape"):
+        MNL().fit(Sample(X, y[:, :5], MARKET_COLUMNS, "shares"), rng)
+    fit = MNL().fit(sample(X, y), rng)
+    with pytest.raises(DataError, match="markets of shape"):
+        fit.predict(X[:, :, :2])
+    with pytest.raises(DataError, match="NaN"):
+        fit.predict(Xn)
+    with pytest.raises(FormulaError, match="colour"):
+        MNL("shares ~ colour").fit(sample(X, y), rng)
+    with pytest.raises(FormulaError, match="random terms"):
+        MixedLogit(random=["colour"]).fit(sample(X, y), rng)
+    Xb = X.copy()
+    Xb[0, 0, 2] = 2.0
+    with pytest.raises(DataError, match="nest column"):
+        NestedLogit().fit(sample(Xb, y), rng)
+    with pytest.raises(ValueError, match="nodes"):
+        MixedLogit(nodes=7)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def kernel_inputs(n=7, scale=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = markets(n, seed=seed)
+    W = np.ascontiguousarray(market_design(DEFAULT_FORMULA, X)[0])
+    delta = np.ascontiguousarray(W @ BETA)
+    ridx = np.array([0, 2, 3], dtype=np.int64)
+    z = rng.standard_normal((16, 3))
+    L = scale * np.array([[0.5, 0, 0], [0.02, 0.05, 0], [0.3, 0, 0.7]])
+    lrow, lcol = (a.astype(np.int64) for a in np.tril_indices(3))
+    return delta, W, ridx, np.ascontiguousarray(z @ L.T), z, lrow, lcol
+
+
+@pytest.mark.parametrize("scale", [1.0, 400.0])   # 400: utilities overflow exp → shifted path
+def test_kernels_match_numpy_twins(scale):
+    delta, W, ridx, nu, z, lrow, lcol = kernel_inputs(scale=scale)
+    WrT = np.ascontiguousarray(W[:, :, ridx].transpose(0, 2, 1))
+    mu = nb.random_utilities_nb(WrT, nu)
+    np.testing.assert_allclose(mu, nb.random_utilities_numpy(WrT, nu), rtol=1e-13, atol=1e-13)
+    fast = nb.safe_markets(delta, WrT, nu)
+    assert fast.all() == (scale == 1.0)
+    with np.errstate(over="ignore"):
+        emu = np.exp(mu)
+    S, s = nb.node_probabilities_nb(delta, mu, emu, fast)
+    S2, s2 = nb.node_probabilities_numpy(delta, mu)
+    assert np.isfinite(S).all()
+    np.testing.assert_allclose(S, S2, rtol=1e-11, atol=1e-300)
+    np.testing.assert_allclose(s, s2, rtol=1e-11)
+    np.testing.assert_allclose(nb.mean_probabilities_nb(delta, mu, emu, fast), s2, rtol=1e-11)
+    np.testing.assert_allclose(nb.mxl_shares(delta, W, ridx, nu),
+                               nb.mxl_shares_numpy(delta, W, ridx, nu), rtol=1e-11)
+    sh, jac = nb.mxl_jacobian(delta, W, ridx, nu, z, lrow, lcol)
+    sh2, jac2 = nb.mxl_jacobian_numpy(delta, W, ridx, nu, z, lrow, lcol)
+    np.testing.assert_allclose(sh, sh2, rtol=1e-11)
+    np.testing.assert_allclose(jac, jac2, rtol=1e-9, atol=1e-13)
+
+
+def test_fast_and_shifted_paths_agree():
+    delta, W, ridx, nu, z, lrow, lcol = kernel_inputs()
+    WrT = np.ascontiguousarray(W[:, :, ridx].transpose(0, 2, 1))
+    mu = nb.random_utilities_nb(WrT, nu)
+    emu = np.exp(mu)
+    a = nb.mean_probabilities_nb(delta, mu, emu, np.ones(len(delta), bool))
+    b = nb.mean_probabilities_nb(delta, mu, emu, np.zeros(len(delta), bool))
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- real data
+
+
+@pytest.fixture(scope="module")
+def nevo():
+    pyblp = pytest.importorskip("pyblp")
+    return pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)
+
+
+def test_estimators_on_nevo_data(nevo):
+    res = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    assert list(res.params.index) == ["Intercept", "prices", "sugar", "mushy"]
+    assert res.nobs == 94 * 24
+    X, y = res.model.X, res.model.y
+    r = (res.fitted.predict(X) - y).ravel()
+    th = res.params.to_numpy()
+    d = design(X)
+    # at a least-squares optimum a Gauss-Newton step cannot lower the objective materially
+    Jm = res._jacobian
+    step = -np.linalg.solve(Jm.T @ Jm, Jm.T @ r)
+    moved = DemandFit("MNL", th + step, d.names, d, MARKET_COLUMNS).predict(X)
+    assert ((moved - y) ** 2).sum() > (r ** 2).sum() * (1 - 1e-6)
+    # classical NLS standard errors from a finite-difference Jacobian
+    Jfd = np.empty((y.size, 4))
+    for p in range(4):
+        e = np.zeros(4)
+        e[p] = 1e-6 * max(1, abs(th[p]))
+        Jfd[:, p] = ((DemandFit("MNL", th + e, d.names, d, MARKET_COLUMNS).predict(X)
+                      - DemandFit("MNL", th - e, d.names, d, MARKET_COLUMNS).predict(X))
+                     .ravel() / (2 * e[p]))
+    s2 = (r ** 2).sum() / (y.size - 4)
+    np.testing.assert_allclose(res.bse, np.sqrt(np.diag(s2 * np.linalg.inv(Jfd.T @ Jfd))),
+                               rtol=1e-4)
+    text = str(res.summary())
+    assert "Multinomial logit" in text and "prices" in text and "std err" in text
+    nl = NestedLogit.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    assert nl.ssr <= res.ssr + 1e-10         # NL nests MNL (ρ = 0) and starts from it
+    assert "rho[mushy=1]" in nl.params.index
+
+
+def test_estimator_rejects_unbalanced_markets(nevo):
+    with pytest.raises(DataError, match="same number of products"):
+        MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
+    with pytest.raises(FormulaError, match="lack column"):
+        MNL.from_formula("shares ~ colour", nevo)
