@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["sweep_project", "sweep_project_numpy"]
+__all__ = ["sweep_project", "sweep_project_numpy", "ordered_pairs_nb", "ordered_pairs_numpy"]
 
 
 @numba.njit(cache=True)
@@ -56,3 +56,49 @@ def sweep_project_numpy(g: np.ndarray, first: np.ndarray, second: np.ndarray, si
         if np.linalg.norm(out - before) < tol:
             break
     return out, sweeps
+
+
+@numba.njit(cache=True)
+def _ordered(X: np.ndarray, sign: np.ndarray, i: int, j: int) -> bool:
+    for k in range(X.shape[1]):
+        d = X[j, k] - X[i, k]
+        if (sign[k] > 0 and d < 0) or (sign[k] < 0 and d > 0) or (sign[k] == 0 and d != 0):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def ordered_pairs_nb(X: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs ``x_i ⪯ x_j``, ``i != j``, in row-major order (two passes: count, fill)."""
+    n = X.shape[0]
+    count = 0
+    for i in range(n):
+        for j in range(n):
+            if i != j and _ordered(X, sign, i, j):
+                count += 1
+    first = np.empty(count, dtype=np.int64)
+    second = np.empty(count, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        for j in range(n):
+            if i != j and _ordered(X, sign, i, j):
+                first[c] = i
+                second[c] = j
+                c += 1
+    return first, second
+
+
+def ordered_pairs_numpy(X: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised NumPy twin of :func:`ordered_pairs_nb` (tests and benchmarks only)."""
+    n = len(X)
+    ok = ~np.eye(n, dtype=bool)
+    for k in range(X.shape[1]):
+        diff = X[None, :, k] - X[:, None, k]  # diff[i, j] = x_jk - x_ik
+        if sign[k] > 0:
+            ok &= diff >= 0
+        elif sign[k] < 0:
+            ok &= diff <= 0
+        else:
+            ok &= diff == 0
+    i, j = np.nonzero(ok)  # nonzero scans row-major: i outer, j inner
+    return i.astype(np.int64), j.astype(np.int64)

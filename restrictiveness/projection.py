@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._projection_nb import sweep_project
+from ._projection_nb import ordered_pairs_nb, sweep_project
 
 __all__ = ["ordered_pairs", "monotone_project", "count_violations"]
 
@@ -40,20 +40,10 @@ def ordered_pairs(X: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarr
     >>> ordered_pairs(np.array([[0.0], [1.0], [0.5]]), np.array([1]))
     (array([0, 0, 2]), array([1, 2, 1]))
     """
-    X = np.asarray(X, dtype=float)
-    sign = np.asarray(sign)
-    n = len(X)
-    ok = ~np.eye(n, dtype=bool)
-    for k in range(X.shape[1]):
-        diff = X[None, :, k] - X[:, None, k]  # diff[i, j] = x_jk - x_ik
-        if sign[k] > 0:
-            ok &= diff >= 0
-        elif sign[k] < 0:
-            ok &= diff <= 0
-        else:
-            ok &= diff == 0
-    i, j = np.nonzero(ok)  # nonzero scans row-major: i outer, j inner
-    return i.astype(np.int64), j.astype(np.int64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2 or np.shape(sign) != (X.shape[1],):
+        raise ValueError("ordered_pairs: X must be (N, d) and sign (d,)")
+    return ordered_pairs_nb(X, np.ascontiguousarray(sign, dtype=np.int64))
 
 
 def monotone_project(g: np.ndarray, pairs: tuple[np.ndarray, np.ndarray],

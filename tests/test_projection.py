@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from restrictiveness._projection_nb import sweep_project, sweep_project_numpy
+from restrictiveness._projection_nb import ordered_pairs_numpy, sweep_project, sweep_project_numpy
 from restrictiveness.projection import count_violations, monotone_project, ordered_pairs
 
 
@@ -28,6 +28,9 @@ def test_ordered_pairs_brute_force(sign, rng):
     X = rng.integers(0, 3, size=(12, 3)).astype(float)  # ties and equal coordinates
     i, j = ordered_pairs(X, np.array(sign))
     assert list(zip(i.tolist(), j.tolist(), strict=True)) == _brute_pairs(X, sign)
+    i2, j2 = ordered_pairs_numpy(X, np.array(sign))
+    np.testing.assert_array_equal(i, i2)
+    np.testing.assert_array_equal(j, j2)
 
 
 @pytest.mark.parametrize("seed", range(5))
