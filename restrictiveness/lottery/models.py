@@ -206,10 +206,6 @@ def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
     return np.ascontiguousarray(X)
 
 
-def _as_float(v: float) -> float:
-    return float(np.asarray(v))
-
-
 # ---------------------------------------------------------------------------------------------
 # fitted rule
 # ---------------------------------------------------------------------------------------------
