@@ -11,7 +11,10 @@ plain monotone functions between the prizes — the script
 3. checks that our objective is ≤ curve_fit's best on every draw and prints the count;
 4. times each numba kernel against its NumPy twin and prints the speed-ups.
 
-Run: ``python benchmarks/bench_cpt_fit.py [--draws 100] [--n 100] [--seed 0]``.
+With ``--truths prior`` the truths are draws of the paper's monotone-GP prior
+(:func:`restrictiveness.lottery.prior.lottery_prior`) instead.
+
+Run: ``python benchmarks/bench_cpt_fit.py [--draws 100] [--n 100] [--seed 0] [--truths prior]``.
 """
 
 from __future__ import annotations
@@ -91,7 +94,13 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--truths", choices=("synthetic", "prior"), default="synthetic")
     args = ap.parse_args()
+    prior = None
+    if args.truths == "prior":
+        from restrictiveness.lottery.prior import lottery_prior
+
+        prior = lottery_prior(n_eval=10)
     rng = np.random.default_rng(args.seed)
     model = CPT()
     lo, hi, free, grids = model._kernel_setup()
@@ -100,8 +109,12 @@ def main() -> None:
 
     ours_t, scipy_t, ours_ssr, scipy_ssr, at_bound = [], [], [], [], 0
     for d in range(args.draws):
-        X = lotteries(rng, args.n)
-        y = truth(rng, X, d % 2)
+        if prior is None:
+            X = lotteries(rng, args.n)
+            y = truth(rng, X, d % 2)
+        else:
+            draw = prior.draw([args.n], rng)
+            X, y = np.ascontiguousarray(draw.train_locations[0][: args.n]), draw.train_y(args.n)
         t = time.perf_counter()
         fit = model.fit_arrays(X, y)
         ours_t.append(time.perf_counter() - t)
@@ -114,7 +127,7 @@ def main() -> None:
         scipy_ssr.append(best)
     ours_t, scipy_t = np.array(ours_t) * 1e3, np.array(scipy_t) * 1e3
     ours_ssr, scipy_ssr = np.array(ours_ssr), np.array(scipy_ssr)
-    print(f"CPT(alpha,gamma,delta), n = {args.n}, {args.draws} draws "
+    print(f"CPT(alpha,gamma,delta), n = {args.n}, {args.draws} {args.truths} truths "
           f"(grid {len(grids[0])}x{len(grids[1])}x{len(grids[2])}, {model.n_starts} starts)")
     print(f"  ours (numba, multi-start, analytic Jacobian): median {np.median(ours_t):.2f} ms, "
           f"90% {np.quantile(ours_t, 0.9):.2f} ms per fit   [target < 20 ms]")
