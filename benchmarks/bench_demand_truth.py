@@ -9,7 +9,8 @@ from the definition, far slower) runs on a subset unless ``--full`` is given, an
 per market of each kind. GFLOP/s count only the kernel's matrix products
 (:func:`restrictiveness.demand._shares_nb.matmul_flops`).
 
-Targets: kernel ≥ 10× the twin; truth < 2 s per demand system (one core).
+Targets: kernel ≥ 10× the twin; truth < 2 s per demand system (one core). Times are reported
+as CPU time of this process (and wall time), since the machine may be shared.
 
 Run: ``python benchmarks/bench_demand_truth.py [--systems 3] [--twin-markets 6] [--full]``
 """
@@ -33,6 +34,7 @@ from restrictiveness.demand.prior import DemandPrior  # noqa: E402
 
 
 def _time(f, *args):
+    """Result, wall seconds and CPU seconds of this process (robust to a shared machine)."""
     t0, c0 = time.perf_counter(), time.process_time()
     out = f(*args)
     return out, time.perf_counter() - t0, time.process_time() - c0
@@ -61,44 +63,46 @@ def main() -> None:
           f"S={S} short nodes, one BLAS thread")
     rows = []
     for s in range(args.systems):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         truth = prior.draw([200], rng)
-        t_draw = time.perf_counter() - t0
+        t_draw, c_draw = time.perf_counter() - t0, time.process_time() - c0
         X_train, X_eval, h = truth.train_locations[0], truth.eval_X, truth.log_price_steps
-        y, t_train, _ = _time(truth.system.shares, X_train)
-        (base, minus, plus), t_eval, _ = _time(truth.system.perturbed_shares, X_eval, h)
-        total = t_draw + t_train + t_eval
-        rows.append((t_draw, t_train, t_eval, total))
+        y, t_train, c_train = _time(truth.system.shares, X_train)
+        (base, minus, plus), t_eval, c_eval = _time(truth.system.perturbed_shares, X_eval, h)
+        rows.append((t_draw, t_train, t_eval, c_draw, c_train, c_eval))
         print(f"  system {s}: draw+standardise {t_draw:6.3f} s | 200 training markets "
               f"{t_train:6.3f} s | 100 evaluation markets with elasticities {t_eval:6.3f} s | "
-              f"total {total:6.3f} s")
-    t_draw, t_train, t_eval, total = np.median(np.array(rows), axis=0)
+              f"wall {t_draw + t_train + t_eval:6.3f} s, CPU {c_draw + c_train + c_eval:6.3f} s")
+    t_draw, t_train, t_eval, c_draw, c_train, c_eval = np.median(np.array(rows), axis=0)
+    total, cpu = t_draw + t_train + t_eval, c_draw + c_train + c_eval
     flops_train = matmul_flops(200, J, D, T, Q, S, False)
     flops_eval = matmul_flops(100, J, D, T, Q, S, True)
-    print(f"kernel: {t_train / 200 * 1e3:.2f} ms per training market, "
-          f"{t_eval / 100 * 1e3:.2f} ms per evaluation market with its 48 perturbations; "
-          f"{(flops_train + flops_eval) / (t_train + t_eval) / 1e9:.1f} GFLOP/s on the matrix "
-          f"products ({(flops_train + flops_eval) / 1e9:.1f} GFLOP per system)")
-    print(f"truth per demand system (median of {args.systems}): {total:.3f} s "
-          f"(target < 2 s: {'met' if total < 2 else 'NOT met'})")
+    print(f"kernel (CPU time): {c_train / 200 * 1e3:.2f} ms per training market, "
+          f"{c_eval / 100 * 1e3:.2f} ms per evaluation market with its 48 perturbations; "
+          f"{(flops_train + flops_eval) / (c_train + c_eval) / 1e9:.1f} GFLOP/s effective "
+          f"(matrix-product flops, {(flops_train + flops_eval) / 1e9:.1f} GFLOP per system, over "
+          f"the whole kernel time)")
+    print(f"truth per demand system (median of {args.systems}): CPU {cpu:.3f} s, wall "
+          f"{total:.3f} s (target < 2 s: {'met' if cpu < 2 else 'NOT met'} in CPU time); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     # twin on the last system's markets
     system = truth.system
     twin = twin_prior.draw_system(np.random.default_rng(0))
     twin.fields, twin.scal = system.fields, system.scal  # the same demand system
     k = 200 if args.full else min(args.twin_markets, 100)
-    y_twin, t_train_twin, _ = _time(twin.shares, X_train[:k])
+    y_twin, _, t_train_twin = _time(twin.shares, X_train[:k])
     k_eval = 100 if args.full else k
-    (b2, m2, p2), t_eval_twin, _ = _time(twin.perturbed_shares, X_eval[:k_eval], h[:k_eval])
-    sp_train = (t_train_twin / k) / (t_train / 200)
-    sp_eval = (t_eval_twin / k_eval) / (t_eval / 100)
+    (b2, m2, p2), _, t_eval_twin = _time(twin.perturbed_shares, X_eval[:k_eval], h[:k_eval])
+    sp_train = (t_train_twin / k) / (c_train / 200)
+    sp_eval = (t_eval_twin / k_eval) / (c_eval / 100)
     twin_total = t_train_twin / k * 200 + t_eval_twin / k_eval * 100
     E1 = elasticities_from_shares(minus[:k_eval], plus[:k_eval], h[:k_eval])
     E2 = elasticities_from_shares(m2, p2, h[:k_eval])
-    print(f"NumPy twin on {k} training and {k_eval} evaluation markets: "
+    print(f"NumPy twin (CPU time) on {k} training and {k_eval} evaluation markets: "
           f"{t_train_twin / k * 1e3:.1f} ms and {t_eval_twin / k_eval * 1e3:.1f} ms per market")
     print(f"speed-up (twin / kernel): training markets {sp_train:.1f}x, evaluation markets "
-          f"{sp_eval:.1f}x, whole system {twin_total / (t_train + t_eval):.1f}x "
+          f"{sp_eval:.1f}x, whole system {twin_total / (c_train + c_eval):.1f}x "
           f"(target >= 10x)")
     print(f"agreement: max rel. share difference "
           f"{np.max(np.abs(y_twin - y[:k]) / y[:k]):.1e}, max abs. elasticity difference "

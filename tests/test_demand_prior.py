@@ -166,7 +166,7 @@ def test_kernel_matches_numpy_twin(prior, truth):
     z_lo = (X[..., 0] * np.exp(-h) - prior.market.price_mean) / prior.market.price_sd
     z_hi = (X[..., 0] * np.exp(h) - prior.market.price_mean) / prior.market.price_sd
     scal = system.scal - np.array([np.log(24), 0, 0])
-    args = (zp, zs, m, z_lo, z_hi, system.fields, scal, system.nu, system.gx, system.gw,
+    args = (zp, zs, m, z_lo, z_hi, system.fields, scal, system.nu_half, system.gx, system.gw,
             system.sx, system.sw, True)
     b1, p1 = shares_nb(*args)
     b2, p2 = shares_numpy(*args)

@@ -93,6 +93,11 @@ class DemandSystem:
         self.scal = np.ascontiguousarray(scal, dtype=float)
         self.market, self.engine = market, engine
         self.nu = np.ascontiguousarray(nu, dtype=float)
+        H = len(self.nu) // 2
+        if len(self.nu) % 2 or not np.array_equal(self.nu[H:], -self.nu[:H]):
+            raise ConfigurationError("consumer types nu must be antithetic: the second half "
+                                     "the negatives of the first")
+        self.nu_half = np.ascontiguousarray(self.nu[:H])
         self.gx, self.gw = (np.ascontiguousarray(a, dtype=float) for a in nodes)
         self.sx, self.sw = (np.ascontiguousarray(a, dtype=float) for a in short_nodes)
         if engine not in ("numba", "numpy"):
@@ -116,8 +121,8 @@ class DemandSystem:
         scal = self.scal.copy()
         scal[0] -= np.log(self.market.n_products)
         f = shares_nb if self.engine == "numba" else shares_numpy
-        return f(zp, zs, m, z_lo, z_hi, self.fields, scal, self.nu, self.gx, self.gw, self.sx,
-                 self.sw, perturb)
+        return f(zp, zs, m, z_lo, z_hi, self.fields, scal, self.nu_half, self.gx, self.gw,
+                 self.sx, self.sw, perturb)
 
     def shares(self, X: np.ndarray) -> np.ndarray:
         """Inside shares of markets ``X`` (shape ``(n, J, 3)``, raw units): ``(n, J)``."""
