@@ -91,7 +91,7 @@ _DENIED_EVENTS = ("socket.", "ctypes.", "subprocess.", "os.system", "os.exec", "
                   "imaplib.", "nntplib.", "telnetlib.", "http.", "signal.pthread_kill",
                   "sys.remote_exec", "gc.get_", "_winapi.", "winreg.", "msvcrt.",
                   "sqlite3.load_extension", "sqlite3.enable_load_extension",
-                  "_posixsubprocess.", "os.setuid", "os.setgid")
+                  "_posixsubprocess.", "os.setuid", "os.setgid", "os.mkfifo", "os.mknod")
 # Events whose first argument (and second, for renames) is a path that must stay in the
 # working directory.
 _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate", "os.chmod",
@@ -123,6 +123,9 @@ class SandboxLimits:
         ("output-limit").
     file_bytes : int
         Largest file the child may write.
+    disk_bytes : int
+        Most bytes the working directory may hold while the child runs; the parent checks
+        a few times a second and kills the child beyond it ("output-limit").
 
     Examples
     --------
@@ -135,11 +138,13 @@ class SandboxLimits:
     memory_bytes: int = 4 * 2**30
     output_bytes: int = 1_000_000
     file_bytes: int = 256 * 2**20
+    disk_bytes: int = 2**30
 
     def __post_init__(self) -> None:
         from .exceptions import ConfigurationError
 
-        for name in ("wall_seconds", "memory_bytes", "output_bytes", "file_bytes"):
+        for name in ("wall_seconds", "memory_bytes", "output_bytes", "file_bytes",
+                     "disk_bytes"):
             if not getattr(self, name) > 0:
                 raise ConfigurationError(f"SandboxLimits: {name} must be positive")
         if self.cpu_seconds is not None and not self.cpu_seconds > 0:
@@ -310,10 +315,27 @@ def run_python(source: str, *, driver: str | None = None,
         (control / "config.json").write_text(json.dumps(config))
         return _supervise(control, limits)
     finally:
-        if owned:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            shutil.rmtree(control, ignore_errors=True)
+        _remove_tree(root if owned else control)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a tree even where the program removed permissions (chmod 000)."""
+    def retry(func, p, _):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+
+    if path.exists():
+        for dirpath, dirnames, _ in os.walk(path):
+            for d in dirnames:
+                try:
+                    os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False)
+                except (OSError, NotImplementedError):
+                    pass
+        shutil.rmtree(path, onerror=retry)
 
 
 def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
@@ -376,13 +398,19 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     marker = _MARKER.encode()
     deadline = start + limits.wall_seconds
+    next_disk_check = start
     try:
         while sel.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 killed = "timeout"
                 break
-            for key, _ in sel.select(timeout=min(remaining, 1.0)):
+            if time.monotonic() >= next_disk_check:
+                next_disk_check = time.monotonic() + 0.25
+                if _tree_size(root, limits.disk_bytes) > limits.disk_bytes:
+                    killed = "disk"
+                    break
+            for key, _ in sel.select(timeout=min(remaining, 0.25)):
                 chunk = os.read(key.fileobj.fileno(), 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)
@@ -403,8 +431,11 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
         if killed is None:
             # pipes closed; the child may still run (it can close its own stdout)
             while not _exited(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if not _exited(proc.pid):
+                if _tree_size(root, limits.disk_bytes) > limits.disk_bytes:
+                    killed = "disk"
+                    break
+                time.sleep(0.02)
+            if killed is None and not _exited(proc.pid):
                 killed = "timeout"
     finally:
         sel.close()
@@ -414,6 +445,7 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
         _, status, usage = os.wait4(proc.pid, 0)
         returncode = os.waitstatus_to_exitcode(status)
         cpu = usage.ru_utime + usage.ru_stime
+        max_rss = usage.ru_maxrss * 1024  # kilobytes on Linux
         proc.returncode = returncode
         proc.stdout.close()
         proc.stderr.close()
@@ -429,6 +461,9 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     if killed == "output-limit":
         return failed("output-limit", f"the program wrote more than {limits.output_bytes} "
                                       "bytes to stdout/stderr and was stopped")
+    if killed == "disk":
+        return failed("output-limit", f"the program wrote more than {limits.disk_bytes} bytes "
+                                      "of files and was stopped")
     if killed == "timeout":
         return failed("timeout", f"the program ran longer than {limits.wall_seconds:g} s "
                                  "(wall clock) and was stopped")
@@ -442,7 +477,8 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
         if returncode == 0:
             return failed("crash", "the program ended the interpreter before finishing "
                                    "(os._exit or similar)")
-        if "MemoryError" in err:
+        if "MemoryError" in err or (returncode is not None and returncode < 0 and
+                                    max_rss > 0.8 * limits.memory_bytes):
             return failed("memory", "the program ran out of memory "
                                     f"(limit {limits.memory_bytes} bytes)")
         if returncode is not None and returncode < 0:
@@ -462,19 +498,61 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     outputs = {}
     for path in sorted((control / "out").glob("*.npy")):
         try:
-            outputs[path.stem] = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
+            with _open_regular(path, limits.file_bytes) as fh:
+                outputs[path.stem] = np.load(fh, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
             return failed("invalid-output", f"output {path.stem!r} is not a plain array: {exc}")
     return SandboxResult(True, None, "ok", outputs=outputs, value=status.get("value"), **common)
 
 
+def _open_regular(path: Path, max_bytes: int):
+    """Open a file the child wrote, refusing anything but a regular file of bounded size.
+
+    A FIFO or device in its place would otherwise block or flood the parent; symlinks are
+    not followed.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        os.close(fd)
+        raise ValueError(f"{path.name} is not a regular file of at most {max_bytes} bytes")
+    return os.fdopen(fd, "rb")
+
+
 def _read_status(path: Path) -> dict | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            status = json.load(fh)
+        with _open_regular(path, 2**24) as fh:
+            status = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
     return status if isinstance(status, dict) else None
+
+
+def _tree_size(root: Path, limit: int) -> int:
+    """Bytes of files under ``root`` (stops counting past ``limit``; huge trees count as
+    over the limit)."""
+    total, stack, entries = 0, [str(root)], 0
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > 100_000:
+                        return limit + 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue
+                    if total > limit:
+                        return total
+        except OSError:
+            continue
+    return total
 
 
 # --------------------------------------------------------------------------------------------
@@ -616,12 +694,13 @@ def _user_builtins(allowed: list[str]):
     allowed_set = frozenset(allowed)
 
     def checked_import(name, globals=None, locals=None, fromlist=(), level=0,
-                       _real=real_import, _allowed=allowed_set):
+                       _real=real_import, _allowed=allowed_set, _mark=_MARKER_WRITE,
+                       _exc=SandboxViolation, _sorted=sorted):
         top = name.partition(".")[0]
         if level != 0 or top not in _allowed:
-            _MARKER_WRITE(f"import {name}")
-            raise SandboxViolation(f"sandbox: import of {name!r} is not allowed "
-                                   f"(allowed: {', '.join(sorted(_allowed))})")
+            _mark(f"import {name}")
+            raise _exc(f"sandbox: import of {name!r} is not allowed "
+                       f"(allowed: {', '.join(_sorted(_allowed))})")
         return _real(name, globals, locals, fromlist, level)
 
     env = dict(vars(builtins))
@@ -692,7 +771,11 @@ def _child_main(config_path: str) -> int:
     def fail(reason: str, message: str) -> None:
         raise _Failure(reason, message)
 
-    def write_status(status: dict) -> None:
+    def write_status(status: dict, _remove=os.remove) -> None:
+        try:  # whatever the program left there (a FIFO would block the write)
+            _remove(status_path)
+        except OSError:
+            pass
         with _open(status_path, "w", encoding="utf-8") as fh:
             _dump(status, fh)
 

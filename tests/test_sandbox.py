@@ -156,6 +156,63 @@ def test_other_forbidden_operations(source):
     assert (r.ok, r.reason) == (False, "forbidden")
 
 
+@pytest.mark.parametrize("source", [
+    "import numpy as np\nnp.fromfile('/etc/passwd', dtype='u1')",
+    "import numpy as np\nnp.loadtxt('/etc/passwd')",
+    "import numpy as np\nnp.memmap('/etc/passwd', mode='r')",
+    "import io\nio.FileIO('/etc/passwd').read()",
+    "import os\nos.read(os.open('/etc/passwd', os.O_RDONLY), 100)",
+    "print(open('/proc/self/environ').read())",
+], ids=["np.fromfile", "np.loadtxt", "np.memmap", "io.FileIO", "os.open", "proc-environ"])
+def test_other_read_routes_are_refused(source):
+    r = run(source)
+    assert (r.ok, r.reason) == (False, "forbidden") and "root:" not in r.stdout
+
+
+def test_forged_pickled_output_is_never_unpickled(canary):
+    src = (f"import os, numpy as np\nclass Evil:\n    def __reduce__(self):\n"
+           f"        return (os.system, ('touch ' + {canary!r},))\n"
+           "np.save('.sandbox/out/evil.npy', np.array([Evil()], dtype=object), "
+           "allow_pickle=True)\n")
+    r = run(src)
+    assert r.reason == "invalid-output" and "evil" in r.message
+
+
+@pytest.mark.parametrize("source", [
+    "import os\nos.mkfifo('.sandbox/out/pred.npy')",          # would block a naive reader
+    "import os\nos.mkdir('.sandbox/out/pred.npy')",
+])
+def test_special_files_in_place_of_outputs_are_refused(source):
+    r = run(source)
+    assert r.reason == "invalid-output" and r.seconds < 10
+
+
+def test_fifo_in_place_of_the_status_file_does_not_hang():
+    assert run("import os\nos.mkfifo('.sandbox/status.json')").ok
+
+
+def test_filling_the_disk_is_stopped():
+    r = run("for i in range(100):\n    open(f'f{i}', 'wb').write(b'x' * 10**7)",
+            limits=SandboxLimits(wall_seconds=30, disk_bytes=3 * 10**7))
+    assert r.reason == "output-limit" and "files" in r.message
+
+
+def test_removed_permissions_do_not_stop_cleanup(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # where the sandbox dir goes
+    r = run("import os\nos.mkdir('d')\nopen('d/x', 'w').write('1')\nos.chmod('d', 0)\n"
+            "os.chmod('.', 0o500)")
+    assert r.ok and list(tmp_path.iterdir()) == []
+
+
+def test_ignoring_sigxcpu_does_not_escape_the_cpu_limit():
+    r = run("import sys\ns = sys.modules.get('signal') or sys.modules['_signal']\n"
+            "s.signal(24, s.SIG_IGN)\nwhile True:\n    pass",
+            limits=SandboxLimits(wall_seconds=20, cpu_seconds=1))
+    assert r.reason == "cpu"
+
+
 def test_a_swallowed_violation_is_still_recorded():
     r = run("try:\n    import socket\nexcept Exception:\n    pass\nprint('carried on')")
     assert r.reason == "forbidden" and "carried on" in r.stdout
