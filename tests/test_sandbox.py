@@ -28,6 +28,12 @@ FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30,
                      output_bytes=200_000)
 
 
+# The real __import__ is reachable from any Python object graph; the audit hook still refuses
+# the modules and operations that matter.
+_REAL_BUILTINS = ("b = [c for c in ().__class__.__base__.__subclasses__() "
+                  "if c.__name__ == 'catch_warnings'][0]()._module.__builtins__\n")
+
+
 @pytest.fixture
 def canary(tmp_path_factory):
     """A path outside any sandbox directory that an attack would create."""
@@ -100,6 +106,19 @@ def test_network_is_refused(source):
     assert "socket" in r.message or "importlib" in r.message
 
 
+def test_no_connection_reaches_a_local_listener():
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        r = run(_REAL_BUILTINS + f"s = b['__import__']('_socket')\n"
+                f"c = s.socket()\nc.connect(('127.0.0.1', {port}))")
+        server.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            server.accept()           # a connection would be waiting in the backlog
+    assert r.reason == "forbidden"
+
+
 @pytest.mark.parametrize("source", [
     "import subprocess\nsubprocess.run(['touch', CANARY])",
     "import os\nos.system('touch ' + CANARY)",
@@ -109,8 +128,14 @@ def test_network_is_refused(source):
     "import os\npid = os.fork()\nif pid == 0:\n    open(CANARY, 'w')",
     "import sys\nsys.modules['os'].system('touch ' + CANARY)",
     "import multiprocessing",
+    "import os\nos.posix_spawnp('touch', ['touch', CANARY], {})",
+    "import os\nos.spawnv(os.P_WAIT, '/usr/bin/touch', ['touch', CANARY])",
+    "import os\nos.execve('/usr/bin/touch', ['touch', CANARY], {})",
+    "import os\nos.forkpty()",
+    "import sys\nsys.modules['posix'].fork()",
 ], ids=["subprocess", "os.system", "os.popen", "os.execv", "os.posix_spawn", "os.fork",
-        "sys.modules-os", "multiprocessing"])
+        "sys.modules-os", "multiprocessing", "os.posix_spawnp", "os.spawnv", "os.execve",
+        "os.forkpty", "posix.fork"])
 def test_processes_are_refused(source, canary):
     r = run(f"CANARY = {canary!r}\n" + source)
     assert (r.ok, r.reason) == (False, "forbidden")
@@ -211,6 +236,16 @@ def test_ignoring_sigxcpu_does_not_escape_the_cpu_limit():
             "s.signal(24, s.SIG_IGN)\nwhile True:\n    pass",
             limits=SandboxLimits(wall_seconds=20, cpu_seconds=1))
     assert r.reason == "cpu"
+
+
+@pytest.mark.parametrize("source", [
+    _REAL_BUILTINS + "b['__import__']('socket')",
+    _REAL_BUILTINS + "b['__import__']('urllib.request').urlopen('http://127.0.0.1:9')",
+    _REAL_BUILTINS + "b['__import__']('subprocess')",
+    "f = open('/proc/self/mem', 'r+b')",                      # rewrite our own memory
+], ids=["real-import-socket", "real-import-urllib", "real-import-subprocess", "proc-self-mem"])
+def test_bypasses_of_the_import_check_are_still_refused(source):
+    assert run(source).reason == "forbidden"
 
 
 def test_a_swallowed_violation_is_still_recorded():
