@@ -55,7 +55,7 @@ class LinearInequality:
 
     def __init__(self, coefs: Mapping[str, float], rhs: float = 0.0) -> None:
         self.coefs = {k: float(v) for k, v in coefs.items() if v != 0}
-        self.rhs = float(rhs)
+        self.rhs = float(rhs) + 0.0  # + 0.0 turns -0.0 into 0.0 for printing
         if not self.coefs:
             raise DomainError("a linear inequality needs at least one nonzero coefficient")
 
