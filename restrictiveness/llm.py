@@ -185,12 +185,11 @@ def sample_csv(sample: Sample) -> str:
     X = np.asarray(sample.X, dtype=float)
     y = np.asarray(sample.y, dtype=float)
     lead = X.shape[:-1]
-    index_names = ["obs"] if len(lead) == 1 else ["market"] + [f"index{i}" for i in
-                                                            range(1, len(lead))]
-    if len(lead) == 2:
-        index_names = ["market", "product"]
+    # rows of a table need no index; markets of products get (market, product[, ...]) columns
+    index_names = [] if len(lead) == 1 else \
+        ["market", "product"] + [f"index{i}" for i in range(2, len(lead))]
     buf = io.StringIO()
-    header = ([] if len(lead) == 1 else index_names) + list(sample.columns)
+    header = index_names + list(sample.columns)
     y_cols = [sample.response] if y.shape == lead else \
         [f"{sample.response}{j}" for j in range(int(np.prod(y.shape[len(lead):])))]
     buf.write(",".join(header + y_cols) + "\n")
@@ -210,7 +209,7 @@ def _requirements(sample: Sample, program_seconds: float, agent: bool) -> str:
     shape_q = "(m, " + ", ".join(str(s) for s in X[1:]) + ")"
     shape_y = "(n" + "".join(f", {s}" for s in y[1:]) + ("," if len(y) == 1 else "") + ")"
     shape_p = shape_y.replace("(n", "(m")
-    files = (" It may also read files that your code runs saved in the working directory."
+    files = (" It may also read files that your tool runs saved in the working directory."
              if agent else "")
     return (
         "Prediction requirements: return a complete Python program that defines a function\n\n"
@@ -219,7 +218,8 @@ def _requirements(sample: Sample, program_seconds: float, agent: bool) -> str:
         f"covariates ({d}) in this order, y_train is a numpy array of shape {shape_y} holding "
         f"{sample.response}, and X is a numpy array of shape {shape_q} of new covariate "
         f"values. predict must return a numpy array of shape {shape_p} with the predicted "
-        f"{sample.response} for every row of X. The program is run in a new Python "
+        f"{sample.response} for every {'row' if len(X) == 2 else 'market'} of X. The program "
+        "is run in a new Python "
         "interpreter with the training data passed to predict; it may use only numpy, math "
         "and the Python standard library, has no network access, and must finish within "
         f"{program_seconds:g} seconds.{files} Put the whole program in one ```python code "
@@ -248,6 +248,13 @@ def _describe(sample: Sample) -> str:
     return (f"The supplied data have {X[0]} markets; each market has {X[1]} products "
             f"described by ({', '.join(sample.columns)}), and the outcome is "
             f"{sample.response} of each product.")
+
+
+def _size(sample: Sample) -> str:
+    shape = np.shape(sample.X)
+    if len(shape) == 2:
+        return f"{shape[0]} rows"
+    return f"{shape[0]} markets, {int(np.prod(shape[:-1]))} rows"
 
 
 def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
@@ -288,7 +295,7 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
                                  f"got {prompt!r}")
     parts = [description if description is not None else _describe(sample),
              design.instruction_for(target),
-             f"Training data ({len(sample)} rows, CSV):\n```csv\n{sample_csv(sample)}```",
+             f"Training data ({_size(sample)}, CSV):\n```csv\n{sample_csv(sample)}```",
              _requirements(sample, program_seconds, agent)]
     if agent:
         parts.append(_agent_instructions(rounds, tool_seconds, tool_chars))

@@ -125,6 +125,20 @@ def test_csv_of_markets_has_one_row_per_product():
     assert lines[5] == "1,1,8,9,0.4"
 
 
+def test_completion_on_markets_predicts_shares_per_product():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(8, 4, 3))
+    y = rng.dirichlet(np.ones(5), size=8)[:, :4]
+    markets = Sample(X, y, ("price", "sugar", "mushy"), "share")
+    code = ("import numpy as np\n\ndef predict(X_train, y_train, X):\n"
+            "    return np.tile(y_train.mean(axis=0), (len(X), 1))\n")
+    client = Scripted(fenced(code))
+    rule = Completion(client, target="market shares", limits=FAST).fit(markets, rng)
+    np.testing.assert_allclose(rule.predict(X[:3]), np.tile(y.mean(axis=0), (3, 1)))
+    task = client.seen[0][-1]["content"]
+    assert "(8 markets, 32 rows, CSV)" in task and "shape (m, 4)" in task
+
+
 def test_unknown_prompt_is_refused(sample):
     with pytest.raises(ConfigurationError, match="prompt"):
         build_messages(sample, "poet")

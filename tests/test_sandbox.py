@@ -413,6 +413,12 @@ def test_program_failures_carry_their_reason(sample, source, reason, text):
     assert rule.info["runs"] == 1                   # a failed program is not rerun
 
 
+def test_column_output_is_accepted_for_vector_labels(sample):
+    src = "def predict(X_train, y_train, X):\n    return [[1.0]] * len(X)"
+    rule = ProgramProcedure(src, limits=FAST).fit(sample, np.random.default_rng(0))
+    np.testing.assert_array_equal(rule.predict(sample.X[:2]), [1.0, 1.0])
+
+
 def test_partial_nan_left_to_the_failure_protocol(sample):
     src = ("import numpy as np\ndef predict(X_train, y_train, X):\n"
            "    p = np.ones(len(X))\n    p[0] = np.nan\n    return p")
