@@ -381,7 +381,7 @@ class _LanguageModelProcedure(Procedure):
                  target: str, description: str | None, timeout: float,
                  limits: SandboxLimits | None, allowed_modules: Iterable[str] | None,
                  cache: ResponseCache | str | os.PathLike | None,
-                 label: str | None) -> None:
+                 label: str | None, validate: bool = True) -> None:
         if not callable(client):
             raise ConfigurationError("client must be a callable client(messages) -> str")
         if isinstance(prompt, str) and prompt not in PROMPTS:
@@ -396,6 +396,7 @@ class _LanguageModelProcedure(Procedure):
             (None if cache is None else str(cache))
         if label is not None:
             self.label = label
+        self.validate = bool(validate)
 
     def _ask(self, messages: list[dict], calls: list[int]) -> str:
         cache = ResponseCache(self.cache) if self.cache is not None else None
@@ -422,7 +423,7 @@ class _LanguageModelProcedure(Procedure):
                                {**info, **describe_program("")})
         proc = ProgramProcedure(code, "predict", limits=self.limits,
                                 allowed_modules=self.allowed_modules, label=self.label,
-                                files=files)
+                                files=files, validate=self.validate)
         return proc.fit(sample, rng, info=info)
 
 
@@ -451,6 +452,9 @@ class Completion(_LanguageModelProcedure):
         Reply cache: a rerun makes no client calls.
     label : str
         Name in results.
+    validate : bool
+        Run the returned program once at fit time (on the training points), so failures
+        are known when the fit is recorded; False saves that run.
 
     Notes
     -----
@@ -480,9 +484,9 @@ class Completion(_LanguageModelProcedure):
                  limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
-                 label: str | None = None) -> None:
+                 label: str | None = None, validate: bool = True) -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
-                         allowed_modules, cache, label)
+                         allowed_modules, cache, label, validate)
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
         messages = build_messages(sample, self.prompt, target=self.target,
@@ -536,7 +540,11 @@ class Agent(_LanguageModelProcedure):
         Modules tool code may import (default: the program's plus scipy, pandas, sklearn).
     tool_limits : SandboxLimits, optional
         Full limits of a tool run (overrides ``tool_timeout``).
-    model, target, description, timeout, limits, allowed_modules, cache, label
+    max_file_bytes : int
+        Most bytes of working-directory files handed to the returned program.
+    record_transcript : bool
+        Keep the whole conversation in ``info["transcript"]`` (large).
+    model, target, description, timeout, limits, allowed_modules, cache, label, validate
         As :class:`Completion`.
 
     Notes
@@ -568,9 +576,11 @@ class Agent(_LanguageModelProcedure):
                  timeout: float = 600.0, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
-                 label: str | None = None, max_file_bytes: int = 20 * 2**20) -> None:
+                 label: str | None = None, max_file_bytes: int = 20 * 2**20,
+                 validate: bool = True, record_transcript: bool = False) -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
-                         allowed_modules, cache, label)
+                         allowed_modules, cache, label, validate)
+        self.record_transcript = bool(record_transcript)
         if int(rounds) < 0:
             raise ConfigurationError("rounds must be nonnegative")
         if not total_seconds > 0 or not tool_chars > 100:
@@ -641,4 +651,6 @@ class Agent(_LanguageModelProcedure):
                 "response_sha256": hashlib.sha256(final_reply.encode()).hexdigest(),
                 "client_calls": calls[0], "rounds_used": len(runs), "hit_limit": hit_limit,
                 "tool_runs": runs, "files": sorted(files)}
+        if self.record_transcript:
+            info["transcript"] = messages
         return self._program(extract_code(final_reply), sample, rng, info, files or None)

@@ -295,6 +295,18 @@ def test_agent_with_no_rounds_answers_at_once(sample):
     assert client.calls == 1 and rule.info["rounds_used"] == 0 and rule.info["reason"] is None
 
 
+def test_transcript_and_deferred_validation(sample):
+    client = Scripted(fenced("print(2 + 2)\n"), fenced(OLS_CODE, final=True))
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES, validate=False,
+                 record_transcript=True).fit(sample, np.random.default_rng(0))
+    roles = [m["role"] for m in rule.info["transcript"]]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert "4" in rule.info["transcript"][2]["content"]
+    assert rule.info["runs"] == 0                     # not run at fit time
+    rule.predict(sample.X[:2])
+    assert rule.info["runs"] == 1 and rule.info["reason"] is None
+
+
 # ------------------------------------------------------------------ cache
 
 
