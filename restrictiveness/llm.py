@@ -381,7 +381,7 @@ class _LanguageModelProcedure(Procedure):
                  target: str, description: str | None, timeout: float,
                  limits: SandboxLimits | None, allowed_modules: Iterable[str] | None,
                  cache: ResponseCache | str | os.PathLike | None,
-                 label: str | None, validate: bool = True) -> None:
+                 label: str | None, run_at_fit: bool = True) -> None:
         if not callable(client):
             raise ConfigurationError("client must be a callable client(messages) -> str")
         if isinstance(prompt, str) and prompt not in PROMPTS:
@@ -396,7 +396,7 @@ class _LanguageModelProcedure(Procedure):
             (None if cache is None else str(cache))
         if label is not None:
             self.label = label
-        self.validate = bool(validate)
+        self.run_at_fit = bool(run_at_fit)
 
     def _ask(self, messages: list[dict], calls: list[int]) -> str:
         cache = ResponseCache(self.cache) if self.cache is not None else None
@@ -423,7 +423,7 @@ class _LanguageModelProcedure(Procedure):
                                {**info, **describe_program("")})
         proc = ProgramProcedure(code, "predict", limits=self.limits,
                                 allowed_modules=self.allowed_modules, label=self.label,
-                                files=files, validate=self.validate)
+                                files=files, run_at_fit=self.run_at_fit)
         return proc.fit(sample, rng, info=info)
 
 
@@ -452,7 +452,7 @@ class Completion(_LanguageModelProcedure):
         Reply cache: a rerun makes no client calls.
     label : str
         Name in results.
-    validate : bool
+    run_at_fit : bool
         Run the returned program once at fit time (on the training points), so failures
         are known when the fit is recorded; False saves that run.
 
@@ -484,9 +484,9 @@ class Completion(_LanguageModelProcedure):
                  limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
-                 label: str | None = None, validate: bool = True) -> None:
+                 label: str | None = None, run_at_fit: bool = True) -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
-                         allowed_modules, cache, label, validate)
+                         allowed_modules, cache, label, run_at_fit)
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
         messages = build_messages(sample, self.prompt, target=self.target,
@@ -544,7 +544,7 @@ class Agent(_LanguageModelProcedure):
         Most bytes of working-directory files handed to the returned program.
     record_transcript : bool
         Keep the whole conversation in ``info["transcript"]`` (large).
-    model, target, description, timeout, limits, allowed_modules, cache, label, validate
+    model, target, description, timeout, limits, allowed_modules, cache, label, run_at_fit
         As :class:`Completion`.
 
     Notes
@@ -577,9 +577,9 @@ class Agent(_LanguageModelProcedure):
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
                  label: str | None = None, max_file_bytes: int = 20 * 2**20,
-                 validate: bool = True, record_transcript: bool = False) -> None:
+                 run_at_fit: bool = True, record_transcript: bool = False) -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
-                         allowed_modules, cache, label, validate)
+                         allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
         if int(rounds) < 0:
             raise ConfigurationError("rounds must be nonnegative")

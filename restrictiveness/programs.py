@@ -192,7 +192,7 @@ class ProgramProcedure(Procedure):
         as the paper).
     label : str
         Name in results.
-    validate : bool
+    run_at_fit : bool
         Run the program once at fit time (predicting the training points), so a failing
         program is detected and described in ``info`` when the study records the fit.
     allow_nonfinite : bool
@@ -218,7 +218,7 @@ class ProgramProcedure(Procedure):
     def __init__(self, source: str, interface: Literal["predict", "fit_predict"] = "predict",
                  *, timeout: float = 600.0, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None, label: str | None = None,
-                 validate: bool = True, allow_nonfinite: bool = True,
+                 run_at_fit: bool = True, allow_nonfinite: bool = True,
                  files: Mapping[str, bytes] | None = None) -> None:
         if not isinstance(source, str):
             raise ConfigurationError("source must be a string of Python code")
@@ -227,7 +227,7 @@ class ProgramProcedure(Procedure):
         self.source, self.interface = source, interface
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
         self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
-        self.validate, self.allow_nonfinite = bool(validate), bool(allow_nonfinite)
+        self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
         self.files = dict(files) if files else None
         if label is not None:
             self.label = label
@@ -236,11 +236,11 @@ class ProgramProcedure(Procedure):
             ) -> ProgramRule:
         """A :class:`ProgramRule` on ``sample``; failures surface when it predicts.
 
-        With ``validate`` the program is run once now; a failure is recorded in ``info`` and
+        With ``run_at_fit`` the program is run once now; a failure is recorded in ``info`` and
         re-raised by every ``predict`` call, so studies keep the program and the reason.
         """
         rule = ProgramRule(self, sample, int(rng.integers(2**31 - 1)), info)
-        if self.validate:
+        if self.run_at_fit:
             try:
                 rule.predict(sample.X)
             except ProgramError:

@@ -297,7 +297,7 @@ def test_agent_with_no_rounds_answers_at_once(sample):
 
 def test_transcript_and_deferred_validation(sample):
     client = Scripted(fenced("print(2 + 2)\n"), fenced(OLS_CODE, final=True))
-    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES, validate=False,
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES, run_at_fit=False,
                  record_transcript=True).fit(sample, np.random.default_rng(0))
     roles = [m["role"] for m in rule.info["transcript"]]
     assert roles == ["user", "assistant", "user", "assistant"]

@@ -369,7 +369,7 @@ def test_program_matches_the_ols_procedure(sample, source, interface):
 
 
 def test_predictions_cached_per_query(sample):
-    rule = ProgramProcedure(OLS_PROGRAM, limits=FAST, validate=False).fit(
+    rule = ProgramProcedure(OLS_PROGRAM, limits=FAST, run_at_fit=False).fit(
         sample, np.random.default_rng(0))
     Xq = sample.X[:4]
     first = rule.predict(Xq)
@@ -469,3 +469,33 @@ def test_describe_program_classifies():
     assert d["estimation_calls"] == ["least_squares"] and d["subsets_training_data"]
     assert d["uses_scipy_optimize"] and d["imports"] == ["scipy"]
     assert describe_program("def (")["syntax_ok"] is False
+
+
+def test_program_procedures_in_a_study():
+    """Through the study runner: an OLS program loses exactly what OLS loses; a crashing
+    program is a recorded failure with the baseline's loss, its reason and its source."""
+    import json
+
+    import xarray as xr
+
+    import restrictiveness as rx
+
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    procs = {"linear": rx.OLS("y ~ x1 + x2"),
+             "program": ProgramProcedure(OLS_PROGRAM, limits=FAST, label="program"),
+             "crash": ProgramProcedure("def predict(X_train, y_train, X):\n    1 / 0\n",
+                                       limits=FAST)}
+    study = rx.Study(rx.MonotoneGP(F, n_eval=60), procs, rx.Constant(), n=[12],
+                     replications=2, seed=3)
+    with pytest.warns(rx.FailureWarning):
+        ds = study.run(progress=False).dataset
+    loss = ds["loss"].sel(discrepancy="mse", drop=True)
+    np.testing.assert_allclose(loss.sel(procedure="program"), loss.sel(procedure="linear"),
+                               rtol=1e-9)
+    xr.testing.assert_equal(loss.sel(procedure="crash", drop=True),
+                            ds["baseline_loss"].sel(discrepancy="mse", drop=True))
+    assert int(ds["failed"].sel(procedure="crash").sum()) == 2
+    assert "ProgramError: crash" in str(ds["error"].sel(procedure="crash").values.ravel()[0])
+    info = json.loads(str(ds["fit_info"].sel(procedure="crash").values.ravel()[0]))
+    assert info["reason"] == "crash" and "1 / 0" in info["program"]
