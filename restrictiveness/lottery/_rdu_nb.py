@@ -19,7 +19,9 @@ entries the fit may move. Residuals are ``f − y``; Jacobians are analytic, wit
 
 The fit (:func:`fit_rdu`) evaluates the sum of squared residuals on a coarse grid, starts a
 bounded Levenberg–Marquardt refinement from the best few *grid-local* minima (points no worse
-than their grid neighbours: CPT(α,δ) has genuine separate optima) and keeps the best. The
+than their grid neighbours: CPT(α,δ) has genuine separate optima) and from the best grid point
+on each face of the parameter box (optima on a bound can end a curved valley whose grid-local
+minimum lies elsewhere), and keeps the best. The
 refinement is an active-set projected LM: a free parameter on a bound whose gradient points
 outwards is held there exactly, steps of the others are clipped to the box, and the damping
 grows until the clipped step lowers the objective — so estimates land exactly on bounds.
@@ -215,7 +217,9 @@ def grid_ssr_numpy(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.
 
 
 # ---------------------------------------------------------------------------------------------
-# bounded Levenberg–Marquardt and the multi-start fit, written once for both twins
+# bounded Levenberg–Marquardt and the multi-start fit, written once for both twins: the NumPy
+# twins run the same source with the NumPy formulas bound in place of the compiled ones, so the
+# twin tests check compilation and the formulas rather than a second copy of the algorithm
 # ---------------------------------------------------------------------------------------------
 
 def _refine_impl(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
@@ -361,8 +365,9 @@ def _refine_impl(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
 def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, maxit, tol):
     """Grid plus multi-start bounded LM: returns ``(θ, ssr, starts)``.
 
-    ``starts`` has one row ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid
-    minimum first.
+    Refinements start from the ``n_starts`` best grid-local minima and from the best grid point
+    of each face of the box (a free parameter at one of its bounds). ``starts`` has one row
+    ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid-local minimum first.
     """
     S = grid_ssr(X, y, alphas, gammas, ells, shift, kind)
     na, ng, nl = S.shape
@@ -387,16 +392,42 @@ def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, m
                     pos[m, 0], pos[m, 1], pos[m, 2] = a, b, c
                     m += 1
     order = np.argsort(cand[:m])
-    K = min(n_starts, m)
-    starts = np.empty((K, 5))
+    chosen = np.empty((min(n_starts, m) + 6, 3), dtype=np.int64)
+    nc = 0
+    for q in range(min(n_starts, m)):
+        chosen[nc, :] = pos[order[q]]
+        nc += 1
+    # plus the best grid point of each face of the box: an optimum on a bound (α = 1 in most
+    # CPT(α) fits) can end a curved valley whose only grid-local minimum lies elsewhere
+    for d in range(3):
+        size = na if d == 0 else (ng if d == 1 else nl)
+        if size == 1:
+            continue
+        for end in (0, size - 1):
+            a0, a1 = (end, end + 1) if d == 0 else (0, na)
+            b0, b1 = (end, end + 1) if d == 1 else (0, ng)
+            c0, c1 = (end, end + 1) if d == 2 else (0, nl)
+            v, fa, fb, fc = np.inf, a0, b0, c0
+            for a in range(a0, a1):
+                for b in range(b0, b1):
+                    for c in range(c0, c1):
+                        if S[a, b, c] < v:
+                            v, fa, fb, fc = S[a, b, c], a, b, c
+            new = True
+            for q in range(nc):
+                if chosen[q, 0] == fa and chosen[q, 1] == fb and chosen[q, 2] == fc:
+                    new = False
+            if new:
+                chosen[nc, 0], chosen[nc, 1], chosen[nc, 2] = fa, fb, fc
+                nc += 1
+    starts = np.empty((nc, 5))
     best = np.empty(3)
     best_ssr = np.inf
     theta0 = np.empty(3)
-    for q in range(K):
-        o = order[q]
-        theta0[0] = alphas[pos[o, 0]]
-        theta0[1] = gammas[pos[o, 1]]
-        theta0[2] = ells[pos[o, 2]]
+    for q in range(nc):
+        theta0[0] = alphas[chosen[q, 0]]
+        theta0[1] = gammas[chosen[q, 1]]
+        theta0[2] = ells[chosen[q, 2]]
         x, ssr, it = refine(theta0, lo, hi, free, X, y, shift, kind, maxit, tol)
         starts[q, 0], starts[q, 1], starts[q, 2] = x[0], x[1], x[2]
         starts[q, 3], starts[q, 4] = ssr, it

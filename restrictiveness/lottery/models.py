@@ -260,8 +260,8 @@ class RDU(Procedure):
 
     The fit minimises the sum of squared residuals over the free parameters within their bounds:
     a coarse grid (bounds included), bounded Levenberg–Marquardt from the ``n_starts`` best
-    grid-local minima (analytic Jacobian, exact active bounds), keep the best. δ is searched on
-    the log scale.
+    grid-local minima and from the best grid point on each face of the parameter box (analytic
+    Jacobian, exact active bounds), keep the best. δ is searched on the log scale.
 
     Parameters
     ----------
@@ -278,7 +278,8 @@ class RDU(Procedure):
         Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
         (default: the columns named ``z_hi``, ``z_lo``, ``p``).
     n_starts : int
-        Number of grid-local minima refined.
+        Number of grid-local minima refined (the best grid point of each face of the parameter
+        box is refined as well).
     grid : mapping, optional
         ``{name: values}`` overriding the coarse grid of a free parameter (natural scale).
     label : str, optional
@@ -566,7 +567,10 @@ class DisappointmentAversion(RDU):
                 raise ConfigurationError(f"DisappointmentAversion fixes {key}")
         if "grid" in options and options["grid"] is not None and "eta" in options["grid"]:
             grid = dict(options["grid"])
-            grid["delta"] = [1.0 / (1.0 + e) for e in grid.pop("eta")]
+            etas = grid.pop("eta")
+            if any(not e > -1 for e in etas):
+                raise ConfigurationError("grid for 'eta' must have values above -1")
+            grid["delta"] = [1.0 / (1.0 + e) for e in etas]
             options["grid"] = grid
         cpt_free = tuple("delta" if q == "eta" else q for q in free)
         super().__init__(PowerUtility(), OddsWeighting(), free=cpt_free, **options)
