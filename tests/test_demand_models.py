@@ -319,10 +319,11 @@ def kernel_inputs(n=7, scale=1.0, seed=0):
 @pytest.mark.parametrize("scale", [1.0, 400.0])   # 400: utilities overflow exp → shifted path
 def test_kernels_match_numpy_twins(scale):
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs(scale=scale)
-    WrT = np.ascontiguousarray(W[:, :, ridx].transpose(0, 2, 1))
-    mu = nb.random_utilities_nb(WrT, nu)
-    np.testing.assert_allclose(mu, nb.random_utilities_numpy(WrT, nu), rtol=1e-13, atol=1e-13)
-    fast = nb.safe_markets(delta, WrT, nu)
+    Wr = np.ascontiguousarray(W[:, :, ridx])
+    nuT = np.ascontiguousarray(nu.T)
+    mu = nb.random_utilities_nb(Wr, nuT)
+    np.testing.assert_allclose(mu, nb.random_utilities_numpy(Wr, nuT), rtol=1e-13, atol=1e-13)
+    fast = nb.safe_markets(delta, Wr, nuT)
     assert fast.all() == (scale == 1.0)
     with np.errstate(over="ignore"):
         emu = np.exp(mu)
@@ -342,8 +343,7 @@ def test_kernels_match_numpy_twins(scale):
 
 def test_fast_and_shifted_paths_agree():
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs()
-    WrT = np.ascontiguousarray(W[:, :, ridx].transpose(0, 2, 1))
-    mu = nb.random_utilities_nb(WrT, nu)
+    mu = nb.random_utilities_nb(np.ascontiguousarray(W[:, :, ridx]), np.ascontiguousarray(nu.T))
     emu = np.exp(mu)
     a = nb.mean_probabilities_nb(delta, mu, emu, np.ones(len(delta), bool))
     b = nb.mean_probabilities_nb(delta, mu, emu, np.zeros(len(delta), bool))
@@ -395,3 +395,33 @@ def test_estimator_rejects_unbalanced_markets(nevo):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
+
+
+def test_mxl_shares_match_pyblp():
+    """pyblp's random-coefficients shares at the same δ, Cholesky root and nodes."""
+    pyblp = pytest.importorskip("pyblp")
+    pyblp.options.verbose = False
+    n, J = 3, 24
+    X = markets(n, seed=7)
+    mxl, ex = mxl_fit(X, np.r_[BETA, 0.6, 0.02, 0.05], random=["Intercept", "sugar"], nodes=32)
+    ours = mxl.predict(X)
+    delta = design(X)(X) @ BETA
+    zf = np.concatenate([ex["z"], -ex["z"]])
+    products = pd.DataFrame({"market_ids": np.repeat(np.arange(n), J),
+                             "prices": X[:, :, 0].ravel(), "sugar": X[:, :, 1].ravel(),
+                             "mushy": X[:, :, 2].ravel(), "shares": ours.ravel()})
+    for k in range(4):
+        products[f"demand_instruments{k}"] = np.random.default_rng(k).standard_normal(n * J)
+    agents = pd.DataFrame({"market_ids": np.repeat(np.arange(n), len(zf)),
+                           "weights": 1 / len(zf), "nodes0": np.tile(zf[:, 0], n),
+                           "nodes1": np.tile(zf[:, 1], n)})
+    problem = pyblp.Problem((pyblp.Formulation("1 + prices + sugar + mushy"),
+                             pyblp.Formulation("1 + sugar")), products, agent_data=agents)
+    sigma = np.array([[0.6, 0.0], [0.02, 0.05]])   # our L: utility shocks L z, Σ = LLᵀ
+    results = problem.solve(sigma=sigma, optimization=pyblp.Optimization("return"),
+                            method="1s")
+    # pyblp inverts our shares back to our mean utilities ...
+    np.testing.assert_allclose(results.delta.ravel(), delta.ravel(), atol=1e-9)
+    # ... and its shares at our δ are ours
+    theirs = results.compute_shares(delta=delta.reshape(-1, 1)).reshape(n, J)
+    np.testing.assert_allclose(theirs, ours, rtol=1e-12)

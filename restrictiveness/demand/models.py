@@ -322,18 +322,19 @@ def _mxl_elasticities(params, X, design, extra):
     W = design(X)
     ridx = extra["ridx"]
     nu = extra["z"] @ L.T                                     # (H, Kr)
-    S, s = _logit_nb.mxl_probabilities(W @ beta, W, ridx, nu)    # (m, R, J), (m, J)
+    S, s = _logit_nb.mxl_probabilities(W @ beta, W, ridx, nu)    # (m, J, R), (m, J)
     dW = design.price_derivative(X)
     p = _price(X, design)
     nodes = np.concatenate([nu, -nu])                         # (R, Kr)
-    # ∂u_rk/∂log p_k = p_k (dw_k·β + dw_k[ridx]·ν_r)
-    G = p[:, None, :] * ((dW @ beta)[:, None, :]
-                         + np.einsum("mka,ra->mrk", dW[:, :, ridx], nodes))
-    R = S.shape[1]
-    cross = -np.einsum("mrj,mrk->mjk", S, S * G) / R
+    # ∂u_kr/∂log p_k = p_k (dw_k·β + dw_k[ridx]·ν_r)
+    G = p[:, :, None] * ((dW @ beta)[:, :, None]
+                         + np.einsum("mka,ra->mkr", dW[:, :, ridx], nodes))
+    R = S.shape[2]
+    SG = S * G
+    cross = -np.einsum("mjr,mkr->mjk", S, SG) / R
     J = s.shape[1]
     idx = np.arange(J)
-    cross[:, idx, idx] += (S * G).mean(axis=1)
+    cross[:, idx, idx] += SG.mean(axis=2)
     return cross / s[:, :, None]
 
 
