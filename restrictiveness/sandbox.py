@@ -285,28 +285,34 @@ def run_python(source: str, *, driver: str | None = None,
     root.mkdir(parents=True, exist_ok=True)
     control = root / ".sandbox"
     try:
-        if control.exists():
-            shutil.rmtree(control, ignore_errors=True)
+        if not owned:  # a kept directory: undo what an earlier run may have done to it
+            os.chmod(root, 0o700)
+            _remove_tree(control)
         (control / "in").mkdir(parents=True)
         (control / "out").mkdir()
         for name, content in (files or {}).items():
             if os.path.basename(name) != name or name.startswith("."):
                 raise ConfigurationError(f"files: {name!r} must be a plain file name")
+            _remove_tree(root / name)
             (root / name).write_bytes(bytes(content))
         input_names = []
         for name, arr in (inputs or {}).items():
             a = np.asarray(arr)
+            if not str(name).isidentifier():
+                raise ConfigurationError(f"inputs: name {name!r} must be an identifier")
             if a.dtype.kind not in "biuf":
                 raise ConfigurationError(f"inputs[{name!r}] must be a numeric array, got "
                                          f"dtype {a.dtype}")
             np.save(control / "in" / f"{name}.npy", a, allow_pickle=False)
             input_names.append(name)
         program_path = root / "program.py"
+        _remove_tree(program_path)
         program_path.write_text(source, encoding="utf-8")
         config = {
             "workdir": str(root), "program": str(program_path), "driver": driver,
             "inputs": input_names, "allowed": allowed, "denied": list(_DENIED_MODULES),
-            "roots": list(_install_roots(frozenset(allowed) | frozenset(preload))),
+            "roots": list(_install_roots(frozenset(allowed) | {m.partition(".")[0]
+                                                               for m in preload})),
             "preload": [m for m in preload if m.partition(".")[0] in allowed],
             "run_name": run_name,
             "seed": seed, "cpu": limits.cpu, "memory": int(limits.memory_bytes),
@@ -328,14 +334,23 @@ def _remove_tree(path: Path) -> None:
         except OSError:
             pass
 
-    if path.exists():
-        for dirpath, dirnames, _ in os.walk(path):
-            for d in dirnames:
-                try:
-                    os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False)
-                except (OSError, NotImplementedError):
-                    pass
-        shutil.rmtree(path, onerror=retry)
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):  # a file, link, FIFO or socket in the way
+        os.unlink(path)
+        return
+    os.chmod(path, 0o700)
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            try:
+                os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False)
+            except (OSError, NotImplementedError):
+                pass
+    shutil.rmtree(path, onerror=retry)
 
 
 def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:

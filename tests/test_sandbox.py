@@ -499,3 +499,17 @@ def test_program_procedures_in_a_study():
     assert "ProgramError: crash" in str(ds["error"].sel(procedure="crash").values.ravel()[0])
     info = json.loads(str(ds["fit_info"].sel(procedure="crash").values.ravel()[0]))
     assert info["reason"] == "crash" and "1 / 0" in info["program"]
+
+
+def test_a_kept_directory_survives_what_a_run_did_to_it(tmp_path):
+    """An agent's directory is reused: permissions removed, the program file replaced by a
+    directory or a FIFO, the control directory locked — the next run still works."""
+    sabotage = ("import os\nos.remove('program.py')\nos.mkdir('program.py')\n"
+                "os.remove('data.csv')\nos.mkfifo('data.csv')\nos.chmod('.sandbox', 0)\n"
+                "os.chmod('.', 0o500)")
+    # as a normal user the run fails (it locked its own status file away); as root it works
+    first = run(sabotage, workdir=tmp_path, files={"data.csv": b"a\n1\n"})
+    assert first.ok or first.reason == "crash"
+    r = run("print(open('data.csv').read().split())", workdir=tmp_path,
+            files={"data.csv": b"a\n1\n"})
+    assert r.ok and r.stdout.strip() == "['a', '1']"
