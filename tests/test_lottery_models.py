@@ -323,6 +323,26 @@ def test_fit_is_global_optimum_against_scipy_multistart(free):
         assert ours <= _scipy_best(model, X, y, rng, 12) * (1 + 1e-8)
 
 
+def test_optimum_at_the_end_of_a_curved_valley_is_found():
+    # found by the slow brute-force check: the CPT(α,δ) optimum (α = 1, δ ≈ 19.6) ends a curved
+    # valley whose only grid-local minimum is a worse local optimum on δ = 30 (α ≈ 0.54)
+    rng = np.random.default_rng(8)
+    lotteries(rng, 100)
+    monotone_truth(rng, np.zeros((100, 3)))
+    rng.uniform(size=60)
+    X = lotteries(rng, 100)
+    y = monotone_truth(rng, X)
+    model = CPT(free=("alpha", "delta"))
+    lo, hi, free, _ = model._kernel_setup()
+    local = K.refine(np.array([0.5, 1.0, np.log(30.0)]), lo, hi, free, X, y, 0.0,
+                     K.WEIGHT_ODDS, 200, 1e-10)
+    best = K.refine(np.array([1.0, 1.0, np.log(20.0)]), lo, hi, free, X, y, 0.0,
+                    K.WEIGHT_ODDS, 200, 1e-10)
+    assert local[1] > best[1] * (1 + 1e-3)           # two genuine optima
+    fit = model.fit_arrays(X, y)
+    assert fit.ssr == pytest.approx(best[1], rel=1e-12) and fit.params["alpha"] == 1.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("free", CLASSES)
 def test_fit_is_global_optimum_against_scipy_multistart_all_classes(free):
