@@ -391,8 +391,12 @@ def test_invalid_arguments_raise_named_errors():
         CPT(free="alpha")
     with pytest.raises(ConfigurationError, match="free"):
         DisappointmentAversion(free=("delta",))
+    with pytest.raises(ConfigurationError, match="eta"):
+        DisappointmentAversion(grid={"eta": [-1.0, 0.0]})
     with pytest.raises(ConfigurationError, match="bounds"):
         RDU(bounds={"alpha": (1.0, 0.5)})
+    with pytest.raises(ConfigurationError, match="grid"):
+        CPT(grid={"alpha": [0.0, 0.5]})
     with pytest.raises(ConfigurationError, match="shift"):
         ShiftedPowerUtility(-1.0)
     X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2]])
