@@ -600,10 +600,13 @@ class Agent(_LanguageModelProcedure):
             if path.name.startswith(".") or path.is_symlink() or not path.is_file() or \
                     path.name == "program.py":
                 continue
-            size = path.stat().st_size
-            if total + size > self.max_file_bytes:
+            try:
+                size = path.stat().st_size
+                if total + size > self.max_file_bytes:
+                    continue
+                files[path.name] = path.read_bytes()
+            except OSError:  # unreadable (permissions changed by the agent's code): skip it
                 continue
-            files[path.name] = path.read_bytes()
             total += size
         return files
 

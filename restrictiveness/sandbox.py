@@ -170,7 +170,7 @@ class SandboxResult:
     message : str
         A one-paragraph explanation (the exception, the refused operation, the limit hit).
     stdout, stderr : str
-        The last few thousand characters written by the child.
+        The last 64 KiB written by the child to each stream.
     seconds : float
         Wall-clock time of the run.
     cpu_seconds : float
@@ -404,7 +404,7 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     proc = subprocess.Popen(cmd, cwd=root, env=_child_env(root), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, close_fds=True)
-    keep = 8192
+    keep = 65536  # tail of each stream kept for the result
     tails = {"stdout": b"", "stderr": b""}
     total, violation, carry = 0, None, b""
     killed = None
