@@ -289,6 +289,19 @@ def test_agent_reminders_and_refusals_are_fed_back(sample):
     np.testing.assert_array_equal(rule.predict(sample.X), sample.y)
 
 
+@pytest.mark.parametrize("final, reason, text", [
+    ("def predict(X_train, y_train, X)\n    return X\n", "crash", "SyntaxError"),
+    ("import numpy as np\nCOEF = 2.0\n", "crash", "no function predict"),
+])
+def test_agent_final_program_failures_are_recorded(sample, final, reason, text):
+    client = Scripted(fenced("print(1)\n"), fenced(final, final=True))
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
+        sample, np.random.default_rng(0))
+    assert rule.info["reason"] == reason and rule.info["rounds_used"] == 1
+    with pytest.raises(ProgramError, match=f"(?s)^{reason}: .*{text}"):
+        rule.predict(sample.X[:2])
+
+
 def test_agent_with_no_rounds_answers_at_once(sample):
     client = Scripted(fenced(OLS_CODE))
     rule = Agent(client, rounds=0, limits=FAST).fit(sample, np.random.default_rng(0))
