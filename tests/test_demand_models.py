@@ -321,13 +321,14 @@ def test_kernels_match_numpy_twins(scale):
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs(scale=scale)
     Wr = np.ascontiguousarray(W[:, :, ridx])
     nuT = np.ascontiguousarray(nu.T)
-    mu = nb.random_utilities_nb(Wr, nuT)
+    mu = nb.random_utilities_nb(Wr, nuT, np.full(Wr.shape[:2] + (nuT.shape[1],), np.nan))
     np.testing.assert_allclose(mu, nb.random_utilities_numpy(Wr, nuT), rtol=1e-13, atol=1e-13)
     fast = nb.safe_markets(delta, Wr, nuT)
     assert fast.all() == (scale == 1.0)
     with np.errstate(over="ignore"):
         emu = np.exp(mu)
-    S, s = nb.node_probabilities_nb(delta, mu, emu, fast)
+    S = np.full(mu.shape[:2] + (2 * mu.shape[2],), np.nan)   # every entry must be written
+    s = nb.node_probabilities_nb(delta, mu, emu, fast, S)
     S2, s2 = nb.node_probabilities_numpy(delta, mu)
     assert np.isfinite(S).all()
     np.testing.assert_allclose(S, S2, rtol=1e-11, atol=1e-300)
@@ -343,7 +344,8 @@ def test_kernels_match_numpy_twins(scale):
 
 def test_fast_and_shifted_paths_agree():
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs()
-    mu = nb.random_utilities_nb(np.ascontiguousarray(W[:, :, ridx]), np.ascontiguousarray(nu.T))
+    Wr, nuT = np.ascontiguousarray(W[:, :, ridx]), np.ascontiguousarray(nu.T)
+    mu = nb.random_utilities_nb(Wr, nuT, np.empty(Wr.shape[:2] + (nuT.shape[1],)))
     emu = np.exp(mu)
     a = nb.mean_probabilities_nb(delta, mu, emu, np.ones(len(delta), bool))
     b = nb.mean_probabilities_nb(delta, mu, emu, np.zeros(len(delta), bool))

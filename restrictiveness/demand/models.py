@@ -358,6 +358,7 @@ class _Residuals:
         self.nfev = 0
         self._cache_x = None
         self._cache = None
+        self._work = None
 
     def shares(self, theta):
         W, ex = self.W, self.extra
@@ -367,7 +368,10 @@ class _Residuals:
             return _nl_shares(W @ theta[:-2], ex["g"], theta[-2:])
         beta, L = _mxl_unpack(theta, ex)
         # keep the node probabilities: the Jacobian at the same point reuses them
-        S, shares = _logit_nb.mxl_probabilities(W @ beta, W, ex["ridx"], ex["z"] @ L.T)
+        if self._work is None:
+            self._work = _logit_nb.Workspace(W.shape[0], W.shape[1], ex["z"].shape[0])
+        S, shares = _logit_nb.mxl_probabilities(W @ beta, W, ex["ridx"], ex["z"] @ L.T,
+                                                work=self._work)
         self._cache_x, self._cache = theta.copy(), S
         return shares
 
