@@ -427,3 +427,16 @@ def test_mxl_shares_match_pyblp():
     # ... and its shares at our δ are ours
     theirs = results.compute_shares(delta=delta.reshape(-1, 1)).reshape(n, J)
     np.testing.assert_allclose(theirs, ours, rtol=1e-12)
+
+
+def test_mxl_predictions_in_blocks_equal_one_pass(monkeypatch):
+    X = markets(9, seed=8)
+    mxl, _ = mxl_fit(X, np.r_[BETA, L_FULL])
+    whole = mxl.predict(X)
+    E = mxl.elasticities(X)
+    monkeypatch.setattr(nb, "_BLOCK_ELEMENTS", 2 * 24 * 256)   # two markets per block
+    np.testing.assert_allclose(mxl.predict(X), whole, rtol=1e-14)
+    from restrictiveness.demand import models
+
+    np.testing.assert_allclose(models._mxl_elasticities(mxl.params, X, mxl.design, mxl.extra,
+                                                        block=4), E, rtol=1e-13)

@@ -38,6 +38,8 @@ __all__ = ["random_utilities_nb", "random_utilities_numpy", "node_probabilities_
 
 # |utility| below this bound can neither overflow exp (e^600 ≈ 1e260) nor underflow to zero.
 _SAFE = 600.0
+# markets × products × nodes per block of the share front end (~16 MB per work array)
+_BLOCK_ELEMENTS = 2_000_000
 
 
 # --------------------------------------------------------------------------- utilities
@@ -383,8 +385,19 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
     array([[0.3333, 0.3333]])
     """
     delta, Wr, nuT = _prepare(delta, W, ridx, nu)
-    mu = random_utilities_nb(Wr, nuT, np.empty(Wr.shape[:2] + (nuT.shape[1],)))
-    return mean_probabilities_nb(delta, mu, _exp(mu), safe_markets(delta, Wr, nuT))
+    n, J, _ = Wr.shape
+    out = np.empty((n, J))
+    # blocks of markets bound the memory (an elasticity check predicts ~5,000 markets at once)
+    block = max(1, min(n, _BLOCK_ELEMENTS // max(1, J * nuT.shape[1])))
+    mu = np.empty((block, J, nuT.shape[1]))
+    emu = np.empty_like(mu)
+    fast = safe_markets(delta, Wr, nuT)
+    for lo in range(0, n, block):
+        hi = min(n, lo + block)
+        m = random_utilities_nb(Wr[lo:hi], nuT, mu[: hi - lo])
+        out[lo:hi] = mean_probabilities_nb(delta[lo:hi], m, _exp(m, emu[: hi - lo]),
+                                           fast[lo:hi])
+    return out
 
 
 def mxl_shares_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,

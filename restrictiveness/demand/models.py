@@ -317,7 +317,10 @@ def _mxl_predict(params, X, design, extra):
     return _logit_nb.mxl_shares(W @ beta, W, extra["ridx"], nu)
 
 
-def _mxl_elasticities(params, X, design, extra):
+def _mxl_elasticities(params, X, design, extra, block: int = 128):
+    if X.shape[0] > block:   # bounds memory: the node arrays are (markets, J, 512)
+        return np.concatenate([_mxl_elasticities(params, X[i:i + block], design, extra)
+                               for i in range(0, X.shape[0], block)])
     beta, L = _mxl_unpack(params, extra)
     W = design(X)
     ridx = extra["ridx"]
