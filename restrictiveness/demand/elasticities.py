@@ -37,6 +37,15 @@ def price_steps(truth: PseudoTruth) -> np.ndarray:
 
     Uses ``truth.log_price_steps`` when the truth provides it, otherwise the hull of
     ``truth.market`` (a :class:`~restrictiveness.demand.markets.MarketDistribution`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.demand.prior import DemandPrior
+    >>> truth = DemandPrior(n_types=16, n_eval=2, n_train=5).draw([5], np.random.default_rng(0))
+    >>> h = price_steps(truth)
+    >>> h.shape, bool((h > 0).all() and (h <= 0.01).all())
+    ((2, 24), True)
     """
     steps = getattr(truth, "log_price_steps", None)
     if steps is not None:
@@ -109,6 +118,14 @@ def truth_elasticities(truth: PseudoTruth, n: int) -> np.ndarray:
 
     Uses ``truth.elasticities(n)`` when the truth provides it (the demand prior's kernel path),
     otherwise finite differences of ``truth.evaluate`` memoised on the truth object.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.demand.prior import DemandPrior
+    >>> truth = DemandPrior(n_types=16, n_eval=2, n_train=5).draw([5], np.random.default_rng(0))
+    >>> truth_elasticities(truth, 5) is truth_elasticities(truth, 5)
+    True
     """
     if hasattr(truth, "elasticities"):
         return truth.elasticities(n)

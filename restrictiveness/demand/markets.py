@@ -175,7 +175,15 @@ class MarketDistribution:
         return X
 
     def standardize(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Standardised price and sugar ``(z^p, z^s)`` of markets ``X`` (shape ``(..., 3)``)."""
+        """Standardised price and sugar ``(z^p, z^s)`` of markets ``X`` (shape ``(..., 3)``).
+
+        Examples
+        --------
+        >>> md = MarketDistribution()
+        >>> zp, zs = md.standardize(md.calibration)
+        >>> abs(round(float(zp.mean()), 12)), round(float(zs.std()), 12)
+        (0.0, 1.0)
+        """
         X = np.asarray(X, dtype=float)
         return ((X[..., 0] - self.price_mean) / self.price_sd,
                 (X[..., 1] - self.sugar_mean) / self.sugar_sd)

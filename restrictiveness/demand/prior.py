@@ -324,6 +324,22 @@ class DemandTruth(PseudoTruth):
     The truth does not depend on ``n``; values are computed once and cached (training shares per
     draw, evaluation shares, and the evaluation markets' elasticities, which the own- and
     cross-price discrepancies share across procedures).
+
+    Attributes
+    ----------
+    system : DemandSystem
+        The share function.
+    market : MarketDistribution
+        P_X, whose hulls give the finite-difference steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prior = DemandPrior(n_types=16, n_eval=2, n_train=5)
+    >>> truth = prior.draw([5], np.random.default_rng(0))
+    >>> E = truth.elasticities(5)
+    >>> E.shape, bool((np.diagonal(E, axis1=1, axis2=2) < 0).all())
+    ((2, 24, 24), True)
     """
 
     def __init__(self, system: DemandSystem, train_locations: Sequence[np.ndarray],
