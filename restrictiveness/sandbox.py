@@ -19,7 +19,11 @@ environment and its own process session, under four kinds of guard:
   and harmless standard-library modules), so ``import socket``, ``__import__("socket")``,
   ``import importlib`` and ``exec("import socket")`` are refused;
 * **the parent's watch**: a wall-clock deadline, a cap on the bytes written to stdout and
-  stderr (the child is killed when it floods), and the whole process group killed on timeout.
+  stderr and on the working directory's size (the child is killed when it floods), and the
+  whole process group killed at the end;
+* **a private network namespace** where the system allows one (``unshare --net``, as root or
+  with user namespaces): the child then has no network interface at all, whatever Python it
+  runs. :attr:`SandboxResult.network_isolated` says whether this layer was in place.
 
 A violation is reported on the child's stderr with a marker before the exception is raised,
 so a program that swallows the exception is still recorded as ``"forbidden"``. Data go in and
@@ -53,7 +57,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["SandboxLimits", "SandboxResult", "run_python", "REASONS", "DEFAULT_ALLOWED_MODULES",
-           "SCIENTIFIC_MODULES"]
+           "SCIENTIFIC_MODULES", "network_isolation_prefix"]
 
 #: Why a run failed: the fixed vocabulary of :attr:`SandboxResult.reason`.
 REASONS = ("timeout", "cpu", "memory", "forbidden", "crash", "invalid-output", "output-limit")
@@ -181,6 +185,8 @@ class SandboxResult:
         Arrays the driver saved (loaded with ``allow_pickle=False``).
     value : object
         The JSON value the driver recorded, if any.
+    network_isolated : bool
+        Whether the child ran in its own network namespace (no interfaces).
     """
 
     ok: bool
@@ -193,6 +199,7 @@ class SandboxResult:
     returncode: int | None = None
     outputs: dict = field(default_factory=dict)
     value: object = None
+    network_isolated: bool = False
 
     def __repr__(self) -> str:
         status = "ok" if self.ok else f"failed: {self.reason}"
@@ -226,7 +233,8 @@ def run_python(source: str, *, driver: str | None = None,
                allowed_modules: Iterable[str] | None = None,
                workdir: str | os.PathLike | None = None, run_name: str = "__main__",
                seed: int | None = None, files: Mapping[str, bytes] | None = None,
-               preload: Iterable[str] | None = None) -> SandboxResult:
+               preload: Iterable[str] | None = None,
+               isolate_network: bool = True) -> SandboxResult:
     """Run untrusted ``source`` in a fresh limited interpreter.
 
     Parameters
@@ -258,6 +266,9 @@ def run_python(source: str, *, driver: str | None = None,
         Allowed third-party packages imported before the guard is installed (their import
         machinery touches files, processes or foreign code that the guard would refuse
         later). Default: numpy and the allowed third-party packages the source imports.
+    isolate_network : bool
+        Start the child in an empty network namespace when the system allows it (see
+        :func:`network_isolation_prefix`); the audit hooks refuse network use either way.
 
     Returns
     -------
@@ -319,7 +330,7 @@ def run_python(source: str, *, driver: str | None = None,
             "fsize": int(limits.file_bytes),
         }
         (control / "config.json").write_text(json.dumps(config))
-        return _supervise(control, limits)
+        return _supervise(control, limits, isolate_network)
     finally:
         _remove_tree(root if owned else control)
 
@@ -373,6 +384,36 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     return sorted(n for n in names if n.partition(".")[0] in third)
 
 
+@functools.lru_cache(maxsize=1)
+def network_isolation_prefix() -> tuple[str, ...]:
+    """The command prefix that starts a process in an empty network namespace, or ``()``.
+
+    Tries ``unshare --net`` (root) then ``unshare --net --map-root-user`` (unprivileged user
+    namespaces); the answer is probed once per process.
+
+    Examples
+    --------
+    >>> isinstance(network_isolation_prefix(), tuple)
+    True
+    """
+    import subprocess
+
+    unshare = shutil.which("unshare") or next(
+        (p for p in ("/usr/bin/unshare", "/bin/unshare") if os.path.exists(p)), None)
+    if unshare is None or not sys.platform.startswith("linux"):
+        return ()
+    for prefix in ((unshare, "--net", "--"), (unshare, "--net", "--map-root-user", "--")):
+        try:
+            done = subprocess.run([*prefix, sys.executable, "-I", "-c", "pass"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0:
+            return prefix
+    return ()
+
+
 def _child_env(root: Path) -> dict[str, str]:
     """A clean environment: nothing of the parent's (tokens, proxies) reaches the child."""
     return {"PATH": "/usr/bin:/bin", "HOME": str(root), "TMPDIR": str(root),
@@ -393,13 +434,15 @@ def _exited(pid: int) -> bool:
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
-def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
+def _supervise(control: Path, limits: SandboxLimits, isolate_network: bool) -> SandboxResult:
     """Start the child, watch its output and clock, and classify how it ended."""
     import selectors
     import subprocess
 
     root = control.parent
-    cmd = [sys.executable, "-I", "-B", os.path.abspath(__file__), str(control / "config.json")]
+    isolated = network_isolation_prefix() if isolate_network else ()
+    cmd = [*isolated, sys.executable, "-I", "-B", os.path.abspath(__file__),
+           str(control / "config.json")]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=root, env=_child_env(root), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -468,7 +511,7 @@ def _supervise(control: Path, limits: SandboxLimits) -> SandboxResult:
     out = tails["stdout"].decode("utf-8", "replace")
     err = tails["stderr"].decode("utf-8", "replace")
     common = dict(stdout=out, stderr=err, seconds=seconds, cpu_seconds=cpu,
-                  returncode=returncode)
+                  returncode=returncode, network_isolated=bool(isolated))
 
     def failed(reason: str, message: str) -> SandboxResult:
         return SandboxResult(False, reason, message, **common)

@@ -119,6 +119,29 @@ def test_no_connection_reaches_a_local_listener():
     assert r.reason == "forbidden"
 
 
+def test_kernel_network_isolation_when_available():
+    """The second, kernel-level layer: even unguarded Python in the namespace cannot connect."""
+    import socket
+    import subprocess
+
+    from restrictiveness.sandbox import network_isolation_prefix
+
+    prefix = network_isolation_prefix()
+    if not prefix:
+        pytest.skip("no network namespaces on this system (unshare unavailable or refused)")
+    assert run("x = 1").network_isolated
+    assert not run("x = 1", isolate_network=False).network_isolated
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        done = subprocess.run([*prefix, sys.executable, "-I", "-c",
+                               f"import socket; socket.create_connection(('127.0.0.1', {port}), "
+                               "timeout=2)"], capture_output=True, text=True, timeout=30)
+        server.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            server.accept()
+    assert done.returncode != 0 and "unreachable" in done.stderr.lower()
+
+
 @pytest.mark.parametrize("source", [
     "import subprocess\nsubprocess.run(['touch', CANARY])",
     "import os\nos.system('touch ' + CANARY)",
