@@ -285,6 +285,10 @@ def run_python(source: str, *, driver: str | None = None,
     """
     from .exceptions import ConfigurationError
 
+    if not sys.platform.startswith("linux"):
+        raise ConfigurationError("run_python: the sandbox needs Linux (its resource limits and "
+                                 "process handling are Linux's); run studies with program "
+                                 "procedures on a Linux machine or container")
     limits = limits if limits is not None else SandboxLimits()
     allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else allowed_modules)
     if not isinstance(source, str):
