@@ -36,7 +36,10 @@ from .completeness import (
     load_completeness,
 )
 from .frontier import frontier_table, plot_frontier
+from .llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
+from .programs import ProgramError, ProgramProcedure
 from .quick import quick_check
+from .sandbox import SandboxLimits, run_python
 from .results import Results, load
 from .sample import Sample
 from .study import Study
@@ -56,6 +59,8 @@ __all__ = [
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
     "datasets", "lottery",
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
+    "PROMPTS", "Agent", "Completion", "ResponseCache", "extract_code", "ProgramError",
+    "ProgramProcedure", "SandboxLimits", "run_python",
     "estimate_completeness", "load_completeness", "frontier_table", "plot_frontier",
     "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth",
