@@ -254,11 +254,15 @@ def test_fitted_info_is_json_serialisable():
         json.dumps(proc.fit(sample(X, y), np.random.default_rng(0)).info)
 
 
-def test_procedures_are_picklable():
+def test_procedures_and_fitted_rules_are_picklable():
     import pickle
 
     for proc in (Logit(), MNL(), NestedLogit(), MixedLogit(random=["sugar"])):
         assert pickle.loads(pickle.dumps(proc)).label == proc.label
+    X = markets(3)
+    for fit in fits(X).values():
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(fit)).predict(X),
+                                      fit.predict(X))
 
 
 # --------------------------------------------------------------------------- bad inputs

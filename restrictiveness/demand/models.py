@@ -121,6 +121,14 @@ class _Design:
         self._select = ([None if nm == "Intercept" else self.columns.index(nm)
                          for nm in self.names] if simple else None)
 
+    def __getstate__(self):
+        # plain column selections need no patsy builder (a closure, which cannot be pickled),
+        # so fitted rules on such formulas travel between processes
+        state = dict(self.__dict__)
+        if self._select is not None:
+            state["_build"] = None
+        return state
+
     def _frame(self, X):
         import pandas as pd
 
