@@ -1,0 +1,400 @@
+"""Black-box regressors as procedures: AutoML and per-product log-share regression (SPEC §8).
+
+The paper's TabPFN, TabICL and AutoML procedures are "ordinary fitted regressors run on the same
+samples" (SPEC §8). This module adapts such regressors to the procedure protocol:
+
+* :class:`AutoML` — FLAML's ``AutoML`` (optional extra ``automl``) on a two-dimensional sample,
+  with an iteration budget and a seed drawn from the study's random stream.
+* :class:`LogShareRegressor` — market shares as the paper's TabPFN procedure predicts them: one
+  regression per product position ``j`` of ``log(s_j / s_0)`` on the market's flattened,
+  standardised characteristics (``J × C`` features), back-transformed with the logit
+  ``s_j = exp(ŷ_j) / (1 + Σ_k exp(ŷ_k))``.
+* :class:`GridGP` — the default regressor of :class:`LogShareRegressor`, needing only NumPy and
+  SciPy: Gaussian-process regression with a sample mean, a Matérn-5/2 (or squared-exponential)
+  kernel and hyperparameters chosen per output by marginal likelihood over a small grid.
+
+Any scikit-learn-style regressor is wrapped by
+:class:`~restrictiveness.procedures.SklearnRegressor`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.linalg
+from scipy.spatial.distance import cdist
+
+from .exceptions import DataError
+from .kernels import Matern32, Matern52, SquaredExponential
+from .procedures import Fitted, FunctionRule, Procedure, _covariate_matrix, _validate_formula
+from .sample import Sample
+
+__all__ = ["AutoML", "GridGP", "LogShareRegressor", "logit_shares"]
+
+#: Bound on predicted log share ratios: exp(±30) keeps every share positive and the inside
+#: total below one in float64 (the outside share is at least 1 / (1 + J e^30) ≫ 1e-16 for J < 1e6).
+LOG_RATIO_BOUND = 30.0
+
+_KERNELS = {"matern52": Matern52, "matern32": Matern32, "squared_exponential": SquaredExponential}
+
+
+# ----------------------------------------------------------------------------------- AutoML
+
+
+def _import_flaml():
+    try:
+        from flaml import AutoML as FlamlAutoML
+    except ImportError as exc:  # flaml missing, or flaml without its automl dependencies
+        raise ImportError(
+            "AutoML needs FLAML with its AutoML dependencies: install the optional extra with "
+            "`pip install restrictiveness[automl]` (or `pip install \"flaml[automl]\"`)"
+        ) from exc
+    return FlamlAutoML
+
+
+def _plain(value):
+    """JSON-friendly copy of FLAML's configuration values (NumPy scalars to Python)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class AutoML(Procedure):
+    """FLAML's ``AutoML`` regression search as a procedure (optional extra ``automl``).
+
+    Each fit runs a fresh search on the training sample: ``max_iter`` trials (FLAML's iteration
+    budget), optionally capped by ``time_budget`` seconds, over ``estimator_list``, with the
+    search seed drawn from the study's random stream. With ``time_budget=None`` the search is
+    limited by iterations only, so the same random stream gives the same fitted rule; a time
+    budget makes results depend on machine speed.
+
+    Parameters
+    ----------
+    time_budget : float, optional
+        Seconds per search (None: no time limit, iterations only).
+    max_iter : int
+        Trials per search.
+    estimator_list : sequence of str, optional
+        FLAML learner names, e.g. ``["lgbm", "rf", "extra_tree"]`` (default: FLAML's "auto").
+    formula : str, optional
+        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``; default all columns).
+    label : str
+        Name in results.
+    n_jobs : int
+        Threads per trial (default 1: studies parallelise over replications).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> X = np.random.default_rng(0).random((40, 2))
+    >>> s = Sample(X, X.sum(axis=1), ("a", "b"))
+    >>> proc = AutoML(max_iter=3, estimator_list=["rf"])
+    >>> rule = proc.fit(s, np.random.default_rng(1))  # doctest: +SKIP
+    >>> rule.info["best_estimator"]  # doctest: +SKIP
+    'rf'
+    """
+
+    label = "AutoML (FLAML)"
+
+    def __init__(self, time_budget: float | None = None, max_iter: int = 50,
+                 estimator_list: Sequence[str] | None = None, formula: str | None = None,
+                 label: str = "AutoML (FLAML)", n_jobs: int = 1) -> None:
+        if time_budget is not None and not time_budget > 0:
+            raise ValueError("time_budget must be positive seconds or None")
+        if int(max_iter) < 1:
+            raise ValueError("max_iter must be at least 1")
+        self.time_budget = None if time_budget is None else float(time_budget)
+        self.max_iter = int(max_iter)
+        self.estimator_list = None if estimator_list is None else list(estimator_list)
+        self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
+
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
+
+    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        flaml_automl = _import_flaml()
+        columns = sample.columns
+        X = _covariate_matrix(self.formula, sample.X, columns)
+        y = np.asarray(sample.y, dtype=float)
+        if X.ndim != 2 or y.ndim != 1:
+            raise DataError(f"AutoML: needs a two-dimensional sample with one response; got X "
+                            f"of shape {np.shape(sample.X)} and y of shape {y.shape} (for "
+                            "markets use LogShareRegressor)")
+        seed = int(rng.integers(2**31 - 1))
+        search = flaml_automl()
+        search.fit(X, y, task="regression", max_iter=self.max_iter,
+                   time_budget=-1 if self.time_budget is None else self.time_budget,
+                   estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
+                   n_jobs=self.n_jobs, log_file_name="")
+        info = {"best_estimator": search.best_estimator,
+                "best_config": _plain(search.best_config),
+                "best_loss": float(search.best_loss), "seed": seed}
+        formula = self.formula
+
+        def predict(Xq):
+            return np.asarray(search.predict(_covariate_matrix(formula, Xq, columns)),
+                              dtype=float)
+
+        return FunctionRule(predict, info)
+
+
+# ----------------------------------------------------------------------------------- GridGP
+
+
+class GridGP:
+    """Gaussian-process regression with grid-searched hyperparameters (NumPy/SciPy only).
+
+    Model for each output column ``c``: ``y_c = m_c + f_c(x) + e``, ``m_c`` the training mean,
+    ``f_c ~ GP(0, σ_c² k(‖x − x'‖ / ℓ_c))``, ``e ~ N(0, λ_c σ_c²)``. For every grid point
+    ``(ℓ, λ)`` — length scales ``ℓ = scale × median pairwise distance`` of the training inputs
+    and relative nuggets ``λ`` — the signal variance has the closed-form maximiser
+    ``σ̂² = y_cᵀ (K_ℓ + λI)⁻¹ y_c / n``, and the profiled log marginal likelihood
+    ``−n/2 log σ̂² − ½ log|K_ℓ + λI|`` picks each column's grid point (type-II maximum
+    likelihood). Prediction is the posterior mean ``m_c + k_ℓ(x, X)(K_ℓ + λI)⁻¹ y_c``. One
+    Cholesky factor per grid point serves all columns, so a multi-output fit costs
+    ``len(scales) × len(nuggets)`` factorisations of the ``n × n`` kernel matrix.
+
+    Inputs are used as given (standardise them first; :class:`LogShareRegressor` does).
+
+    Parameters
+    ----------
+    kernel : {"matern52", "matern32", "squared_exponential"}
+        Correlation function.
+    scales : sequence of float
+        Length scales as multiples of the median pairwise training distance.
+    nuggets : sequence of float
+        Noise variances relative to the signal variance.
+
+    Attributes
+    ----------
+    lengthscale_, nugget_ : ndarray
+        Chosen hyperparameters per output column (after ``fit``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).random((30, 2))
+    >>> gp = GridGP().fit(X, np.sin(3 * X[:, 0]))
+    >>> bool(np.abs(gp.predict(X) - np.sin(3 * X[:, 0])).max() < 1e-2)
+    True
+    """
+
+    def __init__(self, kernel: str = "matern52",
+                 scales: Sequence[float] = (0.25, 0.5, 1.0, 2.0, 4.0),
+                 nuggets: Sequence[float] = (1e-6, 1e-4, 1e-2)) -> None:
+        self.kernel, self.scales, self.nuggets = kernel, tuple(scales), tuple(nuggets)
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (scikit-learn's cloning protocol)."""
+        return {"kernel": self.kernel, "scales": self.scales, "nuggets": self.nuggets}
+
+    def set_params(self, **params) -> GridGP:
+        """Set constructor parameters (scikit-learn's cloning protocol)."""
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"GridGP has no parameter {k!r}")
+            setattr(self, k, tuple(v) if k in ("scales", "nuggets") else v)
+        return self
+
+    def __repr__(self) -> str:
+        return (f"GridGP(kernel={self.kernel!r}, scales={self.scales!r}, "
+                f"nuggets={self.nuggets!r})")
+
+    def _correlation(self):
+        if self.kernel not in _KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {self.kernel!r}")
+        return _KERNELS[self.kernel]().correlation
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> GridGP:
+        """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self."""
+        corr = self._correlation()
+        if not self.scales or min(self.scales) <= 0:
+            raise ValueError("scales must be positive multiples of the median distance")
+        if not self.nuggets or min(self.nuggets) < 0:
+            raise ValueError("nuggets must be nonnegative")
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if X.ndim != 2 or y.shape[:1] != X.shape[:1] or y.ndim not in (1, 2):
+            raise DataError(f"GridGP.fit: X must be (n, d) and y (n,) or (n, k); got shapes "
+                            f"{X.shape} and {y.shape}")
+        if not (np.isfinite(X).all() and np.isfinite(y).all()):
+            raise DataError("GridGP.fit: X or y contains NaN or infinite values")
+        self._vector = y.ndim == 1
+        Y = y.reshape(len(y), -1)
+        n = len(X)
+        self.mean_ = Y.mean(axis=0)
+        Yc = Y - self.mean_
+        D = cdist(X, X)
+        off = D[np.triu_indices(n, 1)]
+        off = off[off > 0]
+        self.median_distance_ = float(np.median(off)) if off.size else 1.0
+        best = np.full(Y.shape[1], -np.inf)
+        self.alpha_ = np.zeros_like(Yc)
+        self.lengthscale_ = np.full(Y.shape[1], self.median_distance_ * self.scales[0])
+        self.nugget_ = np.full(Y.shape[1], self.nuggets[0])
+        tiny = np.finfo(float).tiny
+        for scale in self.scales:
+            ls = scale * self.median_distance_
+            R = corr(D / ls)
+            for lam in self.nuggets:
+                A = R + lam * np.eye(n)
+                try:
+                    L = scipy.linalg.cho_factor(A, lower=True)
+                except np.linalg.LinAlgError:
+                    continue  # not numerically positive definite: skip this grid point
+                sol = scipy.linalg.cho_solve(L, Yc)
+                quad = np.maximum((Yc * sol).sum(axis=0), tiny)
+                loglik = -0.5 * n * np.log(quad / n) - np.log(np.diag(L[0])).sum()
+                better = loglik > best
+                best[better] = loglik[better]
+                self.alpha_[:, better] = sol[:, better]
+                self.lengthscale_[better], self.nugget_[better] = ls, lam
+        if not np.isfinite(best).any():
+            raise np.linalg.LinAlgError("GridGP.fit: no grid point gave a positive definite "
+                                        "kernel matrix; add a larger nugget")
+        self.X_ = X
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Posterior mean at ``X (m, d)``: ``(m,)`` or ``(m, k)`` like the training outputs."""
+        corr = self._correlation()
+        D = cdist(np.asarray(X, dtype=float), self.X_)
+        out = np.empty((len(D), len(self.mean_)))
+        for ls in np.unique(self.lengthscale_):
+            cols = self.lengthscale_ == ls
+            out[:, cols] = self.mean_[cols] + corr(D / ls) @ self.alpha_[:, cols]
+        return out[:, 0] if self._vector else out
+
+
+# ------------------------------------------------------------------------ LogShareRegressor
+
+
+def _clone(estimator):
+    try:
+        from sklearn.base import clone
+
+        return clone(estimator)
+    except (ImportError, TypeError):  # no scikit-learn, or an estimator it cannot clone
+        return copy.deepcopy(estimator)
+
+
+def logit_shares(log_ratios: np.ndarray) -> np.ndarray:
+    """Inside shares from log share ratios ``log(s_j / s_0)``: ``exp(ŷ_j) / (1 + Σ_k exp(ŷ_k))``.
+
+    Ratios are clipped to ±:data:`LOG_RATIO_BOUND`, so shares are positive and sum below one.
+
+    Examples
+    --------
+    >>> s = logit_shares(np.log(np.array([[0.2, 0.3]]) / 0.5))
+    >>> np.round(s, 12)
+    array([[0.2, 0.3]])
+    """
+    v = np.clip(np.asarray(log_ratios, dtype=float), -LOG_RATIO_BOUND, LOG_RATIO_BOUND)
+    top = np.maximum(v.max(axis=-1, keepdims=True), 0.0)  # the outside good's 0 is a candidate
+    e = np.exp(v - top)
+    return e / (np.exp(-top) + e.sum(axis=-1, keepdims=True))
+
+
+class _LogShareRule(Fitted):
+    def __init__(self, regressors, mean, scale, shape, info):
+        self.regressors, self.mean, self.scale, self.shape = regressors, mean, scale, shape
+        self.info = info
+
+    def log_ratios(self, X: np.ndarray) -> np.ndarray:
+        """Predicted ``log(s_j / s_0)``, shape ``(m, J)``."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 3 or X.shape[1:] != self.shape:
+            raise DataError(f"X must be markets of shape (m, {self.shape[0]}, {self.shape[1]}) "
+                            f"like the training sample; got shape {X.shape}")
+        Z = (X.reshape(len(X), -1) - self.mean) / self.scale
+        if len(self.regressors) == 1:  # the multi-output default
+            return np.asarray(self.regressors[0].predict(Z), dtype=float).reshape(len(X), -1)
+        return np.column_stack([np.asarray(r.predict(Z), dtype=float).ravel()
+                                for r in self.regressors])
+
+    def predict(self, X):
+        return logit_shares(self.log_ratios(X))
+
+
+class LogShareRegressor(Procedure):
+    """Market shares by per-product regression of log share ratios (the paper's TabPFN design).
+
+    For each product position ``j = 1..J`` a regressor of ``log(s_j / s_0)`` on the market's
+    characteristics — all ``J × C`` of them (72 for 24 products with price, sugar and mushy),
+    standardised with the training sample's means and standard deviations (constant features
+    become 0) — is fitted; predictions are back-transformed with the logit
+    ``s_j = exp(ŷ_j) / (1 + Σ_k exp(ŷ_k))``, so predicted shares are positive and sum below
+    one by construction (ŷ clipped to ±30). Depending on every product's characteristics lets
+    the rule represent flexible substitution patterns.
+
+    Parameters
+    ----------
+    regressor : estimator, optional
+        Any scikit-learn-style regressor (``fit(X, y)``, ``predict(X)``), cloned per product;
+        a ``random_state`` parameter is set from the study's random stream. Default:
+        :class:`GridGP` (Matérn-5/2, sample mean, length scale and nugget by marginal likelihood
+        per product), fitted to all products at once (one Cholesky factor per grid point).
+    label : str, optional
+        Name in results (default ``"log-share GP"``, or ``"log-share <Estimator>"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness.sample import Sample
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((30, 4, 3))
+    >>> v = 0.5 - 2 * X[..., 0] + X[..., 1]
+    >>> y = np.exp(v) / (1 + np.exp(v).sum(axis=1, keepdims=True))
+    >>> rule = LogShareRegressor().fit(Sample(X, y, ("prices", "sugar", "mushy")), rng)
+    >>> s = rule.predict(X)
+    >>> bool((s > 0).all() and (s.sum(axis=1) < 1).all() and np.abs(s - y).max() < 1e-3)
+    True
+    """
+
+    label = "log-share GP"
+
+    def __init__(self, regressor=None, label: str | None = None) -> None:
+        if regressor is not None and not (hasattr(regressor, "fit")
+                                          and hasattr(regressor, "predict")):
+            raise TypeError("regressor must have fit(X, y) and predict(X) methods")
+        self.regressor = regressor
+        if label is not None:
+            self.label = label
+        elif regressor is not None:
+            self.label = f"log-share {type(regressor).__name__}"
+
+    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        from .demand.models import check_markets, check_shares
+
+        X = check_markets(sample.X, sample.columns, "sample.X")
+        y = check_shares(sample.y, X, "sample.y")
+        if (y <= 0).any():
+            raise DataError("sample.y: log share ratios need positive inside shares; "
+                            f"{int((y <= 0).sum())} share(s) are zero")
+        F = X.reshape(len(X), -1)
+        mean, scale = F.mean(axis=0), F.std(axis=0)
+        scale[~(scale > 0)] = 1.0  # constant features (e.g. a product's sugar) carry nothing
+        Z = (F - mean) / scale
+        T = np.log(y) - np.log1p(-y.sum(axis=1))[:, None]
+        info: dict = {"features": int(F.shape[1]), "products": int(y.shape[1])}
+        if self.regressor is None:
+            gp = GridGP().fit(Z, T)
+            regressors = [gp]
+            info.update(lengthscale=gp.lengthscale_.tolist(), nugget=gp.nugget_.tolist(),
+                        median_distance=gp.median_distance_)
+        else:
+            regressors = []
+            for j in range(T.shape[1]):
+                est = _clone(self.regressor)
+                if hasattr(est, "get_params") and "random_state" in est.get_params():
+                    est.set_params(random_state=int(rng.integers(2**31 - 1)))
+                est.fit(Z, T[:, j])
+                regressors.append(est)
+        return _LogShareRule(regressors, mean, scale, X.shape[1:], info)

@@ -1,0 +1,284 @@
+"""Black-box adapters: scikit-learn peers, log-share regression, FLAML AutoML, reproducibility."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.adapters import AutoML, GridGP, LogShareRegressor, logit_shares
+from restrictiveness.exceptions import DataError
+from restrictiveness.procedures import SklearnRegressor
+
+COLS = ("prices", "sugar", "mushy")
+
+
+def _logit_markets(n, rng, J=24, fixed_effects=True):
+    """Plain logit with product fixed effects: log(s_j/s_0) = xi_j - 2 p_j + 0.1 sugar_j."""
+    X = np.stack([rng.uniform(1, 3, (n, J)), rng.uniform(0, 15, (n, J)),
+                  rng.integers(0, 2, (n, J)).astype(float)], axis=-1)
+    xi = np.linspace(-1.0, 1.0, J) if fixed_effects else np.zeros(J)
+    v = xi - 2.0 * X[..., 0] + 0.1 * X[..., 1] + 0.3 * X[..., 2]
+    e = np.exp(v)
+    return X, e / (1 + e.sum(axis=1, keepdims=True))
+
+
+def _valid_shares(s):
+    return bool(np.isfinite(s).all() and (s > 0).all() and (s.sum(axis=1) < 1).all())
+
+
+# ------------------------------------------------------------------ scikit-learn peers
+
+
+def test_sklearn_gp_reproduces_builtin_gp_regression_in_a_lottery_study():
+    """GaussianProcessRegressor with the paper's fixed kernel, through SklearnRegressor and the
+    failure protocol's clipping, gives the built-in GP regression's losses on the same draws."""
+    gp = pytest.importorskip("sklearn.gaussian_process")
+    kernels = pytest.importorskip("sklearn.gaussian_process.kernels")
+    kernel = kernels.ConstantKernel(10.0, "fixed") * kernels.Matern(
+        length_scale=1.0, nu=1.5, length_scale_bounds="fixed")
+    sk = SklearnRegressor(gp.GaussianProcessRegressor(kernel=kernel, optimizer=None, alpha=1e-12),
+                          "ce ~ z_hi + z_lo + p", label="sklearn GP")
+    study = rx.lottery.study(procedures={"GP regression": rx.lottery.gp_regression(),
+                                         "sklearn GP": sk},
+                             n=[20, 50], replications=3, n_eval=150, seed=4)
+    res = study.run(progress=False)
+    loss = res.dataset["loss"].sel(discrepancy="mse")
+    ours = loss.sel(procedure="GP regression").values
+    theirs = loss.sel(procedure="sklearn GP").values
+    assert int(res.dataset["failed"].sum()) == 0
+    np.testing.assert_allclose(theirs, ours, rtol=1e-6)
+    base = res.dataset["baseline_loss"].sel(discrepancy="mse").values
+    assert not np.allclose(ours, base)  # the comparison is not between two baselines
+
+
+def test_sklearn_regressor_random_state_from_the_rng():
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    s = rx.Sample(X, np.sin(4 * X[:, 0]) + X[:, 1], ("a", "b"))
+    proc = SklearnRegressor(ensemble.RandomForestRegressor(n_estimators=8, max_features=1))
+    Xq = rng.random((30, 2))
+    p1 = proc.fit(s, np.random.default_rng(5)).predict(Xq)
+    p2 = proc.fit(s, np.random.default_rng(5)).predict(Xq)
+    p3 = proc.fit(s, np.random.default_rng(6)).predict(Xq)
+    np.testing.assert_array_equal(p1, p2)
+    assert not np.allclose(p1, p3)
+    assert proc.estimator.random_state is None  # the template is cloned, never mutated
+
+
+# ------------------------------------------------------------------ GridGP
+
+
+def test_gridgp_multi_output_equals_separate_fits():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 5))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2, 0.01 * X[:, 2], np.cos(3 * X[:, 3])])
+    Xq = rng.standard_normal((15, 5))
+    joint = GridGP().fit(X, Y)
+    for c in range(Y.shape[1]):
+        single = GridGP().fit(X, Y[:, c])
+        assert single.lengthscale_[0] == joint.lengthscale_[c]
+        assert single.nugget_[0] == joint.nugget_[c]
+        np.testing.assert_allclose(single.predict(Xq), joint.predict(Xq)[:, c], rtol=1e-10,
+                                   atol=1e-12)
+    assert joint.predict(Xq).shape == (15, 4) and single.predict(Xq).shape == (15,)
+
+
+def test_gridgp_choice_maximises_sklearn_marginal_likelihood_and_matches_its_mean():
+    """The profiled likelihood picks the grid point where scikit-learn's log marginal likelihood
+    (signal variance at its maximiser) is highest; the posterior means agree."""
+    gp = pytest.importorskip("sklearn.gaussian_process")
+    kernels = pytest.importorskip("sklearn.gaussian_process.kernels")
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((35, 3))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.05 * rng.standard_normal(35)
+    fit = GridGP().fit(X, y)
+    yc = y - y.mean()
+    best, choice = -np.inf, None
+    for scale in fit.scales:
+        ls = scale * fit.median_distance_
+        for lam in fit.nuggets:
+            K = rx.Matern52(lengthscale=ls)(X) + lam * np.eye(len(X))
+            s2 = yc @ np.linalg.solve(K, yc) / len(X)  # closed-form maximiser
+            k = kernels.ConstantKernel(s2, "fixed") * kernels.Matern(ls, "fixed", nu=2.5)
+            model = gp.GaussianProcessRegressor(k, alpha=lam * s2, optimizer=None).fit(X, yc)
+            lml = model.log_marginal_likelihood_value_
+            if lml > best:
+                best, choice, peer = lml, (ls, lam), model
+    assert (fit.lengthscale_[0], fit.nugget_[0]) == choice
+    Xq = rng.standard_normal((10, 3))
+    np.testing.assert_allclose(fit.predict(Xq), y.mean() + peer.predict(Xq), rtol=1e-7)
+
+
+def test_gridgp_rejects_bad_input():
+    with pytest.raises(DataError, match="NaN"):
+        GridGP().fit(np.array([[0.0], [np.nan]]), np.zeros(2))
+    with pytest.raises(ValueError, match="kernel"):
+        GridGP(kernel="cosine").fit(np.zeros((2, 1)), np.zeros(2))
+
+
+# ------------------------------------------------------------------ LogShareRegressor
+
+
+def test_logit_shares_known_answer_and_valid_at_extremes():
+    s = np.array([[0.1, 0.2, 0.3]])
+    np.testing.assert_allclose(logit_shares(np.log(s / 0.4)), s, rtol=1e-13)
+    wild = logit_shares(np.array([[1e6, -1e6, 0.0], [-1e300, -1e300, -1e300], [800, 800, 800]]))
+    assert _valid_shares(wild)
+
+
+def test_logshare_linear_regressor_recovers_a_fixed_effects_logit():
+    """Log share ratios of a logit with product fixed effects are linear in the product's own
+    characteristics: a linear regressor per product recovers the shares exactly."""
+    linear = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(3)
+    X, y = _logit_markets(120, rng)
+    Xq, yq = _logit_markets(50, rng)
+    proc = LogShareRegressor(linear.LinearRegression())
+    rule = proc.fit(rx.Sample(X, y, COLS, "shares"), rng)
+    pred = rule.predict(Xq)
+    assert proc.label == "log-share LinearRegression"
+    assert pred.shape == yq.shape and _valid_shares(pred)
+    assert ((pred - yq) ** 2).mean() < 1e-20
+    baseline = ((y.mean() - yq) ** 2).mean()
+    assert baseline > 1e-5  # the truth is far from constant shares
+
+
+def test_logshare_default_gp_is_valid_and_beats_constant_shares():
+    rng = np.random.default_rng(4)
+    X, y = _logit_markets(75, rng)
+    Xq, yq = _logit_markets(60, rng)
+    rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
+    pred = rule.predict(Xq)
+    assert _valid_shares(pred) and pred.shape == yq.shape
+    gp_mse = ((pred - yq) ** 2).mean()
+    baseline = ((y.mean() - yq) ** 2).mean()
+    assert gp_mse < 0.5 * baseline
+    assert len(rule.info["lengthscale"]) == 24 and rule.info["features"] == 72
+    # extrapolating far outside the training markets still gives valid shares
+    assert _valid_shares(rule.predict(Xq * 50))
+
+
+def test_logshare_standardisation_makes_fits_unit_invariant():
+    """Rescaling a characteristic (e.g. prices in cents) leaves the fitted shares unchanged;
+    constant characteristics are harmless."""
+    rng = np.random.default_rng(5)
+    X, y = _logit_markets(40, rng, J=6)
+    X[..., 2] = 1.0  # a constant column
+    Xq, _ = _logit_markets(10, rng, J=6)
+    Xq[..., 2] = 1.0
+    a = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng).predict(Xq)
+    unit = np.array([100.0, 1.0, 1.0])
+    b = LogShareRegressor().fit(rx.Sample(X * unit, y, COLS, "shares"), rng).predict(Xq * unit)
+    np.testing.assert_allclose(a, b, rtol=1e-8)
+
+
+def test_logshare_user_regressor_seeded_from_rng():
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(6)
+    X, y = _logit_markets(40, rng, J=4)
+    s = rx.Sample(X, y, COLS, "shares")
+    proc = LogShareRegressor(ensemble.RandomForestRegressor(n_estimators=5))
+    p1 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p2 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p3 = proc.fit(s, np.random.default_rng(2)).predict(X[:5])
+    np.testing.assert_array_equal(p1, p2)
+    assert not np.allclose(p1, p3)
+
+
+def test_logshare_rejects_bad_samples_and_queries():
+    rng = np.random.default_rng(7)
+    X, y = _logit_markets(10, rng, J=3)
+    y0 = y.copy()
+    y0[0, 0] = 0.0
+    with pytest.raises(DataError, match="sample.y"):
+        LogShareRegressor().fit(rx.Sample(X, y0, COLS, "shares"), rng)
+    with pytest.raises(DataError, match="sample.X"):
+        LogShareRegressor().fit(rx.Sample(X[:, :, 0], y, ("prices",) * 3, "shares"), rng)
+    rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
+    with pytest.raises(DataError, match="shape"):
+        rule.predict(X[:, :2])
+    with pytest.raises(TypeError, match="fit"):
+        LogShareRegressor(object())
+
+
+def test_logshare_in_a_demand_study_with_the_failure_protocol():
+    """Runs in the study runner on the demand prior: no failures, losses below the baseline's."""
+    from restrictiveness.demand.prior import DemandPrior
+
+    prior = DemandPrior(n_types=32, n_reference_types=16, n_train=60, n_eval=20)
+    from restrictiveness.demand.models import Logit
+
+    res = rx.Study(prior, {"log-share GP": LogShareRegressor()}, baseline=Logit(), n=[60],
+                   replications=2, seed=1).run(progress=False)
+    assert int(res.dataset["failed"].sum()) == 0 and int(res.dataset["invalid"].sum()) == 0
+    r = float(res.restrictiveness.sel(procedure="log-share GP", n=60).squeeze())
+    assert 0 < r < 1
+
+
+# ------------------------------------------------------------------ AutoML (FLAML)
+
+
+@pytest.fixture
+def flaml():
+    module = pytest.importorskip("flaml")
+    if not hasattr(module, "AutoML"):
+        pytest.skip("flaml is installed without its automl dependencies (flaml[automl])")
+    return module
+
+
+def _tiny_sample(n=40, seed=0):
+    X = np.random.default_rng(seed).random((n, 2))
+    return rx.Sample(X, np.sin(3 * X[:, 0]) + X[:, 1], ("a", "b"), "y")
+
+
+def test_automl_runs_within_budget_and_is_reproducible(flaml):
+    s = _tiny_sample()
+    proc = AutoML(max_iter=4, estimator_list=["rf", "extra_tree"])
+    Xq = np.random.default_rng(9).random((25, 2))
+    start = time.perf_counter()
+    r1 = proc.fit(s, np.random.default_rng(3))
+    elapsed = time.perf_counter() - start
+    r2 = proc.fit(s, np.random.default_rng(3))
+    p1, p2 = r1.predict(Xq), r2.predict(Xq)
+    np.testing.assert_array_equal(p1, p2)
+    assert r1.info == r2.info and r1.info["best_estimator"] in ("rf", "extra_tree")
+    assert p1.shape == (25,) and np.isfinite(p1).all()
+    assert elapsed < 60
+    # it learned something: better than the mean on fresh points
+    truth = np.sin(3 * Xq[:, 0]) + Xq[:, 1]
+    assert ((p1 - truth) ** 2).mean() < 0.5 * ((s.y.mean() - truth) ** 2).mean()
+    # a time budget caps a long iteration budget
+    start = time.perf_counter()
+    AutoML(time_budget=2, max_iter=10_000, estimator_list=["rf"]).fit(
+        s, np.random.default_rng(4))
+    assert time.perf_counter() - start < 20
+
+
+def test_automl_formula_and_market_samples(flaml):
+    s = _tiny_sample()
+    proc = AutoML(max_iter=2, estimator_list=["rf"], formula="y ~ a")
+    with pytest.raises(rx.FormulaError):
+        proc.validate(("b",), "y")
+    pred = proc.fit(s, np.random.default_rng(0)).predict(s.X)
+    assert pred.shape == (40,)
+    X, y = _logit_markets(5, np.random.default_rng(0), J=3)
+    with pytest.raises(DataError, match="LogShareRegressor"):
+        AutoML(max_iter=1).fit(rx.Sample(X, y, COLS, "shares"), np.random.default_rng(0))
+
+
+def test_automl_without_flaml_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "flaml", None)  # makes `import flaml` raise ImportError
+    with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
+        AutoML(max_iter=1).fit(_tiny_sample(), np.random.default_rng(0))
+
+
+def test_automl_argument_checks():
+    with pytest.raises(ValueError, match="max_iter"):
+        AutoML(max_iter=0)
+    with pytest.raises(ValueError, match="time_budget"):
+        AutoML(time_budget=0)
