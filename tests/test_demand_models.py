@@ -444,3 +444,35 @@ def test_mxl_predictions_in_blocks_equal_one_pass(monkeypatch):
 
     np.testing.assert_allclose(models._mxl_elasticities(mxl.params, X, mxl.design, mxl.extra,
                                                         block=4), E, rtol=1e-13)
+
+
+def test_nl_is_stable_at_the_largest_nesting_parameter():
+    X = markets(4, seed=9)
+    d = design(X)
+    beta = np.array([5.0, -50.0, 0.5, 2.0])   # δ/(1−ρ) reaches several hundred at ρ = 0.99
+    nl = DemandFit("NL", np.r_[beta, 0.99, 0.99], d.names + ["a", "b"], d, MARKET_COLUMNS,
+                   extra={"nest": "mushy"})
+    s = nl.predict(X)
+    assert np.isfinite(s).all() and (s >= 0).all() and (s.sum(axis=1) < 1 + 1e-12).all()
+    assert np.isfinite(nl.elasticities(X)).all()
+
+
+def test_mixed_logit_estimator_summary(nevo):
+    res = MixedLogit.from_formula("shares ~ prices + sugar + mushy", nevo, random=["sugar"],
+                                  nodes=64, max_nfev=15).fit()
+    assert list(res.params.index[-1:]) == ["L[sugar,sugar]"]
+    assert res.ssr <= 2 * res.fitted.info["cost"] + 1e-12
+    # never worse than the MNL it nests (L = 0 stays a candidate)
+    mnl = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    assert res.ssr <= mnl.ssr + 1e-10
+    text = res.summary().as_text()
+    assert "Mixed logit" in text and "64 antithetic Sobol nodes" in text
+
+
+def test_mxl_keeps_the_mnl_fit_as_a_candidate():
+    X = markets(10, seed=10)
+    y = fits(X)["MNL"].predict(X)              # MNL data: any L > 0 fits worse
+    fit = MixedLogit(random=["sugar"], nodes=64, max_nfev=2).fit(sample(X, y), None)
+    assert fit.info["start"] == "MNL (L = 0)"
+    np.testing.assert_allclose(fit.params, np.r_[BETA, 0.0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(fit.predict(X), y, atol=1e-12)
