@@ -44,7 +44,7 @@ from .results import Results, load
 from .sample import Sample
 from .study import Study
 
-from . import datasets, lottery  # noqa: E402  (the applications build on the names above)
+from . import datasets, demand, lottery  # noqa: E402  (the applications build on the names above)
 from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
-    "datasets", "lottery",
+    "datasets", "demand", "lottery",
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
     "PROMPTS", "Agent", "Completion", "ResponseCache", "extract_code", "ProgramError",
     "ProgramProcedure", "SandboxLimits", "run_python",
