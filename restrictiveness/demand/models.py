@@ -261,6 +261,8 @@ class DemandFit(Fitted):
                  columns: Sequence[str], extra: dict | None = None, info: dict | None = None):
         self.model, self.params, self.names = model, np.asarray(params, float), list(names)
         self.design, self.columns, self.extra = design, tuple(columns), dict(extra or {})
+        if len(self.names) != len(self.params):
+            raise ValueError(f"DemandFit: {len(self.params)} params but {len(self.names)} names")
         self.info = {"params": {k: float(v) for k, v in zip(self.names, self.params, strict=True)}}
         self.info.update(info or {})
 
@@ -577,9 +579,10 @@ class MNL(_DemandProcedure):
     >>> rng = np.random.default_rng(0)
     >>> X = np.stack([rng.uniform(.05, .2, (30, 24)), rng.uniform(0, 20, (30, 24)),
     ...               rng.integers(0, 2, (30, 24))], axis=2)
-    >>> truth = DemandFit("MNL", [-3., -10., .05, .3], [], _Design(DEFAULT_FORMULA, X,
-    ...                   MARKET_COLUMNS), MARKET_COLUMNS)
-    >>> fit = MNL().fit(Sample(X, truth.predict(X), MARKET_COLUMNS, "shares"), rng)
+    >>> W, names = market_design(DEFAULT_FORMULA, X)
+    >>> e = np.exp(W @ [-3., -10., .05, .3])
+    >>> y = e / (1 + e.sum(axis=1, keepdims=True))
+    >>> fit = MNL().fit(Sample(X, y, MARKET_COLUMNS, "shares"), rng)
     >>> np.round(fit.params, 3)
     array([ -3.  , -10.  ,   0.05,   0.3 ])
     """
