@@ -70,15 +70,22 @@ _PIO2_2 = 6.07710050630396597660e-11
 _PIO2_3 = 2.02226624871116645580e-21
 
 
-@intrinsic
-def _f64_from_bits(typingctx, bits):
-    """Reinterpret an int64 as a float64 (an LLVM bitcast, which vectorises)."""
-    sig = types.float64(types.int64)
+if numba.config.DISABLE_JIT:  # pragma: no cover - pure-Python runs (coverage, debugging)
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
+    def _f64_from_bits(bits):
+        return np.int64(bits).view(np.float64)
 
-    return sig, codegen
+else:
+
+    @intrinsic
+    def _f64_from_bits(typingctx, bits):
+        """Reinterpret an int64 as a float64 (an LLVM bitcast, which vectorises)."""
+        sig = types.float64(types.int64)
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return sig, codegen
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
