@@ -142,6 +142,19 @@ def test_log_price_steps_keep_prices_in_hull(market):
         market.log_price_steps(X * np.array([10.0, 1.0, 1.0]))
 
 
+def test_market_errors_name_the_argument(market, truth):
+    with pytest.raises(DomainError, match="same shape"):
+        market.price_interval([1.0, 2.0], [0.0])
+    with pytest.raises(DomainError, match="mushy"):
+        market.price_interval([1.0], [0.5])
+    with pytest.raises(DomainError, match="n_markets"):
+        market.sample(-1, np.random.default_rng(0))
+    with pytest.raises(DomainError, match=r"shape \(n, 24, 3\)"):
+        truth.system.shares(np.ones((2, 23, 3)))
+    with pytest.raises(DomainError, match="h must be finite"):
+        truth.system.perturbed_shares(truth.eval_X, np.ones(3))
+
+
 # --- kernel ---------------------------------------------------------------------------------------
 
 def test_softplus_twins_agree():

@@ -213,13 +213,13 @@ class MarketDistribution:
         mushy = np.asarray(mushy, dtype=float)
         if sugar.shape != mushy.shape:
             raise DomainError("price_interval: sugar and mushy must have the same shape")
+        if not np.isin(mushy, (0.0, 1.0)).all():
+            raise DomainError("price_interval: mushy must be 0 or 1")
         lo = np.empty(sugar.shape)
         hi = np.empty(sugar.shape)
         for status in (0, 1):
             sel = mushy == status
             lo[sel], hi[sel] = self.hulls[status].interval(sugar[sel])
-        if not np.isin(mushy, (0.0, 1.0)).all():
-            raise DomainError("price_interval: mushy must be 0 or 1")
         return lo, hi
 
     def log_price_steps(self, X: np.ndarray, h_max: float = 0.01) -> np.ndarray:
