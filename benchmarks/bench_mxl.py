@@ -32,7 +32,7 @@ from restrictiveness.demand.models import (
 from restrictiveness.sample import Sample
 
 
-def best_of(f, repeat=15):
+def best_of(f, repeat=50):
     f()
     ts = []
     for _ in range(repeat):
@@ -156,6 +156,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=3, help="prior pseudo-truths to fit")
     ap.add_argument("--no-prior", action="store_true", help="skip the demand-prior samples")
+    ap.add_argument("--no-fits", action="store_true", help="time the kernels only")
     args = ap.parse_args()
     rng = np.random.default_rng(12345)
     pd.set_option("display.width", 160)
@@ -163,6 +164,8 @@ def main():
     print(f"MXL share kernels (best of repeats; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores)")
     print(kernel_table(rng).to_string())
+    if args.no_fits:
+        return
     print("\nMXL fits at n = 100 (2 starts x max_nfev = 400; nfev includes the MNL stage;"
           " cpu = process CPU time, the wall time on a busy machine is longer)")
     print(fit_table(fit_samples(args.draws, not args.no_prior, rng)).to_string())

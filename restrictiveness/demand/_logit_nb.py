@@ -38,8 +38,9 @@ __all__ = ["random_utilities_nb", "random_utilities_numpy", "node_probabilities_
 
 # |utility| below this bound can neither overflow exp (e^600 ≈ 1e260) nor underflow to zero.
 _SAFE = 600.0
-# markets × products × nodes per block of the share front end (~16 MB per work array)
-_BLOCK_ELEMENTS = 2_000_000
+# markets × products × nodes per block of the share front end: 4 MB work arrays stay cheap to
+# allocate (larger ones cost page faults on every call) and bound the memory of big predictions
+_BLOCK_ELEMENTS = 500_000
 
 
 # --------------------------------------------------------------------------- utilities
