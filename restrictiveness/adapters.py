@@ -10,8 +10,16 @@ samples" (SPEC §8). This module adapts such regressors to the procedure protoco
   standardised characteristics (``J × C`` features), back-transformed with the logit
   ``s_j = exp(ŷ_j) / (1 + Σ_k exp(ŷ_k))``.
 * :class:`GridGP` — the default regressor of :class:`LogShareRegressor`, needing only NumPy and
-  SciPy: Gaussian-process regression with a sample mean, a Matérn-5/2 (or squared-exponential)
-  kernel and hyperparameters chosen per output by marginal likelihood over a small grid.
+  SciPy: Gaussian-process regression with a sample mean, a Matérn-5/2 (or Matérn-3/2, squared-
+  exponential) kernel and hyperparameters chosen per output by marginal likelihood over a small
+  grid — length scale, nugget, and the relevance of the other products' characteristics
+  relative to the product's own.
+
+Why the relevance: with one isotropic length scale over all 72 standardised features, product
+j's own three characteristics are drowned by the 69 others; on the demand prior the isotropic GP
+had share restrictiveness 0.71 (n = 75) against about 0.1 with the relevance grid, which the
+likelihood sets to 0 (own characteristics only) in most fits, and on the cereal data it reduced
+the common-intercept logit's cross-validated share MSE by 14.5% against 28%.
 
 Any scikit-learn-style regressor is wrapped by
 :class:`~restrictiveness.procedures.SklearnRegressor`.
@@ -24,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
+import threadpoolctl
 from scipy.spatial.distance import cdist
 
 from .exceptions import DataError
@@ -152,14 +161,16 @@ class GridGP:
     """Gaussian-process regression with grid-searched hyperparameters (NumPy/SciPy only).
 
     Model for each output column ``c``: ``y_c = m_c + f_c(x) + e``, ``m_c`` the training mean,
-    ``f_c ~ GP(0, σ_c² k(‖x − x'‖ / ℓ_c))``, ``e ~ N(0, λ_c σ_c²)``. For every grid point
-    ``(ℓ, λ)`` — length scales ``ℓ = scale × median pairwise distance`` of the training inputs
-    and relative nuggets ``λ`` — the signal variance has the closed-form maximiser
-    ``σ̂² = y_cᵀ (K_ℓ + λI)⁻¹ y_c / n``, and the profiled log marginal likelihood
-    ``−n/2 log σ̂² − ½ log|K_ℓ + λI|`` picks each column's grid point (type-II maximum
-    likelihood). Prediction is the posterior mean ``m_c + k_ℓ(x, X)(K_ℓ + λI)⁻¹ y_c``. One
-    Cholesky factor per grid point serves all columns, so a multi-output fit costs
-    ``len(scales) × len(nuggets)`` factorisations of the ``n × n`` kernel matrix.
+    ``f_c ~ GP(0, σ_c² k(d_η(x, x') / ℓ_c))``, ``e ~ N(0, λ_c σ_c²)``, where
+    ``d_η(x, x')² = ‖x_F − x'_F‖² + η² ‖x_R − x'_R‖²`` splits the inputs into *focus* features
+    ``F`` (``focus`` passed to :meth:`fit`; default all, then ``d`` is the Euclidean distance)
+    and the rest ``R``, down-weighted by a relevance ``η``. For every grid point ``(η, ℓ, λ)`` —
+    ``η`` in ``relevance``, length scales ``ℓ = scale × median pairwise d_η`` of the training
+    inputs, relative nuggets ``λ`` — the signal variance has the closed-form maximiser
+    ``σ̂² = y_cᵀ (K + λI)⁻¹ y_c / n``, and the profiled log marginal likelihood
+    ``−n/2 log σ̂² − ½ log|K + λI|`` picks each column's grid point (type-II maximum
+    likelihood). Prediction is the posterior mean ``m_c + k(x, X)(K + λI)⁻¹ y_c``. One Cholesky
+    factor per grid point serves all columns.
 
     Inputs are used as given (standardise them first; :class:`LogShareRegressor` does).
 
@@ -171,11 +182,15 @@ class GridGP:
         Length scales as multiples of the median pairwise training distance.
     nuggets : sequence of float
         Noise variances relative to the signal variance.
+    relevance : sequence of float
+        Weights ``η ≥ 0`` of the non-focus features (used only when ``focus`` is given).
 
     Attributes
     ----------
-    lengthscale_, nugget_ : ndarray
+    lengthscale_, nugget_, relevance_ : ndarray
         Chosen hyperparameters per output column (after ``fit``).
+    log_marginal_likelihood_ : ndarray
+        The profiled log marginal likelihood at the chosen grid point (up to a constant).
 
     Examples
     --------
@@ -187,38 +202,57 @@ class GridGP:
     """
 
     def __init__(self, kernel: str = "matern52",
-                 scales: Sequence[float] = (0.25, 0.5, 1.0, 2.0, 4.0),
-                 nuggets: Sequence[float] = (1e-6, 1e-4, 1e-2)) -> None:
+                 scales: Sequence[float] = (0.5, 1.0, 2.0, 4.0, 8.0),
+                 nuggets: Sequence[float] = (1e-6, 1e-4, 1e-2, 1e-1),
+                 relevance: Sequence[float] = (0.0, 0.1, 0.3, 1.0)) -> None:
         self.kernel, self.scales, self.nuggets = kernel, tuple(scales), tuple(nuggets)
+        self.relevance = tuple(relevance)
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters (scikit-learn's cloning protocol)."""
-        return {"kernel": self.kernel, "scales": self.scales, "nuggets": self.nuggets}
+        return {"kernel": self.kernel, "scales": self.scales, "nuggets": self.nuggets,
+                "relevance": self.relevance}
 
     def set_params(self, **params) -> GridGP:
         """Set constructor parameters (scikit-learn's cloning protocol)."""
         for k, v in params.items():
             if k not in self.get_params():
                 raise ValueError(f"GridGP has no parameter {k!r}")
-            setattr(self, k, tuple(v) if k in ("scales", "nuggets") else v)
+            setattr(self, k, v if k == "kernel" else tuple(v))
         return self
 
     def __repr__(self) -> str:
         return (f"GridGP(kernel={self.kernel!r}, scales={self.scales!r}, "
-                f"nuggets={self.nuggets!r})")
+                f"nuggets={self.nuggets!r}, relevance={self.relevance!r})")
 
     def _correlation(self):
         if self.kernel not in _KERNELS:
             raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {self.kernel!r}")
         return _KERNELS[self.kernel]().correlation
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> GridGP:
-        """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self."""
+    def _split(self, X, Y=None):
+        """Squared distances on the focus features and on the rest."""
+        Y = X if Y is None else Y
+        if self.focus_ is None:
+            return cdist(X, Y, "sqeuclidean"), None
+        rest = np.setdiff1d(np.arange(X.shape[1]), self.focus_)
+        f = cdist(X[:, self.focus_], Y[:, self.focus_], "sqeuclidean")
+        r = cdist(X[:, rest], Y[:, rest], "sqeuclidean") if rest.size else np.zeros_like(f)
+        return f, r
+
+    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | None = None) -> GridGP:
+        """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self.
+
+        ``focus`` lists the indices of the features at full weight; the others get a relevance
+        ``η`` chosen from the grid (default: no split, Euclidean distance on all features).
+        """
         corr = self._correlation()
         if not self.scales or min(self.scales) <= 0:
             raise ValueError("scales must be positive multiples of the median distance")
         if not self.nuggets or min(self.nuggets) < 0:
             raise ValueError("nuggets must be nonnegative")
+        if not self.relevance or min(self.relevance) < 0:
+            raise ValueError("relevance weights must be nonnegative")
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or y.shape[:1] != X.shape[:1] or y.ndim not in (1, 2):
@@ -226,49 +260,60 @@ class GridGP:
                             f"{X.shape} and {y.shape}")
         if not (np.isfinite(X).all() and np.isfinite(y).all()):
             raise DataError("GridGP.fit: X or y contains NaN or infinite values")
+        self.focus_ = None if focus is None else np.unique(np.asarray(focus, dtype=int))
         self._vector = y.ndim == 1
         Y = y.reshape(len(y), -1)
-        n = len(X)
+        n, k = Y.shape
         self.mean_ = Y.mean(axis=0)
         Yc = Y - self.mean_
-        D = cdist(X, X)
-        off = D[np.triu_indices(n, 1)]
-        off = off[off > 0]
-        self.median_distance_ = float(np.median(off)) if off.size else 1.0
-        best = np.full(Y.shape[1], -np.inf)
+        d2_focus, d2_rest = self._split(X)
+        upper = np.triu_indices(n, 1)
+        etas = (1.0,) if d2_rest is None else self.relevance
+        best = np.full(k, -np.inf)
         self.alpha_ = np.zeros_like(Yc)
-        self.lengthscale_ = np.full(Y.shape[1], self.median_distance_ * self.scales[0])
-        self.nugget_ = np.full(Y.shape[1], self.nuggets[0])
+        self.lengthscale_, self.nugget_ = np.ones(k), np.zeros(k)
+        self.relevance_ = np.ones(k)
         tiny = np.finfo(float).tiny
-        for scale in self.scales:
-            ls = scale * self.median_distance_
-            R = corr(D / ls)
-            for lam in self.nuggets:
-                A = R + lam * np.eye(n)
-                try:
-                    L = scipy.linalg.cho_factor(A, lower=True)
-                except np.linalg.LinAlgError:
-                    continue  # not numerically positive definite: skip this grid point
-                sol = scipy.linalg.cho_solve(L, Yc)
-                quad = np.maximum((Yc * sol).sum(axis=0), tiny)
-                loglik = -0.5 * n * np.log(quad / n) - np.log(np.diag(L[0])).sum()
-                better = loglik > best
-                best[better] = loglik[better]
-                self.alpha_[:, better] = sol[:, better]
-                self.lengthscale_[better], self.nugget_[better] = ls, lam
-        if not np.isfinite(best).any():
+        eye = np.eye(n)
+        for eta in etas:
+            D = np.sqrt(d2_focus if d2_rest is None else d2_focus + eta * eta * d2_rest)
+            off = D[upper]
+            off = off[off > 0]
+            median = float(np.median(off)) if off.size else 1.0
+            for scale in self.scales:
+                ls = scale * median
+                R = corr(D / ls)
+                for lam in self.nuggets:
+                    try:
+                        L = scipy.linalg.cholesky(R + lam * eye, lower=True, check_finite=False)
+                    except np.linalg.LinAlgError:
+                        continue  # not numerically positive definite: skip this grid point
+                    w = scipy.linalg.solve_triangular(L, Yc, lower=True, check_finite=False)
+                    quad = np.maximum((w * w).sum(axis=0), tiny)
+                    loglik = -0.5 * n * np.log(quad / n) - np.log(np.diag(L)).sum()
+                    better = loglik > best
+                    if better.any():
+                        sol = scipy.linalg.solve_triangular(L, w[:, better], lower=True,
+                                                            trans="T", check_finite=False)
+                        best[better] = loglik[better]
+                        self.alpha_[:, better] = sol
+                        self.lengthscale_[better], self.nugget_[better] = ls, lam
+                        self.relevance_[better] = eta
+        if not np.isfinite(best).all():
             raise np.linalg.LinAlgError("GridGP.fit: no grid point gave a positive definite "
                                         "kernel matrix; add a larger nugget")
+        self.log_marginal_likelihood_ = best
         self.X_ = X
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Posterior mean at ``X (m, d)``: ``(m,)`` or ``(m, k)`` like the training outputs."""
         corr = self._correlation()
-        D = cdist(np.asarray(X, dtype=float), self.X_)
-        out = np.empty((len(D), len(self.mean_)))
-        for ls in np.unique(self.lengthscale_):
-            cols = self.lengthscale_ == ls
+        d2_focus, d2_rest = self._split(np.asarray(X, dtype=float), self.X_)
+        out = np.empty((len(d2_focus), len(self.mean_)))
+        for eta, ls in {(e, s) for e, s in zip(self.relevance_, self.lengthscale_, strict=True)}:
+            cols = (self.relevance_ == eta) & (self.lengthscale_ == ls)
+            D = np.sqrt(d2_focus if d2_rest is None else d2_focus + eta * eta * d2_rest)
             out[:, cols] = self.mean_[cols] + corr(D / ls) @ self.alpha_[:, cols]
         return out[:, 0] if self._vector else out
 
@@ -281,7 +326,7 @@ def _clone(estimator):
         from sklearn.base import clone
 
         return clone(estimator)
-    except (ImportError, TypeError):  # no scikit-learn, or an estimator it cannot clone
+    except (ImportError, TypeError, RuntimeError):  # no scikit-learn, or cannot clone it
         return copy.deepcopy(estimator)
 
 
@@ -314,8 +359,6 @@ class _LogShareRule(Fitted):
             raise DataError(f"X must be markets of shape (m, {self.shape[0]}, {self.shape[1]}) "
                             f"like the training sample; got shape {X.shape}")
         Z = (X.reshape(len(X), -1) - self.mean) / self.scale
-        if len(self.regressors) == 1:  # the multi-output default
-            return np.asarray(self.regressors[0].predict(Z), dtype=float).reshape(len(X), -1)
         return np.column_stack([np.asarray(r.predict(Z), dtype=float).ravel()
                                 for r in self.regressors])
 
@@ -339,8 +382,10 @@ class LogShareRegressor(Procedure):
     regressor : estimator, optional
         Any scikit-learn-style regressor (``fit(X, y)``, ``predict(X)``), cloned per product;
         a ``random_state`` parameter is set from the study's random stream. Default:
-        :class:`GridGP` (Matérn-5/2, sample mean, length scale and nugget by marginal likelihood
-        per product), fitted to all products at once (one Cholesky factor per grid point).
+        :class:`GridGP` — Matérn-5/2, sample mean, and per product a length scale, nugget and
+        relevance of the other products' characteristics chosen by marginal likelihood, the
+        product's own characteristics being the focus features. A :class:`GridGP` passed here
+        gets the same focus (``GridGP(relevance=(1.0,))`` treats all 72 features alike).
     label : str, optional
         Name in results (default ``"log-share GP"``, or ``"log-share <Estimator>"``).
 
@@ -384,17 +429,21 @@ class LogShareRegressor(Procedure):
         Z = (F - mean) / scale
         T = np.log(y) - np.log1p(-y.sum(axis=1))[:, None]
         info: dict = {"features": int(F.shape[1]), "products": int(y.shape[1])}
-        if self.regressor is None:
-            gp = GridGP().fit(Z, T)
-            regressors = [gp]
-            info.update(lengthscale=gp.lengthscale_.tolist(), nugget=gp.nugget_.tolist(),
-                        median_distance=gp.median_distance_)
-        else:
-            regressors = []
-            for j in range(T.shape[1]):
-                est = _clone(self.regressor)
+        template = GridGP() if self.regressor is None else self.regressor
+        C = X.shape[2]
+        regressors = []
+        for j in range(T.shape[1]):
+            est = _clone(template)
+            if isinstance(est, GridGP):  # product j's own characteristics at full weight
+                # one BLAS thread: small factorisations, and studies parallelise over processes
+                with threadpoolctl.threadpool_limits(1):
+                    est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C))
+            else:
                 if hasattr(est, "get_params") and "random_state" in est.get_params():
                     est.set_params(random_state=int(rng.integers(2**31 - 1)))
                 est.fit(Z, T[:, j])
-                regressors.append(est)
+            regressors.append(est)
+        if isinstance(template, GridGP):
+            info.update({name: [float(getattr(r, name + "_")[0]) for r in regressors]
+                         for name in ("relevance", "lengthscale", "nugget")})
         return _LogShareRule(regressors, mean, scale, X.shape[1:], info)

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import pdist
 
 import restrictiveness as rx
 from restrictiveness.adapters import AutoML, GridGP, LogShareRegressor, logit_shares
@@ -99,8 +100,9 @@ def test_gridgp_choice_maximises_sklearn_marginal_likelihood_and_matches_its_mea
     fit = GridGP().fit(X, y)
     yc = y - y.mean()
     best, choice = -np.inf, None
+    median = np.median(pdist(X))
     for scale in fit.scales:
-        ls = scale * fit.median_distance_
+        ls = scale * median
         for lam in fit.nuggets:
             K = rx.Matern52(lengthscale=ls)(X) + lam * np.eye(len(X))
             s2 = yc @ np.linalg.solve(K, yc) / len(X)  # closed-form maximiser
@@ -112,6 +114,44 @@ def test_gridgp_choice_maximises_sklearn_marginal_likelihood_and_matches_its_mea
     assert (fit.lengthscale_[0], fit.nugget_[0]) == choice
     Xq = rng.standard_normal((10, 3))
     np.testing.assert_allclose(fit.predict(Xq), y.mean() + peer.predict(Xq), rtol=1e-7)
+
+
+def test_gridgp_focus_choice_maximises_anisotropic_sklearn_likelihood():
+    """With focus features, d_eta is an anisotropic distance (length scale l on the focus,
+    l / eta on the rest): the chosen (eta, l, lambda) maximises scikit-learn's likelihood."""
+    gp = pytest.importorskip("sklearn.gaussian_process")
+    kernels = pytest.importorskip("sklearn.gaussian_process.kernels")
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((30, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + 0.3 * X[:, 2] * X[:, 3]
+    fit = GridGP(relevance=(0.25, 0.5, 1.0), scales=(0.5, 1.0, 2.0)).fit(X, y, focus=[1, 0])
+    yc = y - y.mean()
+    best, choice = -np.inf, None
+    for eta in fit.relevance:
+        weights = np.array([1.0, 1.0, eta, eta])
+        median = np.median(pdist(X * weights))
+        for scale in fit.scales:
+            ls = scale * median
+            for lam in fit.nuggets:
+                k = kernels.Matern(ls / weights, "fixed", nu=2.5)
+                s2 = yc @ np.linalg.solve(k(X) + lam * np.eye(len(X)), yc) / len(X)
+                model = gp.GaussianProcessRegressor(kernels.ConstantKernel(s2, "fixed") * k,
+                                                    alpha=lam * s2, optimizer=None).fit(X, yc)
+                if model.log_marginal_likelihood_value_ > best:
+                    best, choice, peer = model.log_marginal_likelihood_value_, (eta, lam), model
+    assert (fit.relevance_[0], fit.nugget_[0]) == choice
+    Xq = rng.standard_normal((10, 4))
+    np.testing.assert_allclose(fit.predict(Xq), y.mean() + peer.predict(Xq), rtol=1e-7)
+
+
+def test_gridgp_full_relevance_focus_is_the_plain_fit():
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((25, 6))
+    y = np.cos(X[:, 0]) + X[:, 4]
+    Xq = rng.standard_normal((7, 6))
+    plain = GridGP().fit(X, y).predict(Xq)
+    split = GridGP(relevance=(1.0,)).fit(X, y, focus=[0, 1, 2]).predict(Xq)
+    np.testing.assert_allclose(split, plain, rtol=1e-9, atol=1e-11)
 
 
 def test_gridgp_rejects_bad_input():
