@@ -27,6 +27,8 @@ C-contiguous float64 arrays and int64 index arrays.
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 
@@ -38,8 +40,8 @@ __all__ = ["random_utilities_nb", "random_utilities_numpy", "node_probabilities_
 
 # |utility| below this bound can neither overflow exp (e^600 ≈ 1e260) nor underflow to zero.
 _SAFE = 600.0
-# markets × products × nodes per block of the share front end: 4 MB work arrays stay cheap to
-# allocate (larger ones cost page faults on every call) and bound the memory of big predictions
+# markets × products × nodes per block of the share front end (4 MB work arrays, reused): bounds
+# the memory of big predictions (an elasticity check predicts ~5,000 markets at once)
 _BLOCK_ELEMENTS = 500_000
 
 
@@ -353,6 +355,22 @@ class Workspace:
         return self.mu.shape == (n, J, H)
 
 
+_LOCAL = threading.local()
+
+
+def _share_buffers(block: int, J: int, H: int) -> tuple[np.ndarray, np.ndarray]:
+    """Work arrays of the share front end, kept per thread and reused across calls.
+
+    Fresh multi-megabyte arrays are mmapped and page-faulted on every call, which doubled the
+    cost of a share evaluation; reusing them removes that (per thread, so threads never share).
+    """
+    buf = getattr(_LOCAL, "shares", None)
+    if buf is None or buf[0].shape != (block, J, H):
+        buf = (np.empty((block, J, H)), np.empty((block, J, H)))
+        _LOCAL.shares = buf
+    return buf
+
+
 def _prepare(delta, W, ridx, nu):
     delta = np.ascontiguousarray(delta, dtype=float)
     Wr = np.ascontiguousarray(W[:, :, np.asarray(ridx)], dtype=float)
@@ -388,10 +406,8 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
     delta, Wr, nuT = _prepare(delta, W, ridx, nu)
     n, J, _ = Wr.shape
     out = np.empty((n, J))
-    # blocks of markets bound the memory (an elasticity check predicts ~5,000 markets at once)
     block = max(1, min(n, _BLOCK_ELEMENTS // max(1, J * nuT.shape[1])))
-    mu = np.empty((block, J, nuT.shape[1]))
-    emu = np.empty_like(mu)
+    mu, emu = _share_buffers(block, J, nuT.shape[1])
     fast = safe_markets(delta, Wr, nuT)
     for lo in range(0, n, block):
         hi = min(n, lo + block)
