@@ -79,9 +79,6 @@ def test_bad_procedures_file_exits_2_with_a_message(tmp_path, capsys, content, m
     assert err.startswith("error:") and message in err
 
 
-@pytest.mark.xfail(strict=True, reason="cli/replicate.load_procedures lets exceptions raised "
-                                       "while executing the user's file escape (exit 1 with a "
-                                       "traceback); it should wrap them in ConfigurationError")
 @pytest.mark.parametrize("content", ["PROCEDURES = {\n", "raise RuntimeError('boom')\n"])
 def test_procedures_file_that_fails_to_run_exits_2(tmp_path, capsys, content):
     path = tmp_path / "procs.py"

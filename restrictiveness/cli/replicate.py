@@ -37,7 +37,11 @@ def load_procedures(path: str) -> dict:
         raise ConfigurationError(f"--procedures: no file {path!r}")
     spec = importlib.util.spec_from_file_location(f"user_procedures_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any error in the user's file is a usage error
+        raise ConfigurationError(f"--procedures: running {path!r} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
     procs = getattr(module, "PROCEDURES", None)
     if not isinstance(procs, dict) or not procs:
         raise ConfigurationError(f"--procedures: {path!r} must define a nonempty dict "
