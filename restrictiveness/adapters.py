@@ -46,6 +46,8 @@ __all__ = ["AutoML", "GridGP", "LogShareRegressor", "logit_shares"]
 #: total below one in float64 (the outside share is at least 1 / (1 + J e^30) ≫ 1e-16 for J < 1e6).
 LOG_RATIO_BOUND = 30.0
 
+_BLOCK = 512  # prediction rows per block
+
 _KERNELS = {"matern52": Matern52, "matern32": Matern32, "squared_exponential": SquaredExponential}
 
 
@@ -230,21 +232,27 @@ class GridGP:
             raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {self.kernel!r}")
         return _KERNELS[self.kernel]().correlation
 
-    def _split(self, X, Y=None):
-        """Squared distances on the focus features and on the rest."""
+    def _split(self, X, Y=None, total=None):
+        """Squared distances on the focus features and on the rest (``total``: precomputed
+        squared distances over all features, so only the focus columns are recomputed)."""
         Y = X if Y is None else Y
         if self.focus_ is None:
-            return cdist(X, Y, "sqeuclidean"), None
-        rest = np.setdiff1d(np.arange(X.shape[1]), self.focus_)
+            return (cdist(X, Y, "sqeuclidean") if total is None else total), None
         f = cdist(X[:, self.focus_], Y[:, self.focus_], "sqeuclidean")
+        if total is not None:
+            return f, np.maximum(total - f, 0.0)
+        rest = np.setdiff1d(np.arange(X.shape[1]), self.focus_)
         r = cdist(X[:, rest], Y[:, rest], "sqeuclidean") if rest.size else np.zeros_like(f)
         return f, r
 
-    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | None = None) -> GridGP:
+    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | None = None, *,
+            sq_distances: np.ndarray | None = None) -> GridGP:
         """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self.
 
         ``focus`` lists the indices of the features at full weight; the others get a relevance
         ``η`` chosen from the grid (default: no split, Euclidean distance on all features).
+        ``sq_distances``, the squared Euclidean distances ``(n, n)`` between the rows of ``X``
+        over all features, saves recomputing them when several fits share ``X``.
         """
         corr = self._correlation()
         if not self.scales or min(self.scales) <= 0:
@@ -266,7 +274,7 @@ class GridGP:
         n, k = Y.shape
         self.mean_ = Y.mean(axis=0)
         Yc = Y - self.mean_
-        d2_focus, d2_rest = self._split(X)
+        d2_focus, d2_rest = self._split(X, total=sq_distances)
         upper = np.triu_indices(n, 1)
         etas = (1.0,) if d2_rest is None else self.relevance
         best = np.full(k, -np.inf)
@@ -306,15 +314,30 @@ class GridGP:
         self.X_ = X
         return self
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Posterior mean at ``X (m, d)``: ``(m,)`` or ``(m, k)`` like the training outputs."""
+    def predict(self, X: np.ndarray, *, sq_distances: np.ndarray | None = None) -> np.ndarray:
+        """Posterior mean at ``X (m, d)``: ``(m,)`` or ``(m, k)`` like the training outputs.
+
+        ``sq_distances``: optional squared Euclidean distances ``(m, n)`` from ``X`` to the
+        training inputs over all features (shared by several fits on the same inputs).
+        """
         corr = self._correlation()
-        d2_focus, d2_rest = self._split(np.asarray(X, dtype=float), self.X_)
-        out = np.empty((len(d2_focus), len(self.mean_)))
-        for eta, ls in {(e, s) for e, s in zip(self.relevance_, self.lengthscale_, strict=True)}:
-            cols = (self.relevance_ == eta) & (self.lengthscale_ == ls)
-            D = np.sqrt(d2_focus if d2_rest is None else d2_focus + eta * eta * d2_rest)
-            out[:, cols] = self.mean_[cols] + corr(D / ls) @ self.alpha_[:, cols]
+        X = np.asarray(X, dtype=float)
+        out = np.empty((len(X), len(self.mean_)))
+        groups = sorted({(e, s) for e, s in zip(self.relevance_, self.lengthscale_, strict=True)})
+        for start in range(0, len(X), _BLOCK):  # row blocks keep the temporaries in cache
+            rows = slice(start, start + _BLOCK)
+            d2_focus, d2_rest = self._split(X[rows], self.X_,
+                                            None if sq_distances is None else sq_distances[rows])
+            for eta, ls in groups:
+                cols = (self.relevance_ == eta) & (self.lengthscale_ == ls)
+                if d2_rest is None or eta == 0:
+                    r = np.sqrt(d2_focus)
+                else:
+                    r = d2_rest * (eta * eta)
+                    r += d2_focus
+                    np.sqrt(r, out=r)
+                r *= 1.0 / ls
+                out[rows, cols] = self.mean_[cols] + corr(r) @ self.alpha_[:, cols]
         return out[:, 0] if self._vector else out
 
 
@@ -359,6 +382,10 @@ class _LogShareRule(Fitted):
             raise DataError(f"X must be markets of shape (m, {self.shape[0]}, {self.shape[1]}) "
                             f"like the training sample; got shape {X.shape}")
         Z = (X.reshape(len(X), -1) - self.mean) / self.scale
+        if all(isinstance(r, GridGP) for r in self.regressors):
+            # the fits share their training inputs: all-feature distances computed once
+            total = cdist(Z, self.regressors[0].X_, "sqeuclidean")
+            return np.column_stack([r.predict(Z, sq_distances=total) for r in self.regressors])
         return np.column_stack([np.asarray(r.predict(Z), dtype=float).ravel()
                                 for r in self.regressors])
 
@@ -431,13 +458,15 @@ class LogShareRegressor(Procedure):
         info: dict = {"features": int(F.shape[1]), "products": int(y.shape[1])}
         template = GridGP() if self.regressor is None else self.regressor
         C = X.shape[2]
+        total = cdist(Z, Z, "sqeuclidean") if isinstance(template, GridGP) else None
         regressors = []
         for j in range(T.shape[1]):
             est = _clone(template)
             if isinstance(est, GridGP):  # product j's own characteristics at full weight
                 # one BLAS thread: small factorisations, and studies parallelise over processes
                 with threadpoolctl.threadpool_limits(1):
-                    est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C))
+                    est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C),
+                            sq_distances=total)
             else:
                 if hasattr(est, "get_params") and "random_state" in est.get_params():
                     est.set_params(random_state=int(rng.integers(2**31 - 1)))

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import cdist, pdist
 
 import restrictiveness as rx
 from restrictiveness.adapters import AutoML, GridGP, LogShareRegressor, logit_shares
@@ -152,6 +152,18 @@ def test_gridgp_full_relevance_focus_is_the_plain_fit():
     plain = GridGP().fit(X, y).predict(Xq)
     split = GridGP(relevance=(1.0,)).fit(X, y, focus=[0, 1, 2]).predict(Xq)
     np.testing.assert_allclose(split, plain, rtol=1e-9, atol=1e-11)
+
+
+def test_gridgp_precomputed_distances_change_nothing():
+    rng = np.random.default_rng(10)
+    X = rng.standard_normal((30, 9))
+    y = np.sin(X[:, 3]) + 0.2 * X[:, 0]
+    Xq = rng.standard_normal((12, 9))
+    a = GridGP().fit(X, y, focus=[3, 4, 5])
+    b = GridGP().fit(X, y, focus=[3, 4, 5], sq_distances=cdist(X, X, "sqeuclidean"))
+    assert (a.relevance_, a.lengthscale_, a.nugget_) == (b.relevance_, b.lengthscale_, b.nugget_)
+    np.testing.assert_allclose(b.predict(Xq, sq_distances=cdist(Xq, X, "sqeuclidean")),
+                               a.predict(Xq), rtol=1e-9, atol=1e-12)
 
 
 def test_gridgp_rejects_bad_input():
