@@ -334,3 +334,18 @@ def test_automl_argument_checks():
         AutoML(max_iter=0)
     with pytest.raises(ValueError, match="time_budget"):
         AutoML(time_budget=0)
+
+
+def test_procedures_pickle_and_fitted_rules_survive_a_round_trip():
+    """Studies ship procedures to worker processes; fitted GridGP rules pickle too."""
+    import pickle
+
+    rng = np.random.default_rng(11)
+    X, y = _logit_markets(20, rng, J=3)
+    for proc in (AutoML(max_iter=3, estimator_list=["rf"]), LogShareRegressor(),
+                 LogShareRegressor(GridGP(kernel="matern32"), label="m32")):
+        clone = pickle.loads(pickle.dumps(proc))
+        assert repr(clone) == repr(proc) and clone.label == proc.label
+    rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
+    again = pickle.loads(pickle.dumps(rule))
+    np.testing.assert_array_equal(again.predict(X), rule.predict(X))
