@@ -215,6 +215,27 @@ def test_logshare_default_gp_is_valid_and_beats_constant_shares():
     assert _valid_shares(rule.predict(Xq * 50))
 
 
+def test_logshare_relevance_follows_the_truth():
+    """Own characteristics only (a logit) -> the likelihood sets the other products' relevance
+    to 0 and the fit is nearly exact; a neighbour's price in the utility -> relevance > 0."""
+    rng = np.random.default_rng(12)
+    X, y = _logit_markets(75, rng)
+    Xq, yq = _logit_markets(60, rng)
+    rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
+    assert rule.info["relevance"] == [0.0] * 24
+    assert ((rule.predict(Xq) - yq) ** 2).mean() < 1e-3 * ((y.mean() - yq) ** 2).mean()
+
+    def neighbour(n):
+        Xn, _ = _logit_markets(n, rng)
+        v = -2.0 * Xn[..., 0] + 0.1 * Xn[..., 1] + 1.5 * np.roll(Xn[..., 0], -1, axis=1)
+        e = np.exp(v)
+        return Xn, e / (1 + e.sum(axis=1, keepdims=True))
+
+    X, y = neighbour(75)
+    rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
+    assert min(rule.info["relevance"]) > 0
+
+
 def test_logshare_standardisation_makes_fits_unit_invariant():
     """Rescaling a characteristic (e.g. prices in cents) leaves the fitted shares unchanged;
     constant characteristics are harmless."""
