@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..procedures import Procedure
+from ..sample import Sample
 from ..study import Study
 from .elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
-from .markets import MarketDistribution
+from .markets import MARKET_COLUMNS, MarketDistribution
 from .models import MNL, Logit, MixedLogit, NestedLogit
 from .prior import DemandPrior
 
@@ -61,3 +62,59 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
                  baseline=baseline if baseline is not None else Logit(),
                  discrepancies=(SharesMSE(), OwnElasticityMSE(), CrossElasticityMSE()), n=n,
                  replications=replications, seed=seed, draws=draws, baseline_label="logit")
+
+
+def market_sample(frame) -> Sample:
+    """Long product data (one row per product and market) → a market :class:`Sample`.
+
+    Products are ordered by ``product_ids`` within each market, so a position is the same
+    product in every market (per-product procedures rely on it).
+    """
+    from .estimation import markets_from_frame
+
+    frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
+    X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
+    return Sample(X, y, MARKET_COLUMNS, "shares")
+
+
+def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, folds: int = 5,
+                 repeats: int = 5, seed: int = 0, benchmark: Procedure | None = None,
+                 baseline: Procedure | None = None):
+    """Completeness on the Nevo cereal data (SPEC §5, §7 "Completeness").
+
+    ``repeats`` × ``folds`` cross-validation over the 47 cities (both markets of a city in the
+    same fold); loss: MSE of the 24 inside shares, averaged over a city's markets; baseline: the
+    common-intercept logit; SEs by the repeated-fold formula.
+
+    Parameters
+    ----------
+    data : DataFrame, optional
+        Long product data with ``market_ids``, ``city_ids``, ``product_ids``, ``shares``,
+        ``prices``, ``sugar``, ``mushy`` (default: the shipped cereal data).
+    procedures : mapping, optional
+        Default: :func:`table3_procedures`.
+    benchmark : Procedure, optional
+        The flexible benchmark. Default: :class:`~restrictiveness.adapters.LogShareRegressor`
+        (per-product GP regression of log share ratios on all 72 market characteristics), which
+        works offline; the paper's is TabPFN. κ is a ratio to the benchmark's improvement over
+        the baseline, so a weaker benchmark inflates every κ by the same factor.
+    baseline : Procedure, optional
+        Default: :class:`Logit` (the common-intercept logit).
+
+    Returns
+    -------
+    CompletenessResults
+    """
+    from ..adapters import LogShareRegressor
+    from ..completeness import RepeatedGroupKFold, estimate_completeness
+    from ..constraints import Simplex
+    from ..datasets.cereal import load_cereal
+
+    frame = load_cereal() if data is None else data
+    procs = dict(procedures) if procedures is not None else table3_procedures()
+    base = baseline if baseline is not None else Logit()
+    bench = benchmark if benchmark is not None else LogShareRegressor()
+    return estimate_completeness(
+        frame, procs, baseline=base, benchmark=bench,
+        design=RepeatedGroupKFold(repeats=repeats, k=folds, group="city_ids"),
+        to_sample=market_sample, seed=seed, constraints=[Simplex(outside=True)])
