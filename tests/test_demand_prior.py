@@ -360,7 +360,7 @@ def test_elasticity_cache_and_generic_truth(truth):
 @pytest.mark.slow
 def test_mnl_restrictiveness_matches_paper():
     # SPEC §7, Table 3 (n = 100): MNL .183 / .299 / .267 (paper SEs ≈ .009 / .011 / .009).
-    # An independent check of the prior and the discrepancies; about 5 minutes on one core.
+    # An independent check of the prior and the discrepancies; 9-15 minutes on a shared machine.
     from restrictiveness.demand.models import MNL, Logit
 
     prior = DemandPrior()
