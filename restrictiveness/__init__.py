@@ -27,6 +27,7 @@ from .formula import parse_formula
 from .kernels import Matern32, Matern52, SquaredExponential
 from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
 from .monotone_gp import EligibleSet, MonotoneGP
+from .adapters import AutoML, GridGP, LogShareRegressor
 from .completeness import (
     CellMeansKFold,
     CompletenessResults,
@@ -59,6 +60,7 @@ __all__ = [
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
     "datasets", "demand", "lottery",
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
+    "AutoML", "GridGP", "LogShareRegressor",
     "PROMPTS", "Agent", "Completion", "ResponseCache", "extract_code", "ProgramError",
     "ProgramProcedure", "SandboxLimits", "run_python",
     "estimate_completeness", "load_completeness", "frontier_table", "plot_frontier",

@@ -30,6 +30,7 @@ import xarray as xr
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
+from .exceptions import ConfigurationError
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 
@@ -159,12 +160,12 @@ class Results(SensitivityMixin):
         if discrepancy is None:
             return self.discrepancies[0]
         if discrepancy not in self.discrepancies:
-            raise KeyError(f"discrepancy {discrepancy!r} not in {self.discrepancies}")
+            raise ConfigurationError(f"discrepancy {discrepancy!r} not in {self.discrepancies}")
         return discrepancy
 
     def _procedure(self, label: str) -> str:
         if label not in self.procedures:
-            raise KeyError(f"procedure {label!r} not in {self.procedures}")
+            raise ConfigurationError(f"procedure {label!r} not in {self.procedures}")
         return label
 
     # -- estimates ------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def test_summary_contrast_and_estimates():
                                (r.sel(procedure="linear") - r.sel(procedure="GP")).values)
     est = res.estimates()
     assert (est["lower"] < est["estimate"]).all() and (est["estimate"] < est["upper"]).all()
-    with pytest.raises(KeyError, match="'nope' not in"):
+    with pytest.raises(rx.ConfigurationError, match="'nope' not in"):
         res.contrast("nope", "GP")
 
 
