@@ -51,6 +51,10 @@ class GuardedRule:
         Prediction rows replaced by the baseline's so far.
     failed : bool
         True when the fit failed or a prediction call raised.
+    last_replaced : ndarray of bool or None
+        Rows of the latest ``predict`` call that got the baseline's prediction; discrepancies
+        that combine rows (finite-difference elasticities) use it to treat a whole group as
+        invalid instead of mixing the rule's rows with the baseline's.
     """
 
     def __init__(self, fitted, baseline, constraints: Sequence[Constraint],
@@ -58,6 +62,7 @@ class GuardedRule:
         self.fitted, self.baseline = fitted, baseline
         self.constraints, self.columns = tuple(constraints), tuple(columns)
         self.error, self.failed, self.replaced = error, fitted is None, 0
+        self.last_replaced: np.ndarray | None = None
 
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
         pred, _ = repair(self.baseline.predict(X), X, self.constraints, self.columns)
@@ -80,6 +85,8 @@ class GuardedRule:
                     pred[bad] = base[bad]
                     self.replaced += int(bad.sum())
                     self.error = self.error or f"{int(bad.sum())} invalid prediction row(s)"
+                self.last_replaced = bad
                 return pred
         self.replaced += base.shape[0]
+        self.last_replaced = np.ones(base.shape[0], dtype=bool)
         return base

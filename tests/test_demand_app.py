@@ -33,3 +33,34 @@ def test_cereal_completeness_plumbing():
                                  seed=1)
     assert res.kappa["logit"] == 0.0 and res.kappa["log-share GP"] == 1.0
     assert np.isfinite(res.kappa["MNL"]) and res.kappa_se["MNL"] > 0
+
+
+def test_a_market_with_a_replaced_perturbation_gets_zero_elasticities():
+    """Failure protocol for elasticities: if any of a market's 2J perturbed predictions is
+    invalid, the market gets the baseline's elasticities (zero), not a mix of rows."""
+    from restrictiveness.constraints import Simplex
+    from restrictiveness.demand.elasticities import rule_elasticities
+    from restrictiveness.failures import GuardedRule
+    from restrictiveness.procedures import FunctionRule
+
+    J = 3
+    X = np.tile(np.array([[1.0, 0, 0], [2.0, 0, 0], [1.5, 0, 1]]), (2, 1, 1))  # 2 markets
+
+    def logit(P):
+        e = np.exp(-2 * P[..., 0])
+        return e / (1 + e.sum(axis=-1, keepdims=True))
+
+    calls = {"n": 0}
+
+    def flaky(P):  # NaN in one perturbed copy of the second market only
+        out = logit(P)
+        out[2 * J + 1] = np.nan
+        calls["n"] += 1
+        return out
+
+    base = FunctionRule(lambda P: np.full(P.shape[:2], 0.1))
+    guard = GuardedRule(FunctionRule(flaky), base, [Simplex()], ("prices", "sugar", "mushy"))
+    E = rule_elasticities(guard, X, np.full((2, J), 1e-3))
+    assert calls["n"] == 1 and guard.replaced == 1
+    assert np.abs(E[1]).max() == 0.0
+    assert (np.diag(E[0]) < 0).all()

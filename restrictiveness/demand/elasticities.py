@@ -109,6 +109,12 @@ def rule_elasticities(rule, X: np.ndarray, h: np.ndarray,
     pred = np.asarray(rule.predict(P.reshape(n * 2 * J, J, d)), dtype=float)
     pred = pred.reshape(n, 2, J, J)
     ok = np.isfinite(pred).all(axis=(1, 2, 3)) & (pred > 0).all(axis=(1, 2, 3))
+    # Under the failure protocol a replaced row holds the baseline's shares; differencing it
+    # against the rule's would be meaningless, so such a market gets the baseline's (zero)
+    # elasticities as a whole.
+    replaced = getattr(rule, "last_replaced", None)
+    if replaced is not None:
+        ok &= ~np.asarray(replaced).reshape(n, 2 * J).any(axis=1)
     pred = np.where(ok[:, None, None, None], pred, 1.0)
     return elasticities_from_shares(pred[:, 0], pred[:, 1], h)
 
