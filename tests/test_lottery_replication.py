@@ -69,3 +69,30 @@ def test_table1_replication_within_three_combined_standard_errors():
     c = res.contributions()["estimate"]
     for n in res.ns:
         assert c[("C_delta", n)] > c[("C_gamma", n)] > c[("C_alpha", n)] > 0
+
+
+def test_k_draw_interpolation_is_exact_on_the_truth_and_inside_the_prizes():
+    prior = rx.lottery.lottery_prior(n_eval=200)
+    truth = prior.draw([50], np.random.default_rng(4), draws=3)
+    X_union = np.concatenate([truth.train_X(50), truth.eval_X])
+    y_union = np.concatenate([truth.train_y(50), truth.eval_y(50)])
+    np.testing.assert_allclose(truth.interpolate(X_union, 50), y_union, atol=1e-6)
+    for k in (1, 2):
+        X, y = truth.train_X(50, k), truth.train_y(50, k)
+        assert ((X[:, 1] <= y) & (y <= X[:, 0])).all()
+
+
+def test_invalid_predictions_fall_back_to_ev_and_are_counted():
+    from restrictiveness.procedures import FunctionRule
+
+    class HalfNaN(rx.Procedure):
+        def fit(self, sample, rng):
+            return FunctionRule(lambda X: np.where(X[:, 2] > 0.5, np.nan, X[:, 0]))
+
+    res = rx.lottery.study({"half": HalfNaN()}, n=[20], replications=2, n_eval=100).run(
+        progress=False)
+    ds = res.dataset
+    assert int(ds["failed"].sum()) == 0
+    assert 0 < int(ds["invalid"].sum()) < 200  # some rows replaced by EV's
+    # where p > 0.5 the rule is EV exactly; elsewhere it predicts z_hi, worse than EV
+    assert float(res.restrictiveness.squeeze()) > 1
