@@ -9,6 +9,16 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import datasets, demand, lottery  # noqa: E402  (the applications build on the names above)
+from .adapters import AutoML, GridGP, LogShareRegressor
+from .completeness import (
+    CellMeansKFold,
+    CompletenessResults,
+    RepeatedGroupKFold,
+    TableSample,
+    estimate_completeness,
+    load_completeness,
+)
 from .constraints import Between, Constraint, Decreasing, Increasing, Simplex
 from .discrepancies import KL, MSE, Discrepancy
 from .domains import Box, Domain, FiniteSet, LinearInequality
@@ -24,28 +34,25 @@ from .exceptions import (
     RestrictivenessError,
 )
 from .formula import parse_formula
-from .kernels import Matern32, Matern52, SquaredExponential
-from .procedures import OLS, Constant, Fitted, FunctionRule, GPRegression, Procedure, SklearnRegressor
-from .monotone_gp import EligibleSet, MonotoneGP
-from .adapters import AutoML, GridGP, LogShareRegressor
-from .completeness import (
-    CellMeansKFold,
-    CompletenessResults,
-    RepeatedGroupKFold,
-    TableSample,
-    estimate_completeness,
-    load_completeness,
-)
 from .frontier import frontier_table, plot_frontier
+from .kernels import Matern32, Matern52, SquaredExponential
 from .llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
+from .monotone_gp import EligibleSet, MonotoneGP
+from .procedures import (
+    OLS,
+    Constant,
+    Fitted,
+    FunctionRule,
+    GPRegression,
+    Procedure,
+    SklearnRegressor,
+)
 from .programs import ProgramError, ProgramProcedure
 from .quick import quick_check
-from .sandbox import SandboxLimits, run_python
 from .results import Results, load
 from .sample import Sample
+from .sandbox import SandboxLimits, run_python
 from .study import Study
-
-from . import datasets, demand, lottery  # noqa: E402  (the applications build on the names above)
 from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = [

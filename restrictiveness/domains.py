@@ -67,7 +67,8 @@ class LinearInequality:
             raise DomainError(f"cannot parse inequality {text!r}") from None
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1
                 and isinstance(node.ops[0], ast.LtE | ast.GtE | ast.Lt | ast.Gt)):
-            raise DomainError(f"inequality {text!r} must have the form 'lhs <= rhs' or 'lhs >= rhs'")
+            raise DomainError(f"inequality {text!r} must have the form 'lhs <= rhs' or "
+                              "'lhs >= rhs'")
         lhs, rhs = _linear(node.left, text), _linear(node.comparators[0], text)
         sign = 1.0 if isinstance(node.ops[0], ast.LtE | ast.Lt) else -1.0
         coefs: dict[str, float] = {}

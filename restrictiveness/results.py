@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
 from importlib import metadata
 
@@ -119,7 +119,7 @@ class Results(SensitivityMixin):
             "baseline": study.baseline_label,
             "fit_on": study.fit_on,
             "versions": json.dumps(_versions()),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
         })
         return cls(ds)
 
@@ -271,9 +271,11 @@ class Results(SensitivityMixin):
         for disc in discs:
             r = self.restrictiveness.sel(discrepancy=disc)
             se = self.se.sel(discrepancy=disc)
-            rows = [[p] + [f"{float(r.sel(procedure=p, n=n)):.3f} ({float(se.sel(procedure=p, n=n)):.3f})"
-                           for n in self.ns] for p in procs]
-            smry.tables.append(SimpleTable(rows, headers=["procedure"] + [f"n={n}" for n in self.ns],
+            rows = [[p] + [f"{float(r.sel(procedure=p, n=n)):.3f} "
+                           f"({float(se.sel(procedure=p, n=n)):.3f})" for n in self.ns]
+                    for p in procs]
+            headers = ["procedure"] + [f"n={n}" for n in self.ns]
+            smry.tables.append(SimpleTable(rows, headers=headers,
                                            title=f"Restrictiveness r̂ (se), discrepancy: {disc}"))
         notes = ["r̂ = mean procedure loss / mean baseline loss over common pseudo-truths; "
                  "se by the delta method (SPEC §3)."]

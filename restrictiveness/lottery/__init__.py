@@ -7,8 +7,8 @@ the paper's Table 1.
 Examples
 --------
 >>> import restrictiveness as rx
->>> study = rx.lottery.study(procedures={"CPT(alpha,gamma)": rx.lottery.CPT(free=("alpha", "gamma"))},
-...                          n=[50], replications=4, n_eval=200)
+>>> cpt = rx.lottery.CPT(free=("alpha", "gamma"))
+>>> study = rx.lottery.study(procedures={cpt.label: cpt}, n=[50], replications=4, n_eval=200)
 >>> res = study.run(progress=False)
 >>> res.procedures
 ['CPT(alpha,gamma)']
