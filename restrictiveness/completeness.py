@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from importlib import metadata
 from typing import Literal
 
 import numpy as np
@@ -41,6 +40,7 @@ import xarray as xr
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
+from ._versions import package_versions
 from .constraints import Constraint
 from .exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
 from .failures import repair
@@ -641,20 +641,10 @@ def estimate_completeness(
         "constraints": json.dumps([repr(c) for c in constraints]),
         "procedures": json.dumps({lab: repr(p) for lab, p in procs.items()}),
         "seed": str(ss.entropy),
-        "versions": json.dumps(_versions()),
+        "versions": json.dumps(package_versions()),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     })
     return CompletenessResults(_with_estimates(ds))
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("restrictiveness", "numpy", "pandas", "xarray", "statsmodels"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "unknown"
-    return out
 
 
 def _with_estimates(ds: xr.Dataset) -> xr.Dataset:

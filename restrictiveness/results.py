@@ -22,7 +22,6 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
-from importlib import metadata
 
 import numpy as np
 import pandas as pd
@@ -30,6 +29,7 @@ import xarray as xr
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
+from ._versions import package_versions
 from .exceptions import ConfigurationError
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
@@ -37,16 +37,6 @@ from .sensitivity_results import SensitivityMixin
 __all__ = ["Results", "load"]
 
 _ENGINE = "netcdf4"
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("restrictiveness", "numpy", "scipy", "numba", "xarray", "statsmodels"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "unknown"
-    return out
 
 
 class Results(SensitivityMixin):
@@ -118,7 +108,7 @@ class Results(SensitivityMixin):
             "seed": study.seed,
             "baseline": study.baseline_label,
             "fit_on": study.fit_on,
-            "versions": json.dumps(_versions()),
+            "versions": json.dumps(package_versions()),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         })
         return cls(ds)
