@@ -17,12 +17,17 @@ __all__ = ["main", "add_study_options"]
 COMMANDS = ("demo", "replicate", "completeness", "sensitivity")
 
 
-def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int], replications: int,
-                      seed: int = 0, jobs: int = 1) -> None:
-    """Options every study command shares: sample sizes, replications, seed, jobs, output."""
+def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
+                      replications: int | str, seed: int = 0, jobs: int = 1) -> None:
+    """Options every study command shares: sample sizes, replications, seed, jobs, output.
+
+    ``replications`` is the default M, or a phrase describing per-command defaults (the option
+    then defaults to None and the command resolves it).
+    """
     parser.add_argument("--n", type=int, nargs="+", default=list(n), metavar="N",
                         help=f"training sample sizes (default: {' '.join(map(str, n))})")
-    parser.add_argument("--replications", "-M", type=int, default=replications,
+    parser.add_argument("--replications", "-M", type=int,
+                        default=replications if isinstance(replications, int) else None,
                         help=f"pseudo-truths M (default: {replications})")
     parser.add_argument("--seed", type=int, default=seed, help=f"root seed (default: {seed})")
     parser.add_argument("--jobs", "-j", type=int, default=jobs,
