@@ -176,7 +176,7 @@ class Study:
 
     # -- execution ------------------------------------------------------------------------
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
-            replications: Sequence[int] | None = None):
+            replications: Sequence[int] | None = None, checkpoint=None):
         """Run every replication and return :class:`~restrictiveness.results.Results`.
 
         Parameters
@@ -186,12 +186,22 @@ class Study:
         progress : bool, optional
             Show a progress bar (default: when standard error is a terminal).
         replications : sequence of int, optional
-            Run only these replication indices (as a checkpointed or distributed run does).
+            Run only these replication indices (as a distributed run does).
+        checkpoint : str or Path, optional
+            Directory recording each finished replication; a rerun with the same configuration
+            skips them (see :mod:`restrictiveness.checkpoint`).
         """
+        from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None else list(replications)
-        records = self.run_units(reps, n_jobs=n_jobs, progress=progress)
+        store = Checkpoint(checkpoint, self.configuration()) if checkpoint is not None else None
+        done = store.done() if store is not None else {}
+        todo = [m for m in reps if m not in done]
+        fresh = self.run_units(todo, n_jobs=n_jobs, progress=progress,
+                               on_record=store.save if store is not None else None)
+        finished = {**done, **dict(zip(todo, fresh, strict=True))}
+        records = [finished[m] for m in reps]
         res = Results.from_records(self, records)
         total = int(res.dataset["failed"].sum())
         if total:
@@ -200,8 +210,12 @@ class Study:
         return res
 
     def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
-                  progress: bool | None = None) -> list[ReplicationRecord]:
-        """Run the given replications; records come back in the order given."""
+                  progress: bool | None = None, on_record=None) -> list[ReplicationRecord]:
+        """Run the given replications; records come back in the order given.
+
+        ``on_record(record)`` is called in this process as each replication finishes (a
+        checkpoint saves it there).
+        """
         from tqdm.auto import tqdm
 
         if n_jobs is None or n_jobs < 0:
@@ -218,6 +232,8 @@ class Study:
                 with threadpool_limits(1):
                     for m in replications:
                         out[m] = run_replication(self, m)
+                        if on_record is not None:
+                            on_record(out[m])
                         bar.update()
             else:
                 # fork: workers inherit imported modules and compiled kernels, and user scripts
@@ -228,7 +244,9 @@ class Study:
                                          mp_context=ctx, initializer=_single_threaded) as pool:
                     futures = {pool.submit(run_replication, self, m): m for m in replications}
                     for fut in as_completed(futures):
-                        out[futures[fut]] = fut.result()
+                        out[futures[fut]] = record = fut.result()
+                        if on_record is not None:
+                            on_record(record)
                         bar.update()
         finally:
             bar.close()

@@ -34,6 +34,9 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
                         help=f"worker processes (default {jobs}; -1 for all cores, 1 serial); "
                              "results are identical for any value")
     parser.add_argument("--out", metavar="FILE.nc", help="write the results to NetCDF")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="record finished replications in DIR; rerunning the same command "
+                             "resumes a killed run where it stopped")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 

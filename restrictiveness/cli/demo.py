@@ -20,7 +20,8 @@ def run(args: argparse.Namespace) -> int:
     from ..quick import demo_study
 
     study = demo_study(n=args.n, replications=args.replications, seed=args.seed)
-    res = study.run(n_jobs=args.jobs, progress=not args.no_progress and None)
+    res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,
+                    checkpoint=args.checkpoint)
     print(res.summary())
     print("\nPaired contrast linear − GP regression:")
     print(res.contrast("linear", "GP regression").round(4).to_string())

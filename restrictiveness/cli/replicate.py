@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     replications = args.replications or QUICK_M[args.application]
     study = app.study(procedures={**builtin, **extra}, n=args.n, replications=replications,
                       seed=args.seed, draws=args.draws)
-    res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None)
+    res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,
+                    checkpoint=args.checkpoint)
     print(res.summary())
     if args.application == "lottery":
         print("\nComparison with the paper (Table 1 / Table A.3):")
