@@ -13,7 +13,6 @@ import numpy as np
 from ..exceptions import ConfigurationError
 from . import add_study_options
 
-
 #: Default replications: about a minute on 2 cores for each application.
 QUICK_M = {"lottery": 100, "demand": 6}
 
