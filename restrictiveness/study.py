@@ -37,7 +37,7 @@ from .failures import GuardedRule
 from .procedures import Procedure
 from .truth import EvaluationDistribution
 
-__all__ = ["Study", "ReplicationRecord", "run_replication", "procedure_rng"]
+__all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng"]
 
 BASELINE = "__baseline__"
 
@@ -176,7 +176,8 @@ class Study:
 
     # -- execution ------------------------------------------------------------------------
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
-            replications: Sequence[int] | None = None, checkpoint=None):
+            replications: Sequence[int] | None = None, checkpoint=None,
+            backend: Literal["processes", "dask"] = "processes", client=None):
         """Run every replication and return :class:`~restrictiveness.results.Results`.
 
         Parameters
@@ -190,6 +191,12 @@ class Study:
         checkpoint : str or Path, optional
             Directory recording each finished replication; a rerun with the same configuration
             skips them (see :mod:`restrictiveness.checkpoint`).
+        backend : {"processes", "dask"}
+            A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
+            client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
+            identical either way.
+        client : distributed.Client, optional
+            For ``backend="dask"``.
         """
         from .checkpoint import Checkpoint
         from .results import Results
@@ -199,7 +206,8 @@ class Study:
         done = store.done() if store is not None else {}
         todo = [m for m in reps if m not in done]
         fresh = self.run_units(todo, n_jobs=n_jobs, progress=progress,
-                               on_record=store.save if store is not None else None)
+                               on_record=store.save if store is not None else None,
+                               backend=backend, client=client)
         finished = {**done, **dict(zip(todo, fresh, strict=True))}
         records = [finished[m] for m in reps]
         res = Results.from_records(self, records)
@@ -210,56 +218,83 @@ class Study:
         return res
 
     def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
-                  progress: bool | None = None, on_record=None) -> list[ReplicationRecord]:
+                  progress: bool | None = None, on_record=None,
+                  backend: Literal["processes", "dask"] = "processes",
+                  client=None) -> list[ReplicationRecord]:
         """Run the given replications; records come back in the order given.
 
         ``on_record(record)`` is called in this process as each replication finishes (a
-        checkpoint saves it there).
+        checkpoint saves it there). ``backend="dask"`` submits the units to a
+        ``dask.distributed`` client (``client``, or a local cluster of ``n_jobs`` single-threaded
+        worker processes).
         """
         from tqdm.auto import tqdm
 
+        if backend not in ("processes", "dask"):
+            raise ConfigurationError("backend must be 'processes' or 'dask'")
         if n_jobs is None or n_jobs < 0:
             n_jobs = os.cpu_count() or 1
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
         out: dict[int, ReplicationRecord] = {}
-        try:
-            if n_jobs == 1 or len(replications) <= 1:
-                # Units always run with one BLAS thread: multithreaded BLAS sums in another
-                # order, and serial and parallel runs must agree to the last bit.
-                from threadpoolctl import threadpool_limits
 
-                with threadpool_limits(1):
-                    for m in replications:
-                        out[m] = run_replication(self, m)
-                        if on_record is not None:
-                            on_record(out[m])
-                        bar.update()
+        def finish(m: int, record: ReplicationRecord) -> None:
+            out[m] = record
+            if on_record is not None:
+                on_record(record)
+            bar.update()
+
+        try:
+            if backend == "dask":
+                self._run_dask(replications, n_jobs, client, finish)
+            elif n_jobs == 1 or len(replications) <= 1:
+                for m in replications:
+                    finish(m, run_unit(self, m))
             else:
                 # fork: workers inherit imported modules and compiled kernels, and user scripts
                 # need no __main__ guard; spawn where fork does not exist.
                 methods = multiprocessing.get_all_start_methods()
                 ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
                 with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
-                                         mp_context=ctx, initializer=_single_threaded) as pool:
-                    futures = {pool.submit(run_replication, self, m): m for m in replications}
+                                         mp_context=ctx) as pool:
+                    futures = {pool.submit(run_unit, self, m): m for m in replications}
                     for fut in as_completed(futures):
-                        out[futures[fut]] = record = fut.result()
-                        if on_record is not None:
-                            on_record(record)
-                        bar.update()
+                        finish(futures[fut], fut.result())
         finally:
             bar.close()
         return [out[m] for m in replications]
 
+    def _run_dask(self, replications, n_jobs, client, finish) -> None:
+        try:
+            from distributed import Client, LocalCluster
+            from distributed import as_completed as dask_completed
+        except ImportError as exc:
+            raise ImportError("backend='dask' needs dask.distributed: "
+                              "pip install 'restrictiveness[dask]'") from exc
+        own = client is None
+        if own:
+            client = Client(LocalCluster(n_workers=n_jobs, threads_per_worker=1,
+                                         processes=True, dashboard_address=None))
+        try:
+            futures = {client.submit(run_unit, self, m, pure=False): m for m in replications}
+            for fut in dask_completed(futures):
+                finish(futures[fut], fut.result())
+        finally:
+            if own:
+                cluster = client.cluster
+                client.close()
+                cluster.close()
 
-def _single_threaded() -> None:
-    """Worker initialiser: one BLAS thread per process, as in serial runs (identical numbers),
-    and because n_jobs workers with OpenBLAS's default threads oversubscribe the cores
-    (measured: 40x slower)."""
+
+def run_unit(study: Study, replication: int) -> ReplicationRecord:
+    """:func:`run_replication` with one BLAS thread, wherever it runs (in-process, a pool
+    worker or a dask worker): multithreaded BLAS sums in another order, and results must agree
+    to the last bit whatever the backend; n_jobs workers with OpenBLAS's default threads also
+    oversubscribe the cores (measured: 40x slower)."""
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(1)
+    with threadpool_limits(1):
+        return run_replication(study, replication)
 
 
 def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_rule,
