@@ -256,38 +256,6 @@ def test_checkpoint_resumes_without_recomputing_and_matches_an_uninterrupted_run
         study(seed=5).run(progress=False, checkpoint=ck)
 
 
-class Counting(rx.OLS):
-    fits = 0
-
-    def fit(self, sample, rng):
-        Counting.fits += 1
-        return super().fit(sample, rng)
-
-
-def test_checkpoint_resumes_without_recomputing_and_matches_an_uninterrupted_run(tmp_path):
-    prior = _lottery_like()
-
-    def study(seed=4):
-        return rx.Study(prior, {"linear": Counting("y ~ x1 + x2")}, rx.Constant(), n=[10],
-                        replications=5, seed=seed)
-
-    full = study().run(progress=False).dataset
-    ck = tmp_path / "ck"
-    study().run(progress=False, replications=[0, 3], checkpoint=ck)  # a run killed midway
-    assert len(list(ck.glob("replication-*.pkl"))) == 2
-    Counting.fits = 0
-    resumed = study().run(progress=False, checkpoint=ck).dataset
-    assert Counting.fits == 3  # replications 0 and 3 were loaded, not refitted
-    timing = ["seconds", "baseline_seconds"]
-    xr.testing.assert_identical(full.drop_vars(timing).drop_attrs(),
-                                resumed.drop_vars(timing).drop_attrs())
-    parallel = study().run(n_jobs=2, progress=False, checkpoint=tmp_path / "ck2").dataset
-    xr.testing.assert_identical(full.drop_vars(timing).drop_attrs(),
-                                parallel.drop_vars(timing).drop_attrs())
-    with pytest.raises(rx.CheckpointError, match="different study configuration"):
-        study(seed=5).run(progress=False, checkpoint=ck)
-
-
 def test_dask_backend_gives_identical_results():
     pytest.importorskip("distributed")
     prior = _lottery_like()
