@@ -64,3 +64,15 @@ def test_a_market_with_a_replaced_perturbation_gets_zero_elasticities():
     assert calls["n"] == 1 and guard.replaced == 1
     assert np.abs(E[1]).max() == 0.0
     assert (np.diag(E[0]) < 0).all()
+
+
+def test_baseline_elasticity_loss_is_the_mean_squared_true_elasticity():
+    prior = rx.demand.DemandPrior(n_types=32, n_reference_types=32, n_eval=4, n_train=20)
+    truth = prior.draw([20], np.random.default_rng(3))
+    base = rx.demand.Logit().fit(truth.sample(20), np.random.default_rng(0))
+    E = truth.elasticities(20)
+    J = E.shape[1]
+    own = np.diagonal(E, axis1=1, axis2=2)
+    cross = E[:, ~np.eye(J, dtype=bool)]
+    assert np.isclose(rx.demand.OwnElasticityMSE()(base, truth, 20), np.mean(own**2))
+    assert np.isclose(rx.demand.CrossElasticityMSE()(base, truth, 20), np.mean(cross**2))
