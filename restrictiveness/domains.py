@@ -197,8 +197,8 @@ class Box(Domain):
         return np.concatenate(kept)[:size] if kept else np.empty((0, self.dim))
 
     def __repr__(self) -> str:
-        r = ", ".join(f"{c}=({lo:g}, {hi:g})" for c, lo, hi in
-                      zip(self.columns, self.lower, self.upper, strict=True))
+        r = ", ".join(f"{c}=({lo!r}, {hi!r})" for c, lo, hi in
+                      zip(self.columns, self.lower.tolist(), self.upper.tolist(), strict=True))
         w = f", where={[repr(x) for x in self.where]}" if self.where else ""
         return f"Box({r}{w})"
 
@@ -247,4 +247,9 @@ class FiniteSet(Domain):
         return self.points, self.weights
 
     def __repr__(self) -> str:
-        return f"FiniteSet({len(self.points)} points, columns={self.columns})"
+        # the digest identifies the support and weights (checkpoints compare reprs)
+        import hashlib
+
+        digest = hashlib.sha256(self.points.tobytes() + self.weights.tobytes()).hexdigest()[:16]
+        return (f"FiniteSet({len(self.points)} points, columns={self.columns}, "
+                f"replace={self.replace}, sha256={digest})")

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
-from scipy.special import expit, logit
+from scipy.special import expit
 
 from .constraints import Between, Constraint, Decreasing, Increasing
 from .domains import Domain
@@ -193,13 +193,6 @@ class MonotoneGP(EvaluationDistribution):
         lo, hi = b.bounds(X, self.columns)
         return lo + (hi - lo) * expit(g)
 
-    def inverse_link(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
-        b = self.eligible.between
-        if b is None:
-            return np.asarray(f, dtype=float)
-        lo, hi = b.bounds(X, self.columns)
-        return logit((f - lo) / (hi - lo))
-
     def project(self, g: np.ndarray, X: np.ndarray, rng: np.random.Generator
                 ) -> tuple[np.ndarray, int]:
         """Blend of the increasing and decreasing projections of ``g``; and remaining violations."""
@@ -222,6 +215,8 @@ class MonotoneGP(EvaluationDistribution):
         if draws < 1:
             raise ConfigurationError("draws must be at least 1")
         eval_rng, latent_rng, order_rng, *train_rngs = rng.spawn(3 + draws)
+        # one visiting-order stream per n, so the truth at n does not depend on the other n
+        order_rngs = dict(zip(ns, order_rng.spawn(len(ns)), strict=True))
         domain = self.eligible.domain
         eval_X, eval_w = domain.evaluation_points(self.n_eval, eval_rng)
         n_max = ns[-1]
@@ -237,10 +232,11 @@ class MonotoneGP(EvaluationDistribution):
         for n in ns:
             X_union = np.concatenate([train[0][:n], eval_X])
             g = np.concatenate([latent[E:E + n], latent[:E]])
-            g_tilde, violations = self.project(g, X_union, order_rng)
+            g_tilde, violations = self.project(g, X_union, order_rngs[n])
             truth._set(n, X_union, g_tilde, self.link(g_tilde, X_union), violations)
         return truth
 
     def __repr__(self) -> str:
-        return (f"MonotoneGP({self.eligible!r}, kernel={self.kernel!r}, jitter={self.jitter:g}, "
-                f"n_eval={self.n_eval}, order={self.order!r})")
+        return (f"MonotoneGP({self.eligible!r}, kernel={self.kernel!r}, jitter={self.jitter!r}, "
+                f"n_eval={self.n_eval}, response={self.response!r}, order={self.order!r}, "
+                f"tol={self.tol!r}, max_sweeps={self.max_sweeps})")

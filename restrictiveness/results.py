@@ -7,7 +7,9 @@ when the study used K > 1 training samples per pseudo-truth) and variables
   procedure did not run;
 * ``baseline_loss`` (discrepancy, n, replication[, draw]);
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
-* ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's;
+* ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's, over
+  every prediction the discrepancies asked for (elasticities ask for 48 perturbed copies of each
+  evaluation market, so a bad market counts many times);
 * ``seconds`` (procedure, n, replication) — mean wall time of one fit;
 * ``error`` and ``fit_info`` (procedure, n, replication) — first failure message, JSON fit record;
 * ``truth_<name>`` (n, replication) — the evaluation distribution's diagnostics;
@@ -100,7 +102,8 @@ class Results(SensitivityMixin):
         ds = xr.Dataset(data, coords=coords)
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
-        ds["invalid"].attrs["description"] = "prediction rows replaced by the baseline's"
+        ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
+                                              "all predictions the discrepancies requested")
         ds["seconds"].attrs["units"] = "s"
         ds.attrs.update({
             "title": "restrictiveness study",

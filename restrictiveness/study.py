@@ -121,7 +121,11 @@ class Study:
                  draws: int = 1, fit_on: Literal["training", "evaluation"] = "training",
                  baseline_label: str = "baseline") -> None:
         if not isinstance(procedures, Mapping):
-            procedures = {p.label: p for p in procedures}
+            labels = [getattr(p, "label", type(p).__name__) for p in procedures]
+            if len(set(labels)) != len(labels):
+                raise ConfigurationError(f"procedures share labels {labels}; pass a dict "
+                                         "{label: procedure} to name them")
+            procedures = dict(zip(labels, procedures, strict=True))
         if not procedures:
             raise ConfigurationError("procedures: give at least one procedure")
         self.procedures = dict(procedures)
@@ -345,12 +349,16 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
+            if not np.isfinite(base_loss[:, c, k]).all():
+                raise BaselineError(f"the baseline {study.baseline!r} gave a non-finite loss in "
+                                    f"replication {m}, n={n}; its predictions must be finite")
             base_seconds[c] += (time.perf_counter() - start) / k_base
             for p, label in enumerate(labels):
                 if k >= n_draws[p]:
                     continue
                 guard, secs, fit_info = _fit_guarded(study, label, study.procedures[label],
                                                      sample, base_rule, m, n, k)
+                had_fit = guard.fitted is not None
                 for d, disc in enumerate(discs):
                     try:
                         loss[p, d, c, k] = disc(guard, truth, n)
@@ -359,6 +367,10 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                         guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
                         guard.fitted = None
                         loss[p, d, c, k] = disc(guard, truth, n)
+                if had_fit and guard.fitted is None:
+                    # The rule failed partway: every discrepancy of this fit uses the baseline,
+                    # not only those computed after the failure.
+                    loss[p, :, c, k] = [disc(guard, truth, n) for disc in discs]
                 seconds[p, c] += secs / n_draws[p]
                 failed[p, c] += int(guard.failed)
                 invalid[p, c] += guard.replaced

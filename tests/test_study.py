@@ -164,14 +164,68 @@ def test_serial_and_parallel_runs_are_identical_and_netcdf_round_trip(tmp_path):
     xr.testing.assert_identical(rx.load(path).dataset, serial)
 
 
-def test_seeds_do_not_depend_on_other_procedures():
+class Noisy(rx.Procedure):
+    """Uses its random stream: predictions are the mean label plus one uniform draw."""
+
+    def fit(self, sample, rng):
+        shift = rng.random()
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean() + 0.1 * shift))
+
+
+def test_seeds_do_not_depend_on_other_procedures_or_their_order():
     prior = _lottery_like()
-    one = rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[10], replications=3)
-    two = rx.Study(prior, {"linear": rx.OLS("y ~ x1"), "GP": rx.GPRegression()}, rx.Constant(),
-                   n=[10], replications=3)
-    a = one.run(progress=False).dataset["loss"].sel(procedure="GP")
-    b = two.run(progress=False).dataset["loss"].sel(procedure="GP")
-    xr.testing.assert_equal(a, b)
+    one = rx.Study(prior, {"noisy": Noisy()}, rx.Constant(), n=[10], replications=3)
+    two = rx.Study(prior, {"linear": rx.OLS("y ~ x1"), "other": Noisy(), "noisy": Noisy()},
+                   rx.Constant(), n=[10], replications=3)
+    a = one.run(progress=False).dataset["loss"].sel(procedure="noisy")
+    ds = two.run(progress=False, n_jobs=2).dataset["loss"]
+    xr.testing.assert_equal(a, ds.sel(procedure="noisy"))
+    # different labels get different streams
+    assert not np.allclose(ds.sel(procedure="other"), ds.sel(procedure="noisy"))
+
+
+def test_common_random_numbers_across_n_in_the_latent_draw():
+    """Without monotonicity constraints the projection is the identity, so the latent values
+    at the evaluation points and at shared training points must coincide across n."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)))
+    truth = rx.MonotoneGP(F, n_eval=60).draw([20, 40], np.random.default_rng(1))
+    np.testing.assert_array_equal(truth.eval_y(20), truth.eval_y(40))
+    np.testing.assert_array_equal(truth.train_y(20), truth.train_y(40)[:20])
+
+
+class FailsOnSecondCall(rx.Procedure):
+    def fit(self, sample, rng):
+        calls = {"n": 0}
+
+        def predict(X):
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise RuntimeError("second call")
+            return np.full(len(X), 0.5)
+
+        return FunctionRule(predict)
+
+
+def test_a_rule_failing_midway_uses_the_baseline_for_every_discrepancy():
+    prior = _lottery_like()
+    study = rx.Study(prior, {"flaky": FailsOnSecondCall()}, rx.Constant(),
+                     discrepancies=[rx.MSE("a"), rx.MSE("b")], n=[10], replications=2)
+    with pytest.warns(rx.FailureWarning):
+        ds = study.run(progress=False).dataset
+    xr.testing.assert_equal(ds["loss"].sel(procedure="flaky", drop=True), ds["baseline_loss"])
+    assert int(ds["failed"].sum()) == 2
+
+
+def test_a_baseline_with_non_finite_predictions_is_an_error():
+    prior = _lottery_like()
+
+    class NaNBaseline(rx.Procedure):
+        def fit(self, sample, rng):
+            return FunctionRule(lambda X: np.full(len(X), np.nan))
+
+    study = rx.Study(prior, {"GP": rx.GPRegression()}, NaNBaseline(), n=[10], replications=2)
+    with pytest.raises(rx.BaselineError, match="non-finite"):
+        study.run(progress=False)
 
 
 def test_within_function_averaging_respects_procedure_draws():
@@ -212,6 +266,8 @@ def test_bad_input_messages():
         rx.Study(prior, {"bad": rx.OLS("y ~ x1 + x9")}, rx.Constant(), n=[10])
     with pytest.raises(rx.ConfigurationError, match="positive integers"):
         rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[0])
+    with pytest.raises(rx.ConfigurationError, match="share labels"):
+        rx.Study(prior, [rx.OLS("y ~ x1"), rx.OLS("y ~ x1 + x2")], rx.Constant(), n=[10])
     with pytest.raises(rx.ConfigurationError, match="at least 2"):
         rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[5], replications=1)
     small = rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet(np.eye(3), ("a", "b", "c"),

@@ -261,7 +261,7 @@ class MarketDistribution:
         return np.maximum(h, 0.0)
 
     def __repr__(self) -> str:
-        return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy:.4g})"
+        return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy!r})"
 
 
 def perturbed_markets(X: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -314,8 +314,13 @@ class DemandPrior(EvaluationDistribution):
                 f"{self.n_nodes} Gauss–Legendre nodes; {self.market!r}")
 
     def __repr__(self) -> str:
-        return (f"DemandPrior(n_features={self.n_features}, lengthscales={self.lengthscales}, "
-                f"n_types={self.n_types}, n_nodes={self.n_nodes}, n_eval={self.n_eval})")
+        # every argument: checkpoints identify a study by its reprs
+        return (f"DemandPrior(market={self.market!r}, n_features={self.n_features}, "
+                f"lengthscales={self.lengthscales}, mushy_correlation={self.mushy_correlation!r}, "
+                f"n_nodes={self.n_nodes}, n_short_nodes={self.n_short_nodes}, "
+                f"n_types={self.n_types}, n_reference_types={self.n_reference_types}, "
+                f"type_seed={self.type_seed}, reference_seed={self.reference_seed}, "
+                f"n_train={self.n_train}, n_eval={self.n_eval}, engine={self.engine!r})")
 
 
 class DemandTruth(PseudoTruth):

@@ -128,7 +128,6 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     bench = benchmark if benchmark is not None else procs.get("GP regression", gp_regression())
     if "GP regression" in procs and bench is procs["GP regression"]:
         bench = "GP regression"
-    procs.setdefault(base.label, base)
     return estimate_completeness(
-        frame, procs, baseline=base.label, benchmark=bench, design=CellMeansKFold(k=folds),
+        frame, procs, baseline=base, benchmark=bench, design=CellMeansKFold(k=folds),
         to_sample=TableSample(COLUMNS, RESPONSE), seed=seed, constraints=[Between("z_lo", "z_hi")])
