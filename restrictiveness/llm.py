@@ -377,6 +377,10 @@ class _FailedRule(Fitted):
 class _LanguageModelProcedure(Procedure):
     """Shared machinery: the client, its model id, the cache and the program limits."""
 
+    #: One training sample per pseudo-truth in studies with within-function averaging (K > 1),
+    #: as in the paper: model calls are expensive. Set ``proc.draws = K`` to use more.
+    draws: int | None = 1
+
     def __init__(self, client: Client, prompt: str | PromptDesign, model: str | None,
                  target: str, description: str | None, timeout: float,
                  limits: SandboxLimits | None, allowed_modules: Iterable[str] | None,

@@ -104,3 +104,14 @@ def test_rerun_with_cache_issues_no_client_calls(tmp_path):
     second = _study({"C": rx.Completion(client, limits=LIMITS, cache=cache)}).run(progress=False)
     assert client.calls == calls
     np.testing.assert_array_equal(first.dataset["loss"], second.dataset["loss"])
+
+
+def test_language_model_procedures_use_one_draw_when_others_use_k():
+    completion = rx.Completion(Scripted(fenced(GP_PROGRAM)), limits=LIMITS, label="Completion")
+    study = rx.lottery.study({"GP regression": rx.lottery.gp_regression(),
+                              "Completion": completion}, n=[20], replications=2, n_eval=100,
+                             draws=3)
+    loss = study.run(progress=False).dataset["loss"]
+    assert np.isfinite(loss.sel(procedure="GP regression")).all()
+    c = loss.sel(procedure="Completion")
+    assert np.isfinite(c.sel(draw=0)).all() and np.isnan(c.sel(draw=[1, 2])).all()
