@@ -5,7 +5,7 @@
 # increase in each coordinate. We measure how restrictive the CPT family is on this eligible set
 # (Table 1 of the paper, here with fewer replications), estimate CPT on the Bruhin, Fehr-Duda &
 # Epper (2010) data if you have them, compute completeness and draw the frontier.
-# Run: `python vignettes/02_lottery.py [path/to/ch03_data.csv]` (about a minute).
+# Run: `python vignettes/02_lottery.py [path/to/ch03_data.csv]` (under a minute).
 
 # %%
 import sys
