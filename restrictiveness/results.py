@@ -234,6 +234,44 @@ class Results(SensitivityMixin):
                              "total_seconds": s.sum("replication").to_series()})
 
     # -- reporting ------------------------------------------------------------------------
+    def plot_profile(self, discrepancy: str | None = None,
+                     procedures: Sequence[str] | None = None, ax=None, level: float = 0.95):
+        """Learning-curve profiles: r̂ against n for each procedure, with confidence bands.
+
+        Parameters
+        ----------
+        discrepancy : str, optional
+            Default: the first.
+        procedures : sequence of str, optional
+            Default: all.
+        ax : matplotlib Axes, optional
+        level : float
+            Coverage of the normal bands.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'"
+                              ) from exc
+        disc = self._discrepancy(discrepancy)
+        labels = [self._procedure(p) for p in (procedures or self.procedures)]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4))
+        est = self.estimates(level).xs(disc, level="discrepancy")
+        for label in labels:
+            e = est.xs(label, level="procedure")
+            line, = ax.plot(e.index, e["estimate"], marker="o", label=label)
+            ax.fill_between(e.index, e["lower"], e["upper"], color=line.get_color(), alpha=0.15)
+        ax.set_xlabel("training sample size n")
+        ax.set_ylabel(f"restrictiveness r̂ ({disc})")
+        ax.set_xticks(self.ns)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        return ax
+
     def summary(self, discrepancy: str | Sequence[str] | None = None,
                 procedures: Sequence[str] | None = None) -> Summary:
         """statsmodels-style summary: r̂ (se) by procedure × n, one table per discrepancy.

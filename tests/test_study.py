@@ -321,3 +321,16 @@ def test_dask_backend_gives_identical_results():
     serial = study.run(progress=False).dataset.drop_vars(timing).drop_attrs()
     dask = study.run(backend="dask", n_jobs=2, progress=False).dataset
     xr.testing.assert_identical(serial, dask.drop_vars(timing).drop_attrs())
+
+
+def test_profile_plot_draws_one_line_per_procedure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    prior = _lottery_like()
+    res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10, 30], replications=3).run(progress=False)
+    ax = res.plot_profile()
+    assert [line.get_label() for line in ax.lines] == ["linear", "GP"]
+    np.testing.assert_allclose(ax.lines[1].get_ydata(),
+                               res.restrictiveness.sel(procedure="GP", discrepancy="mse"))
