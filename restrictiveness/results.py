@@ -21,6 +21,7 @@ says how it was made (``to_netcdf``) and reloads exactly (:func:`load`).
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
@@ -146,7 +147,9 @@ class Results(SensitivityMixin):
         """Per-replication losses ``(D, B)``, averaged over training draws (SPEC §3)."""
         D, B = self.dataset["loss"], self.dataset["baseline_loss"]
         if "draw" in D.dims:
-            D, B = D.mean("draw", skipna=True), B.mean("draw", skipna=True)
+            with warnings.catch_warnings():  # an all-NaN cell stays NaN; callers check
+                warnings.simplefilter("ignore", RuntimeWarning)
+                D, B = D.mean("draw", skipna=True), B.mean("draw", skipna=True)
         return D, B
 
     def _discrepancy(self, discrepancy: str | None) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -197,15 +196,6 @@ class SensitivityMixin:
     dataset: xr.Dataset
 
     # -- inputs ---------------------------------------------------------------------------
-    def _sens_discrepancy(self, discrepancy: str | None) -> str:
-        names = [str(d) for d in self.dataset["discrepancy"].values]
-        if discrepancy is None:
-            return names[0]
-        if discrepancy not in names:
-            raise ConfigurationError(f"discrepancy {discrepancy!r} is not in the results; "
-                                     f"choose one of {names}")
-        return discrepancy
-
     def _weights(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None
                  ) -> dict[str, float]:
         procs = [str(p) for p in self.dataset["procedure"].values]
@@ -231,37 +221,25 @@ class SensitivityMixin:
 
     def _sens_losses(self, weights: Mapping[str, float], discrepancy: str | None
                      ) -> tuple[np.ndarray, np.ndarray]:
-        """Numerator Σ c_j D̃_j and denominator B̃, each (n, replication)."""
-        disc = self._sens_discrepancy(discrepancy)
+        """Numerator Σ c_j D̃_j and denominator B̃, each (n, replication), from the
+        draw-averaged losses of :meth:`Results.losses`."""
+        disc = self._discrepancy(discrepancy)
         labels = list(weights)
-        D = self.dataset["loss"].sel(discrepancy=disc, procedure=labels)
-        B = self.dataset["baseline_loss"].sel(discrepancy=disc)
-        has_draws = "draw" in D.dims
-        order = ("procedure", "n", "replication") + (("draw",) if has_draws else ())
-        D = D.transpose(*order).values.astype(float)
-        B = B.transpose(*order[1:]).values.astype(float)
-        if has_draws:
-            D, B = self._draw_average(D, labels), self._draw_average(B[None], ["baseline"])[0]
+        D, B = self.losses()
+        D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
+        B = B.sel(discrepancy=disc).transpose("n", "replication")
+        D, B = D.values.astype(float), B.values.astype(float)
+        for names, x in ((labels, D), (["baseline"], B[None])):
+            empty = ~np.isfinite(x)
+            if empty.any():
+                p, c, m = np.argwhere(empty)[0]
+                raise DataError(
+                    f"procedure {names[p]!r} has no finite loss over the draws at "
+                    f"n={self.dataset['n'].values[c]}, replication "
+                    f"{self.dataset['replication'].values[m]} ({int(empty.sum())} such cells); "
+                    "within-function averaging needs at least one draw per pseudo-truth")
         coefs = np.array([weights[p] for p in labels], dtype=float)
         return np.tensordot(coefs, D, axes=(0, 0)), B
-
-    def _draw_average(self, x: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-        """nanmean over the last (draw) axis, naming any replication with no finite draw."""
-        empty = ~np.isfinite(x).any(axis=-1)
-        if empty.any():
-            p, c, m = np.argwhere(empty)[0]
-            raise DataError(
-                f"procedure {labels[p]!r} has no finite loss over the draws at "
-                f"n={self.dataset['n'].values[c]}, replication "
-                f"{self.dataset['replication'].values[m]} ({int(empty.sum())} such cells); "
-                "within-function averaging needs at least one draw per pseudo-truth")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(x, axis=-1)
-
-    @property
-    def _sens_ns(self) -> list[int]:
-        return [int(n) for n in self.dataset["n"].values]
 
     # -- bounds ---------------------------------------------------------------------------
     def sensitivity(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None,
@@ -298,7 +276,7 @@ class SensitivityMixin:
         weights = self._weights(a, b)
         num, den = self._sens_losses(weights, discrepancy)
         g, scalar = _sens._gammas(gamma)
-        ns = self._sens_ns
+        ns = self.ns
         est = num.mean(axis=1) / den.mean(axis=1)
         lo, hi = np.empty((len(ns), g.size)), np.empty((len(ns), g.size))
         for i in range(len(ns)):
@@ -340,7 +318,7 @@ class SensitivityMixin:
         num, den = self._sens_losses(weights, discrepancy)
         out = [_sens.critical_gamma(num[i], None, den[i], gamma_max=gamma_max)
                for i in range(num.shape[0])]
-        return pd.Series(out, index=pd.Index(self._sens_ns, name="n"), name="critical_gamma",
+        return pd.Series(out, index=pd.Index(self.ns, name="n"), name="critical_gamma",
                          dtype=float)
 
     # -- CPT contributions ----------------------------------------------------------------
@@ -369,7 +347,7 @@ class SensitivityMixin:
         --------
         >>> res.contributions().loc["C_delta-C_gamma"]  # doctest: +SKIP
         """
-        disc = self._sens_discrepancy(discrepancy)
+        disc = self._discrepancy(discrepancy)
         tables = {c: self.combination(self._weights(c), disc, level) for c in CONTRIBUTIONS}
         return pd.concat(tables, names=["contribution", "n"])
 
@@ -411,8 +389,8 @@ class SensitivityMixin:
         if g.ndim != 0:
             raise ConfigurationError(f"gamma must be a scalar here; got shape {g.shape} (use "
                                      "sensitivity() for a grid)")
-        disc = self._sens_discrepancy(discrepancy)
-        ns = self._sens_ns
+        disc = self._discrepancy(discrepancy)
+        ns = self.ns
         cols = {k: np.empty((len(comparisons), len(ns))) for k in
                 ("estimate", "lower", "upper", "critical_gamma")}
         weights = {}
@@ -563,7 +541,7 @@ class SensitivityMixin:
         tab = self.sensitivity(comparison, gamma=grid, discrepancy=discrepancy)
         if ax is None:
             _, ax = plt.subplots()
-        ns = self._sens_ns
+        ns = self.ns
         estimates = []
         for i, n in enumerate(ns):
             part = tab.xs(n, level="n")
