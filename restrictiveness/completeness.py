@@ -43,7 +43,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._versions import package_versions
 from .constraints import Constraint
 from .exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
-from .failures import repair
+from .failures import GuardedRule, repair
 from .inference import normal_interval
 from .procedures import Procedure
 from .sample import Sample
@@ -572,34 +572,34 @@ def estimate_completeness(
         X, columns = np.asarray(test.X, dtype=float), tuple(test.columns)
         counts = np.bincount(unit_of, minlength=U).astype(float)
         held = counts > 0
-        base_pred = None
+        base_fit = None
         for j in order:
             t0 = time.perf_counter()
-            try:
-                fitted = procs[labels[j]].fit(train, np.random.default_rng(fit_ss))
-                raw = np.asarray(fitted.predict(X), dtype=float)
-                if base_pred is not None and raw.shape != base_pred.shape:
-                    raise ValueError(f"predictions have shape {raw.shape}, "
-                                     f"expected {base_pred.shape}")
-                info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
-            except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
-                if j == b:
+            if j == b:
+                try:
+                    base_fit = procs[labels[j]].fit(train, np.random.default_rng(fit_ss))
+                    pred, _ = repair(np.asarray(base_fit.predict(X), dtype=float), X,
+                                     constraints, columns)
+                except Exception as exc:
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
                                         f"fold {k}: {type(exc).__name__}: {exc}") from exc
-                failed[j, r, k] = 1
-                error[j, r, k] = f"{type(exc).__name__}: {exc}"
-                pred = base_pred
+                if not np.isfinite(pred).all():
+                    raise BaselineError(f"the baseline {base_label!r} returned non-finite "
+                                        f"predictions in repetition {r}, fold {k}")
+                info[j, r, k] = json.dumps(getattr(base_fit, "info", {}) or {}, default=str)
             else:
-                pred, ok = repair(raw, X, constraints, columns)
-                if j == b:
-                    if not np.isfinite(pred).all():
-                        raise BaselineError(f"the baseline {base_label!r} returned non-finite "
-                                            f"predictions in repetition {r}, fold {k}")
-                    base_pred = pred
-                elif not ok.all():
-                    pred[~ok] = base_pred[~ok]
-                    invalid[j, r, k] = int((~ok).sum())
-                    error[j, r, k] = f"{int((~ok).sum())} invalid prediction row(s)"
+                # The study's failure protocol: repair, replace invalid rows with the
+                # baseline's, and the whole fold when the fit or the prediction raises.
+                try:
+                    fitted, reason = procs[labels[j]].fit(train, np.random.default_rng(fit_ss)), ""
+                    info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
+                except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                    fitted, reason = None, f"{type(exc).__name__}: {exc}"
+                guard = GuardedRule(fitted, base_fit, constraints, columns, reason)
+                pred = guard.predict(X)
+                failed[j, r, k] = int(guard.failed)
+                invalid[j, r, k] = 0 if guard.failed else guard.replaced
+                error[j, r, k] = guard.error
             seconds[j, r, k] = time.perf_counter() - t0
             obs = np.asarray(loss(test.y, pred), dtype=float)
             if obs.shape != (len(test),):
