@@ -34,7 +34,7 @@ import numpy as np
 from .discrepancies import MSE, Discrepancy
 from .exceptions import BaselineError, ConfigurationError, FailureWarning
 from .failures import GuardedRule
-from .procedures import Procedure
+from .procedures import FunctionRule, Procedure
 from .truth import EvaluationDistribution
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng"]
@@ -344,7 +344,11 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
             start = time.perf_counter()
             try:
                 base_rule = study.baseline.fit(sample, rng)
-                base_loss[:, c, k] = [d(_Repaired(base_rule, study), truth, n) for d in discs]
+                # the baseline's own rule, repaired with the eligible set's constraints
+                repaired = FunctionRule(GuardedRule(
+                    base_rule, base_rule, study.evaluation.constraints,
+                    study.evaluation.columns).baseline_predict)
+                base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
@@ -382,17 +386,3 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                    for name in study.evaluation.diagnostic_names}
     return ReplicationRecord(m, loss, base_loss, failed, invalid, seconds, base_seconds,
                              error, info, diagnostics)
-
-
-class _Repaired:
-    """The baseline's rule with the eligible set's repairs (clipping) applied."""
-
-    def __init__(self, rule, study: Study) -> None:
-        self.rule, self.study = rule, study
-
-    def predict(self, X):
-        from .failures import repair
-
-        pred, _ = repair(self.rule.predict(X), X, self.study.evaluation.constraints,
-                         self.study.evaluation.columns)
-        return pred
