@@ -8,14 +8,7 @@ import pytest
 from scipy import stats
 
 from restrictiveness.datasets.cereal import load_cereal
-from restrictiveness.demand._shares_nb import (
-    shares_nb,
-    shares_numpy,
-    sincos_nb,
-    sincos_numpy,
-    softplus_nb,
-    softplus_numpy,
-)
+from restrictiveness.demand._shares_nb import shares_nb, shares_numpy
 from restrictiveness.demand.elasticities import (
     CrossElasticityMSE,
     OwnElasticityMSE,
@@ -156,21 +149,6 @@ def test_market_errors_name_the_argument(market, truth):
 
 
 # --- kernel ---------------------------------------------------------------------------------------
-
-def test_softplus_twins_agree():
-    x = np.concatenate([np.linspace(-60, 60, 20001), np.random.default_rng(0).normal(0, 5, 1000)])
-    np.testing.assert_allclose(softplus_nb(x), softplus_numpy(x), rtol=0, atol=1e-15)
-    x = np.linspace(-700, 40, 100001)  # relative accuracy where softplus is tiny
-    np.testing.assert_allclose(softplus_nb(x), softplus_numpy(x), rtol=2e-15)
-
-
-def test_sincos_twins_agree():
-    x = np.concatenate([np.linspace(-1e4, 1e4, 200001),
-                        np.random.default_rng(1).normal(0, 50, 10000),
-                        np.arange(-8, 9) * np.pi / 4])
-    for a, b in zip(sincos_nb(x), sincos_numpy(x), strict=True):
-        np.testing.assert_allclose(a, b, rtol=0, atol=2e-16)
-
 
 def test_kernel_matches_numpy_twin(prior, truth):
     system = truth.system

@@ -24,10 +24,9 @@ Why the compiled kernel is fast:
   two halves ``W cos α · cos β`` and ``W sin α · sin β`` over the first H = T/2 types give the
   field at both ``±ν``: two ``(J·Q) × D`` times ``D × H`` products, half the flops;
   the type-free parts (``H_C``, ``G_C``) are computed once per row;
-* the softplus and the feature cosines are written in branch-free arithmetic (Cody–Waite
-  reductions, Taylor polynomials, ``2^-n`` by an exponent bitcast, an ``atanh`` series for
-  ``log1p``) that LLVM vectorises: about 5× (softplus) and 10× (sin/cos) faster than numba's
-  scalar libm calls, which do not vectorise without Intel SVML;
+* the softplus and the feature cosines come from :mod:`restrictiveness._vecmath`, in
+  branch-free arithmetic that LLVM vectorises: about 5× (softplus) and 10× (sin/cos) faster than
+  numba's scalar libm calls, which do not vectorise without Intel SVML;
 * a price perturbation of product ``k`` changes only ``V_k``: its integral is split as
   ``∫_0^{z'} = ∫_0^{z} + ∫_z^{z'}`` with a short Gauss rule on the small piece (steps can be
   4e-5 near a hull edge, where differencing two 64-node integrals would lose digits), and the
@@ -46,169 +45,14 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-__all__ = ["shares_nb", "shares_numpy", "softplus_nb", "softplus_numpy", "sincos_nb",
-           "sincos_numpy", "FIELD_COLUMNS", "matmul_flops"]
+from restrictiveness._vecmath import _FM, _sincos, _softplus
+
+__all__ = ["shares_nb", "shares_numpy", "FIELD_COLUMNS", "matmul_flops"]
 
 #: Column names of one field's parameter block.
 FIELD_COLUMNS = ("omega_v", "omega_s", "omega_nu1", "omega_nu2", "omega_nu3", "omega_nu4", "b",
                  "w0", "w1")
-
-# No reassociation: the Cody–Waite reduction below relies on the order of its subtractions.
-_FM = {"nnan", "ninf", "nsz", "contract", "arcp"}
-
-_LN2HI = 6.93147180369123816490e-01
-_LN2LO = 1.90821492927058770002e-10
-_INVLN2 = 1.44269504088896338700e00
-_LN2 = 6.93147180559945309417e-01
-_TWO_OVER_PI = 6.36619772367581382433e-01
-_PIO2_1 = 1.57079632673412561417e00  # π/2 in three parts (fdlibm)
-_PIO2_2 = 6.07710050630396597660e-11
-_PIO2_3 = 2.02226624871116645580e-21
-
-
-if numba.config.DISABLE_JIT:  # pragma: no cover - pure-Python runs (coverage, debugging)
-
-    def _f64_from_bits(bits):
-        return np.int64(bits).view(np.float64)
-
-else:
-
-    @intrinsic
-    def _f64_from_bits(typingctx, bits):
-        """Reinterpret an int64 as a float64 (an LLVM bitcast, which vectorises)."""
-        sig = types.float64(types.int64)
-
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-
-        return sig, codegen
-
-
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
-def _softplus(x):
-    # softplus(x) = max(x, 0) + log1p(t), t = exp(-|x|) in (0, 1]. |x| is capped at 700 (below
-    # e^-700 the term is negligible and 2^-n stays a normal number).
-    y = min(abs(x), 700.0)
-    n = np.floor(y * _INVLN2 + 0.5)
-    r = -((y - n * _LN2HI) - n * _LN2LO)
-    p = 1.0 / 6227020800.0  # Taylor series of exp(r), |r| <= ln2/2: error < 1e-17
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
-    t = p * _f64_from_bits((1023 - np.int64(n)) << 52)  # times 2^-n
-    # log1p(t) = k log 2 + 2 atanh(u), u = (t - k) / (2 + t + k), k = 1 when t > √2 - 1, so
-    # |u| <= 0.1716 and the series to u^21 has error < 1e-17.
-    k = 1.0 if t > 0.41421356237309503 else 0.0
-    u = (t - k) / (2.0 + t + k)
-    u2 = u * u
-    q = 1.0 / 21.0
-    q = q * u2 + 1.0 / 19.0
-    q = q * u2 + 1.0 / 17.0
-    q = q * u2 + 1.0 / 15.0
-    q = q * u2 + 1.0 / 13.0
-    q = q * u2 + 1.0 / 11.0
-    q = q * u2 + 1.0 / 9.0
-    q = q * u2 + 1.0 / 7.0
-    q = q * u2 + 1.0 / 5.0
-    q = q * u2 + 1.0 / 3.0
-    q = q * u2 + 1.0
-    return max(x, 0.0) + (k * _LN2 + 2.0 * u * q)
-
-
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
-def softplus_nb(x: np.ndarray) -> np.ndarray:
-    """``log(1 + exp(x))`` elementwise on a 1-D float64 array (relative error < 1e-15 for
-    ``x > -700``, absolute error below 1e-300 beyond).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> bool(np.allclose(softplus_nb(np.array([-1.0, 0.0, 3.0])), np.logaddexp(0, [-1, 0, 3])))
-    True
-    """
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        out[i] = _softplus(x[i])
-    return out
-
-
-def softplus_numpy(x: np.ndarray) -> np.ndarray:
-    """NumPy twin of :func:`softplus_nb`."""
-    return np.logaddexp(0.0, x)
-
-
-def sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NumPy twin of :func:`sincos_nb`."""
-    return np.sin(x), np.cos(x)
-
-
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
-def _sincos(x):
-    # Cody–Waite reduction by π/2 (three-part constant, exact products for |x| < 2^20 π/2),
-    # Taylor polynomials on |r| <= π/4 (errors < 1e-17) and a branch-free quadrant select, so
-    # LLVM vectorises it (scalar np.sin/np.cos do not vectorise without Intel SVML).
-    k = np.floor(x * _TWO_OVER_PI + 0.5)
-    r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
-    r2 = r * r
-    sn = 1.0 / 355687428096000.0
-    sn = sn * r2 - 1.0 / 1307674368000.0
-    sn = sn * r2 + 1.0 / 6227020800.0
-    sn = sn * r2 - 1.0 / 39916800.0
-    sn = sn * r2 + 1.0 / 362880.0
-    sn = sn * r2 - 1.0 / 5040.0
-    sn = sn * r2 + 1.0 / 120.0
-    sn = sn * r2 - 1.0 / 6.0
-    sn = r + r * r2 * sn
-    cs = 1.0 / 6402373705728000.0
-    cs = cs * r2 - 1.0 / 20922789888000.0
-    cs = cs * r2 + 1.0 / 87178291200.0
-    cs = cs * r2 - 1.0 / 479001600.0
-    cs = cs * r2 + 1.0 / 3628800.0
-    cs = cs * r2 - 1.0 / 40320.0
-    cs = cs * r2 + 1.0 / 720.0
-    cs = cs * r2 - 1.0 / 24.0
-    cs = cs * r2 + 0.5
-    cs = 1.0 - r2 * cs
-    q = k - 4.0 * np.floor(k * 0.25)
-    odd = (q == 1.0) | (q == 3.0)
-    s_out = cs if odd else sn
-    c_out = sn if odd else cs
-    s_out = -s_out if q >= 2.0 else s_out
-    c_out = -c_out if (q == 1.0) | (q == 2.0) else c_out
-    return s_out, c_out
-
-
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
-def sincos_nb(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sin x, cos x)`` elementwise on a 1-D float64 array (absolute error < 2e-16 for
-    ``|x| < 1e5``), in vectorisable arithmetic.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> s, c = sincos_nb(np.array([0.0, 1.0, 100.0]))
-    >>> bool(np.allclose(s, np.sin([0, 1, 100])) and np.allclose(c, np.cos([0, 1, 100])))
-    True
-    """
-    s = np.empty_like(x)
-    c = np.empty_like(x)
-    for i in range(x.shape[0]):
-        s[i], c[i] = _sincos(x[i])
-    return s, c
 
 
 @numba.njit(cache=True)
