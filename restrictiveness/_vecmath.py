@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["exp_nb", "exp_numpy", "softplus_nb", "softplus_numpy", "sincos_nb", "sincos_numpy"]
+__all__ = ["exp_nb", "exp_numpy", "exp_pair_nb", "exp_pair_numpy", "softplus_nb", "softplus_numpy", "sincos_nb", "sincos_numpy"]
 
 # No reassociation: the Cody–Waite reduction below relies on the order of its subtractions.
 _FM = {"nnan", "ninf", "nsz", "contract", "arcp"}
@@ -97,6 +97,59 @@ def exp_nb(x: np.ndarray) -> np.ndarray:
 def exp_numpy(x: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`exp_nb` (with the same clamp)."""
     return np.exp(np.clip(x, -700.0, 700.0))
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+def _exp_pair(x):
+    # (e^x, e^-x) for the price of about one exponential: with x = n ln2 + r, e^{±r} = E ± r O
+    # where E and O are the even and odd parts of the same Taylor polynomial (in r²), and
+    # 2^{±n} are two exponent bitcasts. |x| <= 700 keeps both powers normal numbers.
+    x = min(max(x, -700.0), 700.0)
+    n = np.floor(x * _INVLN2 + 0.5)
+    r = (x - n * _LN2HI) - n * _LN2LO
+    r2 = r * r
+    e = 1.0 / 479001600.0
+    e = e * r2 + 1.0 / 3628800.0
+    e = e * r2 + 1.0 / 40320.0
+    e = e * r2 + 1.0 / 720.0
+    e = e * r2 + 1.0 / 24.0
+    e = e * r2 + 0.5
+    e = e * r2 + 1.0
+    o = 1.0 / 6227020800.0
+    o = o * r2 + 1.0 / 39916800.0
+    o = o * r2 + 1.0 / 362880.0
+    o = o * r2 + 1.0 / 5040.0
+    o = o * r2 + 1.0 / 120.0
+    o = o * r2 + 1.0 / 6.0
+    o = (o * r2 + 1.0) * r
+    k = np.int64(n)
+    return ((e + o) * _f64_from_bits((1023 + k) << 52),
+            (e - o) * _f64_from_bits((1023 - k) << 52))
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+def exp_pair_nb(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(exp(x), exp(-x))`` elementwise on a 1-D float64 array, sharing one range reduction
+    (relative errors < 4e-16 for ``|x| <= 700``; arguments beyond are clamped to ±700).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, m = exp_pair_nb(np.array([-2.0, 0.5]))
+    >>> bool(np.allclose(p, np.exp([-2.0, 0.5])) and np.allclose(m, np.exp([2.0, -0.5])))
+    True
+    """
+    p = np.empty_like(x)
+    m = np.empty_like(x)
+    for i in range(x.shape[0]):
+        p[i], m[i] = _exp_pair(x[i])
+    return p, m
+
+
+def exp_pair_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`exp_pair_nb`."""
+    x = np.clip(x, -700.0, 700.0)
+    return np.exp(x), np.exp(-x)
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")

@@ -320,40 +320,48 @@ def kernel_inputs(n=7, scale=1.0, seed=0):
     return delta, W, ridx, np.ascontiguousarray(z @ L.T), z, lrow, lcol
 
 
-@pytest.mark.parametrize("scale", [1.0, 400.0])   # 400: utilities overflow exp → shifted path
+@pytest.mark.parametrize("scale", [1.0, 400.0, "mixed"])
 def test_kernels_match_numpy_twins(scale):
-    delta, W, ridx, nu, z, lrow, lcol = kernel_inputs(scale=scale)
+    # 400: utilities overflow exp, so every market takes the shifted path; "mixed": market 0
+    # does and the others take the paired exponentials
+    delta, W, ridx, nu, z, lrow, lcol = kernel_inputs(scale=1.0 if scale == "mixed" else scale)
+    if scale == "mixed":
+        delta[0] += 700.0
     Wr = np.ascontiguousarray(W[:, :, ridx])
     nuT = np.ascontiguousarray(nu.T)
-    mu = nb.random_utilities_nb(Wr, nuT, np.full(Wr.shape[:2] + (nuT.shape[1],), np.nan))
-    np.testing.assert_allclose(mu, nb.random_utilities_numpy(Wr, nuT), rtol=1e-13, atol=1e-13)
-    fast = nb.safe_markets(delta, Wr, nuT)
-    assert fast.all() == (scale == 1.0)
-    with np.errstate(over="ignore"):
-        emu = np.exp(mu)
-    S = np.full(mu.shape[:2] + (2 * mu.shape[2],), np.nan)   # every entry must be written
-    s = nb.node_probabilities_nb(delta, mu, emu, fast, S)
-    S2, s2 = nb.node_probabilities_numpy(delta, mu)
+    S = np.full(Wr.shape[:2] + (2 * nuT.shape[1],), np.nan)   # every entry must be written
+    s = nb.node_probabilities_nb(delta, Wr, nuT, S)
+    S2, s2 = nb.node_probabilities_numpy(delta, Wr, nuT)
     assert np.isfinite(S).all()
     np.testing.assert_allclose(S, S2, rtol=1e-11, atol=1e-300)
     np.testing.assert_allclose(s, s2, rtol=1e-11)
-    np.testing.assert_allclose(nb.mean_probabilities_nb(delta, mu, emu, fast), s2, rtol=1e-11)
+    np.testing.assert_allclose(nb.mean_probabilities_nb(delta, Wr, nuT), s2, rtol=1e-11)
     np.testing.assert_allclose(nb.mxl_shares(delta, W, ridx, nu),
                                nb.mxl_shares_numpy(delta, W, ridx, nu), rtol=1e-11)
     sh, jac = nb.mxl_jacobian(delta, W, ridx, nu, z, lrow, lcol)
     sh2, jac2 = nb.mxl_jacobian_numpy(delta, W, ridx, nu, z, lrow, lcol)
     np.testing.assert_allclose(sh, sh2, rtol=1e-11)
     np.testing.assert_allclose(jac, jac2, rtol=1e-9, atol=1e-13)
+    S3, s3 = nb.mxl_probabilities(delta, W, ridx, nu)
+    np.testing.assert_array_equal(S3, S)
+    np.testing.assert_allclose(sh, s3, rtol=1e-14)   # the same sums, by BLAS
 
 
-def test_fast_and_shifted_paths_agree():
+def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():
+    """Markets just below the safe bound on max|δ| + max|μ| take the paired exponentials,
+    markets just above it the shifted ones; both must match the twin there, where e^{δ+μ}
+    approaches the largest values the paired path allows."""
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs()
     Wr, nuT = np.ascontiguousarray(W[:, :, ridx]), np.ascontiguousarray(nu.T)
-    mu = nb.random_utilities_nb(Wr, nuT, np.empty(Wr.shape[:2] + (nuT.shape[1],)))
-    emu = np.exp(mu)
-    a = nb.mean_probabilities_nb(delta, mu, emu, np.ones(len(delta), bool))
-    b = nb.mean_probabilities_nb(delta, mu, emu, np.zeros(len(delta), bool))
-    np.testing.assert_allclose(a, b, rtol=1e-12)
+    wmu = np.abs(Wr).max(axis=1) @ np.abs(nuT).max(axis=1)   # the kernel's bound on max|μ|
+    for edge in (599.0, 601.0):
+        # every δ near +edge − wmu (all positive), so max|δ| + wmu = edge exactly
+        d = np.ascontiguousarray(delta - delta.max(axis=1, keepdims=True)
+                                 + (edge - wmu)[:, None])
+        np.testing.assert_allclose(np.abs(d).max(axis=1) + wmu, edge)
+        s = nb.mean_probabilities_nb(d, Wr, nuT)
+        assert np.isfinite(s).all()
+        np.testing.assert_allclose(s, nb.mean_probabilities_numpy(d, Wr, nuT), rtol=1e-11)
 
 
 # --------------------------------------------------------------------------- real data
@@ -433,13 +441,10 @@ def test_mxl_shares_match_pyblp():
     np.testing.assert_allclose(theirs, ours, rtol=1e-12)
 
 
-def test_mxl_predictions_in_blocks_equal_one_pass(monkeypatch):
+def test_mxl_elasticities_in_blocks_equal_one_pass():
     X = markets(9, seed=8)
     mxl, _ = mxl_fit(X, np.r_[BETA, L_FULL])
-    whole = mxl.predict(X)
     E = mxl.elasticities(X)
-    monkeypatch.setattr(nb, "_BLOCK_ELEMENTS", 2 * 24 * 256)   # two markets per block
-    np.testing.assert_allclose(mxl.predict(X), whole, rtol=1e-14)
     from restrictiveness.demand import models
 
     np.testing.assert_allclose(models._mxl_elasticities(mxl.params, X, mxl.design, mxl.extra,

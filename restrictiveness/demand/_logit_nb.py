@@ -12,13 +12,14 @@ the random coefficients' covariance), the Jacobian is
 ``∂s_j/∂β_a = s_j W_ja − mean_r s_jr w̄_ar``, with ``w̄_ar = Σ_k s_kr W_ka``,
 ``∂s_j/∂L_ab = W_jc mean_r s_jr z_br − mean_r s_jr w̄_cr z_br``, with ``c = ridx[a]``.
 
-Why it is fast: the pairing gives ``exp(δ_j − μ_jh) = exp(δ_j) / exp(μ_jh)``, so one exponential
-serves two nodes, and those exponentials are taken by NumPy's SIMD ``exp`` on one contiguous
-array (numba's scalar ``exp`` is ~5× slower without Intel SVML); the compiled kernels do the rest
-in loops along the contiguous node axis. A market whose utilities could overflow
-(``max|δ| + max|μ| ≥ 600``) takes max-shifted exponentials inside the kernel instead. Small matrix
-products are loops, not BLAS calls: with inner dimensions of 4–24 a threaded BLAS is slower, and
-badly so on a busy machine.
+Why it is fast: the kernels work one market at a time, so a market's utilities and node
+probabilities (J × 2H doubles, ~100 kB) stay in cache from the utilities to the shares and the
+Jacobian instead of streaming ~10 MB arrays through memory between NumPy passes. Exponentials
+come from :func:`restrictiveness._vecmath._exp`, which vectorises (numba's ``np.exp`` is a scalar
+libm call without Intel SVML); every node's utilities are shifted by their maximum (the outside
+good's 0 included), so no utility can overflow. Per market the Jacobian's node sums are one
+matrix product ``S_m Bᵀ`` (``J × 2H`` times ``2H × (1 + K + Kr + nL)``) by BLAS, with ``B``
+stacking a row of ones, ``w̄``, the nodes ``±z`` and the products ``w̄_c ∘ (±z_b)``.
 
 Every compiled kernel (``*_nb``) has a plain-NumPy twin (``*_numpy``); tests assert they agree.
 Inputs are validated by the callers in :mod:`restrictiveness.demand.models`; the kernels expect
@@ -27,190 +28,174 @@ C-contiguous float64 arrays and int64 index arrays.
 
 from __future__ import annotations
 
-import threading
-
 import numba
 import numpy as np
 
-__all__ = ["random_utilities_nb", "random_utilities_numpy", "node_probabilities_nb",
-           "node_probabilities_numpy", "mean_probabilities_nb", "mean_probabilities_numpy",
-           "safe_markets", "probability_jacobian_nb", "probability_jacobian_numpy", "mxl_shares",
-           "mxl_shares_numpy", "mxl_probabilities", "Workspace", "mxl_jacobian",
+from restrictiveness._vecmath import _FM, _exp, _exp_pair
+
+# Markets with max|δ| + max|μ| below this take unshifted exponentials: e^600 ≈ 4e260 leaves
+# room for the sum over products, and 2^{±n} stays a normal number.
+_SAFE = 600.0
+
+__all__ = ["node_probabilities_nb", "node_probabilities_numpy", "mean_probabilities_nb",
+           "mean_probabilities_numpy", "shares_jacobian_nb", "shares_jacobian_numpy",
+           "mxl_shares", "mxl_shares_numpy", "mxl_probabilities", "mxl_jacobian",
            "mxl_jacobian_numpy"]
 
-# |utility| below this bound can neither overflow exp (e^600 ≈ 1e260) nor underflow to zero.
-_SAFE = 600.0
-# markets × products × nodes per block of the share front end (4 MB work arrays, reused): bounds
-# the memory of big predictions (an elasticity check predicts ~5,000 markets at once)
-_BLOCK_ELEMENTS = 500_000
+
+# --------------------------------------------------------------------------- one market
 
 
-# --------------------------------------------------------------------------- utilities
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
+    """Choice probabilities of one market at all 2H nodes, written to ``out_m (J, 2H)``.
 
+    ``d (J,)`` are the mean utilities, ``Wr_m (J, Kr)`` the random-coefficient columns, ``nuT
+    (Kr, H)`` the half nodes and ``numax (Kr,)`` their largest absolute values; ``mu (J, H)``
+    and ``den (2H,)`` are scratch. Compiled without reassociation (the range reduction of the
+    exponentials needs its order of operations) and called, not inlined, by the kernels below,
+    which keep their own fast-math flags.
 
-@numba.njit(cache=True, fastmath=True)
-def random_utilities_nb(Wr, nuT, out):
-    """Taste-shock utilities ``mu (n, J, H)`` from ``Wr (n, J, Kr)`` and ``nuT = nuᵀ (Kr, H)``,
-    written to ``out`` and returned.
-
-    ``Wr`` holds the random-coefficient columns of the design; the node axis is contiguous.
+    When ``max|δ| + max|μ| < 600`` (bounded cheaply through ``numax``) no exponential can
+    overflow or underflow, and ``e^{δ_j ± μ_jh} = e^{δ_j} e^{±μ_jh}`` with both signs from one
+    :func:`~restrictiveness._vecmath._exp_pair`; otherwise every node's utilities are shifted
+    by their maximum (the outside good's 0 included).
     """
-    n, J, kr = Wr.shape
+    J, kr = Wr_m.shape
     H = nuT.shape[1]
-    for m in range(n):
+    bound = 0.0
+    for a in range(kr):
+        wmax = 0.0
         for j in range(J):
-            row = out[m, j]
+            wmax = max(wmax, abs(Wr_m[j, a]))
+        bound += wmax * numax[a]
+    dmax = 0.0
+    for j in range(J):
+        dmax = max(dmax, abs(d[j]))
+    safe = dmax + bound < _SAFE
+    for j in range(J):
+        row = mu[j]
+        for h in range(H):
+            row[h] = 0.0
+        for a in range(kr):
+            w = Wr_m[j, a]
+            v = nuT[a]
             for h in range(H):
-                row[h] = 0.0
-            for a in range(kr):
-                w = Wr[m, j, a]
-                v = nuT[a]
-                for h in range(H):
-                    row[h] += w * v[h]
+                row[h] += w * v[h]
+    if safe:
+        for r in range(2 * H):
+            den[r] = 1.0   # the outside good
+        for j in range(J):
+            row = mu[j]
+            oj = out_m[j]
+            c = _exp(d[j])
+            for h in range(H):
+                ep, em = _exp_pair(row[h])
+                a = c * ep
+                b = c * em
+                oj[h] = a
+                oj[H + h] = b
+                den[h] += a
+                den[H + h] += b
+    else:
+        for h in range(H):
+            tp = 0.0   # the outside good's utility enters the maximum
+            tm = 0.0
+            for j in range(J):
+                tp = max(tp, d[j] + mu[j, h])
+                tm = max(tm, d[j] - mu[j, h])
+            a_sum = _exp(-tp)
+            b_sum = _exp(-tm)
+            for j in range(J):
+                a = _exp(d[j] + mu[j, h] - tp)
+                b = _exp(d[j] - mu[j, h] - tm)
+                out_m[j, h] = a
+                out_m[j, H + h] = b
+                a_sum += a
+                b_sum += b
+            den[h] = a_sum
+            den[H + h] = b_sum
+    for r in range(2 * H):
+        den[r] = 1.0 / den[r]
+    for j in range(J):
+        oj = out_m[j]
+        for r in range(2 * H):
+            oj[r] *= den[r]
+
+
+@numba.njit(cache=True)
+def _abs_max_rows(nuT):
+    out = np.zeros(nuT.shape[0])
+    for a in range(nuT.shape[0]):
+        for h in range(nuT.shape[1]):
+            out[a] = max(out[a], abs(nuT[a, h]))
     return out
 
 
-def random_utilities_numpy(Wr: np.ndarray, nuT: np.ndarray) -> np.ndarray:
-    """NumPy twin of :func:`random_utilities_nb`."""
-    return np.einsum("mja,ah->mjh", Wr, nuT)
-
-
-def safe_markets(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray) -> np.ndarray:
-    """Markets where a cheap bound guarantees ``max|δ| + max|μ| < 600`` (boolean ``(n,)``).
-
-    ``|μ_jh| ≤ Σ_a max_j |W_ja| · max_h |nu_ha|`` costs ``n·J·Kr`` operations instead of a scan
-    over every node; markets that fail it take the max-shifted path.
-    """
-    bound = np.abs(Wr).max(axis=1) @ np.abs(nuT).max(axis=1)
-    return np.ascontiguousarray(np.abs(delta).max(axis=1) + bound < _SAFE)
-
-
-# --------------------------------------------------------------------------- probabilities
+# --------------------------------------------------------------------------- shares
 
 
 @numba.njit(cache=True, fastmath=True)
-def _fast_market(d, emu_m, ed, tp, tm, out_m):
-    """Node probabilities ``out_m (J, 2H)`` of one market with one exp per node pair.
-
-    Pass 1 writes ``e^{δ_j ± μ_jh}`` and sums them per node; pass 2 normalises in place while
-    the market's block (J × 2H doubles, ~100 kB) is still in cache.
-    """
-    J, H = emu_m.shape
-    for j in range(J):
-        ed[j] = np.exp(d[j])
-    for h in range(H):
-        tp[h] = 1.0
-        tm[h] = 1.0
-    for j in range(J):
-        e = emu_m[j]
-        oj = out_m[j]
-        c = ed[j]
-        for h in range(H):
-            a = c * e[h]
-            b = c / e[h]
-            oj[h] = a
-            oj[H + h] = b
-            tp[h] += a
-            tm[h] += b
-    for h in range(H):
-        tp[h] = 1.0 / tp[h]
-        tm[h] = 1.0 / tm[h]
-    for j in range(J):
-        oj = out_m[j]
-        for h in range(H):
-            oj[h] *= tp[h]
-            oj[H + h] *= tm[h]
-
-
-@numba.njit(cache=True, fastmath=True)
-def _shifted_market(d, mu_m, out_m):
-    """Node probabilities ``out_m (J, 2H)`` of one market with max-shifted exponentials."""
-    J, H = mu_m.shape
-    for h in range(H):
-        mp = 0.0   # the outside good's utility 0 enters the max
-        mm = 0.0
-        for j in range(J):
-            mp = max(mp, d[j] + mu_m[j, h])
-            mm = max(mm, d[j] - mu_m[j, h])
-        tp = np.exp(-mp)
-        tm = np.exp(-mm)
-        for j in range(J):
-            a = np.exp(d[j] + mu_m[j, h] - mp)
-            b = np.exp(d[j] - mu_m[j, h] - mm)
-            out_m[j, h] = a
-            out_m[j, H + h] = b
-            tp += a
-            tm += b
-        for j in range(J):
-            out_m[j, h] /= tp
-            out_m[j, H + h] /= tm
-
-
-@numba.njit(cache=True, fastmath=True)
-def mean_probabilities_nb(delta, mu, emu, fast):
+def mean_probabilities_nb(delta, Wr, nuT):
     """Inside shares ``(n, J)``: choice probabilities averaged over the 2H antithetic nodes.
 
     Parameters
     ----------
     delta : ndarray, shape (n, J)
         Mean utilities.
-    mu : ndarray, shape (n, J, H)
-        Taste-shock utilities at the first half of the nodes (the other half is ``-mu``).
-    emu : ndarray, shape (n, J, H)
-        ``exp(mu)`` (read only in markets flagged ``fast``).
-    fast : ndarray of bool, shape (n,)
-        Markets where ``max|δ| + max|μ| < 600``, so ``exp(δ ± μ)`` can neither overflow nor
-        underflow and one exponential serves a node pair (:func:`safe_markets`).
+    Wr : ndarray, shape (n, J, Kr)
+        The design columns with random coefficients.
+    nuT : ndarray, shape (Kr, H)
+        The first half of the taste-shock nodes, transposed (the other half is ``-nu``).
     """
-    n, J, H = mu.shape
-    out = np.zeros((n, J))
-    ed = np.empty(J)
-    tp = np.empty(H)
-    tm = np.empty(H)
+    n, J, _ = Wr.shape
+    H = nuT.shape[1]
+    out = np.empty((n, J))
+    mu = np.empty((J, H))
+    numax = _abs_max_rows(nuT)
+    den = np.empty(2 * H)
     tmp = np.empty((J, 2 * H))
+    inv = 0.5 / H
     for m in range(n):
-        if fast[m]:
-            _fast_market(delta[m], emu[m], ed, tp, tm, tmp)
-        else:
-            _shifted_market(delta[m], mu[m], tmp)
+        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, tmp)
         for j in range(J):
             acc = 0.0
             for r in range(2 * H):
                 acc += tmp[j, r]
-            out[m, j] = acc
-    return out * (0.5 / H)
+            out[m, j] = acc * inv
+    return out
 
 
 @numba.njit(cache=True, fastmath=True)
-def node_probabilities_nb(delta, mu, emu, fast, out):
+def node_probabilities_nb(delta, Wr, nuT, out):
     """Choice probabilities at every node, written to ``out (n, J, 2H)`` (nodes ``+nu`` first,
     then ``-nu``); returns their mean over nodes, the inside shares ``(n, J)``.
 
     Other arguments as in :func:`mean_probabilities_nb`.
     """
-    n, J, H = mu.shape
-    mean = np.zeros((n, J))
-    ed = np.empty(J)
-    tp = np.empty(H)
-    tm = np.empty(H)
+    n, J, _ = Wr.shape
+    H = nuT.shape[1]
+    mean = np.empty((n, J))
+    mu = np.empty((J, H))
+    numax = _abs_max_rows(nuT)
+    den = np.empty(2 * H)
+    inv = 0.5 / H
     for m in range(n):
         o = out[m]
-        if fast[m]:
-            _fast_market(delta[m], emu[m], ed, tp, tm, o)
-        else:
-            _shifted_market(delta[m], mu[m], o)
+        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, o)
         for j in range(J):
             acc = 0.0
             oj = o[j]
             for r in range(2 * H):
                 acc += oj[r]
-            mean[m, j] = acc
-    return mean * (0.5 / H)
+            mean[m, j] = acc * inv
+    return mean
 
 
-def node_probabilities_numpy(delta: np.ndarray,
-                             mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NumPy twin of :func:`node_probabilities_nb` (needs no ``emu``)."""
+def node_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray,
+                             nuT: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`node_probabilities_nb`: ``(S (n, J, 2H), shares (n, J))``."""
+    mu = np.einsum("mja,ah->mjh", Wr, nuT)
     U = delta[:, :, None] + np.concatenate([mu, -mu], axis=2)
     top = np.maximum(U.max(axis=1, keepdims=True), 0.0)
     E = np.exp(U - top)
@@ -218,28 +203,28 @@ def node_probabilities_numpy(delta: np.ndarray,
     return S, S.mean(axis=2)
 
 
-def mean_probabilities_numpy(delta: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def mean_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`mean_probabilities_nb`."""
-    return node_probabilities_numpy(delta, mu)[1]
+    return node_probabilities_numpy(delta, Wr, nuT)[1]
 
 
 # --------------------------------------------------------------------------- Jacobian
 
 
 @numba.njit(cache=True, fastmath=True)
-def probability_jacobian_nb(S, W, ridx, zT, lrow, lcol):
-    """Shares and their (β, L) Jacobian from node probabilities ``S (n, J, 2H)``.
+def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
+    """Shares and their (β, L) Jacobian, one market at a time.
 
     Parameters
     ----------
-    S : ndarray, shape (n, J, 2H)
-        Node probabilities (:func:`node_probabilities_nb`); node ``H + h`` is ``-z_h``.
+    delta, Wr, nuT
+        As in :func:`mean_probabilities_nb`.
     W : ndarray, shape (n, J, K)
         Design.
     ridx : ndarray of int64, shape (Kr,)
         Design columns with random coefficients.
     zT : ndarray, shape (Kr, H)
-        Standard-normal half nodes, transposed.
+        Standard-normal half nodes, transposed (``nuT = L zT``).
     lrow, lcol : ndarray of int64, shape (nL,)
         Positions (a, b) of the free Cholesky entries among the random terms.
 
@@ -247,128 +232,67 @@ def probability_jacobian_nb(S, W, ridx, zT, lrow, lcol):
     -------
     shares : ndarray, shape (n, J)
     jac : ndarray, shape (n, J, K + nL)
-
-    Notes
-    -----
-    Every sum runs along the contiguous node axis, so the dot products vectorise (~2× faster
-    than accumulating along the short product axis). The L-part folds each antithetic pair:
-    ``Σ_r s_jr z_br = Σ_h (s_jh − s_j,H+h) z_bh`` and
-    ``Σ_r s_jr w̄_cr z_br = Σ_h (s_jh w̄_ch − s_j,H+h w̄_c,H+h) z_bh``, which cuts its work by
-    ~40%.
     """
-    n, J, R = S.shape
+    n, J, kr = Wr.shape
+    H = nuT.shape[1]
+    R = 2 * H
     K = W.shape[2]
-    kr, H = zT.shape
     nL = lrow.shape[0]
     shares = np.empty((n, J))
     jac = np.empty((n, J, K + nL))
-    wbar = np.empty((K, R))
-    D = np.empty((kr, H))
-    dz = np.empty(H)
-    az = np.empty(kr)
+    mu = np.empty((J, H))
+    numax = _abs_max_rows(nuT)
+    den = np.empty(R)
+    Sm = np.empty((J, R))
+    WmT = np.empty((K, J))
+    # rows of B: 1 | w̄_a (K) | ±z_b (Kr) | w̄_c ∘ ±z_b (nL); the constant rows are set once
+    zr, pr = 1 + K, 1 + K + kr
+    B = np.empty((pr + nL, R))
+    B[0] = 1.0
+    for b in range(kr):
+        for h in range(H):
+            B[zr + b, h] = zT[b, h]
+            B[zr + b, H + h] = -zT[b, h]
     inv = 1.0 / R
     for m in range(n):
-        Sm = S[m]
+        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, Sm)
+        Wm = W[m]
         for a in range(K):
-            wa = wbar[a]
+            for j in range(J):
+                WmT[a, j] = Wm[j, a]
+        B[1:zr] = np.dot(WmT, Sm)                        # w̄ = Wmᵀ S_m
+        for q in range(nL):
+            wc = B[1 + ridx[lrow[q]]]
+            zb = B[zr + lcol[q]]
+            out = B[pr + q]
             for r in range(R):
-                wa[r] = 0.0
-            for k in range(J):
-                w = W[m, k, a]
-                sk = Sm[k]
-                for r in range(R):
-                    wa[r] += w * sk[r]
+                out[r] = wc[r] * zb[r]
+        P = np.dot(Sm, B.T)                              # every node sum at once: (J, rows)
         for j in range(J):
-            sj = Sm[j]
-            t = 0.0
-            for r in range(R):
-                t += sj[r]
-            t *= inv
+            t = P[j, 0] * inv
             shares[m, j] = t
             for a in range(K):
-                wa = wbar[a]
-                acc = 0.0
-                for r in range(R):
-                    acc += sj[r] * wa[r]
-                jac[m, j, a] = t * W[m, j, a] - acc * inv
-            for h in range(H):
-                dz[h] = sj[h] - sj[H + h]
-            for b in range(kr):
-                zb = zT[b]
-                acc = 0.0
-                for h in range(H):
-                    acc += dz[h] * zb[h]
-                az[b] = acc
-            for c in range(kr):
-                wc = wbar[ridx[c]]
-                Dc = D[c]
-                for h in range(H):
-                    Dc[h] = sj[h] * wc[h] - sj[H + h] * wc[H + h]
+                jac[m, j, a] = t * Wm[j, a] - P[j, 1 + a] * inv
             for q in range(nL):
-                zb = zT[lcol[q]]
-                Dc = D[lrow[q]]
-                acc = 0.0
-                for h in range(H):
-                    acc += Dc[h] * zb[h]
-                jac[m, j, K + q] = (W[m, j, ridx[lrow[q]]] * az[lcol[q]] - acc) * inv
+                jac[m, j, K + q] = (Wm[j, ridx[lrow[q]]] * P[j, zr + lcol[q]]
+                                    - P[j, pr + q]) * inv
     return shares, jac
 
 
-def probability_jacobian_numpy(S: np.ndarray, W: np.ndarray, ridx: np.ndarray, zT: np.ndarray,
-                               lrow: np.ndarray,
-                               lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NumPy twin of :func:`probability_jacobian_nb`, written from the definition
+def shares_jacobian_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray, W: np.ndarray,
+                          ridx: np.ndarray, zT: np.ndarray, lrow: np.ndarray,
+                          lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`shares_jacobian_nb`, written from the definition
     ``∂s_j/∂θ = mean_r s_jr (∂u_jr/∂θ − Σ_k s_kr ∂u_kr/∂θ)``."""
+    S, shares = node_probabilities_numpy(delta, Wr, nuT)
     zf = np.concatenate([zT, -zT], axis=1)                            # (Kr, R)
     wbar = np.einsum("mkr,mka->mra", S, W)                            # (n, R, K)
     A = S[:, :, :, None] * (W[:, :, None, :] - wbar[:, None, :, :])   # (n, J, R, K)
     jl = np.einsum("mjrq,qr->mjq", A[:, :, :, ridx[lrow]], zf[lcol]) / S.shape[2]
-    return S.mean(axis=2), np.concatenate([A.mean(axis=2), jl], axis=2)
+    return shares, np.concatenate([A.mean(axis=2), jl], axis=2)
 
 
 # --------------------------------------------------------------------------- front ends
-
-
-def _exp(mu: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    with np.errstate(over="ignore"):   # markets that overflow take the kernel's shifted path
-        return np.exp(mu, out=out)
-
-
-class Workspace:
-    """Reusable buffers for repeated MXL evaluations on the same markets (a least-squares fit).
-
-    Allocating the ~10 MB node arrays afresh on every call costs page faults that, in a fit,
-    took longer than the arithmetic; a fit keeps one workspace instead.
-
-    Examples
-    --------
-    >>> Workspace(100, 24, 256).S.shape
-    (100, 24, 512)
-    """
-
-    def __init__(self, n: int, J: int, H: int) -> None:
-        self.mu = np.empty((n, J, H))
-        self.emu = np.empty((n, J, H))
-        self.S = np.empty((n, J, 2 * H))
-
-    def fits(self, n: int, J: int, H: int) -> bool:
-        return self.mu.shape == (n, J, H)
-
-
-_LOCAL = threading.local()
-
-
-def _share_buffers(block: int, J: int, H: int) -> tuple[np.ndarray, np.ndarray]:
-    """Work arrays of the share front end, kept per thread and reused across calls.
-
-    Fresh multi-megabyte arrays are mmapped and page-faulted on every call, which doubled the
-    cost of a share evaluation; reusing them removes that (per thread, so threads never share).
-    """
-    buf = getattr(_LOCAL, "shares", None)
-    if buf is None or buf[0].shape != (block, J, H):
-        buf = (np.empty((block, J, H)), np.empty((block, J, H)))
-        _LOCAL.shares = buf
-    return buf
 
 
 def _prepare(delta, W, ridx, nu):
@@ -403,48 +327,37 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
     >>> mxl_shares(np.zeros((1, 2)), W, np.array([0]), nu).round(4)
     array([[0.3333, 0.3333]])
     """
-    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
-    n, J, _ = Wr.shape
-    out = np.empty((n, J))
-    block = max(1, min(n, _BLOCK_ELEMENTS // max(1, J * nuT.shape[1])))
-    mu, emu = _share_buffers(block, J, nuT.shape[1])
-    fast = safe_markets(delta, Wr, nuT)
-    for lo in range(0, n, block):
-        hi = min(n, lo + block)
-        m = random_utilities_nb(Wr[lo:hi], nuT, mu[: hi - lo])
-        out[lo:hi] = mean_probabilities_nb(delta[lo:hi], m, _exp(m, emu[: hi - lo]),
-                                           fast[lo:hi])
-    return out
+    return mean_probabilities_nb(*_prepare(delta, W, ridx, nu))
 
 
 def mxl_shares_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
                      nu: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`mxl_shares`."""
-    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
-    return mean_probabilities_numpy(delta, random_utilities_numpy(Wr, nuT))
+    return mean_probabilities_numpy(*_prepare(delta, W, ridx, nu))
 
 
-def mxl_probabilities(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
-                      work: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
+def mxl_probabilities(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
+                      nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Choice probabilities at all 2H nodes ``(n, J, 2H)`` and the shares ``(n, J)`` (compiled).
 
-    Arguments as in :func:`mxl_shares`; ``work`` supplies the buffers (the returned node array
-    is then ``work.S``, overwritten by the next call).
+    Arguments as in :func:`mxl_shares`. The node array takes ``n · J · 2H`` doubles: callers
+    with many markets pass them in blocks.
     """
     delta, Wr, nuT = _prepare(delta, W, ridx, nu)
-    n, J, _ = Wr.shape
-    H = nuT.shape[1]
-    if work is None or not work.fits(n, J, H):
-        work = Workspace(n, J, H)
-    mu = random_utilities_nb(Wr, nuT, work.mu)
-    emu = _exp(mu, work.emu)
-    shares = node_probabilities_nb(delta, mu, emu, safe_markets(delta, Wr, nuT), work.S)
-    return work.S, shares
+    S = np.empty(Wr.shape[:2] + (2 * nuT.shape[1],))
+    return S, node_probabilities_nb(delta, Wr, nuT, S)
+
+
+def _jacobian_args(delta, W, ridx, nu, z, lrow, lcol):
+    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
+    return (delta, Wr, nuT, np.ascontiguousarray(W, dtype=float),
+            np.asarray(ridx, dtype=np.int64), np.ascontiguousarray(np.asarray(z, dtype=float).T),
+            np.asarray(lrow, dtype=np.int64), np.asarray(lcol, dtype=np.int64))
 
 
 def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
-                 z: np.ndarray, lrow: np.ndarray, lcol: np.ndarray,
-                 S: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 z: np.ndarray, lrow: np.ndarray,
+                 lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mixed-logit shares and their Jacobian in (β, L) with the compiled kernels.
 
     Parameters
@@ -455,8 +368,6 @@ def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndar
         The standard-normal half nodes (``nu = z Lᵀ``).
     lrow, lcol : ndarray of int64, shape (nL,)
         Positions (a, b) of the free entries of ``L`` (rows and columns among the random terms).
-    S : ndarray, optional
-        Node probabilities already computed at these parameters (:func:`mxl_probabilities`).
 
     Returns
     -------
@@ -473,20 +384,11 @@ def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndar
     >>> jac.shape
     (1, 2, 2)
     """
-    if S is None:
-        S, _ = mxl_probabilities(delta, W, ridx, nu)
-    return probability_jacobian_nb(S, np.ascontiguousarray(W, dtype=float),
-                                   np.asarray(ridx, dtype=np.int64),
-                                   np.ascontiguousarray(np.asarray(z, dtype=float).T),
-                                   np.asarray(lrow, dtype=np.int64),
-                                   np.asarray(lcol, dtype=np.int64))
+    return shares_jacobian_nb(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol))
 
 
 def mxl_jacobian_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
                        z: np.ndarray, lrow: np.ndarray,
                        lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`mxl_jacobian`."""
-    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
-    S, _ = node_probabilities_numpy(delta, random_utilities_numpy(Wr, nuT))
-    return probability_jacobian_numpy(S, W, np.asarray(ridx), np.asarray(z, dtype=float).T,
-                                      lrow, lcol)
+    return shares_jacobian_numpy(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol))
