@@ -8,7 +8,10 @@ kernels. Each has a documented error bound, an array front end (``*_nb``) and a 
 (``*_numpy``) that tests compare it with.
 
 The ``_``-prefixed scalar versions are meant to be inlined into other kernels
-(:mod:`restrictiveness.demand._shares_nb`, :mod:`restrictiveness.demand._logit_nb`).
+(:mod:`restrictiveness.demand._shares_nb`, :mod:`restrictiveness.demand._logit_nb`). numba's
+on-disk cache keys a kernel on its own source file only, so after editing this module delete the
+cached ``*.nbi``/``*.nbc`` files under ``__pycache__``: the kernels that inline these functions
+would otherwise keep the old versions.
 """
 
 from __future__ import annotations
