@@ -26,7 +26,7 @@ point, so the baseline and Berry starts, which have ``L = 0``, lead to the MNL f
 ``L = 0`` stays a candidate, so MXL never fits worse than MNL). MXL uses scipy's ``dogbox``
 method: within the 400-evaluation budget, which MXL fits on the demand prior's pseudo-truths
 exhaust, it reached lower objectives than ``trf`` — on a known MXL and three prior draws at
-n = 100 the SSR ratio trf/dogbox was 6e23 (dogbox found the exact fit), 1.22, 1.05 and 1.04
+n = 100 the SSR ratio trf/dogbox was 5e21 (dogbox found the exact fit), 1.22, 1.05 and 1.04
 (``python benchmarks/bench_mxl.py`` prints the comparison). Scaling the parameters with
 ``x_scale="jac"`` made no systematic difference on the prior draws and is not used.
 
