@@ -1,4 +1,4 @@
-"""Tables 3–4 of the paper (M = 200 demand systems; n = 50, 100, 200). Slow: about 30 minutes
+"""Tables 3–4 of the paper (M = 200 demand systems; n = 50, 100, 200). Slow: about 20 minutes
 with two workers. Run with ``python -m pytest -m slow tests/test_demand_replication.py``."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # market shares and for own- and cross-price elasticities, estimate MNL on the Nevo cereal data,
 # and compute completeness against a per-product GP benchmark. This vignette uses a small
 # evaluation distribution (fewer consumer types and markets) so it runs in seconds; the
-# paper's configuration is `rx.demand.study()` (about 40 minutes at M = 200 on 2 cores).
+# paper's configuration is `rx.demand.study()` (about 19 minutes at M = 200 on 2 cores).
 
 # %%
 import restrictiveness as rx
