@@ -180,6 +180,25 @@ def test_analytic_jacobians_match_finite_differences(model):
     np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-9)
 
 
+def test_mxl_jacobian_kept_from_the_residuals_belongs_to_the_point_asked_for():
+    """The residual call computes the Jacobian too; a later ``jac`` call must get the one of
+    its own point, whether or not the last residual call was at that point."""
+    X = markets(3)
+    W = np.ascontiguousarray(design(X)(X))
+    theta, extra = np.r_[BETA, L_FULL], mxl_fit(X, np.r_[BETA, L_FULL])[1]
+    other = theta + 0.05
+    res = _Residuals("MXL", W, np.full((3, 24), 0.01), extra)
+    fresh_theta = _Residuals("MXL", W, res.y, extra).jac(theta)
+    fresh_other = _Residuals("MXL", W, res.y, extra).jac(other)
+    assert not np.allclose(fresh_theta, fresh_other)
+    res.fun(theta)
+    np.testing.assert_array_equal(res.jac(theta), fresh_theta)   # kept
+    np.testing.assert_array_equal(res.jac(other), fresh_other)   # recomputed
+    res.fun(other)
+    np.testing.assert_array_equal(res.jac(theta), fresh_theta)
+    assert res.nfev == 2
+
+
 def test_elasticities_through_a_patsy_formula_use_the_chain_rule():
     X = markets(2)
     d = design(X, "shares ~ np.log(prices) + sugar")
