@@ -136,6 +136,21 @@ def _abs_max_rows(nuT):
 
 
 @numba.njit(cache=True, fastmath=True)
+def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m):
+    """Node probabilities of one market into ``probs_m (J, 2H)`` and their means over nodes
+    into ``shares_m (J,)``; the other arguments as in :func:`_market_probabilities`."""
+    _market_probabilities(d, Wr_m, nuT, numax, mu, den, probs_m)
+    J, R = probs_m.shape
+    inv = 1.0 / R
+    for j in range(J):
+        acc = 0.0
+        pj = probs_m[j]
+        for r in range(R):
+            acc += pj[r]
+        shares_m[j] = acc * inv
+
+
+@numba.njit(cache=True, fastmath=True)
 def mean_probabilities_nb(delta, Wr, nuT):
     """Inside shares ``(n, J)``: choice probabilities averaged over the 2H antithetic nodes.
 
@@ -150,20 +165,12 @@ def mean_probabilities_nb(delta, Wr, nuT):
     """
     n, J, _ = Wr.shape
     H = nuT.shape[1]
-    out = np.empty((n, J))
-    mu = np.empty((J, H))
+    shares = np.empty((n, J))
     numax = _abs_max_rows(nuT)
-    den = np.empty(2 * H)
-    tmp = np.empty((J, 2 * H))
-    inv = 0.5 / H
+    mu, den, probs = np.empty((J, H)), np.empty(2 * H), np.empty((J, 2 * H))
     for m in range(n):
-        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, tmp)
-        for j in range(J):
-            acc = 0.0
-            for r in range(2 * H):
-                acc += tmp[j, r]
-            out[m, j] = acc * inv
-    return out
+        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, probs, shares[m])
+    return shares
 
 
 @numba.njit(cache=True, fastmath=True)
@@ -175,21 +182,12 @@ def node_probabilities_nb(delta, Wr, nuT, out):
     """
     n, J, _ = Wr.shape
     H = nuT.shape[1]
-    mean = np.empty((n, J))
-    mu = np.empty((J, H))
+    shares = np.empty((n, J))
     numax = _abs_max_rows(nuT)
-    den = np.empty(2 * H)
-    inv = 0.5 / H
+    mu, den = np.empty((J, H)), np.empty(2 * H)
     for m in range(n):
-        o = out[m]
-        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, o)
-        for j in range(J):
-            acc = 0.0
-            oj = o[j]
-            for r in range(2 * H):
-                acc += oj[r]
-            mean[m, j] = acc * inv
-    return mean
+        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, out[m], shares[m])
+    return shares
 
 
 def node_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray,
