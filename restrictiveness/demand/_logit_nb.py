@@ -15,9 +15,10 @@ the random coefficients' covariance), the Jacobian is
 Why it is fast: the kernels work one market at a time, so a market's utilities and node
 probabilities (J × 2H doubles, ~100 kB) stay in cache from the utilities to the shares and the
 Jacobian instead of streaming ~10 MB arrays through memory between NumPy passes. Exponentials
-come from :func:`restrictiveness._vecmath._exp`, which vectorises (numba's ``np.exp`` is a scalar
-libm call without Intel SVML); every node's utilities are shifted by their maximum (the outside
-good's 0 included), so no utility can overflow. Per market the Jacobian's node sums are one
+come from :mod:`restrictiveness._vecmath`, which vectorises (numba's ``np.exp`` is a scalar libm
+call without Intel SVML): where no utility can overflow, ``e^{δ ± μ} = e^δ e^{±μ}`` with both
+signs from one range reduction; elsewhere every node's utilities are shifted by their maximum
+(the outside good's 0 included). Per market the Jacobian's node sums are one
 matrix product ``S_m Bᵀ`` (``J × 2H`` times ``2H × (1 + K + Kr + nL)``) by BLAS, with ``B``
 stacking a row of ones, ``w̄``, the nodes ``±z`` and the products ``w̄_c ∘ (±z_b)``.
 
