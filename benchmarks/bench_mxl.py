@@ -29,7 +29,7 @@ from restrictiveness.demand.models import (
     _standard_nodes,
     market_design,
 )
-from restrictiveness.sample import Sample
+from restrictiveness.shared.sample import Sample
 
 
 def best_of(f, repeat=50):

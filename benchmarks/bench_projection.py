@@ -10,13 +10,13 @@ import time
 
 import numpy as np
 
-from restrictiveness._projection_nb import (
+from restrictiveness.eligible._projection_nb import (
     ordered_pairs_numpy,
     sweep_project,
     sweep_project_numpy,
 )
+from restrictiveness.eligible.projection import ordered_pairs
 from restrictiveness.lottery.prior import lottery_domain
-from restrictiveness.projection import ordered_pairs
 
 
 def best_of(fn, repeat):

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from restrictiveness.sensitivity import bounds, bounds_lp, critical_gamma
+from restrictiveness.engine.sensitivity import bounds, bounds_lp, critical_gamma
 
 
 def _best_of(fn, repeats: int) -> float:

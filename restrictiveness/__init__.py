@@ -9,9 +9,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import datasets, demand, lottery  # noqa: E402  (the applications build on the names above)
-from .adapters import AutoML, GridGP, LogShareRegressor
-from .completeness import (
+# The public names of every layer (the layer order is in tests/test_layout.py).
+from . import datasets, demand, lottery
+from .ai.llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
+from .ai.programs import ProgramError, ProgramProcedure
+from .ai.sandbox import SandboxLimits, run_python
+from .analysis.completeness import (
     CellMeansKFold,
     CompletenessResults,
     RepeatedGroupKFold,
@@ -19,10 +22,21 @@ from .completeness import (
     estimate_completeness,
     load_completeness,
 )
-from .constraints import Between, Constraint, Decreasing, Increasing, Simplex
-from .discrepancies import KL, MSE, Discrepancy
-from .domains import Box, Domain, FiniteSet, LinearInequality
-from .exceptions import (
+from .analysis.frontier import frontier_table, plot_frontier
+from .analysis.quick import quick_check
+from .demand.learners import GridGP, LogShareRegressor
+from .eligible.constraints import Between, Constraint, Decreasing, Increasing, Simplex
+from .eligible.domains import Box, Domain, FiniteSet, LinearInequality
+from .eligible.kernels import Matern32, Matern52, SquaredExponential
+from .eligible.monotone_gp import EligibleSet, MonotoneGP
+from .eligible.truth import EvaluationDistribution, PseudoTruth
+from .engine.discrepancies import KL, MSE, Discrepancy
+from .engine.protocol import Fitted, FunctionRule, Procedure
+from .engine.results import Results, load
+from .engine.sensitivity_results import Contributions
+from .engine.study import Study
+from .procedures import OLS, AutoML, Constant, GPRegression, SklearnRegressor
+from .shared.exceptions import (
     BaselineError,
     CheckpointError,
     ConfigurationError,
@@ -33,27 +47,8 @@ from .exceptions import (
     FormulaError,
     RestrictivenessError,
 )
-from .formula import parse_formula
-from .frontier import frontier_table, plot_frontier
-from .kernels import Matern32, Matern52, SquaredExponential
-from .llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
-from .monotone_gp import EligibleSet, MonotoneGP
-from .procedures import (
-    OLS,
-    Constant,
-    Fitted,
-    FunctionRule,
-    GPRegression,
-    Procedure,
-    SklearnRegressor,
-)
-from .programs import ProgramError, ProgramProcedure
-from .quick import quick_check
-from .results import Results, load
-from .sample import Sample
-from .sandbox import SandboxLimits, run_python
-from .study import Study
-from .truth import EvaluationDistribution, PseudoTruth
+from .shared.formula import parse_formula
+from .shared.sample import Sample
 
 __all__ = [
     "__version__",
@@ -72,5 +67,5 @@ __all__ = [
     "ProgramProcedure", "SandboxLimits", "run_python",
     "estimate_completeness", "load_completeness", "frontier_table", "plot_frontier",
     "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
-    "EvaluationDistribution", "PseudoTruth",
+    "EvaluationDistribution", "PseudoTruth", "Contributions",
 ]

@@ -10,9 +10,9 @@ import pytest
 from scipy.spatial.distance import cdist, pdist
 
 import restrictiveness as rx
-from restrictiveness.adapters import AutoML, GridGP, LogShareRegressor, logit_shares
-from restrictiveness.exceptions import DataError
-from restrictiveness.procedures import SklearnRegressor
+from restrictiveness.demand.learners import GridGP, LogShareRegressor, logit_shares
+from restrictiveness.procedures.learners import AutoML, SklearnRegressor
+from restrictiveness.shared.exceptions import DataError
 
 COLS = ("prices", "sugar", "mushy")
 

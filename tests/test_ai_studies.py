@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import restrictiveness as rx
-from restrictiveness.sandbox import SandboxLimits
+from restrictiveness.ai.sandbox import SandboxLimits
 
 LIMITS = SandboxLimits(wall_seconds=60)
 

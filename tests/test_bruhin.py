@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from restrictiveness.datasets.bruhin import load_bruhin
-from restrictiveness.exceptions import DataError
+from restrictiveness.shared.exceptions import DataError
 
 REPO = Path(__file__).resolve().parents[1]
 BRUHIN = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"

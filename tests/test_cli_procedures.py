@@ -27,11 +27,11 @@ def predict(X_train, y_train, X):
 '''
 
 USER_FILE = f'''
-from restrictiveness.programs import ProgramProcedure
+import restrictiveness as rx
 
 SOURCE = {PROGRAM_GP!r}
 
-PROCEDURES = {{"program GP": ProgramProcedure(SOURCE, timeout=120, label="program GP")}}
+PROCEDURES = {{"program GP": rx.ProgramProcedure(SOURCE, timeout=120, label="program GP")}}
 '''
 
 

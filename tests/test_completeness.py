@@ -17,21 +17,28 @@ import pytest
 import statsmodels.api as sm
 from statsmodels.iolib.summary import Summary
 
-from restrictiveness.completeness import (
+from restrictiveness.analysis.completeness.designs import (
     CellMeansKFold,
-    CompletenessResults,
     RepeatedGroupKFold,
     TableSample,
-    clustered_completeness,
-    estimate_completeness,
-    load_completeness,
-    repeated_fold_completeness,
     squared_error,
 )
-from restrictiveness.constraints import Between
-from restrictiveness.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
-from restrictiveness.procedures import OLS, Constant, FunctionRule, GPRegression, Procedure
-from restrictiveness.sample import Sample
+from restrictiveness.analysis.completeness.estimate import estimate_completeness
+from restrictiveness.analysis.completeness.inference import (
+    clustered_completeness,
+    repeated_fold_completeness,
+)
+from restrictiveness.analysis.completeness.results import CompletenessResults, load_completeness
+from restrictiveness.eligible.constraints import Between
+from restrictiveness.engine.protocol import FunctionRule, Procedure
+from restrictiveness.procedures.generic import OLS, Constant, GPRegression
+from restrictiveness.shared.exceptions import (
+    BaselineError,
+    ConfigurationError,
+    DataError,
+    FailureWarning,
+)
+from restrictiveness.shared.sample import Sample
 
 COVARIATES = ("z_hi", "z_lo", "p")
 LOTTERY_SAMPLE = TableSample(COVARIATES, "ce")
@@ -553,7 +560,7 @@ def test_to_sample_dropping_rows_is_refused():
 
 
 def test_misspelt_formula_is_a_configuration_error_not_a_failure():
-    from restrictiveness.exceptions import FormulaError
+    from restrictiveness.shared.exceptions import FormulaError
 
     with pytest.raises(FormulaError, match="z_high"):
         lottery_run(procedures={"typo": OLS("ce ~ z_high + p")})

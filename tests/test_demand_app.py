@@ -38,10 +38,10 @@ def test_cereal_completeness_plumbing():
 def test_a_market_with_a_replaced_perturbation_gets_zero_elasticities():
     """Failure protocol for elasticities: if any of a market's 2J perturbed predictions is
     invalid, the market gets the baseline's elasticities (zero), not a mix of rows."""
-    from restrictiveness.constraints import Simplex
     from restrictiveness.demand.elasticities import rule_elasticities
-    from restrictiveness.failures import GuardedRule
-    from restrictiveness.procedures import FunctionRule
+    from restrictiveness.eligible.constraints import Simplex
+    from restrictiveness.engine.failures import GuardedRule
+    from restrictiveness.engine.protocol import FunctionRule
 
     J = 3
     X = np.tile(np.array([[1.0, 0, 0], [2.0, 0, 0], [1.5, 0, 1]]), (2, 1, 1))  # 2 markets

@@ -22,8 +22,8 @@ from restrictiveness.demand.models import (
     _Residuals,
     market_design,
 )
-from restrictiveness.exceptions import DataError, FormulaError
-from restrictiveness.sample import Sample
+from restrictiveness.shared.exceptions import DataError, FormulaError
+from restrictiveness.shared.sample import Sample
 
 
 def markets(n, J=24, seed=0, mushy=None):

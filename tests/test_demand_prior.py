@@ -22,9 +22,9 @@ from restrictiveness.demand.markets import (
     perturbed_markets,
 )
 from restrictiveness.demand.prior import DemandPrior, _grid_field
-from restrictiveness.exceptions import ConfigurationError, DomainError
-from restrictiveness.kernels import Matern32
-from restrictiveness.truth import PseudoTruth
+from restrictiveness.eligible.kernels import Matern32
+from restrictiveness.eligible.truth import PseudoTruth
+from restrictiveness.shared.exceptions import ConfigurationError, DomainError
 
 
 @pytest.fixture(scope="module")

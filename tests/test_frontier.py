@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from restrictiveness.exceptions import ConfigurationError
-from restrictiveness.frontier import frontier_table, plot_frontier
+from restrictiveness.analysis.frontier import frontier_table, plot_frontier
+from restrictiveness.shared.exceptions import ConfigurationError
 
 matplotlib.use("Agg")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from restrictiveness.inference import combination_estimate, ratio_estimate
+from restrictiveness.engine.inference import combination_estimate, ratio_estimate
 
 
 def _delta_method(D, B):

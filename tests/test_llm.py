@@ -11,8 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from restrictiveness.exceptions import ConfigurationError
-from restrictiveness.llm import (
+from restrictiveness.ai.llm import (
     FINAL_MARKER,
     PROMPTS,
     Agent,
@@ -24,10 +23,11 @@ from restrictiveness.llm import (
     extract_code,
     sample_csv,
 )
-from restrictiveness.procedures import OLS
-from restrictiveness.programs import ProgramError
-from restrictiveness.sample import Sample
-from restrictiveness.sandbox import DEFAULT_ALLOWED_MODULES, SandboxLimits
+from restrictiveness.ai.programs import ProgramError
+from restrictiveness.ai.sandbox import DEFAULT_ALLOWED_MODULES, SandboxLimits
+from restrictiveness.procedures.generic import OLS
+from restrictiveness.shared.exceptions import ConfigurationError
+from restrictiveness.shared.sample import Sample
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 

@@ -11,7 +11,6 @@ import pytest
 import scipy.optimize
 import statsmodels.api as sm
 
-from restrictiveness.exceptions import ConfigurationError, DataError, FormulaError
 from restrictiveness.lottery import _rdu_nb as K
 from restrictiveness.lottery.estimation import LotteryNLS
 from restrictiveness.lottery.models import (
@@ -24,7 +23,8 @@ from restrictiveness.lottery.models import (
     PrelecWeighting,
     ShiftedPowerUtility,
 )
-from restrictiveness.sample import Sample
+from restrictiveness.shared.exceptions import ConfigurationError, DataError, FormulaError
+from restrictiveness.shared.sample import Sample
 
 COLUMNS = ("z_hi", "z_lo", "p")
 CLASSES = [("alpha", "gamma", "delta"), ("gamma", "delta"), ("alpha", "delta"), ("delta",),

@@ -83,7 +83,7 @@ def test_k_draw_interpolation_is_exact_on_the_truth_and_inside_the_prizes():
 
 
 def test_invalid_predictions_fall_back_to_ev_and_are_counted():
-    from restrictiveness.procedures import FunctionRule
+    from restrictiveness.engine.protocol import FunctionRule
 
     class HalfNaN(rx.Procedure):
         def fit(self, sample, rng):

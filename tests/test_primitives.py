@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import restrictiveness as rx
-from restrictiveness.formula import parse_formula
+from restrictiveness.shared.formula import parse_formula
 
 COLS = ("z_hi", "z_lo", "p")
 

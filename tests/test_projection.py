@@ -7,8 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from restrictiveness._projection_nb import ordered_pairs_numpy, sweep_project, sweep_project_numpy
-from restrictiveness.projection import count_violations, monotone_project, ordered_pairs
+from restrictiveness.eligible._projection_nb import (
+    ordered_pairs_numpy,
+    sweep_project,
+    sweep_project_numpy,
+)
+from restrictiveness.eligible.projection import count_violations, monotone_project, ordered_pairs
 
 
 def _brute_pairs(X, sign):

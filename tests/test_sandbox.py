@@ -11,16 +11,11 @@ import uuid
 import numpy as np
 import pytest
 
-from restrictiveness.exceptions import ConfigurationError, RestrictivenessError
-from restrictiveness.procedures import OLS
-from restrictiveness.programs import ProgramError, ProgramProcedure, describe_program
-from restrictiveness.sample import Sample
-from restrictiveness.sandbox import (
-    DEFAULT_ALLOWED_MODULES,
-    REASONS,
-    SandboxLimits,
-    run_python,
-)
+from restrictiveness.ai.programs import ProgramError, ProgramProcedure, describe_program
+from restrictiveness.ai.sandbox import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, run_python
+from restrictiveness.procedures.generic import OLS
+from restrictiveness.shared.exceptions import ConfigurationError, RestrictivenessError
+from restrictiveness.shared.sample import Sample
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 
@@ -124,7 +119,7 @@ def test_kernel_network_isolation_when_available():
     import socket
     import subprocess
 
-    from restrictiveness.sandbox import network_isolation_prefix
+    from restrictiveness.ai.sandbox import network_isolation_prefix
 
     prefix = network_isolation_prefix()
     if not prefix:
@@ -454,8 +449,8 @@ def test_partial_nan_left_to_the_failure_protocol(sample):
 
 
 def test_study_failure_protocol_uses_the_baseline(sample):
-    from restrictiveness.failures import GuardedRule
-    from restrictiveness.procedures import Constant
+    from restrictiveness.engine.failures import GuardedRule
+    from restrictiveness.procedures.generic import Constant
 
     rng = np.random.default_rng(0)
     bad = ProgramProcedure("def predict(X_train, y_train, X):\n    raise RuntimeError('x')",

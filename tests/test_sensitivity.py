@@ -8,14 +8,14 @@ import time
 import numpy as np
 import pytest
 
-from restrictiveness.exceptions import ConfigurationError, DataError
-from restrictiveness.sensitivity import (
+from restrictiveness.engine.sensitivity import (
     bounds,
     bounds_lp,
     critical_gamma,
     format_critical,
     vertex_weights,
 )
+from restrictiveness.shared.exceptions import ConfigurationError, DataError
 
 
 def _data(rng, m, ties=False, zeros_in_b=False):

@@ -15,16 +15,21 @@ import xarray as xr  # noqa: E402
 
 import restrictiveness as rx  # noqa: E402
 from restrictiveness.cli import main  # noqa: E402
-from restrictiveness.exceptions import ConfigurationError, DataError  # noqa: E402
-from restrictiveness.results import Results, load  # noqa: E402
-from restrictiveness.sensitivity import bounds, bounds_lp, critical_gamma, format_critical  # noqa: E402
-from restrictiveness.sensitivity_results import (  # noqa: E402
+from restrictiveness.engine.results import Results, load  # noqa: E402
+from restrictiveness.engine.sensitivity import (  # noqa: E402
+    bounds,
+    bounds_lp,
+    critical_gamma,
+    format_critical,
+)
+from restrictiveness.engine.sensitivity_results import _fmt, parse_comparison  # noqa: E402
+from restrictiveness.lottery import (  # noqa: E402
     CONTRIBUTIONS,
+    CPT_CONTRIBUTIONS,
     CPT_FULL,
     CPT_SUBMODELS,
-    _fmt,
-    parse_comparison,
 )
+from restrictiveness.shared.exceptions import ConfigurationError, DataError  # noqa: E402
 
 CPT = [CPT_FULL, *CPT_SUBMODELS.values(), "CPT(delta)", "GP regression"]
 NS = [50, 100, 200]
@@ -45,7 +50,10 @@ def _hand_results(rng, procedures=CPT, ns=NS, m=40, draws=None, factors=None):
         dims += ("draw",)
     ds = xr.Dataset({"loss": (("procedure",) + dims, loss), "baseline_loss": (dims, base)},
                     coords=coords, attrs={"baseline": "constant"})
-    return Results(ds)
+    res = Results(ds)
+    if all(p in procedures for p in (CPT_FULL, *CPT_SUBMODELS.values())):
+        res = res.with_contributions(CPT_CONTRIBUTIONS)  # as rx.lottery.study does
+    return res
 
 
 def _r(res, label, disc="mse"):
@@ -84,13 +92,28 @@ def test_parse_labels_with_hyphens_and_ambiguity():
 
 def test_parse_cpt_contributions():
     sub = CPT_SUBMODELS
-    assert parse_comparison("C_alpha", CPT) == {sub["alpha"]: 1.0, CPT_FULL: -1.0}
-    assert parse_comparison("C_γ", CPT) == {sub["gamma"]: 1.0, CPT_FULL: -1.0}
+    spec = CPT_CONTRIBUTIONS
+    assert parse_comparison("C_alpha", CPT, spec) == {sub["alpha"]: 1.0, CPT_FULL: -1.0}
+    assert parse_comparison("C_γ", CPT, spec) == {sub["gamma"]: 1.0, CPT_FULL: -1.0}
     # The full model cancels in a contrast of contributions.
-    assert parse_comparison("C_delta-C_gamma", CPT) == {"CPT(alpha,gamma)": 1.0,
-                                                         "CPT(alpha,delta)": -1.0}
-    assert parse_comparison("C_delta - GP regression", CPT) == {
+    assert parse_comparison("C_delta-C_gamma", CPT, spec) == {"CPT(alpha,gamma)": 1.0,
+                                                               "CPT(alpha,delta)": -1.0}
+    assert parse_comparison("C_delta - GP regression", CPT, spec) == {
         "CPT(alpha,gamma)": 1.0, CPT_FULL: -1.0, "GP regression": -1.0}
+    # Without a specification C_q is not a term: it is an unknown label.
+    with pytest.raises(ConfigurationError, match=r"unknown procedure label\(s\) \['C_alpha'\]"):
+        parse_comparison("C_alpha", CPT)
+
+
+def test_contributions_of_any_nested_family():
+    spec = rx.Contributions("M(a,b,c)", {"a": "M(b,c)", "b": "M(a,c)", "c": "M(a,b)"},
+                            symbols={"β": "b"})
+    labels = ["M(a,b,c)", "M(b,c)", "M(a,c)", "M(a,b)"]
+    assert spec.report == ("C_a", "C_b", "C_c")
+    assert parse_comparison("C_β-C_{c}", labels, spec) == {"M(a,c)": 1.0, "M(a,b)": -1.0}
+    assert rx.Contributions.from_json(spec.to_json()) == spec
+    with pytest.raises(ConfigurationError, match="unknown parameter"):
+        rx.Contributions("M", {"a": "M0"}, symbols={"x": "z"})
 
 
 def test_parse_errors_name_the_problem():
@@ -99,7 +122,7 @@ def test_parse_errors_name_the_problem():
     with pytest.raises(ConfigurationError, match=r"\['bar', 'baz'\]"):
         parse_comparison("bar-CPT(delta)-baz", CPT)
     with pytest.raises(ConfigurationError, match=r"CPT\(alpha,gamma\)"):
-        parse_comparison("C_delta", ["CPT(alpha,gamma,delta)", "linear"])
+        parse_comparison("C_delta", ["CPT(alpha,gamma,delta)", "linear"], CPT_CONTRIBUTIONS)
     with pytest.raises(ConfigurationError, match="cancels to zero"):
         parse_comparison("CPT(delta)-CPT(delta)", CPT)
     with pytest.raises(ConfigurationError, match="must be a string"):
@@ -112,7 +135,7 @@ def test_parse_errors_name_the_problem():
 @pytest.mark.parametrize("comparison", ["CPT(delta)", "CPT(delta)-CPT(alpha,gamma,delta)",
                                         "C_delta-C_gamma", "GP regression-CPT(delta)"])
 def test_gamma_one_is_the_point_estimate(cpt_res, comparison):
-    w = parse_comparison(comparison, cpt_res.procedures)
+    w = parse_comparison(comparison, cpt_res.procedures, cpt_res.contribution_spec)
     expected = sum(c * _r(cpt_res, p) for p, c in w.items())
     tab = cpt_res.sensitivity(comparison, gamma=1.0)
     assert tab.index.tolist() == NS
@@ -150,7 +173,7 @@ def test_bounds_match_lp_and_grid(cpt_res):
 def test_critical_gamma_by_n(cpt_res):
     for comp in ["C_delta-C_gamma", "CPT(alpha,delta)-CPT(alpha,gamma)", "C_alpha"]:
         crit = cpt_res.critical_gamma(comp, gamma_max=3.0)
-        w = parse_comparison(comp, cpt_res.procedures)
+        w = parse_comparison(comp, cpt_res.procedures, cpt_res.contribution_spec)
         D, B = cpt_res.losses()
         for n in NS:
             num = sum(c * D.sel(procedure=p, discrepancy="mse", n=n) for p, c in w.items())
@@ -196,8 +219,10 @@ def test_contributions_are_differences_of_restrictiveness(cpt_res):
     np.testing.assert_allclose(tab.loc["C_delta-C_gamma", "se"],
                                cpt_res.contrast("CPT(alpha,gamma)", "CPT(alpha,delta)")["se"],
                                rtol=1e-12)
-    with pytest.raises(ConfigurationError, match="CPT"):
+    with pytest.raises(ConfigurationError, match="define no parameter contributions"):
         _hand_results(np.random.default_rng(1), ["a", "b"], factors=[0.2, 0.4]).contributions()
+    with pytest.raises(ConfigurationError, match=r"\['CPT\(alpha,gamma,delta\)'"):
+        _hand_results(np.random.default_rng(1), ["a", "b"]).with_contributions(CPT_CONTRIBUTIONS)
 
 
 # ---------------------------------------------------------------------------- draws (K > 1)
@@ -348,3 +373,13 @@ def test_cli_round_trip(tiny_study, tmp_path, capsys):
     rc = main(["sensitivity", str(path), "--compare", "OLS(x1)-OLS(x3)"])
     assert rc == 2
     assert "OLS(x3)" in capsys.readouterr().err
+
+
+def test_lottery_study_defines_cpt_contributions_when_it_runs_them():
+    full = rx.lottery.study(replications=2, n=[20], n_eval=50)
+    assert full.contributions is CPT_CONTRIBUTIONS
+    cpt = rx.lottery.CPT(free=("alpha",))
+    assert rx.lottery.study({cpt.label: cpt}, replications=2).contributions is None
+    with pytest.raises(ConfigurationError, match=r"does not run"):
+        rx.Study(rx.lottery.lottery_prior(n_eval=50), {cpt.label: cpt},
+                 baseline=rx.lottery.ExpectedValue(), contributions=CPT_CONTRIBUTIONS)

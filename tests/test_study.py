@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import restrictiveness as rx
-from restrictiveness.procedures import FunctionRule
+from restrictiveness.engine.protocol import FunctionRule
 
 
 def _finite_gp(points=25, seed=3):

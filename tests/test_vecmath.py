@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from restrictiveness._vecmath import (
+from restrictiveness.shared._vecmath import (
     exp_nb,
     exp_numpy,
     sincos_nb,

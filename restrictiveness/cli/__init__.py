@@ -3,6 +3,8 @@
 Each command lives in a module of this package exposing ``register(subparsers)``, which adds its
 parser and sets ``func(args) -> int``. Every study command prints a summary and can write its
 results with ``--out FILE.nc``.
+
+The top layer: may import every other subpackage.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..exceptions import RestrictivenessError
+    from ..shared.exceptions import RestrictivenessError
 
     try:
         return int(args.func(args) or 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError
 
 
 def register(sub) -> None:

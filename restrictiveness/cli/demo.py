@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..quick import demo_study
+    from ..analysis.quick import demo_study
 
     study = demo_study(n=args.n, replications=args.replications, seed=args.seed)
     res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,

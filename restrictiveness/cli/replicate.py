@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError
 from . import add_study_options
 
 #: Default replications: about a minute on 2 cores for each application.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..sensitivity_results import CONTRIBUTIONS, CPT_FULL, CPT_SUBMODELS
+from ..lottery import CPT_CONTRIBUTIONS, CPT_FULL, CPT_SUBMODELS
 
 
 def register(sub) -> None:
@@ -33,23 +33,25 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def default_comparisons(procedures: list[str]) -> list[str]:
-    """The CPT contributions if every CPT procedure is present, else every procedure alone."""
-    if all(p in procedures for p in (CPT_FULL, *CPT_SUBMODELS.values())):
-        return list(CONTRIBUTIONS)
-    return list(procedures)
+def default_comparisons(res) -> list[str]:
+    """The results' parameter contributions if they define them, else every procedure alone."""
+    spec = res.contribution_spec
+    return list(spec.report) if spec is not None else list(res.procedures)
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..exceptions import DataError
-    from ..results import load
+    from ..engine.results import load
+    from ..shared.exceptions import DataError
 
     if not Path(args.file).is_file():
         raise DataError(f"FILE.nc {args.file!r} does not exist; pass results saved with --out")
     res = load(args.file)
-    comparisons = args.compare or default_comparisons(res.procedures)
+    if res.contribution_spec is None and all(
+            p in res.procedures for p in (CPT_FULL, *CPT_SUBMODELS.values())):
+        res = res.with_contributions(CPT_CONTRIBUTIONS)  # lottery files saved without the spec
+    comparisons = args.compare or default_comparisons(res)
     print(res.sensitivity_summary(comparisons, gamma=args.gamma, gamma_max=args.gamma_max,
                                   discrepancy=args.discrepancy))
     if args.out:

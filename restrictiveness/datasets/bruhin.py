@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError
+from ..shared.exceptions import DataError
 
 __all__ = ["load_bruhin", "BRUHIN_COLUMNS", "BRUHIN_SCALE"]
 

@@ -3,7 +3,9 @@
 Ready-made pieces: the Nevo cereal calibration (:func:`restrictiveness.datasets.load_cereal`),
 the market distribution (:mod:`.markets`), the random-utility prior (:mod:`.prior`), the share
 and elasticity discrepancies (:mod:`.elasticities`), the logit family (:mod:`.models`,
-:mod:`.estimation`), and :func:`study`, the configuration of the paper's Tables 3–4.
+:mod:`.estimation`), the per-product share regressors (:mod:`.learners`), and :func:`study`, the
+configuration of the paper's Tables 3–4. An application: may import every generic layer and the
+datasets, never the other application.
 
 Markets are arrays ``(J = 24, 3)`` with columns ``("prices", "sugar", "mushy")`` in the data's
 raw units; samples of n markets have ``X (n, 24, 3)`` and inside shares ``y (n, 24)``.
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..procedures import Procedure
-from ..sample import Sample
-from ..study import Study
+from ..engine.protocol import Procedure
+from ..engine.study import Study
+from ..shared.sample import Sample
 from .elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
 from .markets import MARKET_COLUMNS, MarketDistribution
 from .models import MNL, Logit, MixedLogit, NestedLogit
@@ -51,7 +53,7 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     procedures : mapping of label to Procedure, optional
         Default: :func:`table3_procedures`.
     n, replications, seed, draws
-        As in :class:`~restrictiveness.study.Study` (the paper: n = 50, 100, 200; M = 200).
+        As in :class:`~restrictiveness.engine.study.Study` (the paper: n = 50, 100, 200; M = 200).
     prior : DemandPrior, optional
         Default: the calibrated prior of SPEC §7.
     baseline : Procedure, optional
@@ -94,7 +96,7 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     procedures : mapping, optional
         Default: :func:`table3_procedures`.
     benchmark : Procedure, optional
-        The flexible benchmark. Default: :class:`~restrictiveness.adapters.LogShareRegressor`
+        The flexible benchmark. Default: :class:`~restrictiveness.demand.learners.LogShareRegressor`
         (per-product GP regression of log share ratios on all 72 market characteristics), which
         works offline; the paper's is TabPFN. κ is a ratio to the benchmark's improvement over
         the baseline, so a weaker benchmark inflates every κ by the same factor.
@@ -105,10 +107,11 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     -------
     CompletenessResults
     """
-    from ..adapters import LogShareRegressor
-    from ..completeness import RepeatedGroupKFold, estimate_completeness
-    from ..constraints import Simplex
+    from ..analysis.completeness.designs import RepeatedGroupKFold
+    from ..analysis.completeness.estimate import estimate_completeness
     from ..datasets.cereal import load_cereal
+    from ..eligible.constraints import Simplex
+    from .learners import LogShareRegressor
 
     frame = load_cereal() if data is None else data
     procs = dict(procedures) if procedures is not None else table3_procedures()

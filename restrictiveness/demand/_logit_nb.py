@@ -15,12 +15,13 @@ the random coefficients' covariance), the Jacobian is
 Why it is fast: the kernels work one market at a time, so a market's utilities and node
 probabilities (J × 2H doubles, ~100 kB) stay in cache from the utilities to the shares and the
 Jacobian instead of streaming ~10 MB arrays through memory between NumPy passes. Exponentials
-come from :mod:`restrictiveness._vecmath`, which vectorises (numba's ``np.exp`` is a scalar libm
-call without Intel SVML): where no utility can overflow, ``e^{δ ± μ} = e^δ e^{±μ}`` with both
-signs from one range reduction; elsewhere every node's utilities are shifted by their maximum
-(the outside good's 0 included). Per market the Jacobian's node sums are one
-matrix product ``S_m Bᵀ`` (``J × 2H`` times ``2H × (1 + K + Kr + nL)``) by BLAS, with ``B``
-stacking a row of ones, ``w̄``, the nodes ``±z`` and the products ``w̄_c ∘ (±z_b)``.
+come from :mod:`restrictiveness.shared._vecmath`, which vectorises (numba's ``np.exp`` is a
+scalar libm call without Intel SVML): where no utility can overflow,
+``e^{δ ± μ} = e^δ e^{±μ}`` with both signs from one range reduction; elsewhere every node's
+utilities are shifted by their maximum (the outside good's 0 included). Per market the
+Jacobian's node sums are one matrix product ``S_m Bᵀ`` (``J × 2H`` times
+``2H × (1 + K + Kr + nL)``) by BLAS, with ``B`` stacking a row of ones, ``w̄``, the nodes ``±z``
+and the products ``w̄_c ∘ (±z_b)``.
 
 Every compiled kernel (``*_nb``) has a plain-NumPy twin (``*_numpy``); tests assert they agree.
 Inputs are validated by the callers in :mod:`restrictiveness.demand.models`; the kernels expect
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from restrictiveness._vecmath import _FM, _exp, _exp_pair
+from restrictiveness.shared._vecmath import _FM, _exp, _exp_pair
 
 # Markets with max|δ| + max|μ| below this take unshifted exponentials: e^600 ≈ 4e260 leaves
 # room for the sum over products, and 2^{±n} stays a normal number.
@@ -59,7 +60,7 @@ def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
 
     When ``max|δ| + max|μ| < 600`` (bounded cheaply through ``numax``) no exponential can
     overflow or underflow, and ``e^{δ_j ± μ_jh} = e^{δ_j} e^{±μ_jh}`` with both signs from one
-    :func:`~restrictiveness._vecmath._exp_pair`; otherwise every node's utilities are shifted
+    :func:`~restrictiveness.shared._vecmath._exp_pair`; otherwise every node's utilities are shifted
     by their maximum (the outside good's 0 included).
     """
     J, kr = Wr_m.shape

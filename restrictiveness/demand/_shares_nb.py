@@ -24,7 +24,7 @@ Why the compiled kernel is fast:
   two halves ``W cos α · cos β`` and ``W sin α · sin β`` over the first H = T/2 types give the
   field at both ``±ν``: two ``(J·Q) × D`` times ``D × H`` products, half the flops;
   the type-free parts (``H_C``, ``G_C``) are computed once per row;
-* the softplus and the feature cosines come from :mod:`restrictiveness._vecmath`, in
+* the softplus and the feature cosines come from :mod:`restrictiveness.shared._vecmath`, in
   branch-free arithmetic that LLVM vectorises: about 5× (softplus) and 10× (sin/cos) faster than
   numba's scalar libm calls, which do not vectorise without Intel SVML;
 * a price perturbation of product ``k`` changes only ``V_k``: its integral is split as
@@ -46,7 +46,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from restrictiveness._vecmath import _FM, _sincos, _softplus
+from restrictiveness.shared._vecmath import _FM, _sincos, _softplus
 
 __all__ = ["shares_nb", "shares_numpy", "FIELD_COLUMNS", "matmul_flops"]
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..discrepancies import Discrepancy
-from ..exceptions import ConfigurationError
-from ..truth import PseudoTruth
+from ..eligible.truth import PseudoTruth
+from ..engine.discrepancies import Discrepancy
+from ..shared.exceptions import ConfigurationError
 from .markets import elasticities_from_shares, perturbed_markets
 
 __all__ = ["SharesMSE", "OwnElasticityMSE", "CrossElasticityMSE", "rule_elasticities",

@@ -17,18 +17,12 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from ..exceptions import DataError, FormulaError
-from ..formula import parse_formula
-from ..sample import Sample
-from .models import (
-    BETA_BOUND,
-    DemandFit,
-    MixedLogit,
-    NestedLogit,
-    _DemandProcedure,
-    _nest_index,
-    _Residuals,
-)
+from ..shared.exceptions import DataError, FormulaError
+from ..shared.formula import parse_formula
+from ..shared.sample import Sample
+
+#: Models a DemandModel binds to data, by their ``model`` attribute, with their summary titles.
+_TITLES = {"MNL": "Multinomial logit", "NL": "Nested logit", "MXL": "Mixed logit"}
 
 __all__ = ["DemandModel", "DemandResults", "markets_from_frame"]
 
@@ -90,9 +84,9 @@ class DemandModel:
     >>> print(res.summary())  # doctest: +SKIP
     """
 
-    def __init__(self, procedure: _DemandProcedure, data: pd.DataFrame,
+    def __init__(self, procedure, data: pd.DataFrame,
                  market_ids: str = "market_ids") -> None:
-        if not isinstance(procedure, _DemandProcedure):
+        if getattr(procedure, "model", None) not in _TITLES or not hasattr(procedure, "fit"):
             raise TypeError("procedure must be an MNL, NestedLogit or MixedLogit instance")
         self.procedure, self.market_ids = procedure, market_ids
         f = parse_formula(procedure.formula)
@@ -140,7 +134,7 @@ class DemandResults:
         The fitted share function (``predict``, ``elasticities``).
     """
 
-    def __init__(self, model: DemandModel, fitted: DemandFit) -> None:
+    def __init__(self, model: DemandModel, fitted) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
         self.nobs = int(model.y.size)
@@ -148,12 +142,7 @@ class DemandResults:
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
-        f = self.fitted
-        W = np.ascontiguousarray(f.design(self.model.X))
-        extra = dict(f.extra)
-        if f.model == "NL":
-            extra["g"] = _nest_index(self.model.X, f.columns, f.extra["nest"])
-        return _Residuals(f.model, W, self.model.y, extra).jac(f.params)
+        return self.fitted.jacobian(self.model.X, self.model.y)
 
     @cached_property
     def cov_params(self) -> pd.DataFrame:
@@ -183,37 +172,22 @@ class DemandResults:
         return pd.DataFrame({"lower": self.params - q * self.bse,
                              "upper": self.params + q * self.bse})
 
-    def _at_bounds(self) -> list[str]:
-        names = []
-        for name, v in self.params.items():
-            if name.startswith("rho["):
-                hit = v <= 1e-8 or v >= 0.99 - 1e-8
-            elif name.startswith("L["):
-                hit = abs(abs(v) - 100) < 1e-8 or (v == 0 and name.split(",")[0][2:]
-                                                   == name.split(",")[1][:-1])
-            else:
-                hit = abs(abs(v) - BETA_BOUND) < 1e-8
-            if hit:
-                names.append(name)
-        return names
-
     def summary(self, alpha: float = 0.05):
         """A statsmodels ``Summary`` (text, HTML, LaTeX) of the estimates."""
         from statsmodels.iolib.summary import Summary
         from statsmodels.iolib.table import SimpleTable
 
         proc = self.model.procedure
-        title = {"MNL": "Multinomial logit", "NL": "Nested logit",
-                 "MXL": "Mixed logit"}[proc.model]
+        title = _TITLES[proc.model]
         left = [("Model:", title), ("Formula:", proc.formula),
                 ("Markets:", str(self.model.X.shape[0])),
                 ("Products per market:", str(self.model.X.shape[1]))]
         right = [("No. shares:", str(self.nobs)), ("SSR:", f"{self.ssr:.6g}"),
                  ("Residual evals:", str(self.fitted.info.get("nfev", ""))),
                  ("Best start:", str(self.fitted.info.get("start", "")))]
-        if isinstance(proc, NestedLogit):
+        if proc.model == "NL":
             left.append(("Nests by:", proc.nest))
-        if isinstance(proc, MixedLogit):
+        if proc.model == "MXL":
             left.append(("Integration:", f"{proc.nodes} antithetic Sobol nodes"))
         while len(right) < len(left):
             right.append(("", ""))
@@ -231,7 +205,7 @@ class DemandResults:
         smry.tables.append(header)
         smry.tables.append(table)
         notes = ["[1] Standard errors: classical nonlinear least squares s²(JᵀJ)⁻¹."]
-        bounded = self._at_bounds()
+        bounded = self.fitted.at_bounds()
         if bounded:
             notes.append(f"[2] At a bound (standard errors not valid): {', '.join(bounded)}.")
         smry.add_extra_txt(notes)

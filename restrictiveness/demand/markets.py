@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import ConvexHull
 
-from ..exceptions import DataError, DomainError
+from ..shared.exceptions import DataError, DomainError
 
 __all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
            "elasticities_from_shares"]

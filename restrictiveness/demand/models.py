@@ -44,11 +44,12 @@ import scipy.optimize
 import scipy.stats
 import threadpoolctl
 
-from ..exceptions import DataError, FormulaError
-from ..formula import parse_formula
-from ..procedures import Fitted, Procedure
-from ..sample import Sample
+from ..engine.protocol import Fitted, Procedure
+from ..shared.exceptions import DataError, FormulaError
+from ..shared.formula import parse_formula
+from ..shared.sample import Sample
 from . import _logit_nb
+from .estimation import DemandModel
 from .markets import MARKET_COLUMNS
 
 __all__ = ["MARKET_COLUMNS", "DEFAULT_FORMULA", "Logit", "MNL", "NestedLogit", "MixedLogit",
@@ -279,6 +280,32 @@ class DemandFit(Fitted):
             return np.zeros((X.shape[0], X.shape[1], X.shape[1]))
         return _elasticity_function(self.model)(self.params, X, self.design, self.extra)
 
+    # estimation on data ----------------------------------------------------
+    def jacobian(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Jacobian of the flattened inside shares with respect to the parameters at the
+        estimate, ``(m·J, len(params))`` (for standard errors)."""
+        X = check_markets(X, self.columns)
+        W = np.ascontiguousarray(self.design(X))
+        extra = dict(self.extra)
+        if self.model == "NL":
+            extra["g"] = _nest_index(X, self.columns, self.extra["nest"])
+        return _Residuals(self.model, W, np.asarray(y, dtype=float), extra).jac(self.params)
+
+    def at_bounds(self, tol: float = 1e-8) -> list[str]:
+        """Names of the parameters whose estimate sits on a bound (their SEs are not valid)."""
+        names = []
+        for name, v in zip(self.names, self.params, strict=True):
+            if name.startswith("rho["):
+                hit = v <= tol or v >= RHO_MAX - tol
+            elif name.startswith("L["):
+                row, col = name[2:-1].split(",")
+                hit = abs(abs(v) - CHOL_BOUND) < tol or (v == 0 and row == col)
+            else:
+                hit = abs(abs(v) - BETA_BOUND) < tol
+            if hit:
+                names.append(name)
+        return names
+
 
 def _price(X, design):
     return X[:, :, design.columns.index(design.price)]
@@ -495,8 +522,6 @@ class _DemandProcedure(Procedure):
         >>> df = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)  # doctest: +SKIP
         >>> MNL.from_formula("shares ~ prices + sugar + mushy", df).fit().params  # doctest: +SKIP
         """
-        from .estimation import DemandModel
-
         return DemandModel(cls(formula, **kwargs), data, market_ids)
 
     def _prepare(self, sample: Sample):
@@ -545,7 +570,7 @@ class Logit(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> X = np.ones((2, 24, 3)); y = np.full((2, 24), 0.02)
     >>> fit = Logit().fit(Sample(X, y, MARKET_COLUMNS, "shares"), np.random.default_rng(0))
     >>> float(fit.predict(X)[0, 0])
@@ -580,7 +605,7 @@ class MNL(_DemandProcedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> rng = np.random.default_rng(0)
     >>> X = np.stack([rng.uniform(.05, .2, (30, 24)), rng.uniform(0, 20, (30, 24)),
     ...               rng.integers(0, 2, (30, 24))], axis=2)

@@ -22,17 +22,12 @@ from typing import Literal
 import numpy as np
 from scipy.stats import norm, qmc
 
-from ..constraints import Simplex
-from ..exceptions import ConfigurationError, DomainError
-from ..kernels import Matern32
-from ..truth import EvaluationDistribution, PseudoTruth
+from ..eligible.constraints import Simplex
+from ..eligible.kernels import Matern32
+from ..eligible.truth import EvaluationDistribution, PseudoTruth
+from ..shared.exceptions import ConfigurationError, DomainError
 from ._shares_nb import shares_nb, shares_numpy
-from .markets import (
-    MARKET_COLUMNS,
-    MarketDistribution,
-    elasticities_from_shares,
-    perturbed_markets,
-)
+from .markets import MARKET_COLUMNS, MarketDistribution, elasticities_from_shares, perturbed_markets
 
 __all__ = ["DemandPrior", "DemandSystem", "DemandTruth", "sobol_normals"]
 

@@ -1,8 +1,10 @@
 """Application 1 of the paper: certainty equivalents of binary lotteries (SPEC §6).
 
-Ready-made pieces: the eligible set and monotone-GP prior (:mod:`.prior`), the RDU/CPT family
-and expected value (:mod:`.models`, :mod:`.estimation`), and :func:`study`, the configuration of
-the paper's Table 1.
+Ready-made pieces: the lottery covariates (:mod:`.lotteries`), the eligible set and monotone-GP
+prior (:mod:`.prior`), the RDU/CPT family and expected value (:mod:`.models`, with estimation on
+data in :mod:`.estimation`), CPT's parameter contributions, and :func:`study`, the configuration
+of the paper's Table 1. An application: may import every generic layer and the datasets, never
+the other application.
 
 Examples
 --------
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..constraints import Between
-from ..kernels import Matern32
-from ..procedures import GPRegression, Procedure
-from ..study import Study
+from ..eligible.constraints import Between
+from ..eligible.kernels import Matern32
+from ..engine.protocol import Procedure
+from ..engine.sensitivity_results import Contributions
+from ..engine.study import Study
+from ..procedures.generic import GPRegression
 from .models import (
     CPT,
     RDU,
@@ -41,6 +45,7 @@ __all__ = [
     "LinearWeighting", "OddsWeighting", "PowerUtility", "PrelecWeighting", "ShiftedPowerUtility",
     "COLUMNS", "RESPONSE", "lottery_domain", "lottery_eligible_set", "lottery_prior",
     "CPT_CLASSES", "gp_regression", "table1_procedures", "study", "completeness",
+    "CPT_FULL", "CPT_SUBMODELS", "CONTRIBUTIONS", "CPT_CONTRIBUTIONS",
 ]
 
 #: The seven CPT classes of Table 1, in the paper's order (free parameters; others fixed at 1).
@@ -48,6 +53,18 @@ CPT_CLASSES: tuple[tuple[str, ...], ...] = (
     ("alpha", "gamma", "delta"), ("gamma", "delta"), ("alpha", "delta"), ("delta",),
     ("alpha", "gamma"), ("gamma",), ("alpha",),
 )
+
+#: Label of full CPT.
+CPT_FULL = "CPT(alpha,gamma,delta)"
+#: The CPT submodel with parameter q fixed at one, by q (C_q = r_{−q} − r_full).
+CPT_SUBMODELS = {"alpha": "CPT(gamma,delta)", "gamma": "CPT(alpha,delta)",
+                 "delta": "CPT(alpha,gamma)"}
+#: The contributions and their differences reported in the paper's Table A.8, in its order.
+CONTRIBUTIONS = ("C_alpha", "C_gamma", "C_delta", "C_delta-C_gamma", "C_delta-C_alpha",
+                 "C_gamma-C_alpha")
+#: CPT's parameter contributions (SPEC §4): ``"C_alpha"`` etc. (or ``"C_α"``) in comparisons.
+CPT_CONTRIBUTIONS = Contributions(CPT_FULL, CPT_SUBMODELS, CONTRIBUTIONS,
+                                  symbols={"α": "alpha", "γ": "gamma", "δ": "delta"})
 
 
 def gp_regression() -> GPRegression:
@@ -78,16 +95,22 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     procedures : mapping of label to Procedure, optional
         Default: :func:`table1_procedures`.
     n, replications, seed, draws
-        As in :class:`~restrictiveness.study.Study` (the paper: n = 50, 100, 200; M = 100).
+        As in :class:`~restrictiveness.engine.study.Study` (the paper: n = 50, 100, 200; M = 100).
     n_eval : int
         Evaluation lotteries (the paper: 1,000).
     baseline : Procedure, optional
         Default: expected value (labelled ``EV``).
+
+    When the procedures include full CPT and its three submodels, the results define CPT's
+    parameter contributions (:data:`CPT_CONTRIBUTIONS`): ``results.contributions()`` and
+    ``"C_delta-C_gamma"`` in sensitivity comparisons.
     """
-    return Study(lottery_prior(n_eval=n_eval),
-                 dict(procedures) if procedures is not None else table1_procedures(),
+    procs = dict(procedures) if procedures is not None else table1_procedures()
+    has_cpt = all(p in procs for p in (CPT_FULL, *CPT_SUBMODELS.values()))
+    return Study(lottery_prior(n_eval=n_eval), procs,
                  baseline=baseline if baseline is not None else ExpectedValue(), n=n,
-                 replications=replications, seed=seed, draws=draws, baseline_label="EV")
+                 replications=replications, seed=seed, draws=draws, baseline_label="EV",
+                 contributions=CPT_CONTRIBUTIONS if has_cpt else None)
 
 
 def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds: int = 10,
@@ -119,7 +142,8 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     -------
     CompletenessResults
     """
-    from ..completeness import CellMeansKFold, TableSample, estimate_completeness
+    from ..analysis.completeness.designs import CellMeansKFold, TableSample
+    from ..analysis.completeness.estimate import estimate_completeness
     from ..datasets.bruhin import load_bruhin
 
     frame = data if hasattr(data, "columns") else load_bruhin(data)

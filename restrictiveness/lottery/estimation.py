@@ -31,10 +31,10 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
-from ..exceptions import ConfigurationError, DataError, FormulaError
-from ..formula import parse_formula
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.formula import parse_formula
 from . import _rdu_nb
-from .models import RDU, RDUFitted, lottery_matrix
+from .lotteries import lottery_matrix
 
 __all__ = ["LotteryNLS", "LotteryNLSResults"]
 
@@ -67,10 +67,10 @@ class LotteryNLS:
     4
     """
 
-    def __init__(self, endog, exog, model: RDU, data: pd.DataFrame | None = None,
+    def __init__(self, endog, exog, model, data: pd.DataFrame | None = None,
                  formula: str | None = None,
                  names: Sequence[str] = ("ce", "z_hi", "z_lo", "p")) -> None:
-        if not isinstance(model, RDU):
+        if not (hasattr(model, "fit_arrays") and hasattr(model, "utility")):
             raise ConfigurationError("model must be an RDU-family model such as CPT(...)")
         self.model = model
         self.exog = lottery_matrix(exog, shift=model.utility.shift)
@@ -83,7 +83,7 @@ class LotteryNLS:
         self.data, self.formula, self.names = data, formula, tuple(names)
 
     @classmethod
-    def from_formula(cls, formula: str, data: pd.DataFrame, model: RDU) -> LotteryNLS:
+    def from_formula(cls, formula: str, data: pd.DataFrame, model) -> LotteryNLS:
         """Estimator from a formula ``"ce ~ z_hi + z_lo + p"`` (covariates in that role order).
 
         Examples
@@ -187,7 +187,7 @@ class LotteryNLSResults:
         Parameters whose estimate sits on a bound (the standard errors assume interior).
     """
 
-    def __init__(self, model: LotteryNLS, fitted: RDUFitted, cov_type: str,
+    def __init__(self, model: LotteryNLS, fitted, cov_type: str,
                  codes: np.ndarray | None) -> None:
         self.model, self.fitted, self.cov_type = model, fitted, cov_type
         rdu = model.model

@@ -23,19 +23,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..exceptions import ConfigurationError, DataError, FormulaError
-from ..formula import parse_formula
-from ..procedures import Fitted, Procedure
-from ..sample import Sample
+from ..engine.protocol import Fitted, Procedure
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.formula import parse_formula
+from ..shared.sample import Sample
 from . import _rdu_nb
+from .estimation import LotteryNLS
+from .lotteries import LOTTERY_COLUMNS, lottery_matrix
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .estimation import LotteryNLS
-
 __all__ = [
-    "LOTTERY_COLUMNS",
     "PowerUtility",
     "ShiftedPowerUtility",
     "OddsWeighting",
@@ -47,11 +46,7 @@ __all__ = [
     "DisappointmentAversion",
     "ExpectedValue",
     "RDUFitted",
-    "lottery_matrix",
 ]
-
-LOTTERY_COLUMNS: tuple[str, str, str] = ("z_hi", "z_lo", "p")
-"""Covariate names of a binary lottery, in the order the kernels read them."""
 
 _ORDER = ("alpha", "gamma", "delta")  # internal parameter vector (α, γ, log δ)
 _DEFAULT_BOUNDS = {"alpha": (0.01, 1.0), "gamma": (0.01, 1.0), "delta": (0.01, 30.0)}
@@ -156,57 +151,6 @@ class LinearWeighting:
 
 
 # ---------------------------------------------------------------------------------------------
-# covariates
-# ---------------------------------------------------------------------------------------------
-
-def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
-                   names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0) -> np.ndarray:
-    """Validated contiguous ``(n, 3)`` array of ``(z_hi, z_lo, p)`` from named covariates.
-
-    Parameters
-    ----------
-    X : ndarray
-        Covariates, observations along the first axis.
-    columns : sequence of str, optional
-        Names of the columns of ``X``; ``None`` means ``X`` already is ``(z_hi, z_lo, p)``.
-    names : sequence of three str
-        The columns that play ``z_hi``, ``z_lo`` and ``p``, in that order.
-    shift : float
-        Utility shift: prizes must satisfy ``z + shift ≥ 0``.
-
-    Returns
-    -------
-    ndarray
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> lottery_matrix(np.array([[0.5, 1.0, 0.0]]), ("p", "z_hi", "z_lo"))
-    array([[1. , 0. , 0.5]])
-    """
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2:
-        raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")
-    if columns is not None:
-        missing = [c for c in names if c not in columns]
-        if missing:
-            raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
-                               f"columns: {list(columns)}")
-        X = X[:, [list(columns).index(c) for c in names]]
-    elif X.shape[1] != 3:
-        raise DataError(f"lottery covariates X must have 3 columns (z_hi, z_lo, p), "
-                        f"got {X.shape[1]}")
-    if not np.isfinite(X).all():
-        raise DataError("lottery covariates X contain NaN or infinite values")
-    if (X[:, 2] < 0).any() or (X[:, 2] > 1).any():
-        raise DataError("lottery probabilities p must lie in [0, 1]")
-    if (X[:, :2] + shift < 0).any():
-        raise DataError("lottery prizes must be nonnegative (z + shift >= 0); normalise them "
-                        "to [0, 1]")
-    return np.ascontiguousarray(X)
-
-
-# ---------------------------------------------------------------------------------------------
 # fitted rule
 # ---------------------------------------------------------------------------------------------
 
@@ -288,7 +232,7 @@ class RDU(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2], [0.8, 0.2, 0.9], [0.3, 0.3, 0.4]])
     >>> m = RDU(weighting=PrelecWeighting(), free=("alpha", "gamma"))
     >>> y = 0.5 * X[:, 0] + 0.5 * X[:, 1]
@@ -465,8 +409,6 @@ class RDU(Procedure):
         >>> list(res.params.index)
         ['alpha']
         """
-        from .estimation import LotteryNLS
-
         return LotteryNLS.from_formula(formula, data, cls(**kwargs))
 
 
@@ -607,7 +549,7 @@ class ExpectedValue(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> X = np.array([[1.0, 0.0, 0.25]])
     >>> ExpectedValue().fit(Sample(X, [0.3], ("z_hi", "z_lo", "p")), None).predict(X)
     array([0.25])

@@ -7,11 +7,11 @@ certainty equivalents lie between the prizes and are nondecreasing in z_hi, z_lo
 
 from __future__ import annotations
 
-from ..constraints import Between, Increasing
-from ..domains import Box
-from ..kernels import Matern32
-from ..monotone_gp import EligibleSet, MonotoneGP
-from ..projection import SweepOrder
+from ..eligible.constraints import Between, Increasing
+from ..eligible.domains import Box
+from ..eligible.kernels import Matern32
+from ..eligible.monotone_gp import EligibleSet, MonotoneGP
+from ..eligible.projection import SweepOrder
 
 __all__ = ["COLUMNS", "RESPONSE", "lottery_domain", "lottery_eligible_set", "lottery_prior"]
 

@@ -1,78 +1,25 @@
-"""The procedure protocol and generic procedures.
+"""Generic procedures on two-dimensional samples.
 
-A :class:`Procedure` maps a training sample (and internal randomness) to a fitted rule:
-``fit(sample, rng) -> Fitted`` and ``Fitted.predict(X) -> predictions``. Procedures must be
-picklable (studies ship them to worker processes) and must not keep state between fits.
-
-Generic procedures here: :class:`Constant` (least squares over constants, the usual baseline),
-:class:`OLS` (linear least squares from a formula), :class:`GPRegression` (noise-free Gaussian
-process posterior mean) and :class:`SklearnRegressor` (any scikit-learn-style regressor).
+:class:`Constant` (least squares over constants, the usual baseline), :class:`OLS` (linear least
+squares from a formula) and :class:`GPRegression` (noise-free Gaussian-process posterior mean).
+The protocol they implement is :mod:`restrictiveness.engine.protocol`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
 
-from .constraints import Constraint
-from .exceptions import DataError, FormulaError
-from .formula import parse_formula
-from .kernels import Kernel, Matern32
-from .sample import Sample, as_columns
+from ..eligible.constraints import Constraint
+from ..eligible.kernels import Kernel, Matern32
+from ..engine.protocol import Fitted, FunctionRule, Procedure
+from ..shared.exceptions import DataError, FormulaError
+from ..shared.formula import parse_formula
+from ..shared.sample import as_columns
 
-__all__ = ["Procedure", "Fitted", "FunctionRule", "Constant", "OLS", "GPRegression",
-           "SklearnRegressor"]
-
-
-class Fitted:
-    """A fitted prediction rule.
-
-    Attributes
-    ----------
-    info : dict
-        Optional per-fit record (parameters, a returned program, rounds used, ...) that studies
-        store with the results as JSON.
-    """
-
-    info: dict = {}
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predictions at covariate locations ``X`` (observations along the first axis)."""
-        raise NotImplementedError
-
-
-class FunctionRule(Fitted):
-    """A fitted rule given by a function of the covariate array."""
-
-    def __init__(self, function: Callable[[np.ndarray], np.ndarray], info: dict | None = None):
-        self.function, self.info = function, dict(info or {})
-
-    def predict(self, X):
-        return self.function(X)
-
-
-class Procedure:
-    """Base class: ``fit(sample, rng) -> Fitted``.
-
-    Subclasses set ``label`` (a default name in results) and may set ``draws`` (how many
-    training samples per pseudo-truth the procedure is run on; ``None`` uses the study's).
-    """
-
-    label: str = "procedure"
-    draws: int | None = None
-
-    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
-        raise NotImplementedError
-
-    def validate(self, columns: Sequence[str], response: str) -> None:
-        """Check the procedure against a study's covariates before anything runs (default: no
-        check). Formula procedures raise FormulaError naming a missing column."""
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
-        return f"{type(self).__name__}({fields})"
+__all__ = ["Constant", "OLS", "GPRegression"]
 
 
 def _validate_formula(formula: str | None, columns: Sequence[str], response: str) -> None:
@@ -111,7 +58,7 @@ class Constant(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> s = Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]), ("x",))
     >>> Constant().fit(s, np.random.default_rng(0)).predict(np.zeros((2, 1)))
     array([2., 2.])
@@ -144,7 +91,7 @@ class OLS(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> X = np.array([[0.0], [1.0], [2.0]])
     >>> s = Sample(X, 1 + 2 * X[:, 0], ("x",))
     >>> OLS("y ~ x").fit(s, np.random.default_rng(0)).predict(np.array([[3.0]]))
@@ -199,7 +146,7 @@ class GPRegression(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> X = np.linspace(0, 1, 5)[:, None]
     >>> rule = GPRegression().fit(Sample(X, np.sin(X[:, 0]), ("x",)), np.random.default_rng(0))
     >>> bool(np.allclose(rule.predict(X), np.sin(X[:, 0])))
@@ -236,51 +183,3 @@ class GPRegression(Procedure):
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
         alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
         return _GPRule(self.kernel, Xt, alpha, mean, select, self.constraints, columns)
-
-
-class SklearnRegressor(Procedure):
-    """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
-
-    The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
-    from the study's random stream, so fits are reproducible.
-
-    Parameters
-    ----------
-    estimator : object
-        Has ``fit(X, y)`` and ``predict(X)`` (and ``get_params`` to be cloned).
-    formula : str, optional
-        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``).
-    label : str, optional
-        Name in results (default: the estimator's class name).
-
-    Examples
-    --------
-    >>> from sklearn.linear_model import LinearRegression  # doctest: +SKIP
-    >>> proc = SklearnRegressor(LinearRegression(), "y ~ x1 + x2")  # doctest: +SKIP
-    """
-
-    def __init__(self, estimator, formula: str | None = None, label: str | None = None) -> None:
-        if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
-            raise TypeError("estimator must have fit(X, y) and predict(X) methods")
-        self.estimator, self.formula = estimator, formula
-        self.label = label or type(estimator).__name__
-
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
-
-    def fit(self, sample, rng):
-        try:
-            from sklearn.base import clone
-            est = clone(self.estimator)
-        except ImportError:  # duck-typed estimator without scikit-learn installed
-            import copy
-
-            est = copy.deepcopy(self.estimator)
-        if hasattr(est, "get_params") and "random_state" in est.get_params():
-            est.set_params(random_state=int(rng.integers(2**31 - 1)))
-        columns = sample.columns
-        est.fit(_covariate_matrix(self.formula, sample.X, columns), np.asarray(sample.y))
-        return FunctionRule(
-            lambda X: np.asarray(est.predict(_covariate_matrix(self.formula, X, columns)),
-                                 dtype=float),
-        )

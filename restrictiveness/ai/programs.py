@@ -43,9 +43,9 @@ from typing import Literal
 
 import numpy as np
 
-from .exceptions import ConfigurationError, RestrictivenessError
-from .procedures import Fitted, Procedure
-from .sample import Sample
+from ..engine.protocol import Fitted, Procedure
+from ..shared.exceptions import ConfigurationError, RestrictivenessError
+from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
@@ -75,10 +75,10 @@ save("pred", predict(state, inputs["X"]))
 class ProgramError(RestrictivenessError, RuntimeError):
     """A program run in the sandbox failed; the message starts with the reason.
 
-    The reason is one of :data:`restrictiveness.sandbox.REASONS` ("timeout", "cpu",
+    The reason is one of :data:`restrictiveness.ai.sandbox.REASONS` ("timeout", "cpu",
     "memory", "forbidden", "crash", "invalid-output", "output-limit"). In a study the failure
     is recorded and the baseline's predictions are used; to debug, run the program with
-    :func:`restrictiveness.sandbox.run_python` and read ``stdout``/``stderr``.
+    :func:`restrictiveness.ai.sandbox.run_python` and read ``stdout``/``stderr``.
 
     Attributes
     ----------
@@ -205,7 +205,7 @@ class ProgramProcedure(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> src = "def predict(X_train, y_train, X):\\n    return [y_train.mean()] * len(X)\\n"
     >>> s = Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]), ("x",))
     >>> rule = ProgramProcedure(src, timeout=60).fit(s, np.random.default_rng(0))

@@ -1,7 +1,7 @@
 """Elementary functions in branch-free arithmetic that LLVM vectorises.
 
-numba compiles ``np.exp``, ``np.log1p``, ``np.sin`` and ``np.cos`` to scalar libm calls, which do not
-vectorise without Intel's SVML (absent here). The functions below are written instead as
+numba compiles ``np.exp``, ``np.log1p``, ``np.sin`` and ``np.cos`` to scalar libm calls, which do
+not vectorise without Intel's SVML (absent here). The functions below are written instead as
 Cody–Waite range reductions, polynomials and exponent bitcasts, so a loop over them compiles to
 SIMD code: about 5× (softplus) and 10× (sin/cos) faster than the libm calls inside the demand
 kernels. Each has a documented error bound, an array front end (``*_nb``) and a NumPy twin
@@ -22,7 +22,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["exp_nb", "exp_numpy", "exp_pair_nb", "exp_pair_numpy", "softplus_nb", "softplus_numpy", "sincos_nb", "sincos_numpy"]
+__all__ = ["exp_nb", "exp_numpy", "exp_pair_nb", "exp_pair_numpy", "softplus_nb", "softplus_numpy",
+           "sincos_nb", "sincos_numpy"]
 
 # No reassociation: the Cody–Waite reduction below relies on the order of its subtractions.
 _FM = {"nnan", "ninf", "nsz", "contract", "arcp"}

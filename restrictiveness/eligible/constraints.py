@@ -7,7 +7,7 @@ A constraint can
 * ``describe`` itself in words.
 
 Evaluation distributions read the same objects to build eligible pseudo-truths
-(:class:`~restrictiveness.monotone_gp.MonotoneGP`), and the study runner reads them to
+(:class:`~restrictiveness.eligible.monotone_gp.MonotoneGP`), and the study runner reads them to
 apply the failure protocol, so a restriction is declared once.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import ConstraintError
+from ..shared.exceptions import ConstraintError
 
 __all__ = [
     "Constraint",

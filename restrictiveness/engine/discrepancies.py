@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .truth import PseudoTruth
+from ..eligible.truth import PseudoTruth
 
 __all__ = ["Discrepancy", "MSE", "KL"]
 

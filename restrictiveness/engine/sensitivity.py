@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .exceptions import ConfigurationError, DataError, RestrictivenessError
+from ..shared.exceptions import ConfigurationError, DataError, RestrictivenessError
 
 __all__ = ["bounds", "bounds_lp", "critical_gamma", "format_critical", "vertex_weights"]
 

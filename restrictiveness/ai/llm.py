@@ -1,7 +1,7 @@
 """Language-model procedures: Completion and Agent (SPEC §8; paper §3.2, §3.5, S.1.2).
 
 Both procedures send the training sample to a language model, take the Python program it
-returns and run it as a :class:`~restrictiveness.programs.ProgramProcedure` in the sandbox.
+returns and run it as a :class:`~restrictiveness.ai.programs.ProgramProcedure` in the sandbox.
 They differ only in how the program is produced: **Completion** makes one call with no tools;
 **Agent** may run code on the data for up to ``rounds`` tool rounds before it answers.
 
@@ -50,10 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .exceptions import ConfigurationError
-from .procedures import Fitted, Procedure
+from ..engine.protocol import Fitted, Procedure
+from ..shared.exceptions import ConfigurationError
+from ..shared.sample import Sample
 from .programs import ProgramError, ProgramProcedure, describe_program
-from .sample import Sample
 from .sandbox import (
     DEFAULT_ALLOWED_MODULES,
     SCIENTIFIC_MODULES,
@@ -465,7 +465,7 @@ class Completion(_LanguageModelProcedure):
     ``Fitted.info`` holds the program, its sha256, the model id, the prompt design, the
     reply's sha256, ``client_calls`` (0 on a cached rerun), ``rounds_used`` (0), the failure
     ``reason`` (None on success) and the classification hooks of
-    :func:`~restrictiveness.programs.describe_program` (``estimates_parameters``,
+    :func:`~restrictiveness.ai.programs.describe_program` (``estimates_parameters``,
     ``uses_training_data``, ...).
 
     Examples

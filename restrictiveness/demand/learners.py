@@ -1,10 +1,5 @@
-"""Black-box regressors as procedures: AutoML and per-product log-share regression (SPEC §8).
+"""Per-product share regressors: the paper's TabPFN design for markets (SPEC §8, §7).
 
-The paper's TabPFN, TabICL and AutoML procedures are "ordinary fitted regressors run on the same
-samples" (SPEC §8). This module adapts such regressors to the procedure protocol:
-
-* :class:`AutoML` — FLAML's ``AutoML`` (optional extra ``automl``) on a two-dimensional sample,
-  with an iteration budget and a seed drawn from the study's random stream.
 * :class:`LogShareRegressor` — market shares as the paper's TabPFN procedure predicts them: one
   regression per product position ``j`` of ``log(s_j / s_0)`` on the market's flattened,
   standardised characteristics (``J × C`` features), back-transformed with the logit
@@ -20,14 +15,10 @@ j's own three characteristics are drowned by the 69 others; on the demand prior 
 had share restrictiveness 0.71 (n = 75) against about 0.1 with the relevance grid, which the
 likelihood sets to 0 (own characteristics only) in most fits, and on the cereal data it reduced
 the common-intercept logit's cross-validated share MSE by 14.5% against 28%.
-
-Any scikit-learn-style regressor is wrapped by
-:class:`~restrictiveness.procedures.SklearnRegressor`.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,12 +26,14 @@ import scipy.linalg
 import threadpoolctl
 from scipy.spatial.distance import cdist
 
-from .exceptions import DataError
-from .kernels import Matern32, Matern52, SquaredExponential
-from .procedures import Fitted, FunctionRule, Procedure, _covariate_matrix, _validate_formula
-from .sample import Sample
+from ..eligible.kernels import Matern32, Matern52, SquaredExponential
+from ..engine.protocol import Fitted, Procedure
+from ..procedures.learners import clone_estimator
+from ..shared.exceptions import DataError
+from ..shared.sample import Sample
+from .models import check_markets, check_shares
 
-__all__ = ["AutoML", "GridGP", "LogShareRegressor", "logit_shares"]
+__all__ = ["GridGP", "LogShareRegressor", "logit_shares"]
 
 #: Bound on predicted log share ratios: exp(±30) keeps every share positive and the inside
 #: total below one in float64 (the outside share is at least 1 / (1 + J e^30) ≫ 1e-16 for J < 1e6).
@@ -49,111 +42,6 @@ LOG_RATIO_BOUND = 30.0
 _BLOCK = 512  # prediction rows per block
 
 _KERNELS = {"matern52": Matern52, "matern32": Matern32, "squared_exponential": SquaredExponential}
-
-
-# ----------------------------------------------------------------------------------- AutoML
-
-
-def _import_flaml():
-    try:
-        from flaml import AutoML as FlamlAutoML
-    except ImportError as exc:  # flaml missing, or flaml without its automl dependencies
-        raise ImportError(
-            "AutoML needs FLAML with its AutoML dependencies: install the optional extra with "
-            "`pip install restrictiveness[automl]` (or `pip install \"flaml[automl]\"`)"
-        ) from exc
-    return FlamlAutoML
-
-
-def _plain(value):
-    """JSON-friendly copy of FLAML's configuration values (NumPy scalars to Python)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-class AutoML(Procedure):
-    """FLAML's ``AutoML`` regression search as a procedure (optional extra ``automl``).
-
-    Each fit runs a fresh search on the training sample: ``max_iter`` trials (FLAML's iteration
-    budget), optionally capped by ``time_budget`` seconds, over ``estimator_list``, with the
-    search seed drawn from the study's random stream. With ``time_budget=None`` the search is
-    limited by iterations only, so the same random stream gives the same fitted rule; a time
-    budget makes results depend on machine speed.
-
-    Parameters
-    ----------
-    time_budget : float, optional
-        Seconds per search (None: no time limit, iterations only).
-    max_iter : int
-        Trials per search.
-    estimator_list : sequence of str, optional
-        FLAML learner names, e.g. ``["lgbm", "rf", "extra_tree"]`` (default: FLAML's "auto").
-    formula : str, optional
-        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``; default all columns).
-    label : str
-        Name in results.
-    n_jobs : int
-        Threads per trial (default 1: studies parallelise over replications).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
-    >>> X = np.random.default_rng(0).random((40, 2))
-    >>> s = Sample(X, X.sum(axis=1), ("a", "b"))
-    >>> proc = AutoML(max_iter=3, estimator_list=["rf"])
-    >>> rule = proc.fit(s, np.random.default_rng(1))  # doctest: +SKIP
-    >>> rule.info["best_estimator"]  # doctest: +SKIP
-    'rf'
-    """
-
-    label = "AutoML (FLAML)"
-
-    def __init__(self, time_budget: float | None = None, max_iter: int = 50,
-                 estimator_list: Sequence[str] | None = None, formula: str | None = None,
-                 label: str = "AutoML (FLAML)", n_jobs: int = 1) -> None:
-        if time_budget is not None and not time_budget > 0:
-            raise ValueError("time_budget must be positive seconds or None")
-        if int(max_iter) < 1:
-            raise ValueError("max_iter must be at least 1")
-        self.time_budget = None if time_budget is None else float(time_budget)
-        self.max_iter = int(max_iter)
-        self.estimator_list = None if estimator_list is None else list(estimator_list)
-        self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
-
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
-
-    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
-        flaml_automl = _import_flaml()
-        columns = sample.columns
-        X = _covariate_matrix(self.formula, sample.X, columns)
-        y = np.asarray(sample.y, dtype=float)
-        if X.ndim != 2 or y.ndim != 1:
-            raise DataError(f"AutoML: needs a two-dimensional sample with one response; got X "
-                            f"of shape {np.shape(sample.X)} and y of shape {y.shape} (for "
-                            "markets use LogShareRegressor)")
-        seed = int(rng.integers(2**31 - 1))
-        search = flaml_automl()
-        search.fit(X, y, task="regression", max_iter=self.max_iter,
-                   time_budget=-1 if self.time_budget is None else self.time_budget,
-                   estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
-                   n_jobs=self.n_jobs, log_file_name="")
-        info = {"best_estimator": search.best_estimator,
-                "best_config": _plain(search.best_config),
-                "best_loss": float(search.best_loss), "seed": seed}
-        formula = self.formula
-
-        def predict(Xq):
-            return np.asarray(search.predict(_covariate_matrix(formula, Xq, columns)),
-                              dtype=float)
-
-        return FunctionRule(predict, info)
 
 
 # ----------------------------------------------------------------------------------- GridGP
@@ -344,15 +232,6 @@ class GridGP:
 # ------------------------------------------------------------------------ LogShareRegressor
 
 
-def _clone(estimator):
-    try:
-        from sklearn.base import clone
-
-        return clone(estimator)
-    except (ImportError, TypeError, RuntimeError):  # no scikit-learn, or cannot clone it
-        return copy.deepcopy(estimator)
-
-
 def logit_shares(log_ratios: np.ndarray) -> np.ndarray:
     """Inside shares from log share ratios ``log(s_j / s_0)``: ``exp(ŷ_j) / (1 + Σ_k exp(ŷ_k))``.
 
@@ -419,7 +298,7 @@ class LogShareRegressor(Procedure):
     Examples
     --------
     >>> import numpy as np
-    >>> from restrictiveness.sample import Sample
+    >>> from restrictiveness import Sample
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((30, 4, 3))
     >>> v = 0.5 - 2 * X[..., 0] + X[..., 1]
@@ -443,8 +322,6 @@ class LogShareRegressor(Procedure):
             self.label = f"log-share {type(regressor).__name__}"
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
-        from .demand.models import check_markets, check_shares
-
         X = check_markets(sample.X, sample.columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         if (y <= 0).any():
@@ -461,7 +338,7 @@ class LogShareRegressor(Procedure):
         total = cdist(Z, Z, "sqeuclidean") if isinstance(template, GridGP) else None
         regressors = []
         for j in range(T.shape[1]):
-            est = _clone(template)
+            est = clone_estimator(template)
             if isinstance(est, GridGP):  # product j's own characteristics at full weight
                 # one BLAS thread: small factorisations, and studies parallelise over processes
                 with threadpoolctl.threadpool_limits(1):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .constraints import Between, Decreasing, Increasing
-from .discrepancies import MSE, Discrepancy
-from .domains import Box
-from .monotone_gp import EligibleSet, MonotoneGP
-from .procedures import OLS, Constant, GPRegression, Procedure
-from .results import Results
-from .study import Study
-from .truth import EvaluationDistribution
+from ..eligible.constraints import Between, Decreasing, Increasing
+from ..eligible.domains import Box
+from ..eligible.monotone_gp import EligibleSet, MonotoneGP
+from ..eligible.truth import EvaluationDistribution
+from ..engine.discrepancies import MSE, Discrepancy
+from ..engine.protocol import Procedure
+from ..engine.results import Results
+from ..engine.study import Study
+from ..procedures.generic import OLS, Constant, GPRegression
 
 __all__ = ["quick_check", "demo_study"]
 
@@ -28,9 +29,9 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
     procedures : str, Procedure, or mapping of label to either
         A formula string means OLS on that formula.
     evaluation : EvaluationDistribution
-        E.g. a :class:`~restrictiveness.monotone_gp.MonotoneGP` on an eligible set.
+        E.g. a :class:`~restrictiveness.eligible.monotone_gp.MonotoneGP` on an eligible set.
     n, replications, seed, n_jobs, progress
-        As in :class:`~restrictiveness.study.Study`.
+        As in :class:`~restrictiveness.engine.study.Study`.
     baseline : Procedure, optional
         Default: least squares over constants.
 

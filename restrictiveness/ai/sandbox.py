@@ -145,7 +145,7 @@ class SandboxLimits:
     disk_bytes: int = 2**30
 
     def __post_init__(self) -> None:
-        from .exceptions import ConfigurationError
+        from ..shared.exceptions import ConfigurationError
 
         for name in ("wall_seconds", "memory_bytes", "output_bytes", "file_bytes",
                      "disk_bytes"):
@@ -283,7 +283,7 @@ def run_python(source: str, *, driver: str | None = None,
     >>> run_python("import socket", limits=SandboxLimits(wall_seconds=30)).reason
     'forbidden'
     """
-    from .exceptions import ConfigurationError
+    from ..shared.exceptions import ConfigurationError
 
     if not sys.platform.startswith("linux"):
         raise ConfigurationError("run_python: the sandbox needs Linux (its resource limits and "

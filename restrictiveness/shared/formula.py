@@ -1,8 +1,8 @@
 """The one place that talks to patsy: response and design matrices from formulas.
 
-Errors are translated into :class:`~restrictiveness.exceptions.FormulaError` naming the missing
-column, and missing values raise :class:`~restrictiveness.exceptions.DataError` instead of being
-dropped silently.
+Errors are translated into :class:`~restrictiveness.shared.exceptions.FormulaError` naming the
+missing column, and missing values raise :class:`~restrictiveness.shared.exceptions.DataError`
+instead of being dropped silently.
 """
 
 from __future__ import annotations

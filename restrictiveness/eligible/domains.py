@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.stats import qmc
 
-from .exceptions import DomainError
+from ..shared.exceptions import DomainError
 
 __all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
 

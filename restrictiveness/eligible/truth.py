@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..shared.sample import Sample
 from .constraints import Constraint
-from .sample import Sample
 
 __all__ = ["EvaluationDistribution", "PseudoTruth"]
 

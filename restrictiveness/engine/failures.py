@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .constraints import Constraint
+from ..eligible.constraints import Constraint
 
 __all__ = ["GuardedRule", "repair"]
 

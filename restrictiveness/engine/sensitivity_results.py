@@ -1,5 +1,5 @@
 """Sensitivity of a study's comparisons to the evaluation distribution (SPEC §4), as methods of
-:class:`~restrictiveness.results.Results`.
+:class:`~restrictiveness.engine.results.Results`.
 
 A *comparison* is a linear combination ``Σ_j c_j r_j`` of restrictiveness values on common
 pseudo-truths, written as a string and held as weights ``{label: c_j}``:
@@ -7,9 +7,11 @@ pseudo-truths, written as a string and held as weights ``{label: c_j}``:
 * ``"CPT(delta)"`` — one procedure's own restrictiveness (weights ``{label: 1}``);
 * ``"CPT(delta)-CPT(alpha,gamma,delta)"`` — a paired difference, split on the top-level ``-``
   (outside parentheses, so labels may contain parentheses, commas and hyphens);
-* ``"C_alpha"``, ``"C_gamma"``, ``"C_delta"`` — CPT parameter contributions
-  ``C_q = r_{−q} − r_full`` (the submodel with ``q`` fixed at one minus full CPT), and their
-  contrasts such as ``"C_delta-C_gamma" = r_{−δ} − r_{−γ}`` (the full model cancels).
+* ``"C_q"`` — the contribution of parameter ``q`` to a nested model family,
+  ``C_q = r_{−q} − r_full`` (the submodel with ``q`` fixed minus the full model), when the
+  results carry a :class:`Contributions` specification (the lottery study's are CPT's
+  ``C_alpha``, ``C_gamma``, ``C_delta``), and contrasts such as ``"C_delta-C_gamma" =
+  r_{−δ} − r_{−γ}`` (the full model cancels).
 
 Reweighting the M pseudo-truths by ``w ∈ W_{Γ,M}`` turns the comparison into
 ``Σ_m w_m (Σ_j c_j D̃_jm) / Σ_m w_m B̃_m``, bounded exactly by :func:`.sensitivity.bounds` with
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,27 +31,78 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import ArrayLike
 
+from ..shared.exceptions import ConfigurationError, DataError
 from . import sensitivity as _sens
-from .exceptions import ConfigurationError, DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     from statsmodels.iolib.summary import Summary
 
-__all__ = ["SensitivityMixin", "parse_comparison", "CPT_FULL", "CPT_SUBMODELS",
-           "CONTRIBUTIONS"]
+__all__ = ["SensitivityMixin", "Contributions", "parse_comparison"]
 
-#: Label of full CPT in the lottery application.
-CPT_FULL = "CPT(alpha,gamma,delta)"
-#: The CPT submodel with parameter q fixed at one, by q (C_q = r_{−q} − r_full).
-CPT_SUBMODELS = {"alpha": "CPT(gamma,delta)", "gamma": "CPT(alpha,delta)",
-                 "delta": "CPT(alpha,gamma)"}
-#: The contributions and their differences reported in the paper's Table A.8, in its order.
-CONTRIBUTIONS = ("C_alpha", "C_gamma", "C_delta", "C_delta-C_gamma", "C_delta-C_alpha",
-                 "C_gamma-C_alpha")
-
-_GREEK = {"α": "alpha", "γ": "gamma", "δ": "delta"}
-_C_TERM = re.compile(r"^C_?\{?(alpha|gamma|delta|α|γ|δ)\}?$")
 _OPEN, _CLOSE = "([{", ")]}"
+@dataclass(frozen=True)
+class Contributions:
+    """Parameter contributions of a nested model family (SPEC §4).
+
+    The contribution of parameter ``q`` is ``C_q = r_{−q} − r_full``: the restrictiveness of
+    the submodel with ``q`` fixed minus that of the full model. Results that carry a
+    specification (a study's ``contributions=``) accept ``"C_q"`` terms in comparisons and
+    report them with :meth:`SensitivityMixin.contributions`.
+
+    Parameters
+    ----------
+    full : str
+        Label of the full model.
+    submodels : mapping of str to str
+        Label of the submodel with each parameter fixed, by parameter name.
+    report : sequence of str
+        The comparisons :meth:`~SensitivityMixin.contributions` reports, in order (default:
+        each ``C_q``).
+    symbols : mapping of str to str
+        Other spellings of parameter names in ``C_q`` terms (e.g. ``{"α": "alpha"}``).
+
+    Examples
+    --------
+    >>> spec = Contributions("M(a,b)", {"a": "M(b)", "b": "M(a)"})
+    >>> parse_comparison("C_a-C_b", ["M(a,b)", "M(b)", "M(a)"], spec)
+    {'M(b)': 1.0, 'M(a)': -1.0}
+    """
+
+    full: str
+    submodels: Mapping[str, str]
+    report: tuple[str, ...] = ()
+    symbols: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.submodels:
+            raise ConfigurationError("Contributions: submodels must name at least one parameter")
+        object.__setattr__(self, "submodels", dict(self.submodels))
+        object.__setattr__(self, "symbols", dict(self.symbols))
+        object.__setattr__(self, "report", tuple(self.report)
+                           or tuple(f"C_{q}" for q in self.submodels))
+        unknown = [v for v in self.symbols.values() if v not in self.submodels]
+        if unknown:
+            raise ConfigurationError(f"Contributions: symbols map to unknown parameter(s) "
+                                     f"{unknown}; parameters are {list(self.submodels)}")
+
+    def parameter(self, term: str) -> str | None:
+        """The parameter a ``C_q`` term names (``C_q``, ``Cq``, ``C_{q}``), or None."""
+        match = re.match(r"^C_?\{?(.+?)\}?$", term)
+        if match is None:
+            return None
+        q = self.symbols.get(match.group(1), match.group(1))
+        return q if q in self.submodels else None
+
+    def to_json(self) -> str:
+        return json.dumps({"full": self.full, "submodels": self.submodels,
+                           "report": list(self.report), "symbols": self.symbols})
+
+    @classmethod
+    def from_json(cls, text: str) -> Contributions:
+        d = json.loads(text)
+        return cls(d["full"], d["submodels"], tuple(d["report"]), d["symbols"])
+
+
 # Summary tables: comparisons left-aligned in the stub, numbers right-aligned.
 _RIGHT = {"data_aligns": "r", "stub_align": "l", "header_align": "r"}
 _LEFT = {"data_aligns": "l", "stub_align": "l"}
@@ -70,7 +124,8 @@ def _top_level_minus(text: str) -> list[int]:
     return out
 
 
-def _term(text: str, procedures: Sequence[str]) -> dict[str, float] | None:
+def _term(text: str, procedures: Sequence[str], contributions: Contributions | None
+          ) -> dict[str, float] | None:
     """Weights of one term (a label or C_q), or None when it names nothing known."""
     text = text.strip()
     if not text:
@@ -82,32 +137,40 @@ def _term(text: str, procedures: Sequence[str]) -> dict[str, float] | None:
     loose = [p for p in procedures if "".join(p.split()) == squeezed]
     if len(loose) == 1:
         return {loose[0]: 1.0}
-    match = _C_TERM.match(squeezed)
-    if match is None:
+    q = contributions.parameter(squeezed) if contributions is not None else None
+    if q is None:
         return None
-    q = _GREEK.get(match.group(1), match.group(1))
-    sub = CPT_SUBMODELS[q]
-    missing = [p for p in (sub, CPT_FULL) if p not in procedures]
+    sub, full = contributions.submodels[q], contributions.full
+    missing = [p for p in (sub, full) if p not in procedures]
     if missing:
         raise ConfigurationError(
-            f"comparison term {text!r} is the CPT contribution C_{q} = r[{sub}] − r[{CPT_FULL}]"
+            f"comparison term {text!r} is the contribution C_{q} = r[{sub}] − r[{full}]"
             f", but the results have no procedure {missing}; procedures are {list(procedures)}")
-    return {sub: 1.0, CPT_FULL: -1.0}
+    return {sub: 1.0, full: -1.0}
 
 
-def parse_comparison(text: str, procedures: Sequence[str]) -> dict[str, float]:
+def _c_hint(contributions: Contributions | None) -> str:
+    if contributions is None:
+        return ""
+    return ", and " + ", ".join(f"C_{q}" for q in contributions.submodels) + " name contributions"
+
+
+def parse_comparison(text: str, procedures: Sequence[str],
+                     contributions: Contributions | None = None) -> dict[str, float]:
     """Weights ``{label: coefficient}`` of a comparison string.
 
     Parameters
     ----------
     text : str
         ``"A"`` (restrictiveness of A), ``"A-B"`` (r_A − r_B; the split is at a ``-`` outside
-        parentheses, and a label containing ``-`` is matched whole first), or CPT contribution
-        forms ``"C_alpha"``, ``"C_gamma"``, ``"C_delta"`` (``C_q = r_{−q} − r_full``, also
-        ``"C_α"`` etc.) on either side, e.g. ``"C_delta-C_gamma"``. Whitespace around terms is
-        ignored; whitespace inside a label is ignored when it still identifies one label.
+        parentheses, and a label containing ``-`` is matched whole first), or, with
+        ``contributions``, parameter contributions ``"C_q"`` (``C_q = r_{−q} − r_full``) on
+        either side, e.g. ``"C_delta-C_gamma"``. Whitespace around terms is ignored;
+        whitespace inside a label is ignored when it still identifies one label.
     procedures : sequence of str
         The labels available (e.g. ``Results.procedures``).
+    contributions : Contributions, optional
+        Defines the ``C_q`` terms (e.g. :data:`restrictiveness.lottery.CPT_CONTRIBUTIONS`).
 
     Returns
     -------
@@ -117,7 +180,7 @@ def parse_comparison(text: str, procedures: Sequence[str]) -> dict[str, float]:
     Raises
     ------
     ConfigurationError
-        Unknown labels (named in the message), ambiguous splits, a C_q form whose CPT
+        Unknown labels (named in the message), ambiguous splits, a C_q form whose
         procedures are missing, or a comparison that cancels to zero.
 
     Examples
@@ -126,20 +189,23 @@ def parse_comparison(text: str, procedures: Sequence[str]) -> dict[str, float]:
     ...          "CPT(alpha,gamma)", "CPT(delta)"]
     >>> parse_comparison("CPT(delta)-CPT(alpha,gamma,delta)", procs)
     {'CPT(delta)': 1.0, 'CPT(alpha,gamma,delta)': -1.0}
-    >>> parse_comparison("C_delta-C_gamma", procs)
+    >>> cpt = Contributions("CPT(alpha,gamma,delta)", {"alpha": "CPT(gamma,delta)",
+    ...                     "gamma": "CPT(alpha,delta)", "delta": "CPT(alpha,gamma)"})
+    >>> parse_comparison("C_delta-C_gamma", procs, cpt)
     {'CPT(alpha,gamma)': 1.0, 'CPT(alpha,delta)': -1.0}
     """
     if not isinstance(text, str):
         raise ConfigurationError(f"comparison must be a string; got {type(text).__name__}")
     procedures = [str(p) for p in procedures]
     text = text.strip()
-    whole = _term(text, procedures)
+    whole = _term(text, procedures, contributions)
     if whole is not None:
         return whole
     cuts = _top_level_minus(text)
     found = []
     for i in cuts:
-        left, right = _term(text[:i], procedures), _term(text[i + 1:], procedures)
+        left = _term(text[:i], procedures, contributions)
+        right = _term(text[i + 1:], procedures, contributions)
         if left is not None and right is not None:
             found.append((i, left, right))
     if len(found) > 1:
@@ -150,11 +216,10 @@ def parse_comparison(text: str, procedures: Sequence[str]) -> dict[str, float]:
     if not found:
         ends = [-1] + cuts + [len(text)]
         pieces = [text[a + 1:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
-        unknown = [p.strip() for p in pieces if _term(p, procedures) is None]
+        unknown = [p.strip() for p in pieces if _term(p, procedures, contributions) is None]
         raise ConfigurationError(
             f"comparison {text!r} names unknown procedure label(s) {unknown or [text]}; "
-            f"procedures are {procedures}, and C_alpha, C_gamma, C_delta name CPT "
-            "contributions; write 'A-B' for r_A − r_B")
+            f"procedures are {procedures}{_c_hint(contributions)}; write 'A-B' for r_A − r_B")
     _, left, right = found[0]
     weights = dict(left)
     for label, c in right.items():
@@ -186,7 +251,7 @@ def _interval(lo: float, hi: float) -> str:
 
 
 class SensitivityMixin:
-    """Density-ratio bounds and critical Γ* for :class:`~restrictiveness.results.Results`.
+    """Density-ratio bounds and critical Γ* for :class:`~restrictiveness.engine.results.Results`.
 
     Every method takes a comparison (see :func:`parse_comparison`) and works on the
     per-replication losses of one discrepancy, averaged over training draws with ``nanmean``
@@ -194,6 +259,24 @@ class SensitivityMixin:
     """
 
     dataset: xr.Dataset
+
+    @property
+    def contribution_spec(self) -> Contributions | None:
+        """The parameter contributions these results define (None: no ``C_q`` terms)."""
+        text = self.dataset.attrs.get("contributions")
+        return Contributions.from_json(text) if text else None
+
+    def with_contributions(self, spec: Contributions):
+        """The same results with a contribution specification (for files saved without one,
+        e.g. ``rx.load(path).with_contributions(rx.lottery.CPT_CONTRIBUTIONS)``)."""
+        missing = [p for p in (spec.full, *spec.submodels.values())
+                   if p not in self.dataset["procedure"].values]
+        if missing:
+            raise ConfigurationError(f"contributions name procedure(s) {missing} that the "
+                                     f"results do not have")
+        ds = self.dataset.copy()
+        ds.attrs["contributions"] = spec.to_json()
+        return type(self)(ds)
 
     # -- inputs ---------------------------------------------------------------------------
     def _weights(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None
@@ -207,7 +290,7 @@ class SensitivityMixin:
                     raise ConfigurationError(f"{name} names unknown procedure label(s) "
                                              f"{unknown}; procedures are {procs}")
                 return {str(k): float(v) for k, v in x.items()}
-            return parse_comparison(x, procs)
+            return parse_comparison(x, procs, self.contribution_spec)
 
         w = one(a, "a")
         if b is not None:
@@ -267,7 +350,7 @@ class SensitivityMixin:
 
         Examples
         --------
-        >>> from restrictiveness.quick import demo_study
+        >>> from restrictiveness.analysis.quick import demo_study
         >>> res = demo_study(n=[25], replications=10).run(progress=False)
         >>> tab = res.sensitivity("linear", "GP regression", gamma=2.0)
         >>> bool(((tab["lower"] <= tab["estimate"]) & (tab["estimate"] <= tab["upper"])).all())
@@ -305,11 +388,11 @@ class SensitivityMixin:
         -------
         Series
             Float Γ* by n (``1.0`` when the uniform-weight estimate is already ≤ 0); format
-            with :func:`~restrictiveness.sensitivity.format_critical`.
+            with :func:`~restrictiveness.engine.sensitivity.format_critical`.
 
         Examples
         --------
-        >>> from restrictiveness.quick import demo_study
+        >>> from restrictiveness.analysis.quick import demo_study
         >>> res = demo_study(n=[25], replications=10).run(progress=False)
         >>> res.critical_gamma("linear").tolist()  # a positive ratio stays positive
         [inf]
@@ -321,13 +404,14 @@ class SensitivityMixin:
         return pd.Series(out, index=pd.Index(self.ns, name="n"), name="critical_gamma",
                          dtype=float)
 
-    # -- CPT contributions ----------------------------------------------------------------
+    # -- parameter contributions ---------------------------------------------------------
     def contributions(self, discrepancy: str | None = None, level: float = 0.95) -> pd.DataFrame:
-        """CPT parameter contributions C_α, C_γ, C_δ and their differences, with delta-method SEs.
+        """Parameter contributions C_q and their differences, with delta-method SEs.
 
-        ``C_q = r_{−q} − r_full`` where ``r_{−q}`` is the restrictiveness of the CPT submodel
-        with q fixed at one (:data:`CPT_SUBMODELS`) and ``r_full`` that of :data:`CPT_FULL`;
-        the differences ``C_q − C_s = r_{−q} − r_{−s}`` (SPEC §4). Estimates and SEs come from
+        ``C_q = r_{−q} − r_full`` where ``r_{−q}`` is the restrictiveness of the submodel with q
+        fixed and ``r_full`` that of the full model, as the results' :class:`Contributions`
+        define them (the lottery study: CPT's C_α, C_γ, C_δ); the differences
+        ``C_q − C_s = r_{−q} − r_{−s}`` (SPEC §4). Estimates and SEs come from
         :meth:`Results.combination` on common draws.
 
         Parameters
@@ -340,15 +424,21 @@ class SensitivityMixin:
         Returns
         -------
         DataFrame
-            Index ``(contribution, n)`` with the rows of :data:`CONTRIBUTIONS`; columns
-            ``estimate``, ``se``, ``lower``, ``upper``.
+            Index ``(contribution, n)`` with the rows of the specification's ``report``;
+            columns ``estimate``, ``se``, ``lower``, ``upper``.
 
         Examples
         --------
         >>> res.contributions().loc["C_delta-C_gamma"]  # doctest: +SKIP
         """
+        spec = self.contribution_spec
+        if spec is None:
+            raise ConfigurationError(
+                "these results define no parameter contributions; add them with "
+                "results.with_contributions(rx.Contributions(...)) (the lottery's: "
+                "rx.lottery.CPT_CONTRIBUTIONS)")
         disc = self._discrepancy(discrepancy)
-        tables = {c: self.combination(self._weights(c), disc, level) for c in CONTRIBUTIONS}
+        tables = {c: self.combination(self._weights(c), disc, level) for c in spec.report}
         return pd.concat(tables, names=["contribution", "n"])
 
     # -- reporting ------------------------------------------------------------------------
@@ -378,7 +468,7 @@ class SensitivityMixin:
 
         Examples
         --------
-        >>> from restrictiveness.quick import demo_study
+        >>> from restrictiveness.analysis.quick import demo_study
         >>> res = demo_study(n=[25], replications=10).run(progress=False)
         >>> ds = res.sensitivity_dataset(["linear", "linear-GP regression"])
         >>> sorted(ds.data_vars)
@@ -448,7 +538,7 @@ class SensitivityMixin:
 
         Examples
         --------
-        >>> from restrictiveness.quick import demo_study
+        >>> from restrictiveness.analysis.quick import demo_study
         >>> res = demo_study(n=[25], replications=10).run(progress=False)
         >>> "Panel C" in res.sensitivity_summary(["linear-GP regression"]).as_text()
         True
@@ -491,7 +581,7 @@ class SensitivityMixin:
             f"Γ* is the smallest Γ at which the lower bound is ≤ 0; '> {gamma_max:g}': "
             f"positive through Γ = {gamma_max:g}; '1': ≤ 0 under uniform weights.",
             "A single label is that procedure's restrictiveness; 'A-B' is r_A − r_B; "
-            "C_q = r[CPT without q] − r[full CPT].",
+            "C_q = r[model without q] − r[full model].",
         ]
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry

@@ -9,11 +9,11 @@ Construction of one pseudo-truth (one replication):
    ``z``. The leading ``E + n`` entries are then an exact draw on the size-``n`` union, and the
    latent values at shared points coincide across ``n``.
 3. For each ``n``, on the union stacked [training(n); evaluation]: the pairwise-averaging
-   projection (:mod:`restrictiveness.projection`) in the increasing direction (``g₊``) and in the
-   decreasing direction (``g₋``), blended as ``g̃ = (1 − w) g₊ − w g₋`` with
+   projection (:mod:`restrictiveness.eligible.projection`) in the increasing direction (``g₊``)
+   and in the decreasing direction (``g₋``), blended as ``g̃ = (1 − w) g₊ − w g₋`` with
    ``w = e₊ / (e₊ + e₋)``, ``e± = ‖g± − g‖²`` (``−g₋`` is monotone in the required direction, so
    ``g̃`` is a convex combination of two monotone vectors).
-4. The link onto a :class:`~restrictiveness.constraints.Between` constraint:
+4. The link onto a :class:`~restrictiveness.eligible.constraints.Between` constraint:
    ``f = lo + (hi − lo) / (1 + exp(−g̃))``; without one, ``f = g̃``.
 
 For within-function averaging (``draws > 1``) further training sets are drawn and labelled by
@@ -28,9 +28,9 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit
 
+from ..shared.exceptions import ConfigurationError, ConstraintError
 from .constraints import Between, Constraint, Decreasing, Increasing
 from .domains import Domain
-from .exceptions import ConfigurationError, ConstraintError
 from .kernels import Kernel, Matern32
 from .projection import SweepOrder, count_violations, monotone_project, ordered_pairs
 from .truth import EvaluationDistribution, PseudoTruth
@@ -150,7 +150,7 @@ class MonotoneGP(EvaluationDistribution):
     response : str
         Name of the label.
     order : {"row-major", "random"}
-        Visiting order of the projection sweep (see :mod:`restrictiveness.projection`).
+        Visiting order of the projection sweep (see :mod:`restrictiveness.eligible.projection`).
     tol, max_sweeps : float, int
         Stopping rule of the projection.
 

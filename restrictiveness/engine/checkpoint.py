@@ -16,9 +16,17 @@ import re
 import tempfile
 from pathlib import Path
 
-from .exceptions import CheckpointError
+from ..shared.exceptions import CheckpointError
 
 __all__ = ["Checkpoint"]
+
+#: Modules whose records were pickled before the package moved into layered subpackages.
+_MOVED = {"restrictiveness.study": "restrictiveness.engine.study"}
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        return super().find_class(_MOVED.get(module, module), name)
 
 
 def _identity(configuration: dict) -> str:
@@ -85,6 +93,6 @@ class Checkpoint:
         out = {}
         for file in sorted(self.path.glob("replication-*.pkl")):
             with open(file, "rb") as fh:
-                record = pickle.load(fh)
+                record = _Unpickler(fh).load()
             out[record.replication] = record
         return out

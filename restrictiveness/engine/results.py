@@ -32,14 +32,14 @@ import xarray as xr
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
-from ._versions import package_versions
-from .exceptions import ConfigurationError
+from ..shared._versions import package_versions
+from ..shared.exceptions import ConfigurationError
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 
 __all__ = ["Results", "load"]
 
-_ENGINE = "netcdf4"
+NETCDF_ENGINE = "netcdf4"
 
 
 class Results(SensitivityMixin):
@@ -48,7 +48,8 @@ class Results(SensitivityMixin):
     Parameters
     ----------
     dataset : xarray.Dataset
-        As built by :meth:`Study.run <restrictiveness.study.Study.run>` (see module docstring).
+        As built by :meth:`Study.run <restrictiveness.engine.study.Study.run>` (see module
+        docstring).
 
     Examples
     --------
@@ -115,12 +116,14 @@ class Results(SensitivityMixin):
             "versions": json.dumps(package_versions()),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         })
+        if getattr(study, "contributions", None) is not None:
+            ds.attrs["contributions"] = study.contributions.to_json()
         return cls(ds)
 
     # -- storage --------------------------------------------------------------------------
     def to_netcdf(self, path) -> None:
         """Write the Dataset to NetCDF-4 (reload with :func:`restrictiveness.load`)."""
-        self.dataset.to_netcdf(path, engine=_ENGINE)
+        self.dataset.to_netcdf(path, engine=NETCDF_ENGINE)
 
     # -- accessors ------------------------------------------------------------------------
     @property
@@ -343,5 +346,5 @@ def load(path) -> Results:
     >>> import restrictiveness as rx
     >>> res = rx.load("lottery.nc")  # doctest: +SKIP
     """
-    with xr.open_dataset(path, engine=_ENGINE) as ds:
+    with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
         return Results(ds.load())

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError
 
 __all__ = ["frontier_table", "plot_frontier"]
 

@@ -31,11 +31,12 @@ from typing import Literal
 
 import numpy as np
 
+from ..eligible.truth import EvaluationDistribution
+from ..shared.exceptions import BaselineError, ConfigurationError, FailureWarning
 from .discrepancies import MSE, Discrepancy
-from .exceptions import BaselineError, ConfigurationError, FailureWarning
 from .failures import GuardedRule
-from .procedures import FunctionRule, Procedure
-from .truth import EvaluationDistribution
+from .protocol import FunctionRule, Procedure
+from .sensitivity_results import Contributions
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng"]
 
@@ -102,6 +103,11 @@ class Study:
         ``"evaluation"`` fits every procedure on the evaluation locations themselves, giving
         *model* restrictiveness (Def. 1, the n → ∞ limit); the ``n`` coordinate then indexes the
         pseudo-truth construction only.
+    baseline_label : str
+        Name of the baseline in results and summaries.
+    contributions : Contributions, optional
+        Parameter contributions of nested procedures (SPEC §4), e.g. CPT's ``C_alpha``; the
+        results then report them and accept ``"C_q"`` terms in comparisons.
 
     Examples
     --------
@@ -119,7 +125,8 @@ class Study:
                  baseline: Procedure, discrepancies: Sequence[Discrepancy] = (MSE(),),
                  n: Sequence[int] = (50, 100, 200), replications: int = 100, seed: int = 0,
                  draws: int = 1, fit_on: Literal["training", "evaluation"] = "training",
-                 baseline_label: str = "baseline") -> None:
+                 baseline_label: str = "baseline",
+                 contributions: Contributions | None = None) -> None:
         if not isinstance(procedures, Mapping):
             labels = [getattr(p, "label", type(p).__name__) for p in procedures]
             if len(set(labels)) != len(labels):
@@ -156,6 +163,13 @@ class Study:
             raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
         self.replications, self.seed, self.draws = int(replications), int(seed), int(draws)
         self.fit_on = fit_on
+        if contributions is not None:
+            missing = [p for p in (contributions.full, *contributions.submodels.values())
+                       if p not in self.procedures]
+            if missing:
+                raise ConfigurationError(f"contributions name procedure(s) {missing} that the "
+                                         f"study does not run; procedures are {self.labels}")
+        self.contributions = contributions
 
     # -- configuration --------------------------------------------------------------------
     @property
@@ -182,7 +196,7 @@ class Study:
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
             replications: Sequence[int] | None = None, checkpoint=None,
             backend: Literal["processes", "dask"] = "processes", client=None):
-        """Run every replication and return :class:`~restrictiveness.results.Results`.
+        """Run every replication and return :class:`~restrictiveness.engine.results.Results`.
 
         Parameters
         ----------
@@ -194,7 +208,7 @@ class Study:
             Run only these replication indices (as a distributed run does).
         checkpoint : str or Path, optional
             Directory recording each finished replication; a rerun with the same configuration
-            skips them (see :mod:`restrictiveness.checkpoint`).
+            skips them (see :mod:`restrictiveness.engine.checkpoint`).
         backend : {"processes", "dask"}
             A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are

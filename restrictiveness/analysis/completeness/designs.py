@@ -1,0 +1,275 @@
+"""Cross-validation designs for completeness on real data (SPEC §5).
+
+* :class:`CellMeansKFold` (lotteries, §3.1): K folds over observations; procedures are fitted to
+  the per-cell means (25 lottery means) of the training responses and predict held-out
+  individual responses; SE clustered by participant.
+* :class:`RepeatedGroupKFold` (markets, §4.1): repeated K folds over groups (cities, both markets
+  of a city together); loss per group averages its observations' (markets') losses; the
+  repeated-fold SE of SPEC §5.
+
+:class:`TableSample` turns rows of a data frame into a
+:class:`~restrictiveness.shared.sample.Sample`; :func:`squared_error` is the default loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ...shared.exceptions import ConfigurationError, DataError
+from ...shared.sample import Sample
+
+__all__ = ["squared_error", "TableSample", "Fold", "CellMeansKFold", "RepeatedGroupKFold",
+           "Design", "Loss", "ToSample"]
+
+Loss = Callable[[np.ndarray, np.ndarray], np.ndarray]
+ToSample = Callable[[pd.DataFrame], Sample]
+
+
+def squared_error(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """Squared error per observation, averaged over any trailing axes.
+
+    For scalar responses this is ``(y_i − ŷ_i)²``; for markets (``(n_markets, J)`` shares) it is
+    the MSE over the J inside shares of each market.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> squared_error(np.array([1.0, 2.0]), np.array([0.0, 2.0]))
+    array([1., 0.])
+    >>> squared_error(np.ones((1, 2)), np.array([[0.0, 1.0]]))
+    array([0.5])
+    """
+    d = np.asarray(pred, dtype=float) - np.asarray(y, dtype=float)
+    d = d.reshape(d.shape[0], -1)
+    return np.mean(d * d, axis=1)
+
+
+@dataclass(frozen=True)
+class TableSample:
+    """``to_sample`` for tabular data: one observation per row, named covariate columns.
+
+    Parameters
+    ----------
+    covariates : tuple of str
+        Columns forming ``X`` (in this order).
+    response : str
+        Column forming ``y``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = TableSample(("z_hi", "z_lo", "p"), "ce")(
+    ...     pd.DataFrame({"z_hi": [1.0], "z_lo": [0.0], "p": [0.5], "ce": [0.4]}))
+    >>> s.X.shape, s.columns, s.response
+    ((1, 3), ('z_hi', 'z_lo', 'p'), 'ce')
+    """
+
+    covariates: tuple[str, ...]
+    response: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "covariates", tuple(self.covariates))
+        if not self.covariates:
+            raise ConfigurationError("TableSample: covariates must name at least one column")
+
+    def __call__(self, frame: pd.DataFrame) -> Sample:
+        missing = [c for c in (*self.covariates, self.response) if c not in frame.columns]
+        if missing:
+            raise DataError(f"TableSample: the data lack column(s) {missing}; "
+                            f"available: {list(frame.columns)}")
+        X = frame[list(self.covariates)].to_numpy(dtype=float)
+        y = frame[self.response].to_numpy(dtype=float)
+        if not (np.isfinite(X).all() and np.isfinite(y).all()):
+            raise DataError("TableSample: the data contain missing or infinite values in "
+                            f"{list(self.covariates) + [self.response]}; drop or impute them")
+        return Sample(X, y, self.covariates, self.response)
+
+
+def _concat(samples: Sequence[Sample]) -> Sample:
+    first = samples[0]
+    return Sample(np.concatenate([np.asarray(s.X, dtype=float) for s in samples]),
+                  np.concatenate([np.asarray(s.y, dtype=float) for s in samples]),
+                  tuple(first.columns), first.response)
+
+
+def _column(data: pd.DataFrame, name: str, role: str) -> np.ndarray:
+    if name not in data.columns:
+        raise DataError(f"the data lack the {role} column {name!r}; available: "
+                        f"{list(data.columns)}")
+    values = data[name]
+    if values.isna().any():
+        raise DataError(f"the {role} column {name!r} has missing values; every row needs one")
+    return values.to_numpy()
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One training/test split: positional row indices into the data frame."""
+
+    repeat: int
+    fold: int
+    train: np.ndarray
+    test: np.ndarray
+
+
+def _assign(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Random balanced fold labels 0..k−1 for n items (fold sizes differ by at most one)."""
+    labels = np.empty(n, dtype=np.int64)
+    labels[rng.permutation(n)] = np.arange(n) % k
+    return labels
+
+
+class CellMeansKFold:
+    """K-fold cross-validation over observations, fitting to per-cell training means.
+
+    Each fold's procedures receive one training observation per cell (e.g. per lottery): the
+    cell's covariates and the mean response of its training observations; they predict every
+    held-out observation. The SE clusters the held-out losses by ``cluster`` (SPEC §5, lotteries).
+
+    Parameters
+    ----------
+    k : int
+        Number of folds (10 in the paper).
+    cell : str
+        Column identifying cells; covariates must be constant within a cell.
+    cluster : str
+        Column identifying the clusters of the SE (participants).
+
+    Examples
+    --------
+    >>> CellMeansKFold(k=10, cell="lottery", cluster="participant")
+    CellMeansKFold(k=10, cell='lottery', cluster='participant')
+    """
+
+    se_method: Literal["clustered"] = "clustered"
+    unit_name = "observation"
+
+    def __init__(self, k: int = 10, cell: str = "lottery", cluster: str = "participant") -> None:
+        if int(k) != k or k < 2:
+            raise ConfigurationError(f"CellMeansKFold: k must be an integer >= 2, got {k!r}")
+        self.k, self.cell, self.cluster = int(k), cell, cluster
+
+    def __repr__(self) -> str:
+        return f"CellMeansKFold(k={self.k}, cell={self.cell!r}, cluster={self.cluster!r})"
+
+    @property
+    def repeats(self) -> int:
+        return 1
+
+    def units(self, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Unit labels (row positions) and the cluster label of each unit."""
+        _column(data, self.cell, "cell")
+        return np.arange(len(data)), _column(data, self.cluster, "cluster")
+
+    def folds(self, data: pd.DataFrame, rng: np.random.Generator) -> list[Fold]:
+        n = len(data)
+        if self.k > n:
+            raise ConfigurationError(f"CellMeansKFold: k={self.k} folds need at least k "
+                                     f"observations; the data have {n}")
+        labels = _assign(n, self.k, rng)
+        return [Fold(0, j, np.flatnonzero(labels != j), np.flatnonzero(labels == j))
+                for j in range(self.k)]
+
+    def training_sample(self, frame: pd.DataFrame, to_sample: ToSample) -> Sample:
+        """One observation per cell: its covariates and the mean of its training responses."""
+        s = to_sample(frame)
+        if len(s) != len(frame):
+            raise ConfigurationError("CellMeansKFold: to_sample must return one observation per "
+                                     f"row (got {len(s)} for {len(frame)} rows)")
+        cells = _column(frame, self.cell, "cell")
+        _, first, inv = np.unique(cells, return_index=True, return_inverse=True)
+        X, y = np.asarray(s.X, dtype=float), np.asarray(s.y, dtype=float)
+        if not np.array_equal(X, X[first][inv]):
+            raise DataError(f"CellMeansKFold: covariates vary within a cell of {self.cell!r}; "
+                            "cell means need one covariate vector per cell")
+        counts = np.bincount(inv).astype(float)
+        sums = np.zeros((len(first),) + y.shape[1:])
+        np.add.at(sums, inv, y)
+        return Sample(X[first], sums / counts.reshape((-1,) + (1,) * (y.ndim - 1)),
+                      tuple(s.columns), s.response)
+
+    def test_sample(self, data: pd.DataFrame, rows: np.ndarray,
+                    to_sample: ToSample) -> tuple[Sample, np.ndarray]:
+        """Held-out observations and the unit (row position) of each."""
+        s = to_sample(data.iloc[rows])
+        if len(s) != len(rows):
+            raise ConfigurationError("CellMeansKFold: to_sample must return one observation per "
+                                     f"row (got {len(s)} for {len(rows)} rows)")
+        return s, np.asarray(rows)
+
+
+class RepeatedGroupKFold:
+    """Repeated K-fold cross-validation over groups (e.g. cities), never splitting a group.
+
+    Procedures are fitted to ``to_sample`` of all training rows. The held-out loss of a group is
+    the mean of its observations' losses (for markets: the MSE over inside shares of each market,
+    averaged over the city's markets). The SE is the repeated-fold formula of SPEC §5.
+
+    Parameters
+    ----------
+    repeats : int
+        Repetitions R, each with a fresh random partition (5 in the paper).
+    k : int
+        Folds K per repetition (5 in the paper).
+    group : str
+        Column identifying groups (cities).
+
+    Examples
+    --------
+    >>> RepeatedGroupKFold(repeats=5, k=5, group="city")
+    RepeatedGroupKFold(repeats=5, k=5, group='city')
+    """
+
+    se_method: Literal["repeated-fold"] = "repeated-fold"
+    unit_name = "group"
+
+    def __init__(self, repeats: int = 5, k: int = 5, group: str = "city") -> None:
+        if int(k) != k or k < 2:
+            raise ConfigurationError(f"RepeatedGroupKFold: k must be an integer >= 2, got {k!r}")
+        if int(repeats) != repeats or repeats < 1:
+            raise ConfigurationError("RepeatedGroupKFold: repeats must be a positive integer, "
+                                     f"got {repeats!r}")
+        self.repeats, self.k, self.group = int(repeats), int(k), group
+
+    def __repr__(self) -> str:
+        return f"RepeatedGroupKFold(repeats={self.repeats}, k={self.k}, group={self.group!r})"
+
+    def units(self, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Unit labels (the sorted distinct groups); each unit is its own cluster."""
+        groups = np.unique(_column(data, self.group, "group"))
+        return groups, groups
+
+    def folds(self, data: pd.DataFrame, rng: np.random.Generator) -> list[Fold]:
+        groups, codes = np.unique(_column(data, self.group, "group"), return_inverse=True)
+        if self.k > len(groups):
+            raise ConfigurationError(f"RepeatedGroupKFold: k={self.k} folds need at least k "
+                                     f"groups; the data have {len(groups)}")
+        out = []
+        for r in range(self.repeats):
+            labels = _assign(len(groups), self.k, rng)[codes]
+            out += [Fold(r, j, np.flatnonzero(labels != j), np.flatnonzero(labels == j))
+                    for j in range(self.k)]
+        return out
+
+    def training_sample(self, frame: pd.DataFrame, to_sample: ToSample) -> Sample:
+        return to_sample(frame)
+
+    def test_sample(self, data: pd.DataFrame, rows: np.ndarray,
+                    to_sample: ToSample) -> tuple[Sample, np.ndarray]:
+        """Held-out observations, built group by group, and the unit (group position) of each."""
+        frame = data.iloc[rows]
+        units = np.unique(_column(data, self.group, "group"))
+        samples, unit_of = [], []
+        for g, sub in frame.groupby(self.group, sort=True):
+            s = to_sample(sub)
+            samples.append(s)
+            unit_of.append(np.full(len(s), np.searchsorted(units, g)))
+        return _concat(samples), np.concatenate(unit_of)
+
+
+Design = CellMeansKFold | RepeatedGroupKFold

@@ -1,0 +1,276 @@
+"""Completeness on real data (Fudenberg, Kleinberg, Liang & Mullainathan 2022; SPEC §5).
+
+Completeness of procedure j is the share of a flexible benchmark's out-of-sample improvement over
+a baseline that j achieves,
+
+    κ_j = (loss_baseline − loss_j) / (loss_baseline − loss_benchmark),
+
+with all losses held out under one cross-validation design common to every procedure. The engine,
+:func:`estimate_completeness`, is generic: it takes a data frame, a cross-validation design, and a
+``to_sample`` callable that turns any subset of the frame's rows into a
+:class:`~restrictiveness.shared.sample.Sample`. Two designs implement the paper's applications:
+
+* :class:`CellMeansKFold` (lotteries, §3.1): K folds over observations; procedures are fitted to
+  the per-cell means (25 lottery means) of the training responses and predict held-out
+  individual responses; SE clustered by participant.
+* :class:`RepeatedGroupKFold` (markets, §4.1): repeated K folds over groups (cities, both markets
+  of a city together); loss per group averages its observations' (markets') losses; the
+  repeated-fold SE of SPEC §5.
+
+Failures follow the failure protocol of the restrictiveness studies
+(:mod:`restrictiveness.engine.failures`): a fit or prediction that raises gives the baseline's
+predictions for that whole fold, a non-finite or ineligible prediction row gives the baseline's
+row; both are counted, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ...eligible.constraints import Constraint
+from ...engine.failures import GuardedRule, repair
+from ...engine.protocol import Procedure
+from ...shared._versions import package_versions
+from ...shared.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
+from .designs import Design, Loss, ToSample, squared_error
+from .inference import with_estimates
+from .results import CompletenessResults
+
+__all__ = ["estimate_completeness"]
+
+
+def _resolve(procedures: Mapping[str, Procedure], role: str, proc: Procedure | str,
+             ) -> tuple[str, Procedure | None]:
+    if isinstance(proc, str):
+        if proc not in procedures:
+            raise ConfigurationError(f"{role}={proc!r} is not a key of procedures "
+                                     f"{list(procedures)}; pass a Procedure or one of the keys")
+        return proc, None
+    if not hasattr(proc, "fit"):
+        raise ConfigurationError(f"{role} must be a Procedure (with fit) or a key of procedures")
+    label = str(getattr(proc, "label", "") or "")
+    if label in ("", Procedure.label) or label in procedures:  # no label of its own, or taken
+        label = role
+    if label in procedures:
+        raise ConfigurationError(f"{role}'s label {label!r} is already a key of procedures; "
+                                 "rename one of them or pass the key as a string")
+    return label, proc
+
+
+def _seed_sequence(seed) -> np.random.SeedSequence:
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    return np.random.SeedSequence(seed)
+
+
+def estimate_completeness(
+    data: pd.DataFrame,
+    procedures: Mapping[str, Procedure],
+    *,
+    baseline: Procedure | str,
+    benchmark: Procedure | str,
+    design: Design,
+    to_sample: ToSample,
+    loss: Loss = squared_error,
+    seed: int | np.random.SeedSequence | None = 0,
+    constraints: Sequence[Constraint] = (),
+) -> CompletenessResults:
+    """Cross-validated completeness of procedures against a baseline and a flexible benchmark.
+
+    Every procedure, the baseline and the benchmark are fitted on the same training folds and
+    evaluated on the same held-out data; folds come from ``seed`` alone (via
+    :class:`numpy.random.SeedSequence`), so a rerun with the same seed reproduces them, and each
+    fold hands every procedure a generator seeded identically (common random numbers).
+
+    Parameters
+    ----------
+    data : DataFrame
+        The real data, one row per record (a response; a product in a market).
+    procedures : mapping of str to Procedure
+        The procedures to evaluate, by label.
+    baseline, benchmark : Procedure or str
+        The baseline (κ = 0) and the flexible benchmark (κ = 1): a Procedure (added under its
+        ``label``, or ``"baseline"``/``"benchmark"`` when that label is taken) or the key of one
+        of ``procedures``. The baseline must not fail.
+    design : CellMeansKFold or RepeatedGroupKFold
+        The cross-validation design (it also fixes the SE formula).
+    to_sample : callable DataFrame -> Sample
+        Turns any subset of ``data``'s rows into a
+        :class:`~restrictiveness.shared.sample.Sample`. With :class:`CellMeansKFold` it must
+        return one observation per row, in row order (e.g. :class:`TableSample`); the design
+        averages them by cell for training. With
+        :class:`RepeatedGroupKFold` it is called on the training rows and on each held-out
+        group's rows, and may aggregate rows (e.g. the 24 product rows of a market into one
+        observation with ``X`` of shape ``(24, 3)``).
+    loss : callable (y, pred) -> ndarray
+        Loss per observation (first axis); default :func:`squared_error`. κ̂ is invariant to
+        rescaling it.
+    seed : int, SeedSequence or None
+        Seed of the folds and of the procedures' random generators (None: fresh entropy,
+        recorded in the results).
+    constraints : sequence of Constraint
+        Restrictions used by the failure protocol: predictions are repaired (clipped) and rows
+        that still fail get the baseline's.
+
+    Returns
+    -------
+    CompletenessResults
+
+    Raises
+    ------
+    ConfigurationError
+        Inconsistent labels, too few observations or groups for the folds.
+    DataError
+        Missing design columns or values.
+    BaselineError
+        The baseline failed in some fold.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from restrictiveness import OLS, CellMeansKFold, Constant, TableSample
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"cell": np.repeat(np.arange(8), 5), "who": np.tile(np.arange(5), 8)})
+    >>> df["x"] = df["cell"] / 8.0
+    >>> df["y"] = df["x"] ** 2 + rng.normal(0, 0.1, len(df))
+    >>> res = estimate_completeness(
+    ...     df, {"linear": OLS("y ~ x")}, baseline=Constant(), benchmark=OLS("y ~ x + I(x**2)"),
+    ...     design=CellMeansKFold(k=5, cell="cell", cluster="who"),
+    ...     to_sample=TableSample(("x",), "y"))
+    >>> float(res.kappa["OLS"]), float(res.kappa["constant"])
+    (1.0, 0.0)
+    >>> 0 < float(res.kappa["linear"]) < 1
+    True
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    if len(data) == 0:
+        raise DataError("data has no rows")
+    if not isinstance(procedures, Mapping):
+        raise ConfigurationError("procedures must be a mapping of label to Procedure")
+    procs = {str(k): v for k, v in procedures.items()}
+    for label, p in procs.items():
+        if not hasattr(p, "fit"):
+            raise ConfigurationError(f"procedures[{label!r}] is not a Procedure (no fit method)")
+    base_label, base_proc = _resolve(procs, "baseline", baseline)
+    if base_proc is not None:
+        procs[base_label] = base_proc
+    flex_label, flex_proc = _resolve(procs, "benchmark", benchmark)
+    if flex_proc is not None:
+        procs[flex_label] = flex_proc
+    if base_label == flex_label:
+        raise ConfigurationError("baseline and benchmark must be different procedures")
+    data = data.reset_index(drop=True)
+    units, clusters = design.units(data)
+    ss = _seed_sequence(seed)
+    fold_seq, fit_seq = ss.spawn(2)
+    folds = design.folds(data, np.random.default_rng(fold_seq))
+    fit_seeds = fit_seq.spawn(len(folds))
+
+    labels = list(procs)
+    P, R, K, U = len(labels), design.repeats, design.k, len(units)
+    L = np.full((P, R, U), np.nan)
+    assigned = np.full((R, U), -1, dtype=np.int64)
+    failed = np.zeros((P, R, K), dtype=np.int64)
+    invalid = np.zeros((P, R, K), dtype=np.int64)
+    seconds = np.zeros((P, R, K))
+    error = np.full((P, R, K), "", dtype=object)
+    info = np.full((P, R, K), "{}", dtype=object)
+    b = labels.index(base_label)
+    order = [b] + [j for j in range(P) if j != b]  # the baseline first: others fall back on it
+
+    for i, (fold, fit_ss) in enumerate(zip(folds, fit_seeds, strict=True)):
+        r, k = fold.repeat, fold.fold
+        train = design.training_sample(data.iloc[fold.train], to_sample)
+        if i == 0:  # a misspelt formula is a configuration error, not a failure in every fold
+            for proc in procs.values():
+                if hasattr(proc, "validate"):
+                    proc.validate(tuple(train.columns), train.response)
+        test, unit_of = design.test_sample(data, fold.test, to_sample)
+        if np.any(assigned[r, np.unique(unit_of)] >= 0):
+            raise ConfigurationError(f"{design!r}: a unit is held out twice in repetition {r}")
+        assigned[r, unit_of] = k
+        X, columns = np.asarray(test.X, dtype=float), tuple(test.columns)
+        counts = np.bincount(unit_of, minlength=U).astype(float)
+        held = counts > 0
+        base_fit = None
+        for j in order:
+            t0 = time.perf_counter()
+            if j == b:
+                try:
+                    base_fit = procs[labels[j]].fit(train, np.random.default_rng(fit_ss))
+                    pred, _ = repair(np.asarray(base_fit.predict(X), dtype=float), X,
+                                     constraints, columns)
+                except Exception as exc:
+                    raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
+                                        f"fold {k}: {type(exc).__name__}: {exc}") from exc
+                if not np.isfinite(pred).all():
+                    raise BaselineError(f"the baseline {base_label!r} returned non-finite "
+                                        f"predictions in repetition {r}, fold {k}")
+                info[j, r, k] = json.dumps(getattr(base_fit, "info", {}) or {}, default=str)
+            else:
+                # The study's failure protocol: repair, replace invalid rows with the
+                # baseline's, and the whole fold when the fit or the prediction raises.
+                try:
+                    fitted, reason = procs[labels[j]].fit(train, np.random.default_rng(fit_ss)), ""
+                    info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
+                except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                    fitted, reason = None, f"{type(exc).__name__}: {exc}"
+                guard = GuardedRule(fitted, base_fit, constraints, columns, reason)
+                pred = guard.predict(X)
+                failed[j, r, k] = int(guard.failed)
+                invalid[j, r, k] = 0 if guard.failed else guard.replaced
+                error[j, r, k] = guard.error
+            seconds[j, r, k] = time.perf_counter() - t0
+            obs = np.asarray(loss(test.y, pred), dtype=float)
+            if obs.shape != (len(test),):
+                raise ConfigurationError(f"loss must return one value per observation, shape "
+                                         f"({len(test)},); got {obs.shape}")
+            L[j, r, held] = np.bincount(unit_of, weights=obs, minlength=U)[held] / counts[held]
+    if (assigned < 0).any():
+        raise ConfigurationError(f"{design!r}: some units were never held out (did to_sample drop "
+                                 "rows?)")
+    if failed.any() or invalid.any():
+        bad = [f"{labels[j]} ({int(failed[j].sum())} folds, {int(invalid[j].sum())} rows)"
+               for j in range(P) if failed[j].any() or invalid[j].any()]
+        warnings.warn("baseline predictions used after failures: " + "; ".join(bad),
+                      FailureWarning, stacklevel=2)
+
+    coords = {"procedure": labels, "repeat": np.arange(R), "fold": np.arange(K),
+              "unit": units, "cluster": ("unit", clusters),
+              "assigned_fold": (("repeat", "unit"), assigned)}
+    pr = ("procedure", "repeat", "fold")
+    ds = xr.Dataset(
+        {"loss": (("procedure", "repeat", "unit"), L),
+         "failed": (pr, failed), "invalid": (pr, invalid), "seconds": (pr, seconds),
+         "error": (pr, error.astype(str)), "info": (pr, info.astype(str))},
+        coords=coords,
+    )
+    ds["loss"].attrs["description"] = f"held-out loss per {design.unit_name}"
+    ds["failed"].attrs["description"] = "fits that failed (baseline used for the whole fold)"
+    ds["invalid"].attrs["description"] = "prediction rows replaced by the baseline's"
+    ds["seconds"].attrs["units"] = "s"
+    ds.attrs.update({
+        "title": "completeness",
+        "design": repr(design),
+        "se_method": design.se_method,
+        "unit": design.unit_name,
+        "baseline": base_label,
+        "benchmark": flex_label,
+        "loss": getattr(loss, "__name__", repr(loss)),
+        "to_sample": repr(to_sample),
+        "constraints": json.dumps([repr(c) for c in constraints]),
+        "procedures": json.dumps({lab: repr(p) for lab, p in procs.items()}),
+        "seed": str(ss.entropy),
+        "versions": json.dumps(package_versions()),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    })
+    return CompletenessResults(with_estimates(ds))

@@ -1,0 +1,150 @@
+"""Completeness results: estimates, paired differences, summaries and NetCDF files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from statsmodels.iolib.summary import Summary
+from statsmodels.iolib.table import SimpleTable
+
+from ...engine.inference import normal_interval
+from ...engine.results import NETCDF_ENGINE
+from .inference import clustered_se, repeated_fold_se
+
+__all__ = ["CompletenessResults", "load_completeness"]
+
+
+class CompletenessResults:
+    """Completeness estimates from an :class:`xarray.Dataset` of held-out losses.
+
+    The Dataset has dimensions ``procedure``, ``repeat``, ``fold`` and ``unit`` (held-out
+    observations for :class:`CellMeansKFold`, groups for :class:`RepeatedGroupKFold`) with
+    variables ``loss`` and ``influence`` (procedure, repeat, unit); ``failed``, ``invalid``,
+    ``seconds``, ``error``, ``info`` (procedure, repeat, fold); ``kappa``, ``kappa_se``,
+    ``mean_loss`` (procedure); coordinates ``cluster`` (unit) and ``assigned_fold``
+    (repeat, unit); and attributes recording the design, baseline, benchmark, seed and versions.
+
+    Examples
+    --------
+    >>> res = estimate_completeness(...)  # doctest: +SKIP
+    >>> res.kappa, res.kappa_se  # doctest: +SKIP
+    >>> res.difference("CPT(a,g)", "CPT(g)")  # doctest: +SKIP
+    >>> print(res.summary())  # doctest: +SKIP
+    """
+
+    def __init__(self, dataset: xr.Dataset) -> None:
+        self.dataset = dataset
+
+    @property
+    def procedures(self) -> list[str]:
+        return [str(p) for p in self.dataset["procedure"].values]
+
+    @property
+    def kappa(self) -> pd.Series:
+        """κ̂ by procedure (the baseline's is 0, the benchmark's 1)."""
+        return self.dataset["kappa"].to_series().rename("kappa")
+
+    @property
+    def kappa_se(self) -> pd.Series:
+        """Standard error of κ̂ by procedure (SPEC §5; the design fixes the formula)."""
+        return self.dataset["kappa_se"].to_series().rename("kappa_se")
+
+    def _procedure(self, label: str) -> int:
+        if label not in self.procedures:
+            raise KeyError(f"procedure {label!r} not in {self.procedures}")
+        return self.procedures.index(label)
+
+    def _se(self, influence: np.ndarray) -> float:
+        if self.dataset.attrs["se_method"] == "clustered":
+            return clustered_se(influence[0], self.dataset["cluster"].values)
+        return repeated_fold_se(influence)
+
+    def difference(self, a: str, b: str, level: float = 0.95) -> pd.Series:
+        """Paired difference ``κ̂_a − κ̂_b`` with its SE from the same influence values.
+
+        Returns
+        -------
+        Series
+            ``estimate``, ``se``, ``lower``, ``upper`` (normal interval at ``level``).
+        """
+        if a == b:
+            raise ValueError("difference needs two different procedures")
+        ia, ib = self._procedure(a), self._procedure(b)
+        infl = self.dataset["influence"].transpose("procedure", "repeat", "unit").values
+        est = float(self.dataset["kappa"].values[ia] - self.dataset["kappa"].values[ib])
+        se = self._se(infl[ia] - infl[ib])
+        lo, hi = normal_interval(est, se, level)
+        return pd.Series({"estimate": est, "se": se, "lower": float(lo), "upper": float(hi)},
+                         name=f"{a} - {b}")
+
+    def estimates(self, level: float = 0.95) -> pd.DataFrame:
+        """κ̂, se, normal interval, mean held-out loss and failed folds by procedure."""
+        ds = self.dataset
+        df = pd.DataFrame({"kappa": self.kappa, "se": self.kappa_se})
+        df["lower"], df["upper"] = normal_interval(df["kappa"], df["se"], level)
+        df["mean_loss"] = ds["mean_loss"].to_series()
+        df["failed_folds"] = ds["failed"].sum(("repeat", "fold")).to_series()
+        df["invalid_rows"] = ds["invalid"].sum(("repeat", "fold")).to_series()
+        return df
+
+    @cached_property
+    def _clusters(self) -> int:
+        return int(pd.Series(self.dataset["cluster"].values).nunique())
+
+    def summary(self, procedures: Sequence[str] | None = None) -> Summary:
+        """statsmodels-style summary: κ̂ (se) per procedure, with the design and notes."""
+        ds = self.dataset
+        procs = list(procedures) if procedures is not None else self.procedures
+        est = self.estimates()
+        smry = Summary()
+        top = [["Design:", ds.attrs["design"]],
+               ["Baseline (κ = 0):", ds.attrs["baseline"]],
+               ["Benchmark (κ = 1):", ds.attrs["benchmark"]],
+               ["Loss:", ds.attrs["loss"]],
+               [f"Held-out {ds.attrs['unit']}s:", str(ds.sizes["unit"])],
+               ["Clusters:", str(self._clusters)],
+               ["Seed:", ds.attrs["seed"]]]
+        smry.tables.append(SimpleTable(top, title="Completeness"))
+        rows = [[p, f"{est.loc[p, 'kappa']:.3f}", f"({est.loc[p, 'se']:.3f})",
+                 f"{est.loc[p, 'mean_loss']:.5g}", str(int(est.loc[p, 'failed_folds']))]
+                for p in procs]
+        smry.tables.append(SimpleTable(rows, headers=["procedure", "κ̂", "(se)", "mean loss",
+                                                      "failed folds"]))
+        se_note = ("SE clustered by the cluster coordinate (SPEC §5, lotteries)"
+                   if ds.attrs["se_method"] == "clustered"
+                   else "repeated-fold SE over groups (SPEC §5, markets)")
+        notes = [f"κ̂ = (loss_baseline − loss_j) / (loss_baseline − loss_benchmark) on held-out "
+                 f"data; {se_note}."]
+        fails = est.loc[procs]
+        for p in fails.index[(fails["failed_folds"] > 0) | (fails["invalid_rows"] > 0)]:
+            notes.append(f"{p}: baseline predictions used in {int(fails.loc[p, 'failed_folds'])}"
+                         f" failed fold(s) and {int(fails.loc[p, 'invalid_rows'])} invalid "
+                         "row(s).")
+        smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
+        return smry
+
+    def to_netcdf(self, path) -> None:
+        """Write the Dataset to NetCDF-4 (reload with :func:`load_completeness`)."""
+        self.dataset.to_netcdf(path, engine=NETCDF_ENGINE)
+
+    def __repr__(self) -> str:
+        return (f"<CompletenessResults: {len(self.procedures)} procedures, "
+                f"{self.dataset.attrs['design']}, {self.dataset.sizes['unit']} units>")
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+
+def load_completeness(path) -> CompletenessResults:
+    """Load results written by :meth:`CompletenessResults.to_netcdf`.
+
+    Examples
+    --------
+    >>> res = load_completeness("lottery_completeness.nc")  # doctest: +SKIP
+    """
+    with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
+        return CompletenessResults(ds.load())

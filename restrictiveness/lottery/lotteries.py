@@ -1,0 +1,65 @@
+"""Binary lotteries as covariates: the ``(z_hi, z_lo, p)`` matrix every lottery model reads.
+
+A lottery pays ``z_hi`` with probability ``p`` and ``z_lo`` otherwise (SPEC §6); prizes are
+normalised by the largest prize (150 in the experiment), so they lie in ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..shared.exceptions import DataError, FormulaError
+
+__all__ = ["LOTTERY_COLUMNS", "lottery_matrix"]
+
+LOTTERY_COLUMNS: tuple[str, str, str] = ("z_hi", "z_lo", "p")
+"""Covariate names of a binary lottery, in the order the kernels read them."""
+
+
+def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
+                   names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0) -> np.ndarray:
+    """Validated contiguous ``(n, 3)`` array of ``(z_hi, z_lo, p)`` from named covariates.
+
+    Parameters
+    ----------
+    X : ndarray
+        Covariates, observations along the first axis.
+    columns : sequence of str, optional
+        Names of the columns of ``X``; ``None`` means ``X`` already is ``(z_hi, z_lo, p)``.
+    names : sequence of three str
+        The columns that play ``z_hi``, ``z_lo`` and ``p``, in that order.
+    shift : float
+        Utility shift: prizes must satisfy ``z + shift ≥ 0``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lottery_matrix(np.array([[0.5, 1.0, 0.0]]), ("p", "z_hi", "z_lo"))
+    array([[1. , 0. , 0.5]])
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")
+    if columns is not None:
+        missing = [c for c in names if c not in columns]
+        if missing:
+            raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
+                               f"columns: {list(columns)}")
+        X = X[:, [list(columns).index(c) for c in names]]
+    elif X.shape[1] != 3:
+        raise DataError(f"lottery covariates X must have 3 columns (z_hi, z_lo, p), "
+                        f"got {X.shape[1]}")
+    if not np.isfinite(X).all():
+        raise DataError("lottery covariates X contain NaN or infinite values")
+    if (X[:, 2] < 0).any() or (X[:, 2] > 1).any():
+        raise DataError("lottery probabilities p must lie in [0, 1]")
+    if (X[:, :2] + shift < 0).any():
+        raise DataError("lottery prizes must be nonnegative (z + shift >= 0); normalise them "
+                        "to [0, 1]")
+    return np.ascontiguousarray(X)

@@ -1,0 +1,182 @@
+"""Black-box learners as procedures: scikit-learn regressors and AutoML (SPEC §8).
+
+The paper's TabPFN, TabICL and AutoML procedures are "ordinary fitted regressors run on the same
+samples" (SPEC §8):
+
+* :class:`SklearnRegressor` — any scikit-learn-style regressor (``fit(X, y)``, ``predict(X)``),
+  cloned per fit, its ``random_state`` drawn from the study's random stream.
+* :class:`AutoML` — FLAML's ``AutoML`` (optional extra ``automl``) on a two-dimensional sample,
+  with an iteration budget and a seed drawn from the study's random stream.
+
+The demand application's per-product share regressors live in
+:mod:`restrictiveness.demand.learners`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..engine.protocol import Fitted, FunctionRule, Procedure
+from ..shared.exceptions import DataError
+from ..shared.sample import Sample
+from .generic import _covariate_matrix, _validate_formula
+
+__all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
+
+
+def clone_estimator(estimator):
+    """A fresh, unfitted copy of a scikit-learn-style estimator (a deep copy without
+    scikit-learn, or for estimators it cannot clone)."""
+    try:
+        from sklearn.base import clone
+
+        return clone(estimator)
+    except (ImportError, TypeError, RuntimeError):
+        return copy.deepcopy(estimator)
+
+
+class SklearnRegressor(Procedure):
+    """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
+
+    The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
+    from the study's random stream, so fits are reproducible.
+
+    Parameters
+    ----------
+    estimator : object
+        Has ``fit(X, y)`` and ``predict(X)`` (and ``get_params`` to be cloned).
+    formula : str, optional
+        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``).
+    label : str, optional
+        Name in results (default: the estimator's class name).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression  # doctest: +SKIP
+    >>> proc = SklearnRegressor(LinearRegression(), "y ~ x1 + x2")  # doctest: +SKIP
+    """
+
+    def __init__(self, estimator, formula: str | None = None, label: str | None = None) -> None:
+        if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
+            raise TypeError("estimator must have fit(X, y) and predict(X) methods")
+        self.estimator, self.formula = estimator, formula
+        self.label = label or type(estimator).__name__
+
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
+
+    def fit(self, sample, rng):
+        est = clone_estimator(self.estimator)
+        if hasattr(est, "get_params") and "random_state" in est.get_params():
+            est.set_params(random_state=int(rng.integers(2**31 - 1)))
+        columns = sample.columns
+        est.fit(_covariate_matrix(self.formula, sample.X, columns), np.asarray(sample.y))
+        return FunctionRule(
+            lambda X: np.asarray(est.predict(_covariate_matrix(self.formula, X, columns)),
+                                 dtype=float),
+        )
+
+
+def _import_flaml():
+    try:
+        from flaml import AutoML as FlamlAutoML
+    except ImportError as exc:  # flaml missing, or flaml without its automl dependencies
+        raise ImportError(
+            "AutoML needs FLAML with its AutoML dependencies: install the optional extra with "
+            "`pip install restrictiveness[automl]` (or `pip install \"flaml[automl]\"`)"
+        ) from exc
+    return FlamlAutoML
+
+
+def _plain(value):
+    """JSON-friendly copy of FLAML's configuration values (NumPy scalars to Python)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class AutoML(Procedure):
+    """FLAML's ``AutoML`` regression search as a procedure (optional extra ``automl``).
+
+    Each fit runs a fresh search on the training sample: ``max_iter`` trials (FLAML's iteration
+    budget), optionally capped by ``time_budget`` seconds, over ``estimator_list``, with the
+    search seed drawn from the study's random stream. With ``time_budget=None`` the search is
+    limited by iterations only, so the same random stream gives the same fitted rule; a time
+    budget makes results depend on machine speed.
+
+    Parameters
+    ----------
+    time_budget : float, optional
+        Seconds per search (None: no time limit, iterations only).
+    max_iter : int
+        Trials per search.
+    estimator_list : sequence of str, optional
+        FLAML learner names, e.g. ``["lgbm", "rf", "extra_tree"]`` (default: FLAML's "auto").
+    formula : str, optional
+        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``; default all columns).
+    label : str
+        Name in results.
+    n_jobs : int
+        Threads per trial (default 1: studies parallelise over replications).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from restrictiveness import Sample
+    >>> X = np.random.default_rng(0).random((40, 2))
+    >>> s = Sample(X, X.sum(axis=1), ("a", "b"))
+    >>> proc = AutoML(max_iter=3, estimator_list=["rf"])
+    >>> rule = proc.fit(s, np.random.default_rng(1))  # doctest: +SKIP
+    >>> rule.info["best_estimator"]  # doctest: +SKIP
+    'rf'
+    """
+
+    label = "AutoML (FLAML)"
+
+    def __init__(self, time_budget: float | None = None, max_iter: int = 50,
+                 estimator_list: Sequence[str] | None = None, formula: str | None = None,
+                 label: str = "AutoML (FLAML)", n_jobs: int = 1) -> None:
+        if time_budget is not None and not time_budget > 0:
+            raise ValueError("time_budget must be positive seconds or None")
+        if int(max_iter) < 1:
+            raise ValueError("max_iter must be at least 1")
+        self.time_budget = None if time_budget is None else float(time_budget)
+        self.max_iter = int(max_iter)
+        self.estimator_list = None if estimator_list is None else list(estimator_list)
+        self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
+
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response)
+
+    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        flaml_automl = _import_flaml()
+        columns = sample.columns
+        X = _covariate_matrix(self.formula, sample.X, columns)
+        y = np.asarray(sample.y, dtype=float)
+        if X.ndim != 2 or y.ndim != 1:
+            raise DataError(f"AutoML: needs a two-dimensional sample with one response; got X "
+                            f"of shape {np.shape(sample.X)} and y of shape {y.shape} (for "
+                            "markets use LogShareRegressor)")
+        seed = int(rng.integers(2**31 - 1))
+        search = flaml_automl()
+        search.fit(X, y, task="regression", max_iter=self.max_iter,
+                   time_budget=-1 if self.time_budget is None else self.time_budget,
+                   estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
+                   n_jobs=self.n_jobs, log_file_name="")
+        info = {"best_estimator": search.best_estimator,
+                "best_config": _plain(search.best_config),
+                "best_loss": float(search.best_loss), "seed": seed}
+        formula = self.formula
+
+        def predict(Xq):
+            return np.asarray(search.predict(_covariate_matrix(formula, Xq, columns)),
+                              dtype=float)
+
+        return FunctionRule(predict, info)
