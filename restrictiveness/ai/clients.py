@@ -442,7 +442,7 @@ class OpenAIChat(ChatAdapter):
                  api_key_env: str = "OPENAI_API_KEY", temperature: float | None = None,
                  max_tokens: int | None = None, timeout: float = 120,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 1.0, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
                          timeout, max_retries, extra_body, backoff, backoff_max)
 
@@ -510,7 +510,7 @@ class AnthropicChat(ChatAdapter):
                  api_key_env: str = "ANTHROPIC_API_KEY", temperature: float | None = None,
                  max_tokens: int = 32000, timeout: float = 600,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 1.0, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
         if max_tokens is None:
             raise ConfigurationError("AnthropicChat: max_tokens is required by the Messages "
                                      "API; give the output-token limit per reply")
