@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 # The public names of every layer (the layer order is in tests/test_layout.py).
 from . import datasets, demand, lottery
+from .ai import llm
 from .ai.llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
 from .ai.programs import ProgramError, ProgramProcedure
 from .ai.sandbox import SandboxLimits, run_python
@@ -60,7 +61,7 @@ __all__ = [
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
-    "datasets", "demand", "lottery",
+    "datasets", "demand", "lottery", "llm",
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
     "AutoML", "GridGP", "LogShareRegressor",
     "PROMPTS", "Agent", "Completion", "ResponseCache", "extract_code", "ProgramError",

@@ -358,9 +358,68 @@ def test_cache_keys_and_corrupt_entries(tmp_path):
     assert ResponseCache.key("a", msgs) != ResponseCache.key("b", msgs)
     assert ResponseCache.key("a", msgs) != ResponseCache.key("a", msgs + msgs)
     cache.put("a", msgs, "reply")
-    assert cache.get("a", msgs) == "reply" and cache.get("b", msgs) is None
+    assert cache.get("a", msgs).text == "reply" and cache.get("b", msgs) is None
     (tmp_path / f"{ResponseCache.key('a', msgs)}.json").write_text("{not json")
     assert cache.get("a", msgs) is None
+
+
+def test_cache_keys_name_the_endpoint_and_sampling(tmp_path):
+    msgs = [{"role": "user", "content": "q"}]
+    base = {"provider": "openai", "base_url": "http://a/v1", "model": "m", "temperature": None}
+    keys = {ResponseCache.key(base, msgs),
+            ResponseCache.key({**base, "base_url": "http://b/v1"}, msgs),
+            ResponseCache.key({**base, "temperature": 0.0}, msgs),
+            ResponseCache.key({**base, "model": "m2"}, msgs),
+            ResponseCache.key(base, msgs, {"tools": [], "tool_choice": "none"})}
+    assert len(keys) == 5
+    cache = ResponseCache(tmp_path)
+    cache.put(base, msgs, "from a")
+    assert cache.get({**base, "base_url": "http://b/v1"}, msgs) is None
+    # an entry whose stored request differs from the one asked is never returned, even
+    # under the same file name (a collision or a hand-edited file)
+    entry = tmp_path / f"{ResponseCache.key(base, msgs)}.json"
+    data = json.loads(entry.read_text())
+    data["client"]["model"] = "other"
+    entry.write_text(json.dumps(data))
+    assert cache.get(base, msgs) is None
+
+
+def test_a_cache_needs_a_model_id(tmp_path):
+    with pytest.raises(ConfigurationError, match="no model id"):
+        Completion(lambda m: "", cache=tmp_path)
+    with pytest.raises(ConfigurationError, match="model id"):
+        ResponseCache(tmp_path).put({"model": None}, [], "x")
+
+
+def _old_cache(path, model, messages, reply):
+    """An entry as restrictiveness 0.1 wrote it: sha256 of (model, messages) only."""
+    import hashlib
+    text = json.dumps({"model": model, "messages": messages}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    key = hashlib.sha256(text.encode()).hexdigest()
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"{key}.json").write_text(json.dumps({"model": model, "messages": messages,
+                                                   "response": reply}))
+
+
+def test_old_cache_format_is_refused_then_migrated(sample, tmp_path):
+    client = Scripted(fenced(OLS_CODE))
+    msgs = build_messages(sample, program_seconds=FAST.wall_seconds)
+    _old_cache(tmp_path, client.model, msgs, fenced(LOOKUP_CODE))
+    _old_cache(tmp_path, "another-model", msgs, "not ours")
+    with pytest.raises(ConfigurationError, match="format of restrictiveness 0.1"):
+        ResponseCache(tmp_path)
+    with pytest.raises(ConfigurationError, match="migrate"):
+        Completion(client, cache=tmp_path, limits=FAST)
+    assert ResponseCache.migrate(tmp_path, client) == 1
+    assert len(ResponseCache(tmp_path)) == 1          # the other model's reply was dropped
+    rule = Completion(client, cache=tmp_path, limits=FAST).fit(sample, np.random.default_rng(0))
+    assert client.calls == 0 and rule.info["program"] == LOOKUP_CODE
+    with pytest.raises(ConfigurationError, match="already in the current format"):
+        ResponseCache.migrate(tmp_path, client)
+    (tmp_path / "FORMAT").write_text("restrictiveness response cache, format 99")
+    with pytest.raises(ConfigurationError, match="unknown cache format"):
+        ResponseCache(tmp_path)
 
 
 def test_client_must_return_text(sample):

@@ -5,10 +5,16 @@ returns and run it as a :class:`~restrictiveness.ai.programs.ProgramProcedure` i
 They differ only in how the program is produced: **Completion** makes one call with no tools;
 **Agent** may run code on the data for up to ``rounds`` tool rounds before it answers.
 
-No vendor SDK is used. The model is any callable ``client(messages) -> str`` taking a list of
-``{"role": "system" | "user" | "assistant", "content": str}`` dicts (a thin wrapper around
-any chat API). Give it a ``model`` id so that :class:`ResponseCache` can key replies: with a
-cache, a rerun of a study issues no model calls at all.
+The model is a client: :class:`~restrictiveness.ai.clients.OpenAIChat` (OpenAI and every
+OpenAI-compatible server) or :class:`~restrictiveness.ai.clients.AnthropicChat`, exported as
+``rx.llm.OpenAIChat`` and ``rx.llm.AnthropicChat``, or any callable ``client(messages) -> str``
+taking a list of ``{"role": "system" | "user" | "assistant", "content": str}`` dicts. With an
+adapter, calls are retried on rate limits and transient errors, and every call's tokens,
+latency and retries go into ``Fitted.info``; a call that finally fails makes the fit fail with
+reason ``"client"`` (the baseline takes its place). A :class:`ResponseCache` keys replies by the
+endpoint, the model, the sampling parameters and the messages: a rerun of a study issues no
+model calls at all. Language-model procedures are ``io_bound``: ``Study.run(concurrency=N)``
+fits them on N threads.
 
 **Prompts.** The five designs of the paper's Table 2 are in :data:`PROMPTS`: a role message
 (sent as a system message) and a prediction instruction (inside the task). The task also
@@ -17,20 +23,25 @@ requirements (the ``predict(X_train, y_train, X)`` interface and the allowed lib
 paper's own task box is not part of its text, so the surrounding task wording here is ours;
 the role messages and instructions are the paper's, verbatim for certainty equivalents.
 
-**Agent protocol.** Each model reply is one of:
+**Agent protocol.** With a client that supports native tool calls (the adapters), the agent
+is offered one tool, ``run_python(code)``; each call runs the code in the agent's working
+directory (``train.csv``, ``X_train.npy``, ``y_train.npy`` and any files saved by earlier runs;
+a fresh interpreter per run, numpy/scipy/pandas/scikit-learn allowed, 120 s by default) and its
+output, truncated to 8,000 characters, is the tool's result; a reply without tool calls is the
+final answer, whose last Python block is the returned program. With a plain callable (or
+``tool_protocol="text"``) the same happens in text; each model reply is one of:
 
 * a reply containing a fenced Python block and no ``FINAL PROGRAM`` line — the last block is
-  run in the agent's working directory (``train.csv``, ``X_train.npy``, ``y_train.npy`` and any
-  files saved by earlier runs; a fresh interpreter per run, numpy/scipy/pandas/scikit-learn
-  allowed, 120 s by default) and its output, truncated to 8,000 characters, is the next user
-  message;
+  run as above and its report is the next user message;
 * a reply with a line starting ``FINAL PROGRAM`` — its last Python block is the returned
   program;
 * anything else — the model is reminded of the protocol (this uses a round).
 
-When the rounds or the total time are used up the model is asked once more for its final
-program without tools. The returned program runs with the files of the working directory
-(so it may load estimates the agent saved), under the program limits (600 s by default).
+Either way each tool run (and, in text, each reminder) uses one of ``rounds`` rounds (20 in the
+paper); when the rounds or the
+total time are used up the model is asked once more for its final program, with tools
+disabled. The returned program runs with the files of the working directory (so it may load
+estimates the agent saved), under the program limits (600 s by default).
 """
 
 from __future__ import annotations
@@ -53,6 +64,16 @@ import numpy as np
 from ..engine.protocol import Fitted, Procedure
 from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
+from .clients import (
+    AnthropicChat,
+    ChatAdapter,
+    ChatReply,
+    ClientError,
+    OpenAIChat,
+    Tool,
+    ToolCall,
+    call_client,
+)
 from .programs import ProgramError, ProgramProcedure, describe_program
 from .sandbox import (
     DEFAULT_ALLOWED_MODULES,
@@ -63,7 +84,10 @@ from .sandbox import (
 )
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
-           "ResponseCache", "Completion", "Agent", "FINAL_MARKER"]
+           "ResponseCache", "Completion", "Agent", "FINAL_MARKER", "RUN_PYTHON",
+           # the client adapters (restrictiveness.ai.clients), here so that rx.llm has them
+           "OpenAIChat", "AnthropicChat", "ChatAdapter", "ChatReply", "ClientError", "Tool",
+           "ToolCall"]
 
 Client = Callable[[list[dict]], str]
 
@@ -226,18 +250,23 @@ def _requirements(sample: Sample, program_seconds: float, agent: bool) -> str:
         "block.")
 
 
-def _agent_instructions(rounds: int, tool_seconds: float, chars: int) -> str:
-    return (
-        "Tools: you can run Python code on the data before answering. To run code, reply "
-        "with one ```python code block (and no line starting with "
-        f"{FINAL_MARKER}). It runs in a new interpreter whose working directory contains "
-        "train.csv (the table above), X_train.npy and y_train.npy (the same data as numpy "
-        "arrays) and any files saved by your earlier runs; you receive its printed output "
-        f"(at most {chars} characters). Code you run may use numpy, scipy, pandas and "
-        f"scikit-learn; each run may take at most {tool_seconds:g} seconds, and you have at "
-        f"most {rounds} runs. When you are done, reply with a message whose first line is "
-        f"{FINAL_MARKER} followed by your complete program in one ```python code block; "
-        "that program must meet the prediction requirements above.")
+def _agent_instructions(rounds: int, tool_seconds: float, chars: int, native: bool) -> str:
+    env = ("It runs in a new interpreter whose working directory contains "
+           "train.csv (the table above), X_train.npy and y_train.npy (the same data as numpy "
+           "arrays) and any files saved by your earlier runs; you receive its printed output "
+           f"(at most {chars} characters). Code you run may use numpy, scipy, pandas and "
+           f"scikit-learn; each run may take at most {tool_seconds:g} seconds, and you have at "
+           f"most {rounds} runs.")
+    if native:
+        return ("Tools: you can run Python code on the data before answering by calling the "
+                f"{RUN_PYTHON.name} tool with the code. {env} When you are done, reply without "
+                "calling the tool, with your complete program in one ```python code block; "
+                "that program must meet the prediction requirements above.")
+    return ("Tools: you can run Python code on the data before answering. To run code, reply "
+            f"with one ```python code block (and no line starting with {FINAL_MARKER}). {env} "
+            f"When you are done, reply with a message whose first line is {FINAL_MARKER} "
+            "followed by your complete program in one ```python code block; that program must "
+            "meet the prediction requirements above.")
 
 
 def _describe(sample: Sample) -> str:
@@ -260,7 +289,8 @@ def _size(sample: Sample) -> str:
 def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
                    target: str = "certainty equivalents", description: str | None = None,
                    program_seconds: float = 600.0, agent: bool = False, rounds: int = 20,
-                   tool_seconds: float = 120.0, tool_chars: int = 8000) -> list[dict]:
+                   tool_seconds: float = 120.0, tool_chars: int = 8000,
+                   tool_protocol: str = "text") -> list[dict]:
     """The chat messages of a Completion or Agent task on ``sample``.
 
     Parameters
@@ -280,6 +310,8 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
         Add the tool-use instructions of the Agent protocol.
     rounds, tool_seconds, tool_chars
         Tool budget stated to the agent.
+    tool_protocol : {"text", "native"}
+        How the agent is told to run code: fenced blocks, or the ``run_python`` tool.
 
     Examples
     --------
@@ -297,70 +329,221 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
              design.instruction_for(target),
              f"Training data ({_size(sample)}, CSV):\n```csv\n{sample_csv(sample)}```",
              _requirements(sample, program_seconds, agent)]
+    if tool_protocol not in ("text", "native"):
+        raise ConfigurationError(f"tool_protocol must be 'text' or 'native', got "
+                                 f"{tool_protocol!r}")
     if agent:
-        parts.append(_agent_instructions(rounds, tool_seconds, tool_chars))
+        parts.append(_agent_instructions(rounds, tool_seconds, tool_chars,
+                                         tool_protocol == "native"))
     messages = [] if design.role is None else [{"role": "system", "content": design.role}]
     messages.append({"role": "user", "content": "\n\n".join(parts)})
     return messages
 
 
-class ResponseCache:
-    """Model replies on disk, keyed by sha256 of (model id, messages).
+def _canonical(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
-    One JSON file per reply (``<key>.json`` holding the model, messages and reply), written
-    atomically; a rerun with the same model id and messages reads the reply instead of
-    calling the model.
+
+class ResponseCache:
+    """Model replies on disk, keyed by the client's identity, the request and the messages.
+
+    The key is the sha256 of the canonical JSON of the client's identity (provider, endpoint
+    base URL, model, sampling parameters: :meth:`ChatAdapter.cache_identity
+    <restrictiveness.ai.clients.ChatAdapter.cache_identity>`, or ``{"model": id}`` for a plain
+    callable), the request options (tools offered, tool choice) and the messages. One JSON
+    file per reply (``<key>.json``, holding all of these and the reply with its usage), written
+    atomically; a read checks that the stored identity, request and messages are the ones
+    asked for. A rerun with the same client and messages reads the reply instead of calling
+    the model; two models, endpoints or temperatures never share an entry.
+
+    Directories written by restrictiveness 0.1 (keys of model id and messages only, no
+    endpoint or sampling parameters) are refused with an explanation rather than misread;
+    :meth:`migrate` re-keys their replies for a client the user vouches for.
 
     Parameters
     ----------
     path : str or PathLike
-        Directory (created if missing).
+        Directory (created if missing; a ``FORMAT`` file marks its layout).
 
     Examples
     --------
     >>> import tempfile
     >>> cache = ResponseCache(tempfile.mkdtemp())
     >>> msgs = [{"role": "user", "content": "hi"}]
-    >>> cache.get("m", msgs) is None
+    >>> cache.get({"model": "m"}, msgs) is None
     True
-    >>> cache.put("m", msgs, "hello"); cache.get("m", msgs)
+    >>> cache.put({"model": "m"}, msgs, "hello"); cache.get({"model": "m"}, msgs).text
     'hello'
+    >>> cache.get({"model": "m2"}, msgs) is None
+    True
     """
+
+    #: Layout version written to the ``FORMAT`` file.
+    FORMAT = 2
+    _MARKER = "FORMAT"
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        marker = self.path / self._MARKER
+        if marker.is_file():
+            text = marker.read_text(encoding="utf-8").strip()
+            if text != self._marker_text():
+                raise ConfigurationError(
+                    f"ResponseCache({str(self.path)!r}): unknown cache format {text!r} "
+                    f"(this version reads {self._marker_text()!r}); use another directory")
+        elif any(self.path.glob("*.json")):
+            raise ConfigurationError(
+                f"ResponseCache({str(self.path)!r}) holds replies in the format of "
+                "restrictiveness 0.1, keyed by model id and messages only (no endpoint or "
+                "sampling parameters), so they cannot be attributed safely and are not read. "
+                "Use a new directory, or re-key them for the client that wrote them with "
+                "ResponseCache.migrate(path, client).")
+        else:
+            self._write(marker, self._marker_text())
+
+    @classmethod
+    def _marker_text(cls) -> str:
+        return f"restrictiveness response cache, format {cls.FORMAT}"
 
     @staticmethod
-    def key(model: str, messages: Sequence[Mapping]) -> str:
-        """The sha256 hex digest of the canonical JSON of ``(model, messages)``."""
-        text = json.dumps({"model": model, "messages": list(messages)}, sort_keys=True,
-                          ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    def _identity(identity: Mapping | str) -> dict:
+        ident = {"model": identity} if isinstance(identity, str) else dict(identity)
+        if not ident.get("model"):
+            raise ConfigurationError("a reply cache needs the client's model id "
+                                     "(identity['model'])")
+        return ident
 
-    def get(self, model: str, messages: Sequence[Mapping]) -> str | None:
-        """The stored reply, or None."""
+    @classmethod
+    def key(cls, identity: Mapping | str, messages: Sequence[Mapping],
+            request: Mapping | None = None) -> str:
+        """The sha256 hex digest of the canonical JSON of identity, request and messages."""
+        return hashlib.sha256(_canonical(
+            {"format": cls.FORMAT, "client": cls._identity(identity),
+             "request": dict(request or {}), "messages": list(messages)}
+        ).encode("utf-8")).hexdigest()
+
+    def get(self, identity: Mapping | str, messages: Sequence[Mapping],
+            request: Mapping | None = None) -> ChatReply | None:
+        """The stored reply, or None (also for an unreadable or mismatching entry)."""
+        ident = self._identity(identity)
         try:
-            with open(self.path / f"{self.key(model, messages)}.json", encoding="utf-8") as fh:
-                reply = json.load(fh).get("response")
-        except (OSError, ValueError):
+            with open(self.path / f"{self.key(ident, messages, request)}.json",
+                      encoding="utf-8") as fh:
+                entry = json.load(fh)
+            if _canonical([entry["client"], entry["request"], entry["messages"]]) != \
+                    _canonical([ident, dict(request or {}), list(messages)]):
+                return None
+            return ChatReply.from_json(entry["reply"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return reply if isinstance(reply, str) else None
 
-    def put(self, model: str, messages: Sequence[Mapping], response: str) -> None:
+    def put(self, identity: Mapping | str, messages: Sequence[Mapping],
+            reply: ChatReply | str, request: Mapping | None = None) -> None:
         """Store a reply (atomically: concurrent workers never see half a file)."""
-        key = self.key(model, messages)
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{key}.", suffix=".tmp")
+        ident = self._identity(identity)
+        reply = ChatReply(reply) if isinstance(reply, str) else reply
+        entry = {"client": ident, "request": dict(request or {}), "messages": list(messages),
+                 "reply": reply.to_json()}
+        self._write(self.path / f"{self.key(ident, messages, request)}.json",
+                    json.dumps(entry, ensure_ascii=False))
+
+    def _write(self, target: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"model": model, "messages": list(messages), "response": response}, fh,
-                      ensure_ascii=False)
-        os.replace(tmp, self.path / f"{key}.json")
+            fh.write(text)
+        os.replace(tmp, target)
+
+    @classmethod
+    def migrate(cls, path: str | os.PathLike, client) -> int:
+        """Re-key a restrictiveness 0.1 cache directory, in place, for ``client``.
+
+        Old entries recorded only a model id; those whose model id equals ``client``'s are
+        stored under ``client``'s full identity (endpoint and sampling parameters), the caller
+        vouching that they came from it; the others are left out. The old files are removed.
+
+        Returns
+        -------
+        int
+            Replies kept.
+        """
+        ident = cls._identity(client if isinstance(client, (str, Mapping))
+                              else _client_identity(client, None) or {})
+        root = Path(path)
+        if (root / cls._MARKER).exists():
+            raise ConfigurationError(f"ResponseCache.migrate: {str(root)!r} is already in the "
+                                     "current format")
+        old = sorted(root.glob("*.json"))
+        entries = []
+        for file in old:
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("model") == ident["model"] and \
+                    isinstance(data.get("response"), str):
+                entries.append((data["messages"], data["response"]))
+        for file in old:
+            file.unlink()
+        cache = cls(root)
+        for messages, response in entries:
+            cache.put(ident, messages, response)
+        return len(entries)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.path.glob("*.json"))
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
+
+
+def _client_identity(client, model: str | None) -> dict | None:
+    """The cache identity of a client: its own (adapters), else ``{"model": id}`` from
+    ``model`` or ``client.model``; None when no model id is known."""
+    own = getattr(client, "cache_identity", None)
+    if callable(own):
+        ident = dict(own())
+        if model is not None and model != ident.get("model"):
+            raise ConfigurationError(f"model={model!r} differs from the client's model "
+                                     f"{ident.get('model')!r}; leave model= unset with an "
+                                     "adapter")
+        return ident
+    model = model if model is not None else getattr(client, "model", None)
+    return None if model is None else {"model": str(model)}
+
+
+def _request(tools: Sequence[Tool] | None, tool_choice: str) -> dict | None:
+    """The request options that shape a reply besides the messages (part of cache keys)."""
+    return {"tools": [t.to_json() for t in tools], "tool_choice": tool_choice} if tools \
+        else None
+
+
+class _CallLog:
+    """The model calls of one fit: per-call usage and their totals for ``Fitted.info``."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def add(self, reply: ChatReply, cached: bool) -> None:
+        self.calls.append({"cached": cached, "input_tokens": reply.input_tokens,
+                           "output_tokens": reply.output_tokens,
+                           "seconds": round(reply.seconds, 6), "retries": reply.retries,
+                           "stop_reason": reply.stop_reason})
+
+    def add_failure(self, error: ClientError) -> None:
+        self.calls.append({"cached": False, "failed": True, "input_tokens": None,
+                           "output_tokens": None, "seconds": None, "retries": error.retries,
+                           "status": error.status})
+
+    def info(self) -> dict:
+        live = [c for c in self.calls if not c["cached"]]
+        usage = {"calls": len(live), "cached_calls": len(self.calls) - len(live),
+                 "failed_calls": sum(1 for c in live if c.get("failed")),
+                 "retries": sum(c["retries"] for c in live),
+                 "input_tokens": sum(c["input_tokens"] or 0 for c in live),
+                 "output_tokens": sum(c["output_tokens"] or 0 for c in live),
+                 "seconds": round(sum(c["seconds"] or 0.0 for c in live), 6)}
+        return {"client_calls": len(live), "usage": usage, "calls": self.calls}
 
 
 class _FailedRule(Fitted):
@@ -375,11 +558,13 @@ class _FailedRule(Fitted):
 
 
 class _LanguageModelProcedure(Procedure):
-    """Shared machinery: the client, its model id, the cache and the program limits."""
+    """Shared machinery: the client, its identity, the cache, usage and the program limits."""
 
     #: One training sample per pseudo-truth in studies with within-function averaging (K > 1),
     #: as in the paper: model calls are expensive. Set ``proc.draws = K`` to use more.
     draws: int | None = 1
+    #: Fits wait on the model: ``Study.run(concurrency=N)`` runs them on N threads.
+    io_bound = True
 
     def __init__(self, client: Client, prompt: str | PromptDesign, model: str | None,
                  target: str, description: str | None, timeout: float,
@@ -387,33 +572,47 @@ class _LanguageModelProcedure(Procedure):
                  cache: ResponseCache | str | os.PathLike | None,
                  label: str | None, run_at_fit: bool = True) -> None:
         if not callable(client):
-            raise ConfigurationError("client must be a callable client(messages) -> str")
+            raise ConfigurationError("client must be a callable client(messages) -> str, e.g. "
+                                     "rx.llm.OpenAIChat(model)")
         if isinstance(prompt, str) and prompt not in PROMPTS:
             raise ConfigurationError(f"prompt must be one of {sorted(PROMPTS)}, got {prompt!r}")
         self.client, self.prompt = client, prompt
-        self.model = model if model is not None else str(getattr(client, "model", "unknown"))
+        self.identity = _client_identity(client, model)
+        self.model = None if self.identity is None else self.identity["model"]
         self.target, self.description = target, description
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
         self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
+        if cache is not None:
+            if self.model is None:
+                raise ConfigurationError(
+                    "cache: the client has no model id, so its replies cannot be told from "
+                    "another model's; pass model='...' (or give the client a `model` "
+                    "attribute, as rx.llm.OpenAIChat has)")
+            cache = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
         # a path, not the object, so the procedure pickles small and workers share the files
-        self.cache = str(cache.path) if isinstance(cache, ResponseCache) else \
-            (None if cache is None else str(cache))
+        self.cache = None if cache is None else str(cache.path)
         if label is not None:
             self.label = label
         self.run_at_fit = bool(run_at_fit)
 
-    def _ask(self, messages: list[dict], calls: list[int]) -> str:
+    def _ask(self, messages: list[dict], log: _CallLog, tools: Sequence[Tool] | None = None,
+             tool_choice: str = "auto") -> ChatReply:
+        """One model reply (from the cache when it holds it); raises ClientError."""
+        request = _request(tools, tool_choice)
         cache = ResponseCache(self.cache) if self.cache is not None else None
         if cache is not None:
-            hit = cache.get(self.model, messages)
+            hit = cache.get(self.identity, messages, request)
             if hit is not None:
+                log.add(hit, cached=True)
                 return hit
-        reply = self.client(copy.deepcopy(messages))
-        calls[0] += 1
-        if not isinstance(reply, str):
-            raise ConfigurationError(f"client returned {type(reply).__name__}, expected str")
+        try:
+            reply = call_client(self.client, copy.deepcopy(messages), tools, tool_choice)
+        except ClientError as exc:
+            log.add_failure(exc)
+            raise
+        log.add(reply, cached=False)
         if cache is not None:
-            cache.put(self.model, messages, reply)
+            cache.put(self.identity, messages, reply, request)
         return reply
 
     def _prompt_name(self) -> str:
@@ -430,6 +629,10 @@ class _LanguageModelProcedure(Procedure):
                                 files=files, run_at_fit=self.run_at_fit)
         return proc.fit(sample, rng, info=info)
 
+    def _client_failure(self, error: ClientError, info: dict) -> Fitted:
+        """The fit when the model could not be asked: reason "client", baseline used."""
+        return _FailedRule(ProgramError("client", str(error)), {**info, **describe_program("")})
+
 
 class Completion(_LanguageModelProcedure):
     """One language-model call, no tools; its program is the procedure (paper §3.2).
@@ -437,11 +640,14 @@ class Completion(_LanguageModelProcedure):
     Parameters
     ----------
     client : callable
-        ``client(messages) -> str``; must pickle for parallel studies.
+        ``rx.llm.OpenAIChat(...)``, ``rx.llm.AnthropicChat(...)`` or any ``client(messages)
+        -> str``; it must pickle for studies on worker processes (``n_jobs > 1``, dask) unless
+        the study runs language-model fits on threads (``concurrency=N``).
     prompt : str or PromptDesign
         A design of :data:`PROMPTS` (Table 2) or a custom one.
     model : str, optional
-        Model id for the cache key (default: ``client.model`` if present).
+        Model id of a plain callable, for the cache key (default: ``client.model`` if
+        present); adapters carry their own. A cache needs one.
     target : str
         What is predicted, for the instruction ("certainty equivalents").
     description : str, optional
@@ -463,8 +669,13 @@ class Completion(_LanguageModelProcedure):
     Notes
     -----
     ``Fitted.info`` holds the program, its sha256, the model id, the prompt design, the
-    reply's sha256, ``client_calls`` (0 on a cached rerun), ``rounds_used`` (0), the failure
-    ``reason`` (None on success) and the classification hooks of
+    reply's sha256, ``client_calls`` (0 on a cached rerun), ``calls`` (each call's
+    ``input_tokens``, ``output_tokens``, ``seconds``, ``retries``, ``stop_reason`` and whether
+    it was ``cached``; a failed call has ``failed`` and its HTTP ``status``), ``usage`` (their
+    totals over calls actually made: ``calls``, ``cached_calls``, ``failed_calls``,
+    ``retries``, ``input_tokens``, ``output_tokens``, ``seconds``; see ``Results.usage()``),
+    ``rounds_used`` (0), the failure ``reason`` (None on success; ``"client"`` when the model
+    call failed) and the classification hooks of
     :func:`~restrictiveness.ai.programs.describe_program` (``estimates_parameters``,
     ``uses_training_data``, ...).
 
@@ -492,16 +703,27 @@ class Completion(_LanguageModelProcedure):
         super().__init__(client, prompt, model, target, description, timeout, limits,
                          allowed_modules, cache, label, run_at_fit)
 
+    #: Most model calls of one fit.
+    max_calls = 1
+
+    def first_request(self, sample: Sample) -> tuple[list[dict], dict | None]:
+        """The messages of the fit's first model call and its request options (for cache
+        keys and call planning)."""
+        return build_messages(sample, self.prompt, target=self.target,
+                              description=self.description,
+                              program_seconds=self.limits.wall_seconds), None
+
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
-        messages = build_messages(sample, self.prompt, target=self.target,
-                                  description=self.description,
-                                  program_seconds=self.limits.wall_seconds)
-        calls = [0]
-        reply = self._ask(messages, calls)
+        messages, _ = self.first_request(sample)
+        log = _CallLog()
         info = {"procedure": "Completion", "model": self.model, "prompt": self._prompt_name(),
-                "response_sha256": hashlib.sha256(reply.encode()).hexdigest(),
-                "client_calls": calls[0], "rounds_used": 0}
-        return self._program(extract_code(reply), sample, rng, info)
+                "rounds_used": 0}
+        try:
+            reply = self._ask(messages, log)
+        except ClientError as exc:
+            return self._client_failure(exc, {**info, **log.info()})
+        info.update(log.info(), response_sha256=hashlib.sha256(reply.text.encode()).hexdigest())
+        return self._program(extract_code(reply.text), sample, rng, info)
 
 
 def _tool_report(result: SandboxResult, workdir: str, chars: int) -> str:
@@ -519,17 +741,30 @@ def _tool_report(result: SandboxResult, workdir: str, chars: int) -> str:
     return text
 
 
+#: The agent's code-execution tool in the native tool protocol.
+RUN_PYTHON = Tool(
+    "run_python",
+    "Run Python code in a new interpreter in the working directory that holds the data "
+    "(train.csv, X_train.npy, y_train.npy) and files saved by earlier runs; returns the "
+    "printed output (truncated).",
+    {"type": "object",
+     "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+     "required": ["code"]})
+
+TOOL_PROTOCOLS = ("auto", "native", "text")
+
+
 class Agent(_LanguageModelProcedure):
     """A language model that may run code on the data before returning its program.
 
     Follows the protocol of the module docstring: up to ``rounds`` tool runs (each a fresh
-    sandboxed interpreter in a working directory kept across the agent's runs), then a
-    program marked ``FINAL PROGRAM``.
+    sandboxed interpreter in a working directory kept across the agent's runs), through the
+    endpoint's native tool calls or the text protocol, then a final program.
 
     Parameters
     ----------
     client : callable
-        ``client(messages) -> str``.
+        As :class:`Completion`.
     prompt : str or PromptDesign
         A design of :data:`PROMPTS`.
     rounds : int
@@ -548,14 +783,20 @@ class Agent(_LanguageModelProcedure):
         Most bytes of working-directory files handed to the returned program.
     record_transcript : bool
         Keep the whole conversation in ``info["transcript"]`` (large).
+    tool_protocol : {"auto", "native", "text"}
+        ``"native"``: the endpoint's tool calls (OpenAI tools, Anthropic tool use; needs a
+        client with ``chat()``, as the adapters); ``"text"``: fenced code blocks and a
+        ``FINAL PROGRAM`` line, for any client; ``"auto"``: native when the client supports
+        it (``client.supports_tools``), else text. Use ``"text"`` for a server without tool
+        support.
     model, target, description, timeout, limits, allowed_modules, cache, label, run_at_fit
         As :class:`Completion`.
 
     Notes
     -----
-    ``Fitted.info`` adds to Completion's: ``rounds_used``, ``hit_limit`` (budget exhausted
-    before a final answer), ``tool_runs`` (ok/reason of each run) and ``files`` (names of the
-    files handed to the returned program).
+    ``Fitted.info`` adds to Completion's: ``tool_protocol`` (the one used), ``rounds_used``
+    (tool runs), ``hit_limit`` (budget exhausted before a final answer), ``tool_runs``
+    (ok/reason of each run) and ``files`` (names of the files handed to the returned program).
 
     Examples
     --------
@@ -581,7 +822,8 @@ class Agent(_LanguageModelProcedure):
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
                  label: str | None = None, max_file_bytes: int = 20 * 2**20,
-                 run_at_fit: bool = True, record_transcript: bool = False) -> None:
+                 run_at_fit: bool = True, record_transcript: bool = False,
+                 tool_protocol: str = "auto") -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
                          allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
@@ -589,6 +831,17 @@ class Agent(_LanguageModelProcedure):
             raise ConfigurationError("rounds must be nonnegative")
         if not total_seconds > 0 or not tool_chars > 100:
             raise ConfigurationError("total_seconds must be positive and tool_chars above 100")
+        if tool_protocol not in TOOL_PROTOCOLS:
+            raise ConfigurationError(f"tool_protocol must be one of {TOOL_PROTOCOLS}, got "
+                                     f"{tool_protocol!r}")
+        native = bool(getattr(client, "supports_tools", False)) and \
+            callable(getattr(client, "chat", None))
+        if tool_protocol == "native" and not native:
+            raise ConfigurationError("tool_protocol='native' needs a client with native tool "
+                                     "calls (rx.llm.OpenAIChat, rx.llm.AnthropicChat); use "
+                                     "'text' for this client")
+        self.tool_protocol = "native" if tool_protocol == "auto" and native else \
+            ("text" if tool_protocol == "auto" else tool_protocol)
         self.rounds, self.total_seconds, self.tool_chars = int(rounds), float(total_seconds), \
             int(tool_chars)
         self.tool_limits = tool_limits if tool_limits is not None else \
@@ -614,50 +867,122 @@ class Agent(_LanguageModelProcedure):
             total += size
         return files
 
-    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+    @property
+    def max_calls(self) -> int:
+        """Most model calls of one fit: one per round and the final answer."""
+        return self.rounds + 1
+
+    def first_request(self, sample: Sample) -> tuple[list[dict], dict | None]:
+        """The messages of the fit's first model call and its request options."""
         messages = build_messages(sample, self.prompt, target=self.target,
                                   description=self.description,
                                   program_seconds=self.limits.wall_seconds, agent=True,
                                   rounds=self.rounds,
                                   tool_seconds=self.tool_limits.wall_seconds,
-                                  tool_chars=self.tool_chars)
-        seed = int(rng.integers(2**31 - 1))
-        calls, runs = [0], []
-        hit_limit, final_reply = False, None
+                                  tool_chars=self.tool_chars, tool_protocol=self.tool_protocol)
+        native = self.tool_protocol == "native"
+        return messages, _request((RUN_PYTHON,), "none" if self.rounds == 0 else "auto") \
+            if native else None
+
+    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        native = self.tool_protocol == "native"
+        messages, _ = self.first_request(sample)
+        log = _CallLog()
+        info = {"procedure": "Agent", "model": self.model, "prompt": self._prompt_name(),
+                "tool_protocol": self.tool_protocol}
+        session = _ToolSession(self, int(rng.integers(2**31 - 1)))
         with tempfile.TemporaryDirectory(prefix="rx-agent-") as tmp:
             work = Path(tmp).resolve()
             (work / "train.csv").write_text(sample_csv(sample))
             np.save(work / "X_train.npy", np.asarray(sample.X, dtype=float))
             np.save(work / "y_train.npy", np.asarray(sample.y, dtype=float))
-            start, used = time.monotonic(), 0
-            while True:
-                reply = self._ask(messages, calls)
-                messages.append({"role": "assistant", "content": reply})
-                if _is_final(reply) or used >= self.rounds or hit_limit:
-                    final_reply = reply
-                    break
-                code = extract_code(reply)
-                if code is None:
-                    feedback = (f"No code block found. Reply with one ```python block to run, "
-                                f"or with {FINAL_MARKER} and your complete program.")
-                else:
-                    result = run_python(code, workdir=work, limits=self.tool_limits,
-                                        allowed_modules=self.tool_modules,
-                                        seed=seed + len(runs))
-                    runs.append({"ok": result.ok, "reason": result.reason})
-                    feedback = _tool_report(result, str(work), self.tool_chars)
-                used += 1
-                if used >= self.rounds or time.monotonic() - start > self.total_seconds:
-                    hit_limit = True
-                    feedback += (f"\n\nThe tool budget is used up. Reply now with "
-                                 f"{FINAL_MARKER} and your complete program; no more code will "
-                                 "be run.")
-                messages.append({"role": "user", "content": feedback})
+            session.work = work
+            try:
+                final = (self._native_rounds if native else self._text_rounds)(
+                    messages, log, session)
+            except ClientError as exc:
+                info.update(log.info(), rounds_used=len(session.runs),
+                            hit_limit=session.hit_limit, tool_runs=session.runs, files=[])
+                return self._client_failure(exc, info)
             files = self._snapshot(work)
-        info = {"procedure": "Agent", "model": self.model, "prompt": self._prompt_name(),
-                "response_sha256": hashlib.sha256(final_reply.encode()).hexdigest(),
-                "client_calls": calls[0], "rounds_used": len(runs), "hit_limit": hit_limit,
-                "tool_runs": runs, "files": sorted(files)}
+        info.update(log.info(), response_sha256=hashlib.sha256(final.encode()).hexdigest(),
+                    rounds_used=len(session.runs), hit_limit=session.hit_limit,
+                    tool_runs=session.runs, files=sorted(files))
         if self.record_transcript:
             info["transcript"] = messages
-        return self._program(extract_code(final_reply), sample, rng, info, files or None)
+        return self._program(extract_code(final), sample, rng, info, files or None)
+
+    def _text_rounds(self, messages: list[dict], log: _CallLog, session: _ToolSession) -> str:
+        """The text protocol; returns the final reply's text."""
+        while True:
+            reply = self._ask(messages, log).text
+            messages.append({"role": "assistant", "content": reply})
+            if _is_final(reply) or session.used >= self.rounds or session.hit_limit:
+                return reply
+            code = extract_code(reply)
+            feedback = session.run(code) if code is not None else session.reminder(
+                f"No code block found. Reply with one ```python block to run, or with "
+                f"{FINAL_MARKER} and your complete program.")
+            if session.check_budget():
+                feedback += (f"\n\nThe tool budget is used up. Reply now with {FINAL_MARKER} "
+                             "and your complete program; no more code will be run.")
+            messages.append({"role": "user", "content": feedback})
+
+    def _native_rounds(self, messages: list[dict], log: _CallLog, session: _ToolSession
+                       ) -> str:
+        """The native tool protocol; returns the final reply's text."""
+        session.hit_limit = self.rounds == 0
+        while True:
+            reply = self._ask(messages, log, tools=(RUN_PYTHON,),
+                              tool_choice="none" if session.hit_limit else "auto")
+            messages.append(reply.message())
+            if not reply.tool_calls or session.hit_limit:
+                return reply.text
+            for call in reply.tool_calls:
+                code = call.arguments.get("code") if call.name == RUN_PYTHON.name else None
+                if session.hit_limit:
+                    result = "Not run: the tool budget is used up."
+                elif isinstance(code, str):
+                    result = session.run(code)
+                else:
+                    result = session.reminder(f"Not run: call the {RUN_PYTHON.name} tool with "
+                                              "a string argument 'code'.")
+                session.check_budget()
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if session.hit_limit:
+                messages.append({"role": "user", "content":
+                                 "The tool budget is used up. Reply now with your complete "
+                                 "program in one ```python code block; no more code will be "
+                                 "run."})
+
+
+class _ToolSession:
+    """An agent's tool phase: its working directory, runs and budget (rounds and time)."""
+
+    def __init__(self, agent: Agent, seed: int) -> None:
+        self.agent, self.seed = agent, seed
+        self.work: Path | None = None
+        self.runs: list[dict] = []
+        self.used, self.hit_limit = 0, False
+        self.start = time.monotonic()
+
+    def run(self, code: str) -> str:
+        """Run tool code in the working directory; the report the model sees."""
+        a = self.agent
+        result = run_python(code, workdir=self.work, limits=a.tool_limits,
+                            allowed_modules=a.tool_modules, seed=self.seed + len(self.runs))
+        self.runs.append({"ok": result.ok, "reason": result.reason})
+        self.used += 1
+        return _tool_report(result, str(self.work), a.tool_chars)
+
+    def reminder(self, text: str) -> str:
+        """A reply that ran nothing still uses a round."""
+        self.used += 1
+        return text
+
+    def check_budget(self) -> bool:
+        """Mark (and say) whether the rounds or the total time are used up."""
+        if self.used >= self.agent.rounds or \
+                time.monotonic() - self.start > self.agent.total_seconds:
+            self.hit_limit = True
+        return self.hit_limit

@@ -76,8 +76,9 @@ class ProgramError(RestrictivenessError, RuntimeError):
     """A program run in the sandbox failed; the message starts with the reason.
 
     The reason is one of :data:`restrictiveness.ai.sandbox.REASONS` ("timeout", "cpu",
-    "memory", "forbidden", "crash", "invalid-output", "output-limit"). In a study the failure
-    is recorded and the baseline's predictions are used; to debug, run the program with
+    "memory", "forbidden", "crash", "invalid-output", "output-limit"), or "client" when a
+    language-model procedure could not obtain a program (the model call failed). In a study the
+    failure is recorded and the baseline's predictions are used; to debug, run the program with
     :func:`restrictiveness.ai.sandbox.run_python` and read ``stdout``/``stderr``.
 
     Attributes

@@ -1,4 +1,6 @@
-"""``replicate lottery|demand``: the paper's restrictiveness tables, printed beside its values."""
+"""``replicate lottery|demand``: the paper's restrictiveness tables, printed beside its values;
+with ``--llm`` the language-model procedures of its Table 2 design, with their calls, tokens
+and cost."""
 
 from __future__ import annotations
 
@@ -33,7 +35,137 @@ def register(sub) -> None:
                    help="extra procedures: a Python file defining PROCEDURES = {label: procedure}")
     p.add_argument("--only", nargs="+", metavar="LABEL",
                    help="run only these built-in procedures (default: all)")
+    add_llm_options(p)
     p.set_defaults(func=run)
+
+
+#: What the language-model procedures predict, by application.
+LLM_TARGETS = {"lottery": "certainty equivalents", "demand": "market shares"}
+#: Default threads for language-model fits when --llm is given.
+LLM_CONCURRENCY = 16
+
+
+def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the language-model procedures (the paper's Table 2 design)."""
+    g = parser.add_argument_group(
+        "language-model procedures (the paper's Table 2 design)",
+        "Add Completion (one call per fit) for each prompt design, and with --agent the Agent "
+        "(code execution, up to --rounds tool rounds), beside the built-ins. Model calls run "
+        "on --concurrency threads; calls, tokens and cost are printed with the table.")
+    g.add_argument("--llm", metavar="PROVIDER:MODEL",
+                   help="openai:MODEL (OpenAI, or any OpenAI-compatible server with "
+                        "--base-url) or anthropic:MODEL")
+    g.add_argument("--base-url", metavar="URL", help="the endpoint (e.g. a vLLM server's "
+                   "http://localhost:8000/v1); a server other than the provider's needs no key")
+    g.add_argument("--api-key-env", metavar="NAME", help="environment variable holding the "
+                   "API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+    g.add_argument("--prompts", nargs="+", metavar="DESIGN", default=None,
+                   help="prompt designs of Table 2: neutral (default), econometrician, "
+                        "economic-model, data-scientist, machine-learning, or all (lottery)")
+    g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
+    g.add_argument("--rounds", type=int, default=None, metavar="R",
+                   help="the Agent's tool-round budget (default 20, the paper's)")
+    g.add_argument("--temperature", type=float, default=None, help="sampling temperature")
+    g.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="output tokens per reply (anthropic default 32000, the paper's)")
+    g.add_argument("--concurrency", type=int, default=None, metavar="T",
+                   help=f"threads for model fits (default {LLM_CONCURRENCY} with --llm)")
+    g.add_argument("--requests-per-minute", type=float, default=None, metavar="R",
+                   help="limit on model requests per minute")
+    g.add_argument("--cache", metavar="DIR", help="reply cache: a rerun makes no model calls")
+    g.add_argument("--price", nargs=2, type=float, default=None, metavar=("IN", "OUT"),
+                   help="dollars per million input and output tokens, for the cost")
+    g.add_argument("--dry-run", action="store_true",
+                   help="count the calls and estimate the tokens the run would spend, then "
+                        "stop (nothing is sent to the model)")
+
+
+_LLM_ONLY = ("base_url", "api_key_env", "prompts", "agent", "rounds", "temperature",
+             "max_tokens", "cache", "price", "dry_run")
+
+
+def llm_procedures(args: argparse.Namespace, application: str) -> dict:
+    """The Completion (and Agent) procedures asked for by the --llm options."""
+    from ..ai import llm
+
+    if args.llm is None:
+        given = [f"--{name.replace('_', '-')}" for name in _LLM_ONLY
+                 if getattr(args, name) not in (None, False)]
+        if given:
+            raise ConfigurationError(f"{', '.join(given)}: only with --llm PROVIDER:MODEL")
+        return {}
+    provider, _, model = args.llm.partition(":")
+    adapters = {"openai": llm.OpenAIChat, "anthropic": llm.AnthropicChat}
+    if provider not in adapters or not model:
+        raise ConfigurationError(f"--llm: expected openai:MODEL or anthropic:MODEL, got "
+                                 f"{args.llm!r}")
+    options = {"base_url": args.base_url, "temperature": args.temperature}
+    if args.api_key_env:
+        options["api_key_env"] = args.api_key_env
+    if args.max_tokens is not None:
+        options["max_tokens"] = args.max_tokens
+    client = adapters[provider](model, **options)
+    if not args.dry_run:
+        client.check_api_key()
+    designs = args.prompts or ["neutral"]
+    designs = list(llm.PROMPTS) if designs == ["all"] else designs
+    unknown = [d for d in designs if d not in llm.PROMPTS]
+    if unknown:
+        raise ConfigurationError(f"--prompts: unknown design(s) {unknown}; choose from "
+                                 f"{list(llm.PROMPTS)} or all")
+    if application == "demand" and designs != ["neutral"]:
+        raise ConfigurationError("--prompts: the designs of Table 2 speak of risk preferences; "
+                                 "the demand application uses the neutral prompt only")
+    if args.rounds is not None and not args.agent:
+        raise ConfigurationError("--rounds: only with --agent")
+    target = LLM_TARGETS[application]
+    procs = {}
+    for design in designs:
+        suffix = "" if design == "neutral" else f" ({design})"
+        procs[f"Completion{suffix}"] = llm.Completion(client, design, target=target,
+                                                      cache=args.cache)
+        if args.agent:
+            procs[f"Agent{suffix}"] = llm.Agent(client, design, target=target, cache=args.cache,
+                                                rounds=20 if args.rounds is None
+                                                else args.rounds)
+    return procs
+
+
+def _prices(args: argparse.Namespace) -> dict | None:
+    if args.price is None:
+        return None
+    return {args.llm.partition(":")[2]: tuple(args.price)}
+
+
+def print_dry_run(study, args: argparse.Namespace) -> None:
+    """What the run would spend on model calls (nothing is sent)."""
+    from ..ai.budget import plan_calls
+
+    plan = plan_calls(study, _prices(args))
+    print(f"Dry run: {study.replications} replications, n = {study.n}; no model was called.")
+    print(plan.to_string())
+    print(f"\nmodel calls: {int(plan['calls_min'].sum())} to {int(plan['calls_max'].sum())} "
+          f"({int(plan['cached'].sum())} fits answered by the cache); estimated input tokens "
+          f"of the first requests: {int(plan['input_tokens'].sum()):,}")
+    if "cost_min" in plan:
+        print(f"input cost of those requests: ${plan['cost_min'].sum():,.2f} (replies and "
+              "agent turns add to it)")
+
+
+def print_usage(res, args: argparse.Namespace) -> None:
+    """Calls, tokens and cost of the language-model procedures of a finished run."""
+    usage = res.usage(_prices(args))
+    if usage.empty:
+        return
+    print("\nLanguage-model usage (calls made; cached replies are free):")
+    print(usage.round(3).to_string())
+    total = usage.sum()
+    line = (f"total: {int(total['calls'])} calls ({int(total['cached_calls'])} cached, "
+            f"{int(total['retries'])} retries), {int(total['input_tokens']):,} input and "
+            f"{int(total['output_tokens']):,} output tokens")
+    if "cost" in usage:
+        line += f", ${total['cost']:,.2f}"
+    print(line)
 
 
 def load_procedures(path: str) -> dict:
@@ -67,6 +199,10 @@ def _paper_lottery() -> dict[str, dict[int, float]]:
     out = {k: dict(zip(table["n"], v, strict=True)) for k, v in table["values"].items()}
     for label, row in ref["table_A3_lottery_n100"]["values"].items():
         out.setdefault(label, {})[100] = row[0]
+    for proc, designs in ref["table_A7_prompts_lottery_n100"]["values"].items():
+        for design, (value, _) in designs.items():
+            if design != "neutral":  # labelled as llm_procedures labels them
+                out[f"{proc} ({design})"] = {100: value}
     return out
 
 
@@ -80,8 +216,9 @@ def _paper_demand() -> dict[tuple[str, str], dict[int, float]]:
 
 
 def _comparison(res, paper: dict, discrepancy: str, key=lambda p, d: p) -> str:
-    lines = [f"{'procedure':<24}" + "".join(f"{'n=' + str(n):>22}" for n in res.ns)]
-    lines.append(f"{'':<24}" + "".join(f"{'ours (se) / paper':>22}" for _ in res.ns))
+    w = max(24, 2 + max(len(p) for p in res.procedures))
+    lines = [f"{'procedure':<{w}}" + "".join(f"{'n=' + str(n):>22}" for n in res.ns)]
+    lines.append(f"{'':<{w}}" + "".join(f"{'ours (se) / paper':>22}" for _ in res.ns))
     for p in res.procedures:
         cells = []
         for n in res.ns:
@@ -89,7 +226,7 @@ def _comparison(res, paper: dict, discrepancy: str, key=lambda p, d: p) -> str:
             se = float(res.se.sel(procedure=p, n=n, discrepancy=discrepancy))
             ref = paper.get(key(p, discrepancy), {}).get(n)
             cells.append(f"{r:.3f} ({se:.3f}) / " + (f"{ref:.3f}" if ref is not None else "  -  "))
-        lines.append(f"{p:<24}" + "".join(f"{c:>22}" for c in cells))
+        lines.append(f"{p:<{w}}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)
 
 
@@ -109,17 +246,25 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"--only: unknown procedure(s) {unknown}; built-ins are "
                                      f"{list(builtin)}")
         builtin = {k: builtin[k] for k in args.only}
-    clash = sorted(set(extra) & set(builtin))
+    llm = llm_procedures(args, args.application)
+    clash = sorted((set(extra) | set(llm)) & set(builtin) | set(extra) & set(llm))
     if clash:
-        raise ConfigurationError(f"--procedures: labels {clash} clash with built-in procedures")
+        raise ConfigurationError(f"--procedures: labels {clash} clash with built-in or "
+                                 "--llm procedures")
     replications = args.replications or QUICK_M[args.application]
-    study = app.study(procedures={**builtin, **extra}, n=args.n, replications=replications,
-                      seed=args.seed, draws=args.draws)
+    study = app.study(procedures={**builtin, **llm, **extra}, n=args.n,
+                      replications=replications, seed=args.seed, draws=args.draws)
+    if args.dry_run:
+        print_dry_run(study, args)
+        return 0
+    concurrency = args.concurrency if args.concurrency is not None or not llm \
+        else LLM_CONCURRENCY
     res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,
-                    checkpoint=args.checkpoint)
+                    checkpoint=args.checkpoint, concurrency=concurrency,
+                    requests_per_minute=args.requests_per_minute)
     print(res.summary())
     if args.application == "lottery":
-        print("\nComparison with the paper (Table 1 / Table A.3):")
+        print("\nComparison with the paper (Table 1 / Table A.3; prompt designs: Table A.7):")
         print(_comparison(res, _paper_lottery(), "mse"))
         full = {"CPT(alpha,gamma,delta)", "CPT(gamma,delta)", "CPT(alpha,delta)",
                 "CPT(alpha,gamma)"}
@@ -142,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
     fails = res.failures()
     if fails["failed"].sum():
         print(f"\nfailed fits (baseline used): {int(fails['failed'].sum())}")
+    print_usage(res, args)
     secs = float(np.nansum(res.dataset["seconds"].values))
     print(f"\nfit time (all procedures, summed over replications): {secs:.1f} s")
     if args.out:

@@ -51,11 +51,17 @@ class Procedure:
     """Base class: ``fit(sample, rng) -> Fitted``.
 
     Subclasses set ``label`` (a default name in results) and may set ``draws`` (how many
-    training samples per pseudo-truth the procedure is run on; ``None`` uses the study's).
+    training samples per pseudo-truth the procedure is run on; ``None`` uses the study's) and
+    ``io_bound`` (its fits mostly wait on a remote service, e.g. a language model: a study run
+    with ``concurrency=N`` fits it on N threads; such a procedure must be thread-safe).
+
+    ``Fitted.info["usage"]``, if a fit records it, is a flat dict of counts (model calls,
+    tokens, seconds) that the study sums over training draws and ``Results.usage()`` totals.
     """
 
     label: str = "procedure"
     draws: int | None = None
+    io_bound: bool = False
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
         raise NotImplementedError

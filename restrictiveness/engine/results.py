@@ -36,6 +36,7 @@ from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
+from .usage import USAGE_KEYS, price_per_token
 
 __all__ = ["Results", "load"]
 
@@ -238,6 +239,51 @@ class Results(SensitivityMixin):
         s = self.dataset["seconds"]
         return pd.DataFrame({"median_seconds": s.median("replication").to_series(),
                              "total_seconds": s.sum("replication").to_series()})
+
+    def usage(self, prices: Mapping[str, Sequence[float] | Mapping[str, float]] | None = None
+              ) -> pd.DataFrame:
+        """Model calls, tokens, retries and call seconds by procedure and n (language models).
+
+        Totals of the ``"usage"`` record of each fit (summed over training draws by the study):
+        ``fits`` (fits with a usage record), ``calls`` (requests actually made, including
+        ``failed_calls``; cached replies are counted in ``cached_calls`` and cost nothing),
+        ``retries``,
+        ``input_tokens``, ``output_tokens`` and ``seconds`` (wall time of the calls). Only
+        procedures that record usage appear.
+
+        Parameters
+        ----------
+        prices : mapping, optional
+            US dollars per million tokens by model id, as ``(input, output)`` or
+            ``{"input": ..., "output": ...}``; adds a ``cost`` column. Every model used must
+            be priced.
+
+        Examples
+        --------
+        >>> res.usage(prices={"gpt-4o": (2.5, 10.0)})  # doctest: +SKIP
+        """
+        rows = []
+        ds = self.dataset
+        for label in self.procedures:
+            cells = ds["fit_info"].sel(procedure=label).transpose("n", "replication").values
+            for n, row in zip(self.ns, cells, strict=True):
+                for text in row:
+                    info = json.loads(str(text) or "{}")
+                    usage = info.get("usage") if isinstance(info, dict) else None
+                    if not isinstance(usage, dict):
+                        continue
+                    record = {"procedure": label, "n": n, "fits": 1,
+                              **{k: usage.get(k, 0) for k in USAGE_KEYS}}
+                    if prices is not None:
+                        p_in, p_out = price_per_token(prices, info.get("model"))
+                        record["cost"] = record["input_tokens"] * p_in + \
+                            record["output_tokens"] * p_out
+                    rows.append(record)
+        columns = ["fits", *USAGE_KEYS] + (["cost"] if prices is not None else [])
+        if not rows:
+            index = pd.MultiIndex.from_arrays([[], []], names=["procedure", "n"])
+            return pd.DataFrame(columns=columns, index=index)
+        return pd.DataFrame(rows).groupby(["procedure", "n"], sort=False)[columns].sum()
 
     # -- reporting ------------------------------------------------------------------------
     def plot_profile(self, discrepancy: str | None = None,

@@ -12,11 +12,15 @@ of the procedures or which other procedures run beside it.
 
 Backends: serial (``n_jobs=1``) or a local process pool; records are assembled in replication
 order, so a parallel run's Dataset is identical to the serial one. Checkpoints and remote
-(dask) execution ship the same units.
+(dask) execution ship the same units, after a check that everything shipped pickles. With
+``concurrency=N``, I/O-bound procedures (language-model fits) run on N threads in this process
+beside the workers (:mod:`restrictiveness.engine.concurrency`); a replication's record is then
+assembled from per-fit outcomes (:func:`fit_outcome`) that are the same numbers.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import multiprocessing
 import os
@@ -33,12 +37,16 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution
 from ..shared.exceptions import BaselineError, ConfigurationError, FailureWarning
+from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, Discrepancy
 from .failures import GuardedRule
 from .protocol import FunctionRule, Procedure
 from .sensitivity_results import Contributions
+from .usage import add_usage
 
-__all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng"]
+__all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng",
+           "ReplicationContext", "FitOutcome", "replication_context", "fit_outcome",
+           "assemble_record"]
 
 BASELINE = "__baseline__"
 
@@ -195,7 +203,8 @@ class Study:
     # -- execution ------------------------------------------------------------------------
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
             replications: Sequence[int] | None = None, checkpoint=None,
-            backend: Literal["processes", "dask"] = "processes", client=None):
+            backend: Literal["processes", "dask"] = "processes", client=None,
+            concurrency: int | None = None, requests_per_minute: float | None = None):
         """Run every replication and return :class:`~restrictiveness.engine.results.Results`.
 
         Parameters
@@ -215,17 +224,26 @@ class Study:
             identical either way.
         client : distributed.Client, optional
             For ``backend="dask"``.
+        concurrency : int, optional
+            Fit I/O-bound procedures (language-model procedures) on this many threads in this
+            process, beside the other procedures' workers (see
+            :mod:`restrictiveness.engine.concurrency`); results are identical to a serial run.
+        requests_per_minute : float, optional
+            Limit on model requests per minute, for fits run in this process (serially or on
+            the ``concurrency`` threads).
         """
         from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None else list(replications)
+        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
         store = Checkpoint(checkpoint, self.configuration()) if checkpoint is not None else None
         done = store.done() if store is not None else {}
         todo = [m for m in reps if m not in done]
         fresh = self.run_units(todo, n_jobs=n_jobs, progress=progress,
                                on_record=store.save if store is not None else None,
-                               backend=backend, client=client)
+                               backend=backend, client=client, concurrency=concurrency,
+                               requests_per_minute=requests_per_minute)
         finished = {**done, **dict(zip(todo, fresh, strict=True))}
         records = [finished[m] for m in reps]
         res = Results.from_records(self, records)
@@ -238,20 +256,22 @@ class Study:
     def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
                   progress: bool | None = None, on_record=None,
                   backend: Literal["processes", "dask"] = "processes",
-                  client=None) -> list[ReplicationRecord]:
+                  client=None, concurrency: int | None = None,
+                  requests_per_minute: float | None = None) -> list[ReplicationRecord]:
         """Run the given replications; records come back in the order given.
 
         ``on_record(record)`` is called in this process as each replication finishes (a
         checkpoint saves it there). ``backend="dask"`` submits the units to a
         ``dask.distributed`` client (``client``, or a local cluster of ``n_jobs`` single-threaded
-        worker processes).
+        worker processes). ``concurrency`` and ``requests_per_minute`` as in :meth:`run`.
         """
+        from threadpoolctl import threadpool_limits
         from tqdm.auto import tqdm
 
-        if backend not in ("processes", "dask"):
-            raise ConfigurationError("backend must be 'processes' or 'dask'")
         if n_jobs is None or n_jobs < 0:
             n_jobs = os.cpu_count() or 1
+        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
+        limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
         out: dict[int, ReplicationRecord] = {}
@@ -262,25 +282,73 @@ class Study:
                 on_record(record)
             bar.update()
 
+        io = [label for label, p in self.procedures.items() if getattr(p, "io_bound", False)]
         try:
-            if backend == "dask":
-                self._run_dask(replications, n_jobs, client, finish)
-            elif n_jobs == 1 or len(replications) <= 1:
-                for m in replications:
-                    finish(m, run_unit(self, m))
+            if concurrency is not None and io and replications:
+                # one BLAS thread for the fits of this process, as run_unit does in workers
+                with threadpool_limits(1):
+                    self._run_threaded(replications, io, n_jobs, backend, client,
+                                       int(concurrency), limiter, finish)
             else:
-                # fork: workers inherit imported modules and compiled kernels, and user scripts
-                # need no __main__ guard; spawn where fork does not exist.
-                methods = multiprocessing.get_all_start_methods()
-                ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-                with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
-                                         mp_context=ctx) as pool:
-                    futures = {pool.submit(run_unit, self, m): m for m in replications}
-                    for fut in as_completed(futures):
-                        finish(futures[fut], fut.result())
+                with rate_limited(limiter):
+                    _dispatch(self, replications, n_jobs, backend, client, finish)
         finally:
             bar.close()
         return [out[m] for m in replications]
+
+    def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute) -> None:
+        """Refuse, before any work, a run that cannot be carried out as asked."""
+        if backend not in ("processes", "dask"):
+            raise ConfigurationError("backend must be 'processes' or 'dask'")
+        if concurrency is not None and (not isinstance(concurrency, (int, np.integer))
+                                        or isinstance(concurrency, bool) or concurrency < 1):
+            raise ConfigurationError(f"concurrency must be a positive integer (threads for "
+                                     f"I/O-bound fits) or None, got {concurrency!r}")
+        n_jobs = (os.cpu_count() or 1) if n_jobs is None or n_jobs < 0 else n_jobs
+        io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
+        threaded = io if concurrency is not None else set()
+        remote = backend == "dask" or n_jobs > 1
+        if requests_per_minute is not None and remote and io - threaded:
+            raise ConfigurationError(
+                "requests_per_minute limits requests made in this process, but the language-"
+                f"model procedures {sorted(io)} would run in worker processes; pass "
+                "concurrency=N (they then run on threads here) or n_jobs=1")
+        if remote:
+            shipped = {f"procedure {label!r}": p for label, p in self.procedures.items()
+                       if label not in threaded}
+            if shipped:
+                shipped.update({f"baseline {self.baseline_label!r}": self.baseline,
+                                "the evaluation distribution": self.evaluation,
+                                "the discrepancies": self.discrepancies})
+            check_picklable(shipped, _PICKLE_REMEDY)
+
+    def _run_threaded(self, replications, io, n_jobs, backend, client, threads, limiter,
+                      finish) -> None:
+        """I/O-bound fits on threads here, the rest through the usual backend (module
+        :mod:`~restrictiveness.engine.concurrency`)."""
+        cpu_labels = [label for label in self.labels if label not in io]
+        contexts = KeyedOnce(lambda m: replication_context(self, m))
+
+        def tasks(m):
+            return [(label, c, k) for c in range(len(self.n)) for label in io
+                    for k in range(self.procedure_draws(label))]
+
+        def merge(m, outcomes, cpu_record):
+            part = (cpu_labels, cpu_record) if cpu_record is not None else None
+            record = assemble_record(self, contexts.get(m), outcomes, part)
+            contexts.drop(m)
+            return record
+
+        cpu = None
+        if cpu_labels:
+            sub = _subset(self, cpu_labels)
+
+            def cpu(done):
+                _dispatch(sub, replications, n_jobs, backend, client, done)
+
+        run_with_threads(replications, tasks,
+                         lambda m, key: fit_outcome(self, contexts.get(m), *key), merge,
+                         finish, threads, cpu=cpu, limiter=limiter)
 
     def _run_dask(self, replications, n_jobs, client, finish) -> None:
         try:
@@ -302,6 +370,42 @@ class Study:
                 cluster = client.cluster
                 client.close()
                 cluster.close()
+
+
+_PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat or "
+                  "rx.llm.AnthropicChat, or a module-level function or class instead of a "
+                  "lambda, closure or SDK client object), run serially (n_jobs=1), or fit "
+                  "language-model procedures on threads in this process with concurrency=N.")
+
+
+def _dispatch(study: Study, replications: Sequence[int], n_jobs: int, backend: str, client,
+              finish) -> None:
+    """Run the units of ``study`` serially, on a process pool or on dask; ``finish(m, record)``
+    is called in the calling thread as each completes."""
+    if backend == "dask":
+        study._run_dask(replications, n_jobs, client, finish)
+    elif n_jobs == 1 or len(replications) <= 1:
+        for m in replications:
+            finish(m, run_unit(study, m))
+    else:
+        # fork: workers inherit imported modules and compiled kernels, and user scripts
+        # need no __main__ guard; spawn where fork does not exist.
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
+                                 mp_context=ctx) as pool:
+            futures = {pool.submit(run_unit, study, m): m for m in replications}
+            for fut in as_completed(futures):
+                finish(futures[fut], fut.result())
+
+
+def _subset(study: Study, labels: Sequence[str]) -> Study:
+    """The study restricted to some procedures: their rows of every replication are the full
+    study's (seeds are keyed by label, not position)."""
+    sub = copy.copy(study)
+    sub.procedures = {label: study.procedures[label] for label in labels}
+    sub.contributions = None
+    return sub
 
 
 def run_unit(study: Study, replication: int) -> ReplicationRecord:
@@ -330,26 +434,40 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     return guard, seconds, info
 
 
-def run_replication(study: Study, replication: int) -> ReplicationRecord:
-    """One replication: a pseudo-truth, its samples, and every procedure's losses for every n.
+@dataclass
+class ReplicationContext:
+    """What every fit of one replication shares: the pseudo-truth, the training samples and
+    the baseline's fits and losses, by (n index, draw)."""
 
-    A pure function of ``(study, replication)``.
-    """
-    m = replication
-    labels, ns, discs = study.labels, study.n, study.discrepancies
-    P, D, N, K = len(labels), len(discs), len(ns), study.draws
+    replication: int
+    truth: object
+    samples: dict
+    base_rules: dict
+    base_loss: np.ndarray       # (discrepancy, n, draw)
+    base_seconds: np.ndarray    # (n,)
+
+
+@dataclass
+class FitOutcome:
+    """One procedure fitted on one sample: its losses (by discrepancy) and its record."""
+
+    loss: np.ndarray
+    seconds: float
+    failed: bool
+    replaced: int
+    error: str
+    info: dict
+
+
+def replication_context(study: Study, replication: int) -> ReplicationContext:
+    """Draw replication ``m``'s pseudo-truth and samples and fit the baseline on each."""
+    m, ns, discs = replication, study.n, study.discrepancies
+    k_base = max(study.procedure_draws(label) for label in study.labels)
     truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
-                                  draws=1 if study.fit_on == "evaluation" else K)
-    loss = np.full((P, D, N, K), np.nan)
-    base_loss = np.full((D, N, K), np.nan)
-    failed = np.zeros((P, N), dtype=np.int64)
-    invalid = np.zeros((P, N), dtype=np.int64)
-    seconds = np.zeros((P, N))
-    base_seconds = np.zeros(N)
-    error = np.full((P, N), "", dtype=object)
-    info = np.full((P, N), "{}", dtype=object)
-    n_draws = [study.procedure_draws(label) for label in labels]
-    k_base = max(n_draws)
+                                  draws=1 if study.fit_on == "evaluation" else study.draws)
+    base_loss = np.full((len(discs), len(ns), study.draws), np.nan)
+    base_seconds = np.zeros(len(ns))
+    samples, rules = {}, {}
     for c, n in enumerate(ns):
         for k in range(k_base):
             sample = truth.evaluation_sample(n) if study.fit_on == "evaluation" \
@@ -371,32 +489,98 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                 raise BaselineError(f"the baseline {study.baseline!r} gave a non-finite loss in "
                                     f"replication {m}, n={n}; its predictions must be finite")
             base_seconds[c] += (time.perf_counter() - start) / k_base
-            for p, label in enumerate(labels):
-                if k >= n_draws[p]:
+            samples[c, k], rules[c, k] = sample, base_rule
+    return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds)
+
+
+def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: int
+                ) -> FitOutcome:
+    """Fit procedure ``label`` on sample ``(n index c, draw k)`` of the context and score it
+    under the failure protocol."""
+    n, discs, truth = study.n[c], study.discrepancies, ctx.truth
+    guard, secs, fit_info = _fit_guarded(study, label, study.procedures[label],
+                                         ctx.samples[c, k], ctx.base_rules[c, k],
+                                         ctx.replication, n, k)
+    had_fit = guard.fitted is not None
+    loss = np.full(len(discs), np.nan)
+    for d, disc in enumerate(discs):
+        try:
+            loss[d] = disc(guard, truth, n)
+        except Exception as exc:  # noqa: BLE001 - broken discrepancy input
+            guard.failed = True
+            guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
+            guard.fitted = None
+            loss[d] = disc(guard, truth, n)
+    if had_fit and guard.fitted is None:
+        # The rule failed partway: every discrepancy of this fit uses the baseline,
+        # not only those computed after the failure.
+        loss[:] = [disc(guard, truth, n) for disc in discs]
+    return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
+                      fit_info)
+
+
+def assemble_record(study: Study, ctx: ReplicationContext, outcomes: Mapping,
+                    part: tuple[Sequence[str], ReplicationRecord] | None = None
+                    ) -> ReplicationRecord:
+    """The replication's record from fit outcomes keyed ``(label, c, k)``, plus the rows of
+    ``part = (labels, record)``, a record of the same replication made by a study of those
+    procedures only.
+
+    ``fit_info`` keeps the first draw's record, with its ``"usage"`` counts (e.g. model tokens)
+    summed over the draws.
+    """
+    labels, discs = study.labels, study.discrepancies
+    P, D, N, K = len(labels), len(discs), len(study.n), study.draws
+    loss = np.full((P, D, N, K), np.nan)
+    failed = np.zeros((P, N), dtype=np.int64)
+    invalid = np.zeros((P, N), dtype=np.int64)
+    seconds = np.zeros((P, N))
+    error = np.full((P, N), "", dtype=object)
+    info = np.full((P, N), "{}", dtype=object)
+    for p, label in enumerate(labels):
+        k_p = study.procedure_draws(label)
+        for c in range(N):
+            first: dict | None = None
+            for k in range(k_p):
+                o = outcomes.get((label, c, k))
+                if o is None:
                     continue
-                guard, secs, fit_info = _fit_guarded(study, label, study.procedures[label],
-                                                     sample, base_rule, m, n, k)
-                had_fit = guard.fitted is not None
-                for d, disc in enumerate(discs):
-                    try:
-                        loss[p, d, c, k] = disc(guard, truth, n)
-                    except Exception as exc:  # noqa: BLE001 - broken discrepancy input
-                        guard.failed = True
-                        guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
-                        guard.fitted = None
-                        loss[p, d, c, k] = disc(guard, truth, n)
-                if had_fit and guard.fitted is None:
-                    # The rule failed partway: every discrepancy of this fit uses the baseline,
-                    # not only those computed after the failure.
-                    loss[p, :, c, k] = [disc(guard, truth, n) for disc in discs]
-                seconds[p, c] += secs / n_draws[p]
-                failed[p, c] += int(guard.failed)
-                invalid[p, c] += guard.replaced
-                if guard.error and not error[p, c]:
-                    error[p, c] = guard.error
+                loss[p, :, c, k] = o.loss
+                seconds[p, c] += o.seconds / k_p
+                failed[p, c] += int(o.failed)
+                invalid[p, c] += o.replaced
+                if o.error and not error[p, c]:
+                    error[p, c] = o.error
                 if k == 0:
-                    info[p, c] = _json(fit_info)
-    diagnostics = {name: np.array([truth.diagnostics(n).get(name, np.nan) for n in ns])
+                    first = dict(o.info or {})
+                    if isinstance(first.get("usage"), dict):
+                        first["usage"] = dict(first["usage"])
+                elif first is not None and isinstance((o.info or {}).get("usage"), dict):
+                    add_usage(first.setdefault("usage", {}), o.info["usage"])
+            if first is not None:
+                info[p, c] = _json(first)
+    if part is not None:  # rows fitted elsewhere, e.g. by the process pool
+        part_labels, rec = part
+        for i, label in enumerate(part_labels):
+            p = labels.index(label)
+            loss[p], failed[p], invalid[p] = rec.loss[i], rec.failed[i], rec.invalid[i]
+            seconds[p], error[p], info[p] = rec.seconds[i], rec.error[i], rec.info[i]
+    diagnostics = {name: np.array([ctx.truth.diagnostics(n).get(name, np.nan) for n in study.n])
                    for name in study.evaluation.diagnostic_names}
-    return ReplicationRecord(m, loss, base_loss, failed, invalid, seconds, base_seconds,
-                             error, info, diagnostics)
+    return ReplicationRecord(ctx.replication, loss, ctx.base_loss.copy(), failed, invalid,
+                             seconds, ctx.base_seconds.copy(), error, info, diagnostics)
+
+
+def run_replication(study: Study, replication: int) -> ReplicationRecord:
+    """One replication: a pseudo-truth, its samples, and every procedure's losses for every n.
+
+    A pure function of ``(study, replication)``.
+    """
+    ctx = replication_context(study, replication)
+    outcomes = {}
+    for c in range(len(study.n)):
+        for k in range(study.draws):
+            for label in study.labels:
+                if k < study.procedure_draws(label):
+                    outcomes[label, c, k] = fit_outcome(study, ctx, label, c, k)
+    return assemble_record(study, ctx, outcomes)

@@ -1,0 +1,604 @@
+"""Chat-model clients: adapters for the official ``openai`` and ``anthropic`` SDKs (SPEC §8).
+
+:class:`~restrictiveness.ai.llm.Completion` and :class:`~restrictiveness.ai.llm.Agent` accept
+any callable ``client(messages) -> str``. The adapters here add what a study of hundreds of
+model calls needs:
+
+* **One line per endpoint.** :class:`OpenAIChat` speaks the Chat Completions API through the
+  ``openai`` SDK, so it serves OpenAI and every OpenAI-compatible server (vLLM, llama.cpp's
+  server, Ollama, LM Studio: pass ``base_url``); :class:`AnthropicChat` speaks the Messages API
+  through the ``anthropic`` SDK.
+* **Picklable configuration.** An adapter holds settings only; the SDK client is created lazily
+  in each process (and thread-safely shared by the threads of a process), so adapters travel to
+  worker processes and dask workers. The API key never appears in ``repr``.
+* **Robust calls.** The SDK's own retries are switched off and replaced by one policy whose
+  attempts are counted: rate limits (429, honouring ``Retry-After`` / ``retry-after-ms``),
+  408/409, server errors (5xx), timeouts and dropped connections are retried up to
+  ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
+  ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
+  fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
+  with reason ``"client"`` (the baseline takes its place), never a crashed study.
+* **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
+  output tokens, the wall time of the call (retries and waits included) and its retry count.
+* **Native tool calling.** ``chat(messages, tools=...)`` maps provider-neutral messages and
+  tools to OpenAI function tools or Anthropic tool use, so the Agent can use the endpoint's own
+  tool protocol.
+* **Cache identity.** :meth:`ChatAdapter.cache_identity` names the endpoint (resolved base URL),
+  the model and the sampling parameters; reply caches key on it.
+
+Messages are provider-neutral dicts: ``{"role": "system" | "user", "content": str}``,
+``{"role": "assistant", "content": str, "tool_calls": [{"id", "name", "arguments"}]}`` (tool
+calls optional) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
+
+A custom client can take part in all of this by offering the same methods: ``chat(messages,
+tools=None, tool_choice="auto") -> ChatReply``, ``cache_identity() -> dict`` (with ``"model"``)
+and ``supports_tools``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..engine.concurrency import request_slot
+from ..shared.exceptions import ConfigurationError, RestrictivenessError
+
+__all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
+           "ClientError", "call_client", "backoff_delay", "retry_after_seconds"]
+
+#: Base URLs used when none is given (and none is set in the SDK's environment variable).
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
+                     "anthropic": "https://api.anthropic.com"}
+
+#: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class ClientError(RestrictivenessError, RuntimeError):
+    """A language-model call failed (after its retries, if the error was retryable).
+
+    In a study the fit fails with reason ``"client"`` and the baseline's predictions are used;
+    the message says what the endpoint answered. Check the endpoint, the model name and the
+    API key, or raise ``max_retries`` / ``timeout`` for a busy endpoint.
+
+    Attributes
+    ----------
+    retries : int
+        Retries made before giving up.
+    status : int or None
+        The last HTTP status, if the endpoint answered.
+    """
+
+    def __init__(self, message: str, retries: int = 0, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retries, self.status = retries, status
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call requested by the model: its id, the tool's name and its arguments."""
+
+    id: str
+    name: str
+    arguments: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function tool offered to the model: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "parameters": self.parameters}
+
+
+@dataclass
+class ChatReply:
+    """A model's reply and what the call cost.
+
+    Attributes
+    ----------
+    text : str
+        The reply text (text blocks joined).
+    tool_calls : tuple of ToolCall
+        Tool calls the model requested (native tool protocol only).
+    input_tokens, output_tokens : int or None
+        Token counts reported by the endpoint (None when it reports none).
+    seconds : float
+        Wall time of the call, retries and waits included.
+    retries : int
+        Retries the call needed.
+    stop_reason : str or None
+        Why the model stopped ("stop", "length", "tool_calls", "end_turn", "max_tokens", ...).
+
+    Examples
+    --------
+    >>> r = ChatReply("hi", input_tokens=3, output_tokens=1)
+    >>> r.message()
+    {'role': 'assistant', 'content': 'hi'}
+    >>> ChatReply.from_json(r.to_json()) == r
+    True
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float = 0.0
+    retries: int = 0
+    stop_reason: str | None = None
+
+    def message(self) -> dict:
+        """The reply as a provider-neutral assistant message."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        return msg
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "seconds": self.seconds, "retries": self.retries,
+                "stop_reason": self.stop_reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ChatReply:
+        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+                      for c in data.get("tool_calls") or ())
+        return cls(str(data["text"]), calls, data.get("input_tokens"),
+                   data.get("output_tokens"), float(data.get("seconds") or 0.0),
+                   int(data.get("retries") or 0), data.get("stop_reason"))
+
+
+def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): exponential backoff with
+    "equal jitter" — half of ``min(cap, base * 2**retry)`` fixed, the other half uniform — so
+    clients that failed together do not retry together, yet every wait grows.
+
+    Examples
+    --------
+    >>> rng = random.Random(0)
+    >>> [round(backoff_delay(r, 1.0, 8.0, rng), 2) for r in range(5)]
+    [0.92, 1.76, 2.84, 5.04, 6.05]
+    """
+    d = min(cap, base * 2.0 ** retry)
+    return d / 2 + rng.uniform(0, d / 2)
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
+    HTTP date; None when absent or unreadable.
+
+    Examples
+    --------
+    >>> retry_after_seconds({"retry-after": "2"}), retry_after_seconds({"retry-after-ms": "250"})
+    (2.0, 0.25)
+    >>> retry_after_seconds({}) is None
+    True
+    """
+    if not headers:
+        return None
+    low = {str(k).lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = low.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            if name == "retry-after-ms":
+                continue
+            try:
+                date = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                continue
+            seconds = date.timestamp() - time.time()
+        if seconds == seconds and seconds >= 0:  # not NaN
+            return min(seconds, 3600.0)
+        return 0.0
+    return None
+
+
+class ChatAdapter:
+    """Shared machinery of the SDK adapters: configuration, lazy SDK client, retries.
+
+    Subclasses set ``provider``, ``sdk`` (the module name) and ``sdk_client`` (its client
+    class) and implement ``_request`` and ``_parse``.
+    """
+
+    provider: str = ""
+    sdk: str = ""
+    sdk_client: str = ""
+    #: The endpoint's own tool protocol is available (the Agent uses it when asked "auto").
+    supports_tools: bool = True
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None,
+                 api_key_env: str, temperature: float | None, max_tokens: int | None,
+                 timeout: float, max_retries: int, extra_body: Mapping | None,
+                 backoff: float, backoff_max: float) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"{type(self).__name__}: model must be a nonempty model "
+                                     f"id string, got {model!r}")
+        if base_url is not None and not str(base_url).startswith(("http://", "https://")):
+            raise ConfigurationError(f"{type(self).__name__}: base_url must start with "
+                                     f"http:// or https://, got {base_url!r}")
+        if temperature is not None and not 0 <= float(temperature) <= 2:
+            raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
+                                     f"got {temperature!r}")
+        if max_tokens is not None and int(max_tokens) < 1:
+            raise ConfigurationError(f"{type(self).__name__}: max_tokens must be positive")
+        if not float(timeout) > 0:
+            raise ConfigurationError(f"{type(self).__name__}: timeout must be positive seconds")
+        if int(max_retries) < 0:
+            raise ConfigurationError(f"{type(self).__name__}: max_retries must be >= 0")
+        if not float(backoff) >= 0 or not float(backoff_max) >= float(backoff):
+            raise ConfigurationError(f"{type(self).__name__}: need 0 <= backoff <= backoff_max")
+        try:
+            json.dumps(dict(extra_body or {}), sort_keys=True)
+        except (TypeError, ValueError):
+            raise ConfigurationError(f"{type(self).__name__}: extra_body must be JSON "
+                                     "(it is sent with every request and keys the cache)"
+                                     ) from None
+        env_url = os.environ.get(f"{self.provider.upper()}_BASE_URL")
+        # resolved once, here: the cache identity must name the endpoint actually called,
+        # whatever the environment of a worker process says
+        self.base_url = str(base_url or env_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
+        self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
+        self.temperature = None if temperature is None else float(temperature)
+        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.backoff, self.backoff_max = float(backoff), float(backoff_max)
+        self._client = None
+        self._lock = threading.Lock()
+
+    # -- pickling: configuration only; the SDK client is rebuilt where it is used ----------
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_client"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        parts = [f"{self.model!r}", f"base_url={self.base_url!r}"]
+        for name in ("temperature", "max_tokens", "extra_body"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name)!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def cache_identity(self) -> dict:
+        """What determines a reply besides the messages: provider, endpoint, model, sampling."""
+        return {"provider": self.provider, "base_url": self.base_url, "model": self.model,
+                "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "extra_body": self.extra_body}
+
+    # -- the SDK client ---------------------------------------------------------------------
+    def _key(self) -> str:
+        key = self.api_key or os.environ.get(self.api_key_env)
+        if key:
+            return key
+        if self.base_url != DEFAULT_BASE_URLS[self.provider]:
+            # self-hosted OpenAI-compatible servers (vLLM, llama.cpp, Ollama) need no key, but
+            # the SDKs insist on one; their documentation's convention is a placeholder
+            return "EMPTY"
+        raise ClientError(f"no API key for {self.base_url}: set the environment variable "
+                          f"{self.api_key_env} or pass api_key=")
+
+    def check_api_key(self) -> None:
+        """Raise ConfigurationError now if no API key can be found (calls would all fail)."""
+        try:
+            self._key()
+        except ClientError as exc:
+            raise ConfigurationError(str(exc)) from None
+
+    def _module(self):
+        try:
+            return __import__(self.sdk)
+        except ImportError as exc:
+            raise ConfigurationError(f"{type(self).__name__} needs the {self.sdk} SDK: "
+                                     f"pip install 'restrictiveness[{self.sdk}]'") from exc
+
+    def _sdk_client(self):
+        with self._lock:
+            if self._client is None:
+                self._client = self._make_client(self._module(), self._key())
+            return self._client
+
+    def _make_client(self, module, api_key: str):
+        # the SDK's own retries are off: ours are counted and configurable
+        return getattr(module, self.sdk_client)(api_key=api_key, base_url=self.base_url,
+                                                max_retries=0, timeout=self.timeout)
+
+    def _request(self, client, messages: list[dict], tools: Sequence[Tool] | None,
+                 tool_choice: str):
+        raise NotImplementedError
+
+    def _parse(self, response) -> ChatReply:
+        raise NotImplementedError
+
+    # -- calls --------------------------------------------------------------------------------
+    def _classify(self, exc: Exception) -> tuple[bool, float | None, int | None]:
+        """(retry?, the wait the endpoint asked for, HTTP status) for an SDK exception."""
+        sdk = self._module()
+        if isinstance(exc, sdk.APIStatusError):
+            status = int(exc.status_code)
+            retry = status in RETRY_STATUSES or status >= 500
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return retry, retry_after_seconds(headers) if retry else None, status
+        if isinstance(exc, sdk.APIConnectionError):  # includes APITimeoutError
+            return True, None, None
+        return False, None, None
+
+    def chat(self, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
+             tool_choice: Literal["auto", "none"] = "auto") -> ChatReply:
+        """One model call with the retry policy; raises :class:`ClientError` when it fails.
+
+        Parameters
+        ----------
+        messages : sequence of dict
+            Provider-neutral messages (module docstring).
+        tools : sequence of Tool, optional
+            Tools the model may call (native tool protocol).
+        tool_choice : {"auto", "none"}
+            ``"none"`` forbids tool calls in this reply (messages may still hold earlier ones).
+        """
+        if tool_choice not in ("auto", "none"):
+            raise ConfigurationError("tool_choice must be 'auto' or 'none'")
+        client = self._sdk_client()
+        rng = random.Random()  # jitter only: never affects results
+        start, retries = time.perf_counter(), 0
+        while True:
+            request_slot()
+            try:
+                response = self._request(client, list(messages), tools, tool_choice)
+            except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ClientError
+                retry, wait, status = self._classify(exc)
+                what = f"HTTP {status}" if status is not None else type(exc).__name__
+                if not retry or retries >= self.max_retries:
+                    tries = f" after {retries} retr{'y' if retries == 1 else 'ies'}" \
+                        if retries else ""
+                    raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
+                                      f"{what}{tries}: {str(exc)[:500]}", retries, status
+                                      ) from exc
+                time.sleep(wait if wait is not None else
+                           backoff_delay(retries, self.backoff, self.backoff_max, rng))
+                retries += 1
+                continue
+            reply = self._parse(response)
+            reply.seconds, reply.retries = time.perf_counter() - start, retries
+            return reply
+
+    def __call__(self, messages: Sequence[Mapping]) -> str:
+        """The reply text (the plain ``client(messages) -> str`` protocol)."""
+        return self.chat(messages).text
+
+
+def _json_arguments(text: str | None) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {"_unparsed": text}
+    return value if isinstance(value, dict) else {"_unparsed": text}
+
+
+class OpenAIChat(ChatAdapter):
+    """A chat model behind the OpenAI Chat Completions API (OpenAI or any compatible server).
+
+    Parameters
+    ----------
+    model : str
+        Model id, e.g. ``"gpt-4o"`` or the name a local server gives its model.
+    base_url : str, optional
+        Endpoint, e.g. ``"http://localhost:8000/v1"`` for vLLM (default: ``OPENAI_BASE_URL``
+        or OpenAI's). A server at another address needs no API key.
+    api_key : str, optional
+        Default: the environment variable ``api_key_env``.
+    api_key_env : str
+        Where the key is read (in each process that calls the model).
+    temperature : float, optional
+        Sampling temperature (default: the endpoint's).
+    max_tokens : int, optional
+        Output-token limit per reply (for OpenAI reasoning models pass
+        ``extra_body={"max_completion_tokens": N}`` instead).
+    timeout : float
+        Seconds per HTTP request.
+    max_retries : int
+        Retries of a failed request (see the module docstring for which errors).
+    extra_body : dict, optional
+        Extra request fields (``{"reasoning_effort": "low"}``, ``{"seed": 0}``, ...).
+    backoff, backoff_max : float
+        First retry wait and its cap, in seconds (doubling, with jitter); a ``Retry-After``
+        header overrides them.
+
+    Examples
+    --------
+    >>> llm = OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1")
+    >>> llm
+    OpenAIChat('llama-3.1-8b', base_url='http://localhost:8000/v1')
+    >>> llm([{"role": "user", "content": "Say hi"}])  # doctest: +SKIP
+    'Hi!'
+    """
+
+    provider, sdk, sdk_client = "openai", "openai", "OpenAI"
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", temperature: float | None = None,
+                 max_tokens: int | None = None, timeout: float = 120,
+                 max_retries: int = 6, extra_body: Mapping | None = None, *,
+                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+        super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
+                         timeout, max_retries, extra_body, backoff, backoff_max)
+
+    @staticmethod
+    def _messages(messages: list[dict]) -> list[dict]:
+        out = []
+        for m in messages:
+            if m["role"] == "assistant" and m.get("tool_calls"):
+                out.append({"role": "assistant", "content": m.get("content") or None,
+                            "tool_calls": [{"id": c["id"], "type": "function",
+                                            "function": {"name": c["name"],
+                                                         "arguments": json.dumps(c["arguments"])}}
+                                           for c in m["tool_calls"]]})
+            elif m["role"] == "tool":
+                out.append({"role": "tool", "tool_call_id": m["tool_call_id"],
+                            "content": m["content"]})
+            else:
+                out.append({"role": m["role"], "content": m["content"]})
+        return out
+
+    def _request(self, client, messages, tools, tool_choice):
+        kwargs: dict[str, Any] = {"model": self.model, "messages": self._messages(messages)}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if tools:
+            kwargs["tools"] = [{"type": "function", "function": t.to_json()} for t in tools]
+            kwargs["tool_choice"] = tool_choice
+        return client.chat.completions.create(**kwargs, extra_body=self.extra_body,
+                                              timeout=self.timeout)
+
+    def _parse(self, response) -> ChatReply:
+        choice = response.choices[0] if response.choices else None
+        message = choice.message if choice is not None else None
+        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
+                      for c in (getattr(message, "tool_calls", None) or ())
+                      if getattr(c, "function", None) is not None)
+        usage = getattr(response, "usage", None)
+        return ChatReply(getattr(message, "content", None) or "", calls,
+                         getattr(usage, "prompt_tokens", None),
+                         getattr(usage, "completion_tokens", None),
+                         stop_reason=getattr(choice, "finish_reason", None))
+
+
+class AnthropicChat(ChatAdapter):
+    """A Claude model behind Anthropic's Messages API (or a compatible endpoint).
+
+    Parameters as :class:`OpenAIChat`, except: ``api_key_env`` defaults to
+    ``ANTHROPIC_API_KEY``; ``max_tokens`` is required by the API and defaults to 32,000 (the
+    paper's output limit, S.1.2); ``timeout`` defaults to 600 s, since long replies are slow.
+    System messages become the request's ``system`` text; tool calls become ``tool_use`` and
+    ``tool_result`` blocks. Thinking settings go in ``extra_body``, e.g.
+    ``{"thinking": {"type": "adaptive"}}``.
+
+    Examples
+    --------
+    >>> AnthropicChat("claude-sonnet-4-5", max_tokens=8000)
+    AnthropicChat('claude-sonnet-4-5', base_url='https://api.anthropic.com', max_tokens=8000)
+    """
+
+    provider, sdk, sdk_client = "anthropic", "anthropic", "Anthropic"
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 api_key_env: str = "ANTHROPIC_API_KEY", temperature: float | None = None,
+                 max_tokens: int = 32000, timeout: float = 600,
+                 max_retries: int = 6, extra_body: Mapping | None = None, *,
+                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+        if max_tokens is None:
+            raise ConfigurationError("AnthropicChat: max_tokens is required by the Messages "
+                                     "API; give the output-token limit per reply")
+        super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
+                         timeout, max_retries, extra_body, backoff, backoff_max)
+
+    @staticmethod
+    def _messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
+        system = [m["content"] for m in messages if m["role"] == "system"]
+        out: list[dict] = []
+        for m in messages:
+            if m["role"] == "system":
+                continue
+            if m["role"] == "tool":
+                role, blocks = "user", [{"type": "tool_result", "tool_use_id": m["tool_call_id"],
+                                         "content": m["content"]}]
+            elif m["role"] == "assistant" and m.get("tool_calls"):
+                role = "assistant"
+                blocks = ([{"type": "text", "text": m["content"]}] if m.get("content") else []) \
+                    + [{"type": "tool_use", "id": c["id"], "name": c["name"],
+                        "input": c["arguments"]} for c in m["tool_calls"]]
+            else:
+                role, blocks = m["role"], [{"type": "text", "text": m["content"]}]
+            # the API alternates roles: tool results and a following note form one user turn
+            if out and out[-1]["role"] == role:
+                out[-1]["content"].extend(blocks)
+            else:
+                out.append({"role": role, "content": blocks})
+        return ("\n\n".join(system) if system else None), out
+
+    def _request(self, client, messages, tools, tool_choice):
+        system, msgs = self._messages(messages)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs,
+                                  "max_tokens": self.max_tokens}
+        if system is not None:
+            kwargs["system"] = system
+        extra = dict(self.extra_body or {})
+        if self.temperature is not None:
+            # a body field: recent SDKs no longer take it as an argument of create()
+            extra.setdefault("temperature", self.temperature)
+        if tools:
+            kwargs["tools"] = [{"name": t.name, "description": t.description,
+                                "input_schema": t.parameters} for t in tools]
+            kwargs["tool_choice"] = {"type": tool_choice}
+        return client.messages.create(**kwargs, extra_body=extra or None, timeout=self.timeout)
+
+    def _parse(self, response) -> ChatReply:
+        text, calls = [], []
+        for block in response.content or ():
+            if block.type == "text":
+                text.append(block.text)
+            elif block.type == "tool_use":
+                calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+        usage = getattr(response, "usage", None)
+        return ChatReply("".join(text), tuple(calls), getattr(usage, "input_tokens", None),
+                         getattr(usage, "output_tokens", None),
+                         stop_reason=getattr(response, "stop_reason", None))
+
+
+def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
+                tool_choice: Literal["auto", "none"] = "auto") -> ChatReply:
+    """Ask ``client`` once: an adapter's :meth:`~ChatAdapter.chat`, or a plain callable
+    ``client(messages) -> str`` (timed; any exception it raises becomes a :class:`ClientError`).
+
+    Raises
+    ------
+    ClientError
+        The call failed.
+    ConfigurationError
+        A plain callable returned something other than a string, or tools were asked of a
+        client without a ``chat`` method.
+    """
+    chat = getattr(client, "chat", None)
+    if callable(chat):
+        reply = chat(messages, tools=tools, tool_choice=tool_choice)
+        if not isinstance(reply, ChatReply):
+            raise ConfigurationError(f"client.chat returned {type(reply).__name__}, expected "
+                                     "ChatReply")
+        return reply
+    if tools:
+        raise ConfigurationError("native tool calls need a client with a chat() method "
+                                 "(rx.llm.OpenAIChat, rx.llm.AnthropicChat)")
+    request_slot()
+    start = time.perf_counter()
+    try:
+        text = client(messages)
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's client is a client failure
+        raise ClientError(f"the client raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(text, str):
+        raise ConfigurationError(f"client returned {type(text).__name__}, expected str")
+    return ChatReply(text, seconds=time.perf_counter() - start)

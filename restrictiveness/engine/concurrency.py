@@ -1,0 +1,223 @@
+"""Concurrency for I/O-bound procedures, the request-rate limit, and the picklability check.
+
+A language-model fit spends most of its time waiting for the endpoint, so running such fits one
+per CPU worker wastes the machine. A study run with ``concurrency=N`` therefore splits its work:
+
+* procedures marked ``io_bound`` (the language-model procedures) are fitted on a pool of ``N``
+  threads in the calling process, one task per fit (replication, procedure, n, draw), sharing
+  each replication's pseudo-truth, samples and baseline fits (computed once per replication);
+* the other procedures run as usual (serially, on the process pool or on dask), beside them;
+* the two parts of a replication are merged into one record as soon as both are done.
+
+Each fit's numbers are a pure function of the study and the fit's key (seeds are keyed by what
+a fit is, not by when it runs), so the results are identical to a serial run whatever the
+thread count or the order in which fits finish.
+
+:func:`request_slot` is the rate limit: model clients call it before every HTTP request; it
+waits as needed when the run was given ``requests_per_minute`` and returns at once otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import pickle
+import queue
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..shared.exceptions import ConfigurationError
+
+__all__ = ["RateLimiter", "request_slot", "rate_limited", "check_picklable", "KeyedOnce",
+           "run_with_threads"]
+
+
+class RateLimiter:
+    """At most ``requests_per_minute`` slots a minute, evenly spaced, shared by threads.
+
+    Examples
+    --------
+    >>> limiter = RateLimiter(6000)            # one slot every 10 ms
+    >>> start = time.monotonic()
+    >>> for _ in range(5):
+    ...     limiter.acquire()
+    >>> time.monotonic() - start >= 0.04
+    True
+    """
+
+    def __init__(self, requests_per_minute: float) -> None:
+        if not float(requests_per_minute) > 0:
+            raise ConfigurationError("requests_per_minute must be positive")
+        self.interval = 60.0 / float(requests_per_minute)
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        if slot > now:
+            time.sleep(slot - now)
+
+
+_LIMITER: contextvars.ContextVar[RateLimiter | None] = contextvars.ContextVar(
+    "restrictiveness_rate_limiter", default=None)
+
+
+def request_slot() -> None:
+    """Wait for the run's rate limit, if it has one (model clients call this per request)."""
+    limiter = _LIMITER.get()
+    if limiter is not None:
+        limiter.acquire()
+
+
+@contextlib.contextmanager
+def rate_limited(limiter: RateLimiter | None) -> Iterator[None]:
+    """Apply ``limiter`` to requests made in this context (and in tasks copied from it)."""
+    token = _LIMITER.set(limiter)
+    try:
+        yield
+    finally:
+        _LIMITER.reset(token)
+
+
+def check_picklable(objects: Mapping[str, Any], remedy: str) -> None:
+    """Raise ConfigurationError naming the first object that cannot be pickled.
+
+    Worker processes and dask workers receive the study by pickling; a lambda or an SDK client
+    inside a procedure would otherwise fail with a raw pickling error deep in the pool.
+    """
+    for name, obj in objects.items():
+        try:
+            pickle.dumps(obj)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is reported the same way
+            raise ConfigurationError(
+                f"{name} cannot be pickled, so it cannot be sent to worker processes "
+                f"({type(exc).__name__}: {exc}). {remedy}") from None
+
+
+class KeyedOnce:
+    """Compute ``factory(key)`` once per key, whichever thread asks first; others wait."""
+
+    def __init__(self, factory: Callable[[Hashable], Any]) -> None:
+        self.factory = factory
+        self._values: dict = {}
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                if key in self._values:
+                    return self._values[key]
+            value = self.factory(key)
+            with self._lock:
+                self._values[key] = value
+            return value
+
+    def drop(self, key: Hashable) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+            self._locks.pop(key, None)
+
+
+class _Stopped(Exception):
+    """The run stopped (an error elsewhere); unwinds the CPU part."""
+
+
+def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequence[Hashable]],
+                     run_task: Callable[[int, Hashable], Any],
+                     merge: Callable[[int, dict, Any], Any],
+                     finish: Callable[[int, Any], None], threads: int,
+                     cpu: Callable[[Callable[[int, Any], None]], None] | None = None,
+                     limiter: RateLimiter | None = None) -> None:
+    """Run each replication's I/O-bound tasks on ``threads`` threads beside its CPU part.
+
+    Parameters
+    ----------
+    replications : sequence of int
+    tasks : callable
+        ``tasks(m)``: the keys of replication ``m``'s thread tasks.
+    run_task : callable
+        ``run_task(m, key) -> outcome`` (run on the thread pool).
+    merge : callable
+        ``merge(m, {key: outcome}, cpu_record) -> record`` once both parts of ``m`` are done
+        (``cpu_record`` is None without a CPU part).
+    finish : callable
+        ``finish(m, record)``, called in this thread as replications complete.
+    threads : int
+        Thread-pool size.
+    cpu : callable, optional
+        ``cpu(done)`` runs the CPU part of every replication (blocking) and calls
+        ``done(m, record)`` for each; it runs in a helper thread.
+    limiter : RateLimiter, optional
+        Applied to the requests of the thread tasks.
+    """
+    events: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    keys = {m: list(tasks(m)) for m in replications}
+    outcomes: dict[int, dict] = {m: {} for m in replications}
+    cpu_records: dict[int, Any] = {}
+    finished: set[int] = set()
+
+    def cpu_done(m: int, record: Any) -> None:
+        if stop.is_set():
+            raise _Stopped
+        events.put(("cpu", m, record))
+
+    def run_cpu() -> None:
+        try:
+            cpu(cpu_done)
+        except _Stopped:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            events.put(("error", None, exc))
+
+    def complete(m: int) -> None:
+        if m in finished or len(outcomes[m]) < len(keys[m]) or \
+                (cpu is not None and m not in cpu_records):
+            return
+        finished.add(m)
+        finish(m, merge(m, outcomes.pop(m), cpu_records.pop(m, None)))
+
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rx-io")
+    helper, done = None, False
+    try:
+        with rate_limited(limiter):
+            context = contextvars.copy_context()
+        for m in replications:
+            for key in keys[m]:
+                future = pool.submit(context.copy().run, run_task, m, key)
+                future.add_done_callback(lambda f, m=m, key=key: events.put(("io", (m, key), f)))
+        if cpu is not None:
+            helper = threading.Thread(target=context.copy().run, args=(run_cpu,),
+                                      name="rx-cpu", daemon=True)
+            helper.start()
+        for m in replications:
+            complete(m)  # replications without any task (and no CPU part)
+        while len(finished) < len(replications):
+            kind, where, payload = events.get()
+            if kind == "error":
+                raise payload
+            if kind == "cpu":
+                cpu_records[where] = payload
+                complete(where)
+            else:
+                m, key = where
+                outcomes[m][key] = payload.result()  # re-raises a task's error here
+                complete(m)
+        if helper is not None:
+            helper.join()
+        done = True
+    finally:
+        stop.set()
+        # after an error, queued fits are cancelled and running ones are not waited for
+        pool.shutdown(wait=done, cancel_futures=True)

@@ -1,0 +1,415 @@
+"""Language-model procedures against real endpoints, offline: the openai and anthropic SDKs talk
+to scripted servers on 127.0.0.1 (tests/llm_server.py) — retries, usage, caches, native tool
+calls, concurrency, picklability and the Table-2 command line."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import sys
+import time
+
+import numpy as np
+import pytest
+from llm_server import ChatServer, input_tokens, tool_results
+from test_ai_studies import GP_PROGRAM
+
+import restrictiveness as rx
+from restrictiveness.ai.sandbox import SandboxLimits
+from restrictiveness.cli import main
+from restrictiveness.engine.protocol import FunctionRule, Procedure
+from restrictiveness.shared.exceptions import ConfigurationError
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
+
+LIMITS = SandboxLimits(wall_seconds=60)
+#: Short backoff for tests: the retry logic runs unchanged, only its waits are small.
+QUICK = {"backoff": 0.01, "backoff_max": 0.05}
+
+MEAN_PROGRAM = """import numpy as np
+
+def predict(X_train, y_train, X):
+    return np.full(len(X), float(np.mean(y_train)))
+"""
+
+
+def fenced(code: str) -> str:
+    return f"Here is the program.\n```python\n{code}```\n"
+
+
+def adapter(server: ChatServer, model: str = "gp-model", **options):
+    cls = rx.llm.OpenAIChat if server.protocol == "openai" else rx.llm.AnthropicChat
+    options = {"timeout": 20, **QUICK, **options}
+    return cls(model, base_url=server.base_url, **options)
+
+
+def gp_study(procs, replications=2, seed=3):
+    return rx.lottery.study({"GP regression": rx.lottery.gp_regression(), **procs}, n=[20],
+                            replications=replications, seed=seed, n_eval=100)
+
+
+def gp_losses(res, label):
+    loss = res.dataset["loss"].sel(discrepancy="mse")
+    return loss.sel(procedure=label).values, loss.sel(procedure="GP regression").values
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def protocol(request):
+    return request.param
+
+
+# ------------------------------------------------------------------------ the adapters
+
+
+def test_adapters_speak_each_protocol(protocol, monkeypatch):
+    monkeypatch.setenv("RX_TEST_KEY", "sk-test-123")
+    with ChatServer(protocol, lambda body: f"hello from {body['model']}") as server:
+        llm = adapter(server, "m-1", api_key_env="RX_TEST_KEY", temperature=0.25,
+                      max_tokens=321, extra_body={"seed": 7})
+        messages = [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Say hello."}]
+        reply = llm.chat(messages)
+        assert llm(messages) == "hello from m-1"               # the plain-callable protocol
+    request = server.requests[0]
+    body = request["body"]
+    headers = {k.lower(): v for k, v in request["headers"].items()}
+    assert body["model"] == "m-1" and body["temperature"] == 0.25 and body["seed"] == 7
+    assert body["max_tokens"] == 321
+    assert "sk-test-123" in (headers.get("authorization", "") + headers.get("x-api-key", ""))
+    if protocol == "openai":
+        assert request["path"] == "/v1/chat/completions" and body["messages"] == messages
+    else:
+        assert request["path"] == "/v1/messages" and body["system"] == "Be brief."
+        assert body["messages"] == [{"role": "user",
+                                     "content": [{"type": "text", "text": "Say hello."}]}]
+    assert reply.text == "hello from m-1" and reply.retries == 0
+    assert reply.input_tokens == input_tokens(body)
+    assert reply.output_tokens == len("hello from m-1") // 4
+
+
+def test_adapters_are_picklable_configuration(protocol):
+    with ChatServer(protocol, lambda body: "ok") as server:
+        llm = adapter(server, api_key="sk-secret-key")
+        llm([{"role": "user", "content": "x"}])               # creates the SDK client
+        back = pickle.loads(pickle.dumps(llm))
+        assert back([{"role": "user", "content": "y"}]) == "ok"
+    assert back.cache_identity() == llm.cache_identity()
+    assert "sk-secret-key" not in repr(llm)
+    study = gp_study({"C": rx.Completion(llm, limits=LIMITS)})
+    assert "sk-secret-key" not in json.dumps(study.configuration())
+
+
+def test_scripted_failures_are_retried_then_succeed(protocol):
+    script = [("status", 429, {"Retry-After": "1"}), ("status", 500), ("slow", 2.0),
+              ("drop",), ("status", 503)]
+    with ChatServer(protocol, lambda body: "finally", script=script) as server:
+        start = time.monotonic()
+        reply = adapter(server, timeout=0.5).chat([{"role": "user", "content": "hi"}])
+        wall = time.monotonic() - start
+    assert reply.text == "finally"
+    assert reply.retries == 5 and len(server.requests) == 6
+    gaps = np.diff(server.times)
+    # Retry-After: 1 was honoured although the backoff is 10 ms; the slow reply was abandoned
+    # after the 0.5 s timeout; every other retry followed quickly
+    assert gaps[0] >= 0.95 and 0.45 <= gaps[2] < 1.5
+    assert all(g < 0.5 for g in (gaps[1], gaps[3], gaps[4]))
+    assert reply.seconds <= wall and reply.seconds > 1.4
+
+
+def test_client_errors_are_not_retried_and_retries_are_bounded(protocol):
+    with ChatServer(protocol, lambda body: "x", script=[("status", 400)]) as server:
+        with pytest.raises(rx.llm.ClientError, match="HTTP 400") as err:
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and err.value.retries == 0 and err.value.status == 400
+    with ChatServer(protocol, lambda body: "x", fail_with=500) as server:
+        with pytest.raises(rx.llm.ClientError, match="after 3 retries") as err:
+            adapter(server, max_retries=3).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 4 and err.value.retries == 3
+
+
+def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    llm = rx.llm.OpenAIChat("gpt-x")
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        llm.check_api_key()
+    with pytest.raises(rx.llm.ClientError, match="no API key"):
+        llm.chat([{"role": "user", "content": "hi"}])
+    with pytest.raises(ConfigurationError, match="base_url"):
+        rx.llm.OpenAIChat("m", base_url="localhost:8000")
+    with pytest.raises(ConfigurationError, match="extra_body"):
+        rx.llm.OpenAIChat("m", extra_body={"f": object()})
+
+
+# ------------------------------------------------------------------------ studies
+
+
+def _agent_reply(body):
+    """Native tools: look at the data once, then return the GP program; at once otherwise
+    (marked final for the text protocol)."""
+    if body.get("tools") and not tool_results(body):
+        return {"text": "Let me look at the data.",
+                "tool_calls": [{"id": "call_1", "name": "run_python", "arguments": {
+                    "code": "import numpy as np\nprint('shape', np.load('y_train.npy').shape)"}}]}
+    return "FINAL PROGRAM\n" + fenced(GP_PROGRAM)
+
+
+def test_completion_and_agent_through_the_adapters_match_gp_regression(protocol):
+    with ChatServer(protocol, _agent_reply) as server:
+        llm = adapter(server)
+        procs = {"Completion": rx.Completion(llm, limits=LIMITS),
+                 "Agent": rx.Agent(llm, limits=LIMITS),
+                 "Agent (text)": rx.Agent(llm, limits=LIMITS, tool_protocol="text")}
+        res = gp_study(procs).run(progress=False)
+    for label in procs:
+        ours, gp = gp_losses(res, label)
+        np.testing.assert_allclose(ours, gp, rtol=1e-6)
+    assert int(res.dataset["failed"].sum()) == 0
+    info = json.loads(str(res.dataset["fit_info"].sel(procedure="Agent").values[0, 0]))
+    assert info["tool_protocol"] == "native" and info["rounds_used"] == 1
+    assert info["client_calls"] == 2 and info["tool_runs"] == [{"ok": True, "reason": None}]
+    text_info = json.loads(str(res.dataset["fit_info"].sel(procedure="Agent (text)").values[0, 0]))
+    assert text_info["tool_protocol"] == "text" and text_info["rounds_used"] == 0
+    # the tool ran in the sandbox and its output went back as a tool result
+    second = [r["body"] for r in server.requests if r["body"].get("tools") and
+              tool_results(r["body"])]
+    assert len(second) == 2 and "shape (20,)" in tool_results(second[0])[0]
+    assert [t.get("name") or t["function"]["name"] for t in second[0]["tools"]] == ["run_python"]
+    # usage: every request's tokens as the server counted them
+    usage = res.usage()
+    assert int(usage["calls"].sum()) == len(server.requests) == 2 + 4 + 2
+    assert int(usage["input_tokens"].sum()) == sum(input_tokens(r["body"])
+                                                   for r in server.requests)
+    assert usage.loc[("Agent", 20), "calls"] == 4 and usage.loc[("Completion", 20), "fits"] == 2
+
+
+def test_agent_native_round_budget(protocol):
+    def always_tools(body):
+        calls = [{"id": f"c{i}", "name": "run_python", "arguments": {"code": "print(1)"}}
+                 for i in range(2)]
+        choice = body.get("tool_choice")
+        if choice in ("none", {"type": "none"}):
+            return fenced(GP_PROGRAM)
+        return {"text": "", "tool_calls": calls}
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with ChatServer(protocol, always_tools) as server:
+        agent = rx.Agent(adapter(server), rounds=3, limits=LIMITS, record_transcript=True)
+        rule = agent.fit(sample, np.random.default_rng(1))
+    bodies = [r["body"] for r in server.requests]
+    choices = [b.get("tool_choice") for b in bodies]
+    none = "none" if protocol == "openai" else {"type": "none"}
+    auto = "auto" if protocol == "openai" else {"type": "auto"}
+    assert choices == [auto, auto, none]          # 2 + 1 runs, then tools disabled
+    assert rule.info["rounds_used"] == 3 and rule.info["hit_limit"]
+    results = tool_results(bodies[-1])
+    assert results.count("Not run: the tool budget is used up.") == 1 and len(results) == 4
+    assert rule.info["reason"] is None
+    assert rule.info["transcript"][-1]["role"] == "assistant"
+
+
+def test_failing_endpoint_gives_counted_client_failures():
+    with ChatServer("openai", lambda body: "x", fail_with=500) as server:
+        llm = adapter(server, max_retries=2)
+        with pytest.warns(rx.FailureWarning):
+            res = gp_study({"Completion": rx.Completion(llm, limits=LIMITS),
+                            "Agent": rx.Agent(llm, limits=LIMITS)}).run(progress=False)
+    assert len(server.requests) == 2 * 2 * 3          # fits x procedures x attempts
+    ds = res.dataset
+    base = ds["baseline_loss"].sel(discrepancy="mse").values
+    for label in ("Completion", "Agent"):
+        assert ds["failed"].sel(procedure=label).values.tolist() == [[1, 1]]
+        np.testing.assert_array_equal(ds["loss"].sel(procedure=label, discrepancy="mse"), base)
+        info = json.loads(str(ds["fit_info"].sel(procedure=label).values[0, 0]))
+        assert info["reason"] == "client" and info["usage"]["failed_calls"] == 1
+        assert info["usage"]["retries"] == 2 and info["calls"][0]["status"] == 500
+        assert "client: openai gp-model" in str(ds["error"].sel(procedure=label).values[0, 0])
+    assert res.usage()["failed_calls"].sum() == 4
+
+
+def test_cached_rerun_makes_no_requests_and_models_never_share_entries(protocol, tmp_path):
+    def by_model(body):
+        return fenced(GP_PROGRAM if body["model"] == "gp-model" else MEAN_PROGRAM)
+
+    cache = tmp_path / "replies"
+    with ChatServer(protocol, by_model) as server:
+        gp = adapter(server, "gp-model")
+        first = gp_study({"C": rx.Completion(gp, limits=LIMITS, cache=cache)}).run(
+            progress=False)
+        made = len(server.requests)
+        again = gp_study({"C": rx.Completion(gp, limits=LIMITS, cache=cache)}).run(
+            progress=False)
+        assert made == 2 and len(server.requests) == made            # zero HTTP requests
+        np.testing.assert_array_equal(first.dataset["loss"], again.dataset["loss"])
+        assert again.usage().loc[("C", 20), "cached_calls"] == 2
+        assert again.usage().loc[("C", 20), "calls"] == 0
+        # same messages, another model: its own requests and its own replies
+        other = gp_study({"C": rx.Completion(adapter(server, "mean-model"), limits=LIMITS,
+                                             cache=cache)}).run(progress=False)
+        assert len(server.requests) == made + 2
+        warm = gp_study({"C": rx.Completion(adapter(server, "gp-model", temperature=0.0),
+                                            limits=LIMITS, cache=cache)}).run(progress=False)
+        assert len(server.requests) == made + 4                    # a temperature is a key
+    ours, gp_loss = gp_losses(first, "C")
+    np.testing.assert_allclose(ours, gp_loss, rtol=1e-6)
+    np.testing.assert_array_equal(warm.dataset["loss"], first.dataset["loss"])
+    assert not np.allclose(gp_losses(other, "C")[0], ours)           # the mean, not the GP
+    assert len(rx.ResponseCache(cache)) == 6
+
+
+# ------------------------------------------------------------------------ concurrency
+
+
+class AskedMean(Procedure):
+    """An I/O-bound procedure with no sandbox: asks the endpoint for the sample mean."""
+
+    io_bound = True
+    label = "asked mean"
+
+    def __init__(self, client):
+        self.client = client
+
+    def fit(self, sample, rng):
+        reply = self.client.chat([{"role": "user", "content": json.dumps(
+            np.round(sample.y, 10).tolist())}])
+        value = float(reply.text)
+        return FunctionRule(lambda X: np.full(len(X), value),
+                            info={"usage": {"calls": 1, "input_tokens": reply.input_tokens}})
+
+
+def _mean_reply(body):
+    content = body["messages"][-1]["content"]
+    return repr(float(np.mean(json.loads(content))))
+
+
+def test_concurrency_gives_identical_results_and_is_faster():
+    with ChatServer("openai", _mean_reply, delay=0.5) as server:
+        study = gp_study({"asked": AskedMean(adapter(server, "mean-model")),
+                          "constant": rx.Constant()}, replications=16)
+        start = time.perf_counter()
+        serial = study.run(progress=False, concurrency=1)
+        t_serial = time.perf_counter() - start
+        start = time.perf_counter()
+        threaded = study.run(progress=False, concurrency=8)
+        t_threaded = time.perf_counter() - start
+    for var in ("loss", "baseline_loss", "failed", "invalid", "fit_info", "error"):
+        np.testing.assert_array_equal(serial.dataset[var].values, threaded.dataset[var].values)
+    assert int(serial.dataset["failed"].sum()) == 0 and len(server.requests) == 2 * 16
+    # the rule is the sample mean the server computed: the built-in Constant's losses
+    loss = threaded.dataset["loss"]
+    np.testing.assert_allclose(loss.sel(procedure="asked"), loss.sel(procedure="constant"),
+                               rtol=1e-6)
+    print(f"serial {t_serial:.2f} s, concurrency=8 {t_threaded:.2f} s")
+    assert t_serial >= 16 * 0.5 and t_threaded * 5 <= t_serial, (t_serial, t_threaded)
+
+
+def test_concurrent_language_model_studies_equal_serial_ones(tmp_path):
+    """Completion and Agent on threads beside CPU procedures on a process pool, with a
+    checkpoint: the same Dataset as the plain serial run."""
+    with ChatServer("openai", _agent_reply, delay=0.05) as server:
+        llm = adapter(server)
+        procs = {"Completion": rx.Completion(llm, limits=LIMITS),
+                 "Agent": rx.Agent(llm, limits=LIMITS),
+                 "CPT(alpha)": rx.lottery.CPT(free=("alpha",))}
+        study = gp_study(procs, replications=3)
+        serial = study.run(progress=False)
+        mixed = study.run(progress=False, n_jobs=2, concurrency=4,
+                          checkpoint=tmp_path / "ck")
+    for var in ("loss", "baseline_loss", "failed", "invalid", "error"):
+        np.testing.assert_array_equal(serial.dataset[var].values, mixed.dataset[var].values)
+    strip = re.compile(r'"(seconds|latency)": [0-9.e-]+')
+    for a, b in zip(serial.dataset["fit_info"].values.ravel(),
+                    mixed.dataset["fit_info"].values.ravel(), strict=True):
+        assert strip.sub("", str(a)) == strip.sub("", str(b))
+    ours, gp = gp_losses(mixed, "Agent")
+    np.testing.assert_allclose(ours, gp, rtol=1e-6)
+
+
+def test_requests_per_minute_spaces_requests():
+    with ChatServer("openai", _mean_reply) as server:
+        study = gp_study({"asked": AskedMean(adapter(server, "mean-model"))}, replications=4)
+        study.run(progress=False, concurrency=4, requests_per_minute=300)   # 0.2 s apart
+        gaps = np.diff(sorted(server.times))
+        assert len(gaps) == 3 and gaps.min() >= 0.18
+        with pytest.raises(ConfigurationError, match="requests_per_minute"):
+            study.run(progress=False, n_jobs=2, requests_per_minute=300)
+    with pytest.raises(ConfigurationError, match="concurrency"):
+        study.run(progress=False, concurrency=0)
+
+
+# ------------------------------------------------------------------------ picklability
+
+
+def test_unpicklable_procedure_is_refused_before_any_work(tmp_path):
+    calls = []
+
+    def client(messages):
+        calls.append(1)
+        return fenced(GP_PROGRAM)
+
+    lam = rx.Completion(lambda m: client(m), model="lambda-model", limits=LIMITS)
+    study = gp_study({"by lambda": lam})
+    for kwargs in ({"n_jobs": 2}, {"backend": "dask"}):
+        with pytest.raises(ConfigurationError, match="procedure 'by lambda' cannot be pickled"):
+            study.run(progress=False, checkpoint=tmp_path / "ck", **kwargs)
+    assert calls == [] and not (tmp_path / "ck").exists()
+    # on threads in this process it needs no pickling, beside a process pool
+    res = study.run(progress=False, n_jobs=2, concurrency=2)
+    ours, gp = gp_losses(res, "by lambda")
+    np.testing.assert_allclose(ours, gp, rtol=1e-6)
+    assert len(calls) == 2
+
+
+# ------------------------------------------------------------------------ command line
+
+
+def test_table_2_command_line(tmp_path, capsys):
+    cache = tmp_path / "cache"
+    with ChatServer("openai", _agent_reply) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "--agent", "--prompts", "neutral", "econometrician",
+                "-M", "2", "--n", "100", "--only", "GP regression", "--jobs", "1",
+                "--no-progress", "--cache", str(cache), "--price", "1", "4"]
+        assert main([*argv, "--dry-run"]) == 0
+        dry = capsys.readouterr().out
+        assert not server.requests
+        assert re.search(r"model calls: 8 to 88 \(0 fits answered by the cache\)", dry)
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        made = len(server.requests)
+        assert made == 2 * 2 + 2 * 2 * 2                  # completions 1, agents 2 per fit
+        assert main([*argv, "--dry-run"]) == 0
+        # cached: no completion call; an agent's later turns are not known in advance
+        assert "model calls: 0 to 80 (8 fits answered by the cache)" in capsys.readouterr().out
+        assert main(argv) == 0 and len(server.requests) == made      # all from the cache
+        rerun = capsys.readouterr().out
+    usage = [line for line in out.splitlines() if line.startswith("total:")][0]
+    tokens_in = sum(input_tokens(r["body"]) for r in server.requests)
+    assert f"total: {made} calls (0 cached, 0 retries), {tokens_in:,} input" in usage
+    assert re.search(r"^Agent \(econometrician\)\s+100\s+2\s+4", out, re.M)
+    assert re.search(r"^Completion\s.*/ 0\.328$", out, re.M)        # beside Table A.3
+    assert re.search(r"^Completion \(econometrician\)\s.*/ 0\.277$", out, re.M)  # Table A.7
+    assert "total: 0 calls (12 cached" in rerun
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--agent"], "--agent: only with --llm"),
+    (["--llm", "mistral:x"], "--llm: expected openai:MODEL"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "poet"],
+     "unknown design"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--rounds", "3"],
+     "--rounds: only with --agent"),
+])
+def test_command_line_refuses_inconsistent_llm_options(argv, message, capsys):
+    assert main(["replicate", "lottery", "-M", "2", "--dry-run", *argv]
+                if "--llm" in argv else ["replicate", "lottery", "-M", "2", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_demand_uses_the_neutral_prompt_only(capsys):
+    argv = ["replicate", "demand", "--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+            "--prompts", "all", "--dry-run"]
+    assert main(argv) == 2 and "neutral prompt only" in capsys.readouterr().err
