@@ -217,6 +217,25 @@ def test_public_names_resolve():
 
 # ------------------------------------------------------------------- files made before the move
 
+#: sha256 prefixes of the files make_v0_fixtures.py wrote with the pre-layout code (commit
+#: c3871fc): a rewritten fixture would test the new code against itself.
+FIXTURES = {
+    "results_v0.nc": "b5f74250ae915af6",
+    "completeness_v0.nc": "263b314624e77b95",
+    "checkpoint_v0/replication-000000.pkl": "16570195bff23712",
+    "checkpoint_v0/replication-000001.pkl": "2e134ac1c62c4ea1",
+    "checkpoint_v0/replication-000002.pkl": "7fc79d591eac938e",
+    "checkpoint_v0/replication-000003.pkl": "27b9ba1bda6382b4",
+    "checkpoint_v0/study.json": "a3cfb65afebfa05f",
+}
+
+
+def test_fixtures_are_the_files_the_old_code_wrote():
+    import hashlib
+
+    for name, digest in FIXTURES.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest()[:16] == digest, name
+
 
 def test_results_saved_before_the_move_still_load():
     res = rx.load(DATA / "results_v0.nc")
