@@ -14,6 +14,7 @@ import pytest
 from restrictiveness.ai.programs import ProgramError, ProgramProcedure, describe_program
 from restrictiveness.ai.sandbox import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, run_python
 from restrictiveness.procedures.generic import OLS
+from restrictiveness.shared import exceptions as rx_exceptions
 from restrictiveness.shared.exceptions import ConfigurationError, RestrictivenessError
 from restrictiveness.shared.sample import Sample
 
@@ -114,18 +115,22 @@ def test_no_connection_reaches_a_local_listener():
     assert r.reason == "forbidden"
 
 
-def test_kernel_network_isolation_when_available():
-    """The second, kernel-level layer: even unguarded Python in the namespace cannot connect."""
+def test_guard_only_network_namespace_when_available():
+    """Under guard-only isolation the child still gets an empty network namespace where
+    ``unshare`` allows one; full isolation always has one (it is a required layer)."""
     import socket
     import subprocess
 
     from restrictiveness.ai.sandbox import network_isolation_prefix
 
+    assert run("x = 1").network_isolated
     prefix = network_isolation_prefix()
     if not prefix:
         pytest.skip("no network namespaces on this system (unshare unavailable or refused)")
-    assert run("x = 1").network_isolated
-    assert not run("x = 1", isolate_network=False).network_isolated
+    guard_only = SandboxLimits(wall_seconds=30, isolation="guard-only")
+    with pytest.warns(rx_exceptions.IsolationWarning):
+        assert run("x = 1", limits=guard_only).network_isolated
+        assert not run("x = 1", limits=guard_only, isolate_network=False).network_isolated
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         done = subprocess.run([*prefix, sys.executable, "-I", "-c",
@@ -188,15 +193,24 @@ def test_writing_outside_is_refused(source, canary):
 @pytest.mark.parametrize("source", [
     "import ctypes",
     "import sys\nsys.modules['ctypes'].CDLL('libc.so.6')",      # already loaded by numpy
-    "import sys\nsys.modules['resource'].setrlimit(0, (10**6, 10**6))",
     "import os\nos.kill(os.getppid(), 9)",                        # kill the parent
     "import gc\ngc.get_objects()",
     "import threading",
     "from . import x",
-], ids=["ctypes", "ctypes-loaded", "setrlimit", "kill-parent", "gc", "threading", "relative"])
+], ids=["ctypes", "ctypes-loaded", "kill-parent", "gc", "threading", "relative"])
 def test_other_forbidden_operations(source):
     r = run(source)
     assert (r.ok, r.reason) == (False, "forbidden")
+
+
+def test_resource_limits_cannot_be_raised():
+    """The set-up's own ``resource`` module is not left behind for the program; imported
+    anyway (through the real builtins), raising a hard limit is refused by the kernel."""
+    r = run("import sys\nsys.modules['resource'].setrlimit(0, (10**6, 10**6))")
+    assert r.reason == "crash" and "KeyError" in r.message
+    r = run(_REAL_BUILTINS + "import sys\nsys.audit = None\n"
+            "res = b['__import__']('resource')\nres.setrlimit(res.RLIMIT_CPU, (10**6, 10**6))")
+    assert r.reason == "forbidden"
 
 
 @pytest.mark.parametrize("source", [

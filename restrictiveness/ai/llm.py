@@ -60,6 +60,7 @@ from .sandbox import (
     SandboxLimits,
     SandboxResult,
     run_python,
+    workspace,
 )
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
@@ -624,8 +625,7 @@ class Agent(_LanguageModelProcedure):
         seed = int(rng.integers(2**31 - 1))
         calls, runs = [0], []
         hit_limit, final_reply = False, None
-        with tempfile.TemporaryDirectory(prefix="rx-agent-") as tmp:
-            work = Path(tmp).resolve()
+        with workspace(prefix="rx-agent-") as work:  # deleted whatever the tool runs left
             (work / "train.csv").write_text(sample_csv(sample))
             np.save(work / "X_train.npy", np.asarray(sample.X, dtype=float))
             np.save(work / "y_train.npy", np.asarray(sample.y, dtype=float))
@@ -657,7 +657,8 @@ class Agent(_LanguageModelProcedure):
         info = {"procedure": "Agent", "model": self.model, "prompt": self._prompt_name(),
                 "response_sha256": hashlib.sha256(final_reply.encode()).hexdigest(),
                 "client_calls": calls[0], "rounds_used": len(runs), "hit_limit": hit_limit,
-                "tool_runs": runs, "files": sorted(files)}
+                "tool_runs": runs, "files": sorted(files),
+                "tool_isolation": self.tool_limits.isolation}
         if self.record_transcript:
             info["transcript"] = messages
         return self._program(extract_code(final_reply), sample, rng, info, files or None)
