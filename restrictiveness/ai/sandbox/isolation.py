@@ -147,7 +147,13 @@ def command(python: list[str], cfg: dict) -> list[str]:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add",
                  "CAP_SETPCAP"]
     flag = {"ro": "--ro-bind", "rw": "--bind", "dev": "--dev-bind"}
-    for e in cfg["plan"]["entries"]:
+    entries = cfg["plan"]["entries"]
+    bound = [e["path"] for e in entries if e["kind"] in ("ro", "rw")]
+    parents = {str(p) for e in entries for p in Path(e["path"]).parents
+               if str(p) != "/" and not _within(str(p), bound)}
+    for d in sorted(parents):  # bwrap would make them 0700: unreadable after the uid switch
+        args += ["--perms", "0755", "--dir", d]
+    for e in entries:
         if e["kind"] == "symlink":
             args += ["--symlink", e["target"], e["path"]]
         elif e["kind"] == "proc":

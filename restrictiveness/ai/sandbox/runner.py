@@ -306,9 +306,12 @@ class _Watch:
         self.tails = {"stdout": b"", "stderr": b"", "report": b""}
         self.carry = dict.fromkeys(self.tails, b"")
         self.total, self.violation = 0, None
-        self.report = b""
+        self.report, self.exit = b"", b""
 
     def feed(self, name: str, chunk: bytes) -> None:
+        if name == "exit":
+            self.exit = (self.exit + chunk)[:4096]
+            return
         if name == "report":
             self.report = (self.report + chunk)[:2**20]
         else:
@@ -333,6 +336,14 @@ class _Watch:
             return None
         return record if isinstance(record, dict) else None
 
+    def ended(self) -> tuple[int, float, int] | None:
+        """The program's (wait status, CPU seconds, peak RSS in KiB) from its relay."""
+        try:
+            status, cpu, rss = json.loads(self.exit.decode("ascii"))
+            return int(status), float(cpu), int(rss)
+        except (ValueError, TypeError):
+            return None
+
 
 def _supervise(control: Path, limits: SandboxLimits, config: dict,
                isolate_network: bool) -> SandboxResult:
@@ -343,7 +354,8 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     root = control.parent
     full = config["isolation"] == "full"
     read_fd, write_fd = os.pipe()
-    config["report_fd"] = write_fd
+    exit_read, exit_write = os.pipe()
+    config["report_fd"], config["exit_fd"] = write_fd, exit_write
     (control / "config.json").write_text(json.dumps(config))
     python = [sys.executable, "-I", "-B", "-c", isolation.BOOTSTRAP, str(isolation.CHILD_DIR),
               str(control / "config.json")]
@@ -353,13 +365,17 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     try:
         proc = subprocess.Popen(cmd, cwd=root, env=_child_env(root), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, close_fds=True, pass_fds=(write_fd,))
+                                start_new_session=True, close_fds=True,
+                                pass_fds=(write_fd, exit_write))
     finally:
         os.close(write_fd)
-    report = os.fdopen(read_fd, "rb", buffering=0)
+        os.close(exit_write)
+    channels = ((proc.stdout, "stdout"), (proc.stderr, "stderr"),
+                (os.fdopen(read_fd, "rb", buffering=0), "report"),
+                (os.fdopen(exit_read, "rb", buffering=0), "exit"))
     watch, killed = _Watch(), None
     sel = selectors.DefaultSelector()
-    for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"), (report, "report")):
+    for stream, name in channels:
         sel.register(stream, selectors.EVENT_READ, name)
     deadline = start + limits.wall_seconds
     next_disk_check = start
@@ -407,12 +423,15 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
         _, status, usage = os.wait4(proc.pid, 0)
         returncode = os.waitstatus_to_exitcode(status)
         proc.returncode = returncode
-        for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"),
-                             (report, "report")):
+        for stream, name in channels:
             _drain(stream, name, watch)
             stream.close()
-    cpu = usage.ru_utime + usage.ru_stime
-    max_rss = usage.ru_maxrss * 1024  # kilobytes on Linux
+    cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    ended = watch.ended()
+    if ended is not None:  # the program's own end, not its wrappers'
+        status, cpu, max_rss = ended
+        returncode = os.waitstatus_to_exitcode(status)
+    max_rss *= 1024  # kilobytes on Linux
     setup = watch.setup()
     if full and returncode == EXIT_SETUP and setup and setup.get("setup") == "failed":
         raise unavailable(str(setup.get("layer")), str(setup.get("detail")))

@@ -1,6 +1,10 @@
 """The child's entry point: set up the isolation layers, check them from inside, report them to
 the parent, then run the program (and the trusted driver) under the guard and write the status.
 
+The trusted bootstrap forks the program's process and stays behind as its relay (in the
+built-in backend, the namespace's init does), so the parent learns the program's true wait
+status and resource use whatever wraps it (bubblewrap reports a signal as an exit code).
+
 The first line written to the report channel (a pipe inherited as ``cfg["report_fd"]``) is the
 setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or ``{"setup": "failed", "layer":
 ..., "detail": ...}``; it is written before any untrusted code runs. Guard refusals follow.
@@ -36,8 +40,6 @@ def isolate(cfg: dict) -> dict[str, str]:
     Raises :class:`LayerError` naming the first layer that failed.
     """
     layers = {}
-    if cfg["backend"] == "builtin":
-        namespaces.enter(cfg["plan"], cfg["workdir"])
     step = "rlimits"
     try:
         privileges.set_limits(cfg, processes=True)
@@ -90,13 +92,41 @@ def verify(cfg: dict, layers: dict[str, str]) -> dict[str, str]:
     return layers
 
 
+def relay(pid: int, exit_fd: int) -> None:
+    """Wait for the program's process (reaping any other child, as a namespace's init must)
+    and write its raw wait status, CPU seconds and peak memory to ``exit_fd``; the program
+    has closed its copy, so this line cannot be forged. Never returns."""
+    try:
+        status, usage = None, None
+        while status is None:
+            try:
+                done, st, ru = os.wait4(-1, 0)
+            except ChildProcessError:
+                break
+            if done == pid:
+                status, usage = st, ru
+        if status is not None:
+            record = [status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss]
+            os.write(exit_fd, json.dumps(record).encode())
+    finally:
+        os._exit(0)
+
+
 def main(config_path: str) -> None:
     with open(config_path, encoding="utf-8") as fh:
         cfg = json.load(fh)
-    report_fd = cfg["report_fd"]
+    report_fd, full = cfg["report_fd"], cfg["isolation"] == "full"
     try:
-        if cfg["isolation"] == "full":
+        if full:
             seccomp.load_library(cfg["libseccomp"])
+            if cfg["backend"] == "builtin":
+                namespaces.enter(cfg["plan"], cfg["workdir"])
+        pid = os.fork()
+        if pid:
+            relay(pid, cfg["exit_fd"])
+        os.close(cfg["exit_fd"])
+        syscalls.prctl(syscalls.PR_SET_PDEATHSIG, 9)  # SIGKILL when the relay dies
+        if full:
             layers = isolate(cfg)
         else:
             privileges.set_limits(cfg, processes=False)

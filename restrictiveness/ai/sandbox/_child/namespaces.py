@@ -2,13 +2,12 @@
 user namespace when unprivileged) behind a minimal file system, without any external tool.
 
 :func:`enter` runs in the interpreter the parent started (call it A). A unshares the namespaces
-and forks B, the init (PID 1) of the new PID namespace; B builds the file system the program
-will see — a read-only tmpfs holding identity bind mounts of the entries of the mount plan
-(read-only, except the working directory), its own ``/proc`` and a few device nodes — pivots
-into it, and forks C, which returns from :func:`enter` to run the program. A and B never return:
-B reaps and hands C's wait status to A through a pipe, and A ends the same way (same exit code,
-same signal), so the parent classifies C's end. When A dies B gets SIGKILL (parent-death
-signal), and when B, the namespace's init, dies the kernel kills everything left inside it.
+and forks B, the init (PID 1) of the new PID namespace, and waits for it. B builds the file
+system the program will see — a read-only tmpfs holding identity bind mounts of the entries of
+the mount plan (read-only, except the working directory), its own ``/proc`` and a few device
+nodes — pivots into it and returns from :func:`enter`; it then forks the program's process and
+relays its end (:func:`main.relay`). When A dies B gets SIGKILL (parent-death signal), and when
+B, the namespace's init, dies the kernel kills everything left inside it.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ _ATIME = ((os.ST_NOATIME, sc.MS_NOATIME), (os.ST_NODIRATIME, sc.MS_NODIRATIME),
 
 
 def enter(plan: dict, workdir: str) -> None:
-    """Enter the namespaces; returns in the program's process (C) only."""
+    """Enter the namespaces; returns in the namespace's init (B) only."""
     unprivileged = os.geteuid() != 0
     flags = (sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWNET | sc.CLONE_NEWIPC
              | sc.CLONE_NEWUTS | sc.CLONE_NEWCGROUP)
@@ -39,11 +38,13 @@ def enter(plan: dict, workdir: str) -> None:
                     fh.write(text)
     except OSError as exc:
         raise LayerError("namespaces", str(exc)) from None
-    r, w = os.pipe()
     pid = os.fork()
-    if pid:
-        _relay(pid, r, w)
-    os.close(r)
+    if pid:  # A: wait for the namespace's init; its relay reports the program's end
+        try:
+            _, status = os.waitpid(pid, 0)
+            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+        finally:
+            os._exit(1)
     sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
     sc.prctl(sc.PR_SET_DUMPABLE, 0)  # the program may not read or trace its init
     try:
@@ -51,51 +52,6 @@ def enter(plan: dict, workdir: str) -> None:
         sc.sethostname("sandbox")
     except OSError as exc:
         raise LayerError("filesystem", str(exc)) from None
-    pid = os.fork()
-    if pid:
-        _init(pid, w)
-    os.close(w)
-
-
-def _relay(pid: int, r: int, w: int) -> None:
-    """A: wait for the namespace's init, then end as the program ended."""
-    try:
-        os.close(w)
-        _, status = os.waitpid(pid, 0)
-        data = os.read(r, 32)
-        propagate(int(data) if data.strip().lstrip(b"-").isdigit() else status)
-    finally:
-        os._exit(1)
-
-
-def _init(pid: int, w: int) -> None:
-    """B, PID 1 of the namespace: reap until the program (C) ends, pass its status on."""
-    status = None
-    try:
-        while status is None:
-            try:
-                done, st = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            if done == pid:
-                status = st
-        os.write(w, str(status if status is not None else 1 << 8).encode())
-    finally:
-        os._exit(0)
-
-
-def propagate(status: int) -> None:
-    """End this process as a child with wait status ``status`` ended."""
-    try:
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            if sig not in (signal.SIGKILL, signal.SIGSTOP):
-                signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-            os._exit(128 + sig)
-        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-    finally:
-        os._exit(1)  # never back into the caller's code
 
 
 def _locked_flags(path: str) -> int:
