@@ -31,6 +31,10 @@ from .workspace import open_regular, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
+# The in-process guard is always on; the red-team tests switch it off to show that the kernel
+# layers contain a program on their own.
+_GUARD = True
+
 
 def run_python(source: str, *, driver: str | None = None,
                inputs: Mapping[str, np.ndarray] | None = None,
@@ -128,7 +132,7 @@ def run_python(source: str, *, driver: str | None = None,
             "preload": [m for m in preload if m.partition(".")[0] in allowed],
             "run_name": run_name, "seed": seed, "cpu": limits.cpu,
             "memory": int(limits.memory_bytes), "fsize": int(limits.file_bytes),
-            "nproc": int(limits.threads), "isolation": limits.isolation,
+            "nproc": int(limits.threads), "isolation": limits.isolation, "guard": _GUARD,
         }
         if full:
             config.update(isolation.child_config(str(root), names, isolation.backend()))
