@@ -288,7 +288,9 @@ def test_a_swallowed_violation_is_still_recorded():
 
 def test_busy_loop_stopped_by_cpu_limit():
     r = run("while True:\n    pass", limits=SandboxLimits(wall_seconds=20, cpu_seconds=1))
-    assert r.reason == "cpu" and r.cpu_seconds >= 0.9 and r.seconds < 15
+    # the limit fires on the scheduler's exact clock; rusage is tick-sampled (under load the
+    # two differ by a tenth of a second or more)
+    assert r.reason == "cpu" and r.cpu_seconds >= 0.75 and r.seconds < 15
 
 
 def test_sleeping_program_stopped_by_wall_clock():

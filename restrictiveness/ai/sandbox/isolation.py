@@ -20,10 +20,12 @@ import sys
 import zlib
 from pathlib import Path
 
+from ...shared.exceptions import SandboxUnavailableError
 from ._child import landlock
 
-__all__ = ["CHILD_DIR", "BOOTSTRAP", "backend", "read_roots", "mount_plan", "child_config",
-           "command", "libseccomp", "pyseccomp_location"]
+__all__ = ["CHILD_DIR", "BOOTSTRAP", "backend", "package_locations", "read_roots", "mount_plan",
+           "child_config", "command", "libseccomp", "pyseccomp_location", "REMEDIES",
+           "unavailable"]
 
 #: The directory of the code run inside the child.
 CHILD_DIR = Path(__file__).resolve().parent / "_child"
@@ -69,6 +71,19 @@ def _within(path: str, bases) -> bool:
     return any(path == b or path.startswith(b.rstrip("/") + "/") for b in bases)
 
 
+def package_locations(names: frozenset) -> list[str]:
+    """Directories of the third-party packages among ``names`` (real paths)."""
+    found = []
+    for name in sorted(names - set(sys.stdlib_module_names)):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        found += [os.path.realpath(loc) for loc in (spec.submodule_search_locations or [])
+                  if spec]
+    return found
+
+
 @functools.lru_cache(maxsize=32)
 def read_roots(names: frozenset) -> tuple[str, ...]:
     """Directories (and files) the child may read: the Python installation, allowed packages
@@ -76,15 +91,9 @@ def read_roots(names: frozenset) -> tuple[str, ...]:
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                               sys.base_exec_prefix)}
     roots = set(prefixes) | {str(CHILD_DIR)}
-    for name in sorted(names - set(sys.stdlib_module_names)):
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            loc = os.path.realpath(loc)
-            site = os.path.dirname(loc)  # bundled libraries (numpy.libs) sit beside it
-            roots.add(site if site.endswith(("site-packages", "dist-packages")) else loc)
+    for loc in package_locations(names):
+        site = os.path.dirname(loc)  # bundled libraries (numpy.libs) sit beside a package
+        roots.add(site if site.endswith(("site-packages", "dist-packages")) else loc)
     if pyseccomp_location():
         roots.add(pyseccomp_location())
     for p in _LIB_DIRS + _SYSTEM_FILES:
@@ -166,3 +175,36 @@ def command(python: list[str], cfg: dict) -> list[str]:
 def landlock_abi() -> int:
     """The kernel's Landlock ABI (0: unavailable)."""
     return landlock.abi()
+
+
+#: How to get each layer where it is missing.
+REMEDIES = {
+    "namespaces": "new PID, network, mount, IPC and UTS namespaces need root or unprivileged "
+                  "user namespaces (sysctl user.max_user_namespaces > 0; Debian's "
+                  "kernel.unprivileged_userns_clone=1; Ubuntu's "
+                  "kernel.apparmor_restrict_unprivileged_userns=0); inside a container, allow "
+                  "unshare (e.g. docker run --security-opt seccomp=unconfined) or install "
+                  "bubblewrap",
+    "filesystem": "building the private file system needs mount rights in the new namespace and "
+                  "a /proc that is not masked (containers often mask it); installing "
+                  "bubblewrap (apt-get install bubblewrap) may help",
+    "unprivileged-uid": "the sandbox switches from root to an unused uid; the kernel refused",
+    "capabilities": "dropping capabilities needs Linux >= 4.3 (ambient sets)",
+    "no-new-privs": "no_new_privs needs Linux >= 3.5",
+    "rlimits": "the kernel refused a resource limit",
+    "landlock": "Landlock needs Linux >= 5.13 built with CONFIG_SECURITY_LANDLOCK=y and "
+                "'landlock' in the active LSM list (the lsm= boot parameter)",
+    "seccomp": "install the Python package pyseccomp (pip install pyseccomp) and the system "
+               "library libseccomp (Debian/Ubuntu: apt-get install libseccomp2; Fedora: dnf "
+               "install libseccomp)",
+}
+
+
+def unavailable(layer: str, detail: str) -> SandboxUnavailableError:
+    """The error for a required layer that cannot be set up."""
+    remedy = REMEDIES.get(layer, "see rx.sandbox_status()")
+    return SandboxUnavailableError(
+        f"the sandbox's {layer!r} isolation layer is unavailable on this machine ({detail}). "
+        f"To get it: {remedy}. To run untrusted programs with weaker isolation anyway, pass "
+        "SandboxLimits(isolation='guard-only') explicitly (in-process guard and resource "
+        "limits only; recorded with every fit).")

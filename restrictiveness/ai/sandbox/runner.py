@@ -26,7 +26,6 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
-from .status import unavailable
 from .workspace import open_regular, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
@@ -147,11 +146,11 @@ def run_python(source: str, *, driver: str | None = None,
 def _check_static_layers() -> None:
     """Refuse before starting a child when a layer is missing on this machine for sure."""
     if isolation.landlock_abi() < 1:
-        raise unavailable("landlock", "the kernel reports no Landlock ABI")
+        raise isolation.unavailable("landlock", "the kernel reports no Landlock ABI")
     if isolation.libseccomp() is None:
-        raise unavailable("seccomp", "the system library libseccomp was not found")
+        raise isolation.unavailable("seccomp", "the system library libseccomp was not found")
     if isolation.pyseccomp_location() is None:
-        raise unavailable("seccomp", "the Python package pyseccomp is not installed")
+        raise isolation.unavailable("seccomp", "the Python package pyseccomp is not installed")
 
 
 def _prepare(root: Path, control: Path, source: str, inputs, files,
@@ -190,7 +189,6 @@ def _prepare(root: Path, control: Path, source: str, inputs, files,
 def _guard_roots(names: frozenset) -> tuple[str, ...]:
     """Directories the guard lets the program read: the Python installation and the allowed
     packages (narrower than what the kernel layers show)."""
-    import importlib.util
     import sysconfig
 
     paths = sysconfig.get_paths()
@@ -198,13 +196,7 @@ def _guard_roots(names: frozenset) -> tuple[str, ...]:
     # the interpreter's own search path entries (zip archive, lib-dynload), not the project's
     prefixes = tuple(os.path.realpath(p) + "/" for p in {sys.prefix, sys.base_prefix})
     roots |= {p for p in sys.path if p and os.path.realpath(p).startswith(prefixes)}
-    for name in sorted(names - set(sys.stdlib_module_names)):
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            roots.add(loc)
+    roots |= set(isolation.package_locations(names))
     return tuple(sorted(os.path.realpath(r) for r in roots if r))
 
 
@@ -438,7 +430,7 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     max_rss *= 1024  # kilobytes on Linux
     setup = watch.setup()
     if full and returncode == EXIT_SETUP and setup and setup.get("setup") == "failed":
-        raise unavailable(str(setup.get("layer")), str(setup.get("detail")))
+        raise isolation.unavailable(str(setup.get("layer")), str(setup.get("detail")))
     layers = setup.get("layers", {}) if setup and setup.get("setup") == "ready" else {}
     common = dict(stdout=watch.tails["stdout"].decode("utf-8", "replace"),
                   stderr=watch.tails["stderr"].decode("utf-8", "replace"),
@@ -476,18 +468,17 @@ def _drain(stream, name: str, watch: _Watch) -> None:
 def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
               limits: SandboxLimits, control: Path, never_ready: bool):
     """(reason, message) of a failed run, or (None, value) of a successful one."""
-    if killed == "output-limit":
-        return "output-limit", (f"the program wrote more than {limits.output_bytes} bytes to "
-                                "stdout/stderr and was stopped")
-    if killed == "disk":
-        return "output-limit", (f"the program wrote more than {limits.disk_bytes} bytes of "
-                                "files and was stopped")
-    if killed == "files":
-        return "output-limit", (f"the program created more than {limits.max_files} files and "
-                                "directories and was stopped")
-    if killed == "timeout":
-        return "timeout", (f"the program ran longer than {limits.wall_seconds:g} s "
-                           "(wall clock) and was stopped")
+    if killed is not None:
+        stopped = {
+            "output-limit": ("output-limit", f"wrote more than {limits.output_bytes} bytes to "
+                                             "stdout/stderr"),
+            "disk": ("output-limit", f"wrote more than {limits.disk_bytes} bytes of files"),
+            "files": ("output-limit", f"created more than {limits.max_files} files and "
+                                      "directories"),
+            "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
+        }
+        reason, what = stopped[killed]
+        return reason, f"the program {what} and was stopped"
     if never_ready:
         return "crash", ("the sandboxed interpreter ended before its isolation was in place "
                          f"(status {returncode}): {watch.tails['stderr'][-500:]!r}")

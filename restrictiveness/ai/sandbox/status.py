@@ -1,5 +1,4 @@
-"""Which isolation layers hold on this machine: :func:`sandbox_status`, and the error that
-names a missing layer and how to get it."""
+"""Which isolation layers hold on this machine: :func:`sandbox_status`."""
 
 from __future__ import annotations
 
@@ -9,40 +8,7 @@ from dataclasses import dataclass, field
 from ...shared.exceptions import SandboxUnavailableError
 from ._child.protocol import GUARD, LAYERS
 
-__all__ = ["sandbox_status", "SandboxStatus", "REMEDIES", "unavailable"]
-
-#: How to get each layer where it is missing.
-REMEDIES = {
-    "namespaces": "new PID, network, mount, IPC and UTS namespaces need root or unprivileged "
-                  "user namespaces (sysctl user.max_user_namespaces > 0; Debian's "
-                  "kernel.unprivileged_userns_clone=1; Ubuntu's "
-                  "kernel.apparmor_restrict_unprivileged_userns=0); inside a container, allow "
-                  "unshare (e.g. docker run --security-opt seccomp=unconfined) or install "
-                  "bubblewrap",
-    "filesystem": "building the private file system needs mount rights in the new namespace and "
-                  "a /proc that is not masked (containers often mask it); installing "
-                  "bubblewrap (apt-get install bubblewrap) may help",
-    "unprivileged-uid": "the sandbox switches from root to an unused uid; the kernel refused",
-    "capabilities": "dropping capabilities needs Linux >= 4.3 (ambient sets)",
-    "no-new-privs": "no_new_privs needs Linux >= 3.5",
-    "rlimits": "the kernel refused a resource limit",
-    "landlock": "Landlock needs Linux >= 5.13 built with CONFIG_SECURITY_LANDLOCK=y and "
-                "'landlock' in the active LSM list (the lsm= boot parameter)",
-    "seccomp": "install the Python package pyseccomp (pip install pyseccomp) and the system "
-               "library libseccomp (Debian/Ubuntu: apt-get install libseccomp2; Fedora: dnf "
-               "install libseccomp)",
-}
-
-
-def unavailable(layer: str, detail: str) -> SandboxUnavailableError:
-    """The error for a required layer that cannot be set up."""
-    remedy = REMEDIES.get(layer, "see rx.sandbox_status()")
-    return SandboxUnavailableError(
-        f"the sandbox's {layer!r} isolation layer is unavailable on this machine ({detail}). "
-        f"To get it: {remedy}. To run untrusted programs with weaker isolation anyway, pass "
-        "SandboxLimits(isolation='guard-only') explicitly (in-process guard and resource "
-        "limits only; recorded with every fit).")
-
+__all__ = ["sandbox_status", "SandboxStatus"]
 
 @dataclass(frozen=True)
 class SandboxStatus:
