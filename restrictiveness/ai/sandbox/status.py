@@ -87,8 +87,8 @@ def sandbox_status(refresh: bool = False) -> SandboxStatus:
     Examples
     --------
     >>> status = sandbox_status()
-    >>> sorted(status.layers)[:3] if status.ok else status.missing  # doctest: +SKIP
-    ['audit-guard', 'capabilities', 'filesystem']
+    >>> status.backend in ("bwrap", "builtin"), "audit-guard" in status.layers
+    (True, True)
     """
     if refresh:
         _probe.cache_clear()
