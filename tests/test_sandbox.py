@@ -641,7 +641,7 @@ def test_a_layer_failing_inside_the_child_raises(monkeypatch):
 
 
 def test_cleanup_survives_deep_and_locked_trees(tmp_path):
-    from restrictiveness.ai.sandbox.workspace import remove_tree
+    from restrictiveness.ai.sandbox.workdir import remove_tree
 
     top = tmp_path / "top"
     top.mkdir()

@@ -26,7 +26,7 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
-from .workspace import open_regular, read_status, remove_tree, tree_usage
+from .workdir import open_regular, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
@@ -308,10 +308,11 @@ class _Watch:
         if name == "exit":
             self.exit = (self.exit + chunk)[:4096]
             return
+        self.total += len(chunk)
         if name == "report":
-            self.report = (self.report + chunk)[:2**20]
+            if len(self.report) < 2**20:  # a program may write on it too: keep a bounded head
+                self.report += chunk[:2**20 - len(self.report)]
         else:
-            self.total += len(chunk)
             self.tails[name] = (self.tails[name] + chunk)[-self.keep:]
         if self.violation is None:
             marker = MARKER.encode()
@@ -422,13 +423,15 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
         for stream, name in channels:
             _drain(stream, name, watch)
             stream.close()
+    setup, ended = watch.setup(), watch.ended()
+    if ended is None and setup and isinstance(setup.get("pidns"), int):
+        # stopped before its relay reaped it: the program may still be dying
+        _end_namespace(setup["pidns"])
     cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
-    ended = watch.ended()
     if ended is not None:  # the program's own end, not its wrappers'
         status, cpu, max_rss = ended
         returncode = os.waitstatus_to_exitcode(status)
     max_rss *= 1024  # kilobytes on Linux
-    setup = watch.setup()
     if full and returncode == EXIT_SETUP and setup and setup.get("setup") == "failed":
         raise isolation.unavailable(str(setup.get("layer")), str(setup.get("detail")))
     layers = setup.get("layers", {}) if setup and setup.get("setup") == "ready" else {}
@@ -450,6 +453,41 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
             return SandboxResult(False, "invalid-output", f"output {path.stem!r} is not a "
                                                           f"plain array: {exc}", **common)
     return SandboxResult(True, None, "ok", outputs=outputs, value=message, **common)
+
+
+def _end_namespace(inode: int, seconds: float = 10.0) -> None:
+    """Kill every process left in the run's PID namespace and wait until none is.
+
+    Killing the wrappers ends the namespace's init, and the kernel then kills the rest, but
+    asynchronously: without this wait a program could still write into its working directory
+    after the clean-up. (A run that ended by itself needs none of this: the program cannot
+    start processes, and its relay reaped it before reporting.)
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry.name}/ns/pid").st_ino == inode and \
+                            not _zombie(entry.name):
+                        left.append(int(entry.name))
+                except OSError:  # gone meanwhile, or not ours to inspect
+                    continue
+        if not left or time.monotonic() > deadline:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def _zombie(pid: str) -> bool:
+    """Has the process ended, waiting only to be reaped (by whoever inherited it)?"""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return fh.read().rpartition(b")")[2].split()[0] == b"Z"
 
 
 def _drain(stream, name: str, watch: _Watch) -> None:

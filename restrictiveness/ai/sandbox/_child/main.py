@@ -123,6 +123,7 @@ def main(config_path: str) -> None:
                 namespaces.enter(cfg["plan"], cfg["workdir"])
         pid = os.fork()
         if pid:
+            syscalls.prctl(syscalls.PR_SET_DUMPABLE, 0)  # the program may not trace its relay
             relay(pid, cfg["exit_fd"])
         os.close(cfg["exit_fd"])
         syscalls.prctl(syscalls.PR_SET_PDEATHSIG, 9)  # SIGKILL when the relay dies
@@ -138,7 +139,8 @@ def main(config_path: str) -> None:
         _report(report_fd, {"setup": "failed", "layer": "seccomp" if "seccomp" in repr(exc)
                             else "setup", "detail": f"{type(exc).__name__}: {exc}"})
         os._exit(EXIT_SETUP)
-    _report(report_fd, {"setup": "ready", "layers": layers})
+    pidns = os.stat("/proc/self/ns/pid").st_ino if full else None
+    _report(report_fd, {"setup": "ready", "layers": layers, "pidns": pidns})
     forget_denied()
     run(cfg, report_fd)
 
