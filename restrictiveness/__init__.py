@@ -14,7 +14,7 @@ from . import datasets, demand, lottery
 from .ai import llm
 from .ai.llm import PROMPTS, Agent, Completion, ResponseCache, extract_code
 from .ai.programs import ProgramError, ProgramProcedure
-from .ai.sandbox import SandboxLimits, run_python
+from .ai.sandbox import SandboxLimits, run_python, sandbox_status
 from .analysis.completeness import (
     CellMeansKFold,
     CompletenessResults,
@@ -46,7 +46,9 @@ from .shared.exceptions import (
     DomainError,
     FailureWarning,
     FormulaError,
+    IsolationWarning,
     RestrictivenessError,
+    SandboxUnavailableError,
 )
 from .shared.formula import parse_formula
 from .shared.sample import Sample
@@ -58,6 +60,7 @@ __all__ = [
     "Box", "Domain", "FiniteSet", "LinearInequality",
     "BaselineError", "CheckpointError", "ConfigurationError", "ConstraintError", "DataError",
     "DomainError", "FailureWarning", "FormulaError", "RestrictivenessError",
+    "IsolationWarning", "SandboxUnavailableError",
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
@@ -65,7 +68,7 @@ __all__ = [
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
     "AutoML", "GridGP", "LogShareRegressor",
     "PROMPTS", "Agent", "Completion", "ResponseCache", "extract_code", "ProgramError",
-    "ProgramProcedure", "SandboxLimits", "run_python",
+    "ProgramProcedure", "SandboxLimits", "run_python", "sandbox_status",
     "estimate_completeness", "load_completeness", "frontier_table", "plot_frontier",
     "EligibleSet", "MonotoneGP", "quick_check", "Results", "load", "Sample", "Study",
     "EvaluationDistribution", "PseudoTruth", "Contributions",

@@ -81,6 +81,7 @@ from .sandbox import (
     SandboxLimits,
     SandboxResult,
     run_python,
+    workspace,
 )
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
@@ -891,8 +892,7 @@ class Agent(_LanguageModelProcedure):
         info = {"procedure": "Agent", "model": self.model, "prompt": self._prompt_name(),
                 "tool_protocol": self.tool_protocol}
         session = _ToolSession(self, int(rng.integers(2**31 - 1)))
-        with tempfile.TemporaryDirectory(prefix="rx-agent-") as tmp:
-            work = Path(tmp).resolve()
+        with workspace(prefix="rx-agent-") as work:  # deleted whatever the tool runs left
             (work / "train.csv").write_text(sample_csv(sample))
             np.save(work / "X_train.npy", np.asarray(sample.X, dtype=float))
             np.save(work / "y_train.npy", np.asarray(sample.y, dtype=float))
@@ -907,7 +907,8 @@ class Agent(_LanguageModelProcedure):
             files = self._snapshot(work)
         info.update(log.info(), response_sha256=hashlib.sha256(final.encode()).hexdigest(),
                     rounds_used=len(session.runs), hit_limit=session.hit_limit,
-                    tool_runs=session.runs, files=sorted(files))
+                    tool_runs=session.runs, files=sorted(files),
+                    tool_isolation=self.tool_limits.isolation)
         if self.record_transcript:
             info["transcript"] = messages
         return self._program(extract_code(final), sample, rng, info, files or None)

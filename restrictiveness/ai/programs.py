@@ -107,8 +107,9 @@ class ProgramRule(Fitted):
 
     ``predict(X)`` runs the program in the sandbox on the training sample and ``X`` (cached
     per ``X``). ``info`` records the source, its sha256, the interface, the outcome
-    (``reason`` is None on success), run count and seconds, and the static description of
-    :func:`describe_program`.
+    (``reason`` is None on success), run count and seconds, the sandbox's isolation level
+    (``"full"`` or ``"guard-only"``) and the kernel layers that held, and the static
+    description of :func:`describe_program`.
     """
 
     def __init__(self, procedure: ProgramProcedure, sample: Sample, seed: int,
@@ -120,7 +121,8 @@ class ProgramRule(Fitted):
         self.error: ProgramError | None = None
         self.info = {"program": procedure.source, "sha256": _sha256(procedure.source),
                      "interface": procedure.interface, "reason": None, "message": "",
-                     "runs": 0, "seconds": 0.0, **describe_program(procedure.source),
+                     "runs": 0, "seconds": 0.0, "isolation": procedure.limits.isolation,
+                     **describe_program(procedure.source),
                      **dict(info or {})}
 
     def _fail(self, reason: str, message: str) -> ProgramError:
@@ -167,6 +169,8 @@ class ProgramRule(Fitted):
                             run_name="program", seed=self.seed, files=proc.files)
         self.info["runs"] += 1
         self.info["seconds"] += time.perf_counter() - start
+        if result.layers:
+            self.info["layers"] = sorted(result.layers)
         pred = self._check(result, X.shape[0])
         self._cache[key] = pred
         while len(self._cache) > 16:

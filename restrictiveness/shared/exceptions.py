@@ -15,6 +15,8 @@ __all__ = [
     "BaselineError",
     "CheckpointError",
     "FailureWarning",
+    "SandboxUnavailableError",
+    "IsolationWarning",
 ]
 
 
@@ -73,3 +75,17 @@ class CheckpointError(RestrictivenessError, RuntimeError):
 
 class FailureWarning(UserWarning):
     """Some fits failed or returned invalid predictions; the baseline was used in their place."""
+
+
+class SandboxUnavailableError(RestrictivenessError, RuntimeError):
+    """A required isolation layer of the sandbox cannot be set up on this machine.
+
+    The message names the layer and how to get it (``rx.sandbox_status()`` lists them all).
+    To run untrusted programs with weaker isolation anyway, pass
+    ``SandboxLimits(isolation="guard-only")`` explicitly: the in-process guard and resource
+    limits only, recorded with every fit.
+    """
+
+
+class IsolationWarning(UserWarning):
+    """Untrusted code runs without the kernel's isolation layers (``isolation="guard-only"``)."""

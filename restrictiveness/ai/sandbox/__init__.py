@@ -1,0 +1,75 @@
+"""Run untrusted Python source in an isolated, limited interpreter (SPEC §8).
+
+Programs returned by language models — and an Agent's tool code — run here. Each run starts a
+fresh interpreter (``sys.executable -I -B``) in its own working directory, with stdin closed and
+a clean environment.
+
+Threat model
+------------
+The program is assumed hostile: arbitrary Python, including ways around any in-process check.
+Under the default ``SandboxLimits(isolation="full")`` the kernel enforces the containment, in
+layers that are each checked from inside the child before the program runs:
+
+* **namespaces** — its own PID namespace (it sees and signals no outside process; its init
+  dies with the run and takes every descendant with it), network namespace (no interface up,
+  not even loopback), mount, IPC, UTS and cgroup namespaces, and a user namespace when the
+  caller is not root. Built by bubblewrap (``bwrap``) when it is on PATH, else by the package
+  itself (a few system calls through ctypes);
+* **filesystem** — a private root holding only the Python installation, the allowed packages
+  and the system's shared libraries (read-only), five device nodes, its own ``/proc`` and the
+  working directory (read-write); nothing else exists for the program, not even for
+  ``os.stat``;
+* **unprivileged-uid** — started by root, the child switches to an unused uid of its own
+  (one per working directory); otherwise it keeps the caller's uid inside its user namespace;
+* **capabilities** — every set empty (bounding and ambient included);
+* **no-new-privs** — set, so nothing it could execute gains privileges;
+* **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks;
+  the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
+  whole group at the end;
+* **landlock** — a second file rule set (read beneath the read-only roots, everything beneath
+  the working directory), TCP bind/connect refused (ABI ≥ 4), signals and abstract sockets
+  scoped to the sandbox (ABI ≥ 6);
+* **seccomp** — a system-call filter (libseccomp through ``pyseccomp``): new processes and
+  programs, tracing, other processes' memory, namespace and mount changes, ``pidfd_*``, BPF,
+  perf, keyrings, io_uring and the like kill the program ("forbidden"); non-Unix sockets, and
+  signals, scheduling and priority changes aimed at any other process, are refused.
+
+Every layer is required under full isolation: where one cannot be set up, :func:`run_python`
+raises :class:`~restrictiveness.shared.exceptions.SandboxUnavailableError` naming it and how to
+get it, and :func:`sandbox_status` lists them all.
+
+On top, in every mode, an in-process **guard** — PEP 578 audit hooks and an import allow-list
+— refuses network, processes, foreign code, files outside the working directory and imports
+outside the allow-list, with a message naming the operation ("forbidden"). It is the first and
+most informative layer, not a security boundary: CPython documents that audit hooks are not a
+sandbox, and a determined program can switch them off. ``SandboxLimits(isolation="guard-only")``
+keeps only the guard and the resource limits (plus an empty network namespace where ``unshare``
+allows it); it contains careless programs, not hostile ones, warns
+(:class:`~restrictiveness.shared.exceptions.IsolationWarning`) and is recorded in every result
+(:attr:`SandboxResult.isolation`) and fit.
+
+Not contained: the kernel itself (a kernel exploit escapes any of this), side channels
+(timing, CPU caches), the CPU and memory the program may use within its limits, and what it
+writes into its own working directory (which an agent's later runs and returned program read).
+Programs see the machine's public system libraries and Python installation, its CPU count,
+memory size and kernel version. The parent never unpickles anything the child wrote: data go in
+and out as ``.npy`` files (``allow_pickle=False``) and JSON.
+
+Failures are classified into a small fixed vocabulary, :data:`REASONS`.
+"""
+
+from ._child.protocol import LAYERS
+from .limits import (
+    DEFAULT_ALLOWED_MODULES,
+    ISOLATION,
+    REASONS,
+    SCIENTIFIC_MODULES,
+    SandboxLimits,
+    SandboxResult,
+)
+from .runner import network_isolation_prefix, run_python, workspace
+from .status import SandboxStatus, sandbox_status
+
+__all__ = ["SandboxLimits", "SandboxResult", "run_python", "REASONS", "ISOLATION", "LAYERS",
+           "DEFAULT_ALLOWED_MODULES", "SCIENTIFIC_MODULES", "sandbox_status", "SandboxStatus",
+           "workspace", "network_isolation_prefix"]

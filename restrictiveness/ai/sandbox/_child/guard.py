@@ -1,0 +1,202 @@
+"""The in-process guard, the sandbox's first and most informative layer (not a security boundary).
+
+A PEP 578 audit hook refuses network, processes, foreign code, resource-limit changes, reading
+outside the working directory and the Python installation, writing, renaming or deleting outside
+the working directory, links, and imports of a deny-list of modules; a private copy of the
+builtins admits only allowed top-level modules to the program's own ``import``. A refusal names
+the operation, so a failure reads "forbidden: ... import socket" rather than a bare crash.
+CPython documents that audit hooks are no sandbox: a determined program can reach around them
+(object graphs, frames, C modules already loaded), which is why the kernel layers hold the line.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .protocol import MARKER
+
+# Modules nobody in the child may import once the guard is on, whoever asks; their operations
+# are also stopped by event, this is a second line.
+_DENIED_MODULES = ("socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubprocess",
+                   "multiprocessing", "_multiprocessing", "ctypes", "_ctypes", "pty", "ftplib",
+                   "smtplib", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc",
+                   "socketserver", "webbrowser", "asyncio", "resource", "fcntl", "termios",
+                   "http", "urllib.request", "_xxsubinterpreters", "gc", "_posixshmem",
+                   "concurrent.futures.process", "readline")
+
+# Audit events refused outright (exact names or prefixes ending in ".").
+_DENIED_EVENTS = ("socket.", "ctypes.", "subprocess.", "os.system", "os.exec", "os.spawn",
+                  "os.posix_spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg",
+                  "os.startfile", "os.link", "os.symlink", "os.add_dll_directory", "pty.",
+                  "resource.", "webbrowser.", "urllib.", "ftplib.", "smtplib.", "poplib.",
+                  "imaplib.", "nntplib.", "telnetlib.", "http.", "signal.pthread_kill",
+                  "sys.remote_exec", "gc.get_", "_winapi.", "winreg.", "msvcrt.",
+                  "sqlite3.load_extension", "sqlite3.enable_load_extension",
+                  "_posixsubprocess.", "os.setuid", "os.setgid", "os.mkfifo", "os.mknod",
+                  "os.setns", "os.unshare")
+# Events whose first argument (and second, for renames) is a path that must stay in the
+# working directory.
+_WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate", "os.chmod",
+                 "os.chown", "os.utime", "os.chflags", "os.lchflags", "os.lchmod",
+                 "shutil.rmtree", "shutil.move", "tempfile.mkstemp", "tempfile.mkdtemp",
+                 "os.chdir", "os.setxattr", "os.removexattr", "sqlite3.connect")
+# Events whose first argument is a path that may only be read inside the allowed roots.
+_READ_EVENTS = ("os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.listxattr",
+                "os.getxattr")
+
+
+class SandboxViolation(PermissionError):
+    """Raised in the child when the program attempts a refused operation."""
+
+
+def denied(name: str) -> bool:
+    """Is the module ``name`` on the guard's deny-list?"""
+    return any(name == d or name.startswith(d + ".") for d in _DENIED_MODULES)
+
+
+def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
+    """The audit hook, the function that records a refusal and the list of refusals.
+
+    Everything the hook uses is bound now, as default arguments, so a program that later
+    replaces ``os.lstat`` or a builtin cannot change what the hook does. A refusal is written
+    with :data:`MARKER` to stderr and to ``report_fd`` (so redirecting stderr does not hide it)
+    and appended to the list (so a swallowed exception does not either).
+    """
+    import stat
+
+    # this file too: tracebacks through the driver read it (it is public source code)
+    # plus system facts that numerical libraries probe (CPU count, cgroup quota, time zone)
+    pid = os.getpid()
+    system = ["/dev/null", "/dev/urandom", "/dev/zero", "/usr/share/zoneinfo",
+              "/etc/localtime", "/sys/fs/cgroup", "/sys/devices/system/cpu", "/proc/cpuinfo",
+              "/proc/meminfo"] + [f"/proc/{pid}/{name}" for name in
+                                  ("stat", "status", "cgroup", "mountinfo", "cpuset")]
+    readable = tuple([workdir] + roots + system + [os.path.dirname(os.path.realpath(__file__))])
+    protected: list = []
+    violations: list = []
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def resolve(path, _getcwd=os.getcwd, _lstat=os.lstat, _readlink=os.readlink,
+                _islnk=stat.S_ISLNK, _fsdecode=os.fsdecode, _fspath=os.fspath,
+                _bytes=bytes, _str=str, _oserror=OSError):
+        path = _fspath(path)
+        if type(path) is _bytes:
+            path = _fsdecode(path)
+        if type(path) is not _str:
+            return None
+        if not path.startswith("/"):
+            path = _getcwd() + "/" + path
+        pending = [p for p in path.split("/") if p and p != "."]
+        done: list = []
+        hops = 0
+        while pending:
+            part = pending.pop(0)
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            here = "/" + "/".join(done + [part])
+            try:
+                mode = _lstat(here).st_mode
+            except _oserror:
+                done.append(part)
+                continue
+            if _islnk(mode):
+                hops += 1
+                if hops > 40:
+                    return None
+                target = _readlink(here)
+                if target.startswith("/"):
+                    done = []
+                pending = [p for p in target.split("/") if p and p != "."] + pending
+                continue
+            done.append(part)
+        return "/" + "/".join(done)
+
+    def inside(path, bases):
+        for b in bases:
+            if path == b or path.startswith(b + "/"):
+                return True
+        return False
+
+    def record(text, _write=os.write, _fds=(2,) if report_fd is None else (2, report_fd),
+               _violations=violations, _marker=MARKER):
+        _violations.append(text)
+        for fd in _fds:
+            try:
+                _write(fd, ("\n" + _marker + text + "\n").encode("utf-8", "replace"))
+            except Exception:  # noqa: BLE001 - closed by the program; still refuse
+                pass
+
+    def refuse(event, detail, _exc=SandboxViolation, _record=record):
+        text = f"{event} {detail}"[:300].replace("\n", " ")
+        _record(text)
+        raise _exc(f"sandbox: {text} is not allowed")
+
+    def hook(event, args, _denied_events=_DENIED_EVENTS, _write_events=_WRITE_EVENTS,
+             _read_events=_READ_EVENTS, _denied_modules=_DENIED_MODULES, _resolve=resolve,
+             _inside=inside, _refuse=refuse, _readable=readable, _home=(workdir,),
+             _wflags=write_flags, _protected=protected, _int=int, _str=str, _type=type,
+             _len=len):
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            if _type(path) is _int:
+                return
+            writing = (_type(mode) is _str and ("w" in mode or "a" in mode or "x" in mode
+                                                or "+" in mode)) or \
+                (_type(flags) is _int and flags & _wflags != 0)
+            where = _resolve(path)
+            if where is None or not _inside(where, _home if writing else _readable):
+                _refuse("open", f"{path!r} for {'writing' if writing else 'reading'}")
+            return
+        if event == "import":
+            name = args[0] if _type(args[0]) is _str else ""
+            for d in _denied_modules:
+                if name == d or name.startswith(d + "."):
+                    _refuse("import", name)
+            return
+        if event.startswith(_denied_events):
+            _refuse(event, "")
+        if event.startswith(_write_events):
+            for path in tuple(args)[:2 if event in ("os.rename", "shutil.move") else 1]:
+                if _type(path) is _int or path is None:
+                    continue
+                where = _resolve(path)
+                if where is None or not _inside(where, _home):
+                    _refuse(event, repr(path))
+            return
+        if event.startswith(_read_events):
+            path = args[0] if _len(args) else None
+            if path is None or _type(path) is _int:
+                return
+            where = _resolve(path)
+            if where is None or not _inside(where, _readable):
+                _refuse(event, repr(path))
+            return
+        if event == "object.__setattr__" and _len(args) >= 2 and args[0] in _protected:
+            _refuse(event, args[1])  # rewriting the guard's own functions
+
+    protected.extend([hook, resolve, inside, refuse, record])
+    return hook, record, violations
+
+
+def user_builtins(allowed: list[str], record):
+    """A private builtins dict for the program whose ``__import__`` admits allowed modules."""
+    import builtins
+
+    real_import = builtins.__import__
+    allowed_set = frozenset(allowed)
+
+    def checked_import(name, globals=None, locals=None, fromlist=(), level=0,
+                       _real=real_import, _allowed=allowed_set, _mark=record,
+                       _exc=SandboxViolation, _sorted=sorted):
+        top = name.partition(".")[0]
+        if level != 0 or top not in _allowed:
+            _mark(f"import {name}")
+            raise _exc(f"sandbox: import of {name!r} is not allowed "
+                       f"(allowed: {', '.join(_sorted(_allowed))})")
+        return _real(name, globals, locals, fromlist, level)
+
+    env = dict(vars(builtins))
+    env["__import__"] = checked_import
+    return env

@@ -1,0 +1,47 @@
+"""Privileges and resource limits of the program's process: a new session, kernel resource
+limits, an unprivileged uid (when started as root), no capabilities in any set, and
+``no_new_privs``; :func:`status` reads back what the kernel reports for this process."""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from . import syscalls as sc
+
+
+def set_limits(cfg: dict, processes: bool) -> None:
+    """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files;
+    with ``processes``, at most ``cfg["nproc"]`` tasks (threads) for the sandbox's uid."""
+    cpu = int(cfg["cpu"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (int(cfg["memory"]), int(cfg["memory"])))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(cfg["fsize"]), int(cfg["fsize"])))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if processes:
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(cfg["nproc"]), int(cfg["nproc"])))
+
+
+def drop(uid: int | None, gid: int | None) -> None:
+    """Leave the parent's session, switch to ``uid``/``gid`` when root, empty every capability
+    set (bounding and ambient included) and set ``no_new_privs``."""
+    os.setsid()
+    with open("/proc/sys/kernel/cap_last_cap") as fh:
+        last = int(fh.read())
+    bounding = int(status()["CapBnd"], 16)
+    for cap in range(last + 1):
+        if bounding >> cap & 1:
+            sc.prctl(sc.PR_CAPBSET_DROP, cap)
+    sc.prctl(sc.PR_CAP_AMBIENT, sc.PR_CAP_AMBIENT_CLEAR_ALL)
+    if os.geteuid() == 0 and uid is not None:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)  # leaving uid 0 clears the permitted and effective sets
+    sc.clear_capabilities()
+    sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
+
+
+def status() -> dict[str, str]:
+    """This process's ``/proc/self/status`` as a dict."""
+    with open("/proc/self/status") as fh:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)

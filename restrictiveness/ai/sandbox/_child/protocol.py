@@ -1,0 +1,23 @@
+"""Constants shared by the parent and the child: exit codes, the violation marker and the names
+of the isolation layers (imported by both sides; imports nothing)."""
+
+#: Written before a refused operation's description, on stderr and on the report channel.
+MARKER = "\x1e[sandbox-violation] "
+#: The child's exit status when the program failed (its status file says why).
+EXIT_FAILURE = 86
+#: The child's exit status when a required isolation layer could not be set up.
+EXIT_SETUP = 87
+
+#: Layers of ``isolation="full"``, in the order they are set up. Each is required.
+LAYERS = ("namespaces", "filesystem", "unprivileged-uid", "capabilities", "no-new-privs",
+          "rlimits", "landlock", "seccomp")
+#: What the in-process guard adds in every mode.
+GUARD = "audit-guard"
+
+
+class LayerError(Exception):
+    """An isolation layer could not be set up (raised in the child, reported to the parent)."""
+
+    def __init__(self, layer: str, detail: str) -> None:
+        super().__init__(f"{layer}: {detail}")
+        self.layer, self.detail = layer, detail

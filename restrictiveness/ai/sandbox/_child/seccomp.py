@@ -1,0 +1,87 @@
+"""The seccomp layer: a system-call filter built with libseccomp (through the ``pyseccomp``
+package's ctypes bindings), default allow.
+
+* **Killed** (SIGSYS, classified "forbidden"): new processes and programs (``fork``,
+  ``vfork``, ``clone`` without ``CLONE_THREAD``, ``execve``), tracing and other processes'
+  memory, namespace and mount changes, ``pidfd_*``, kernel keyrings, BPF, perf, io_uring,
+  handles that reopen files, module and clock changes, reboot, and the like.
+* **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT); signals to
+  any process but itself, scheduling, priority and resource-limit changes of other processes,
+  ``personality`` (EPERM); ``clone3``, whose flags a filter cannot read (ENOSYS, so the C
+  library falls back to ``clone``).
+
+Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import errno
+
+from .syscalls import CLONE_THREAD
+
+_AF_UNIX = 1
+
+_KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
+         "process_vm_writev", "process_madvise", "process_mrelease", "kcmp", "setns", "unshare",
+         "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+         "move_mount", "open_tree", "mount_setattr", "pidfd_open", "pidfd_send_signal",
+         "pidfd_getfd", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+         "userfaultfd", "open_by_handle_at", "name_to_handle_at", "io_uring_setup",
+         "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module",
+         "finit_module", "delete_module", "reboot", "swapon", "swapoff", "syslog", "acct",
+         "quotactl", "quotactl_fd", "iopl", "ioperm", "settimeofday", "clock_settime",
+         "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
+         "lookup_dcookie", "fanotify_init", "lsm_set_self_attr")
+_DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages")
+_pyseccomp = None
+
+
+def load_library(soname: str | None) -> None:
+    """Import pyseccomp, telling it where libseccomp is (its own search runs ``ldconfig``,
+    which costs a process and is not visible inside a sandbox)."""
+    global _pyseccomp
+    find = ctypes.util.find_library
+    known = {"seccomp": soname, "c": "libc.so.6"}
+    ctypes.util.find_library = lambda name: known.get(name) or find(name)
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = find
+    _pyseccomp = pyseccomp
+
+
+def install(pid: int) -> str:
+    """Load the filter for this process (``pid`` as it sees itself); returns a description."""
+    s = _pyseccomp
+    if s is None:
+        raise OSError(errno.ENOSYS, "pyseccomp / libseccomp could not be loaded")
+    f = s.SyscallFilter(s.ALLOW)
+    f.set_attr(s.Attr.ACT_BADARCH, s.KILL_PROCESS)
+    f.set_attr(s.Attr.CTL_TSYNC, 1)
+    eperm = s.ERRNO(errno.EPERM)
+
+    def rule(action, name, *args):
+        try:
+            number = s.resolve_syscall(s.Arch.NATIVE, name)
+        except ValueError:
+            return
+        if number >= 0:  # negative: not a system call on this architecture (or libseccomp)
+            f.add_rule(action, number, *args)
+
+    for name in _KILL:
+        rule(s.KILL_PROCESS, name)
+    for name in _DENY:
+        rule(eperm, name)
+    rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, CLONE_THREAD, 0))
+    rule(s.ERRNO(errno.ENOSYS), "clone3")
+    rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
+    for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+        rule(eperm, name, s.Arg(0, s.NE, pid))
+    for name in ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr",
+                 "prlimit64"):
+        rule(eperm, name, s.Arg(0, s.NE, 0))
+    rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
+    rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
+    f.load()
+    return f"{len(_KILL)} calls killed, processes, sockets and signals restricted"

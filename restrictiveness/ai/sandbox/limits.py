@@ -1,0 +1,156 @@
+"""What a sandboxed run may use and what it produced: :class:`SandboxLimits`,
+:class:`SandboxResult`, the failure vocabulary :data:`REASONS` and the import allow-lists."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["SandboxLimits", "SandboxResult", "REASONS", "ISOLATION", "DEFAULT_ALLOWED_MODULES",
+           "SCIENTIFIC_MODULES"]
+
+#: Why a run failed: the fixed vocabulary of :attr:`SandboxResult.reason`.
+REASONS = ("timeout", "cpu", "memory", "forbidden", "crash", "invalid-output", "output-limit")
+
+#: Isolation levels: every kernel layer (the default), or the in-process guard and resource
+#: limits only (an explicit opt-in that warns and is recorded).
+ISOLATION = ("full", "guard-only")
+
+#: Top-level modules a program may import by default: numpy, math and the standard-library
+#: modules that compute, format or parse without reaching the network, other processes or
+#: foreign code. ``os`` and ``sys`` are admitted because their dangerous functions are stopped
+#: by the guard and the kernel layers.
+DEFAULT_ALLOWED_MODULES = frozenset({
+    "numpy", "math", "cmath", "random", "statistics", "decimal", "fractions", "numbers",
+    "itertools", "functools", "operator", "collections", "heapq", "bisect", "array", "copy",
+    "dataclasses", "enum", "typing", "abc", "types", "re", "string", "textwrap", "json", "csv",
+    "io", "os", "sys", "time", "datetime", "calendar", "warnings", "contextlib", "pathlib",
+    "traceback", "pprint", "struct", "hashlib", "unicodedata", "__future__", "zlib", "base64",
+    "difflib", "reprlib", "weakref", "inspect", "tempfile", "shutil", "glob", "fnmatch",
+})
+
+#: Extra modules the paper's Agent may use in its tool calls (not in its returned program).
+SCIENTIFIC_MODULES = frozenset({"scipy", "pandas", "sklearn"})
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits and isolation level of one sandboxed run.
+
+    Parameters
+    ----------
+    wall_seconds : float
+        Wall-clock deadline, after which the parent kills the child ("timeout").
+    cpu_seconds : float, optional
+        CPU-time limit enforced by the kernel ("cpu"); default: the wall-clock limit.
+    memory_bytes : int
+        Address-space limit ("memory"); numpy needs a few hundred MB of address space.
+    output_bytes : int
+        Most bytes the child may write to stdout plus stderr; beyond it the child is killed
+        ("output-limit").
+    file_bytes : int
+        Largest file the child may write (and largest output array).
+    disk_bytes : int
+        Most bytes the working directory may hold while the child runs; the parent checks
+        a few times a second and kills the child beyond it ("output-limit").
+    max_files : int
+        Most files and directories the working directory may hold ("output-limit").
+    threads : int
+        Most tasks (threads) the sandbox's user may run (``RLIMIT_NPROC``, full isolation).
+    isolation : {"full", "guard-only"}
+        ``"full"`` (default): every kernel layer listed by :func:`sandbox_status` is
+        required, and a run on a machine that lacks one raises
+        :class:`~restrictiveness.shared.exceptions.SandboxUnavailableError`.
+        ``"guard-only"``: the in-process guard and resource limits only, which contain
+        careless programs but not a determined one; it warns
+        (:class:`~restrictiveness.shared.exceptions.IsolationWarning`) and is recorded in
+        every result and fit.
+
+    Examples
+    --------
+    >>> SandboxLimits(wall_seconds=5).cpu
+    5
+    >>> SandboxLimits().isolation
+    'full'
+    """
+
+    wall_seconds: float = 600.0
+    cpu_seconds: float | None = None
+    memory_bytes: int = 4 * 2**30
+    output_bytes: int = 1_000_000
+    file_bytes: int = 256 * 2**20
+    disk_bytes: int = 2**30
+    max_files: int = 100_000
+    threads: int = 64
+    isolation: Literal["full", "guard-only"] = "full"
+
+    def __post_init__(self) -> None:
+        from ...shared.exceptions import ConfigurationError
+
+        for name in ("wall_seconds", "memory_bytes", "output_bytes", "file_bytes",
+                     "disk_bytes", "max_files", "threads"):
+            if not getattr(self, name) > 0:
+                raise ConfigurationError(f"SandboxLimits: {name} must be positive")
+        if self.cpu_seconds is not None and not self.cpu_seconds > 0:
+            raise ConfigurationError("SandboxLimits: cpu_seconds must be positive")
+        if self.isolation not in ISOLATION:
+            raise ConfigurationError(f"SandboxLimits: isolation must be one of {ISOLATION}, "
+                                     f"got {self.isolation!r}")
+
+    @property
+    def cpu(self) -> int:
+        """The CPU limit in whole seconds, as the kernel counts it."""
+        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None
+                                else self.wall_seconds))
+
+
+@dataclass
+class SandboxResult:
+    """What a sandboxed run produced.
+
+    Attributes
+    ----------
+    ok : bool
+        True when the program and its driver finished and wrote their outputs.
+    reason : str or None
+        None when ``ok``; otherwise one of :data:`REASONS`.
+    message : str
+        A one-paragraph explanation (the exception, the refused operation, the limit hit).
+    stdout, stderr : str
+        The last 64 KiB written by the child to each stream.
+    seconds : float
+        Wall-clock time of the run.
+    cpu_seconds : float
+        CPU time used by the child.
+    returncode : int or None
+        The child's exit status (negative: killed by that signal).
+    outputs : dict of str to ndarray
+        Arrays the driver saved (loaded with ``allow_pickle=False``).
+    value : object
+        The JSON value the driver recorded, if any.
+    network_isolated : bool
+        Whether the child ran in its own network namespace (no interfaces).
+    isolation : str
+        The isolation level of the run ("full" or "guard-only").
+    layers : dict of str to str
+        The isolation layers the child set up and checked from inside, with what each holds.
+    """
+
+    ok: bool
+    reason: str | None
+    message: str
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    returncode: int | None = None
+    outputs: dict = field(default_factory=dict)
+    value: object = None
+    network_isolated: bool = False
+    isolation: str = "full"
+    layers: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        status = "ok" if self.ok else f"failed: {self.reason}"
+        return f"<SandboxResult {status}, {self.seconds:.2f}s: {self.message[:80]!r}>"

@@ -1,0 +1,130 @@
+"""The parent's handling of a run's working directory: measuring it while the child runs,
+opening what the child wrote without trusting it, and deleting it afterwards (iteratively,
+relative to directory descriptors, so neither depth nor path length can make it fail)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["tree_usage", "remove_tree", "open_regular", "read_status"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int]:
+    """Bytes of files and number of entries under ``root``; counting stops once either passes
+    its limit (unreadable parts are skipped)."""
+    total, entries, stack = 0, 0, [str(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue
+                    if total > max_bytes or entries > max_entries:
+                        return total, entries
+        except OSError:
+            continue
+    return total, entries
+
+
+def _scan(fd: int) -> list[str]:
+    """Unlink the non-directories of the directory ``fd``; return its subdirectories."""
+    subdirs = []
+    with os.scandir(fd) as it:
+        for entry in it:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+            except OSError:
+                continue
+    return subdirs
+
+
+def _enter(name: str, dir_fd: int) -> int:
+    try:  # a program may have removed its own permissions (chmod 000)
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+    except OSError:
+        pass
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def remove_tree(path: str | os.PathLike) -> bool:
+    """Delete ``path`` (a file, link or directory tree); never raises, never follows a link.
+
+    Depth first without recursion, holding two descriptors at a time and the names on the
+    path down, so a tree thousands of levels deep or with paths past ``PATH_MAX`` goes too.
+    Returns whether ``path`` is gone.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent = name = fd = None
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return True
+        parent = os.open(os.path.dirname(path), _DIR_FLAGS)
+        name = os.path.basename(path)
+        fd = _enter(name, parent)
+        pending, trail = _scan(fd), []
+        while True:
+            if pending:
+                sub = pending.pop()
+                child = _enter(sub, fd)
+                trail.append((sub, pending))
+                os.close(fd)
+                fd, pending = child, _scan(child)
+                continue
+            if not trail:
+                break
+            up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            sub, pending = trail.pop()
+            os.rmdir(sub, dir_fd=fd)
+        os.close(fd)
+        fd = None
+        os.rmdir(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return not os.path.lexists(path)
+    finally:
+        for handle in (fd, parent):
+            if handle is not None:
+                os.close(handle)
+    return not os.path.lexists(path)
+
+
+def open_regular(path: Path, max_bytes: int):
+    """Open a file the child wrote, refusing anything but a regular file of bounded size.
+
+    A FIFO or device in its place would otherwise block or flood the parent; symlinks are
+    not followed.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        os.close(fd)
+        raise ValueError(f"{path.name} is not a regular file of at most {max_bytes} bytes")
+    return os.fdopen(fd, "rb")
+
+
+def read_status(path: Path) -> dict | None:
+    """The status the child's driver wrote, or None."""
+    try:
+        with open_regular(path, 2**24) as fh:
+            status = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return status if isinstance(status, dict) else None
