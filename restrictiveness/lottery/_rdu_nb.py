@@ -33,10 +33,11 @@ All validation happens in Python before the call (``models.py``); inputs are con
 from __future__ import annotations
 
 import math
-import types
 
 import numba
 import numpy as np
+
+from ..shared._twins import with_globals
 
 __all__ = [
     "WEIGHT_LINEAR", "WEIGHT_ODDS", "WEIGHT_PRELEC",
@@ -437,16 +438,7 @@ def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, m
     return best, best_ssr, starts
 
 
-def _with_globals(func, **names):
-    """A copy of ``func`` whose global ``names`` are rebound (the twins share one source)."""
-    env = dict(func.__globals__)
-    env.update(names)
-    twin = types.FunctionType(func.__code__, env, func.__name__ + "_numpy", func.__defaults__)
-    twin.__doc__ = f"NumPy twin of :func:`{func.__name__.replace('_impl', '')}` (same source)."
-    return twin
-
-
 refine = numba.njit(cache=True)(_refine_impl)
 fit_rdu = numba.njit(cache=True)(_fit_impl)
-refine_numpy = _with_globals(_refine_impl, rdu_values=rdu_values_numpy)
-fit_rdu_numpy = _with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)
+refine_numpy = with_globals(_refine_impl, rdu_values=rdu_values_numpy)
+fit_rdu_numpy = with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)
