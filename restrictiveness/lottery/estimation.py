@@ -25,7 +25,7 @@ from ..procedures.estimation import LeastSquaresResults, cluster_codes
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
-from .lotteries import lottery_matrix
+from .lotteries import lottery_columns, lottery_matrix
 
 __all__ = ["LotteryNLS", "LotteryNLSResults"]
 
@@ -89,9 +89,7 @@ class LotteryNLS:
         f = parse_formula(formula)
         if f.response is None:
             raise FormulaError(f"formula {formula!r} has no response (left-hand side)")
-        if len(f.covariates) != 3:
-            raise FormulaError(f"formula {formula!r} must name three covariates playing "
-                               "(z_hi, z_lo, p), in that order")
+        lottery_columns(formula)
         if not isinstance(data, pd.DataFrame):
             raise FormulaError("data must be a pandas DataFrame")
         missing = [c for c in (f.response,) + f.covariates if c not in data.columns]
