@@ -400,6 +400,24 @@ def test_function_models_match_the_formula(jac):
     assert "tests.test_nls.prelec" in repr(model) or "test_nls.prelec" in repr(model)
 
 
+def prelec_vector(X, theta):
+    """The same model, called with the data and the parameter vector."""
+    alpha, beta = theta
+    return X["z_lo"] + (X["z_hi"] - X["z_lo"]) * np.exp(-beta * (-np.log(X["p"])) ** alpha)
+
+
+def test_function_models_taking_a_parameter_vector():
+    df = _lottery_frame(seed=24, n=150)
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    model = rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS,
+                   response="ce")
+    res = model.fit(df)
+    np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+    np.testing.assert_allclose(res.bse, formula.bse, rtol=1e-5)
+    with pytest.raises(ConfigurationError, match="response="):
+        rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS).fit(df)
+
+
 # ---------------------------------------------------------------------------------------------
 # as a procedure
 # ---------------------------------------------------------------------------------------------

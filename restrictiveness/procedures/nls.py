@@ -11,9 +11,11 @@ expression in data columns and named parameters (parsed safely, never evaluated:
   :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`.
 
 A model that is not an expression can be given as a function,
-``NLS(f, bounds=...)`` with ``f(data, **params)`` returning the predictions (``data`` maps column
-names to arrays) and optionally ``jac(data, **params)`` returning the ``(n, k)`` Jacobian
-(central finite differences otherwise, one-sided at the bounds). Formula models run compiled;
+``NLS(f, params=..., bounds=...)`` with ``f(data, **params)`` — or ``f(data, theta)`` when its
+signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
+predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
+same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
+one-sided at the bounds). Formula models run compiled;
 function models run the same algorithm interpreted (about 10–100× slower).
 
 **The fit** minimises the sum of squared residuals over the parameter box, with the lessons of
@@ -26,7 +28,8 @@ the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima o
    searched on the log scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
 2. *Refinement.* The ``n_refine`` best interior points at least 0.1 box widths apart, and the
    best point of each face and of the corners, are refined by the shared compiled bounded
-   Levenberg–Marquardt (:mod:`restrictiveness.shared._lsq_nb`) with the analytic Jacobian:
+   Levenberg–Marquardt (:mod:`restrictiveness.shared._lsq_nb`, driven by
+   :mod:`restrictiveness.shared._multistart_nb`) with the analytic Jacobian:
    parameters on a bound with an outward gradient are held there exactly, so estimates land on
    bounds rather than near them.
 3. The best refinement wins. ``info`` records every start (start, end, SSR,
@@ -77,15 +80,15 @@ class NLS(Procedure):
     model : str or callable
         A formula ``"y ~ expression"`` in data columns and parameters (functions allowed:
         :data:`restrictiveness.shared.expression.FUNCTIONS`), or a function
-        ``f(data, **params) -> predictions``.
+        ``f(data, **params) -> predictions`` (or ``f(data, theta)``; module notes).
     params : sequence of str, optional
         Parameter names, in reporting order (default: the keys of ``bounds`` for a formula, the
         function's arguments after the first for a function).
     bounds : mapping of str to (low, high)
         Finite bounds of every parameter (required).
     jac : callable, optional
-        For a function model: ``jac(data, **params) -> (n, k)`` Jacobian of the predictions
-        (default: finite differences). Formula models are differentiated symbolically.
+        For a function model: the ``(n, k)`` Jacobian of the predictions, called like the
+        function (default: finite differences). Formula models are differentiated symbolically.
     response : str, optional
         For a function model: the response column (formulas name it on the left).
     scale : mapping of str to {"log", "linear"}, optional
@@ -140,7 +143,7 @@ class NLS(Procedure):
                                    f"{self._formula.response!r}")
             self.formula, self.function, self.response = model, None, self._formula.response
         elif callable(model):
-            if params is None:
+            if params is None:  # the function's arguments after the data
                 sig = list(inspect.signature(model).parameters.values())[1:]
                 if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in sig):
                     raise ConfigurationError("give params=...: the function's parameters "
@@ -266,8 +269,9 @@ class NLS(Procedure):
             def get(c):
                 return X[:, cols.index(c)]
         if self._formula is None:
-            return {c: np.asarray(get(c), dtype=float) for c in columns
-                    if isinstance(X, np.ndarray) or pd.api.types.is_numeric_dtype(X[c])}
+            return pd.DataFrame({c: np.asarray(get(c), dtype=float) for c in columns
+                                 if isinstance(X, np.ndarray)
+                                 or pd.api.types.is_numeric_dtype(X[c])})
         self._formula.check_columns(columns)
         if not self._formula.variables:
             return np.zeros((len(X), 0))
@@ -337,8 +341,7 @@ class NLS(Procedure):
         """Residuals and Jacobian of a function model (the interpreted callback)."""
         data, y, logscale = args
         theta = np.where(logscale != 0, np.exp(x), x)
-        kw = dict(zip(self.params, theta.tolist(), strict=True))
-        f = np.asarray(self.function(data, **kw), dtype=float).reshape(-1)
+        f = self._evaluate(data, theta)
         if f.shape != y.shape:
             raise DataError(f"the model function returned {f.shape[0]} predictions for "
                             f"{y.shape[0]} observations")
@@ -350,8 +353,7 @@ class NLS(Procedure):
     def _function_jacobian(self, data, theta: np.ndarray, f: np.ndarray) -> np.ndarray:
         """``∂f/∂θ`` of a function model: ``jac`` or central differences (one-sided at bounds)."""
         if self.jac is not None:
-            J = np.asarray(self.jac(data, **dict(zip(self.params, theta.tolist(), strict=True))),
-                           dtype=float)
+            J = np.asarray(self._call(self.jac, data, theta), dtype=float)
             if J.shape != (f.shape[0], len(theta)):
                 raise DataError(f"jac returned shape {J.shape}, expected "
                                 f"{(f.shape[0], len(theta))}")
@@ -368,8 +370,15 @@ class NLS(Procedure):
         return J
 
     def _evaluate(self, data, theta: np.ndarray) -> np.ndarray:
-        kw = dict(zip(self.params, np.asarray(theta, dtype=float).tolist(), strict=True))
-        return np.asarray(self.function(data, **kw), dtype=float).reshape(-1)
+        return np.asarray(self._call(self.function, data, theta), dtype=float).reshape(-1)
+
+    def _call(self, fn, data, theta: np.ndarray):
+        """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
+        not name the parameters (two positional arguments: the data and the vector)."""
+        theta = np.asarray(theta, dtype=float)
+        if _takes_names(fn, self.params):
+            return fn(data, **dict(zip(self.params, theta.tolist(), strict=True)))
+        return fn(data, theta.copy())
 
     def values(self, design, theta: np.ndarray, jacobian: bool = False):
         """Predictions (and ``∂f/∂θ``) of the model at parameters ``theta`` on its input."""
@@ -407,6 +416,18 @@ class NLS(Procedure):
                          if k != "scale" or self.scale)
         return (f"NLS({what}, params={self.params!r}, bounds={self.bounds!r}{extra}, "
                 f"response={self.response!r}, {opts})")
+
+
+def _takes_names(fn, names: Sequence[str]) -> bool:
+    """Whether ``fn`` accepts the parameters as keyword arguments."""
+    try:
+        sig = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_KEYWORD for p in sig):
+        return True
+    named = {p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return set(names) <= named
 
 
 @functools.lru_cache(maxsize=64)
