@@ -228,7 +228,7 @@ class OLS(Procedure):
         >>> import pandas as pd
         >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.1, 4.9, 7.0]})
         >>> OLS.from_formula("y ~ x", df).fit().params.round(2).tolist()
-        [1.04, 1.97]
+        [1.03, 1.98]
         """
         import statsmodels.formula.api as smf
 
