@@ -36,7 +36,7 @@ from .engine.protocol import Fitted, FunctionRule, Procedure
 from .engine.results import Results, load
 from .engine.sensitivity_results import Contributions
 from .engine.study import Study
-from .procedures import OLS, AutoML, Constant, GPRegression, SklearnRegressor
+from .procedures import NLS, OLS, AutoML, Constant, GPRegression, NLSResults, SklearnRegressor
 from .shared.exceptions import (
     BaselineError,
     CheckpointError,
@@ -63,7 +63,8 @@ __all__ = [
     "IsolationWarning", "SandboxUnavailableError",
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
-    "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",
+    "NLS", "NLSResults", "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression",
+    "Procedure", "SklearnRegressor",
     "datasets", "demand", "lottery", "llm",
     "CellMeansKFold", "CompletenessResults", "RepeatedGroupKFold", "TableSample",
     "AutoML", "GridGP", "LogShareRegressor",

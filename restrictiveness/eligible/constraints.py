@@ -4,11 +4,16 @@ A constraint can
 
 * ``check`` predictions at covariate locations (one flag per observation row),
 * ``repair`` them where the failure protocol of SPEC §6 allows (clip to bounds),
+* ``project`` values of a pseudo-truth onto the restriction, when it can be imposed by a map
+  of the values at a finite set of points,
 * ``describe`` itself in words.
 
 Evaluation distributions read the same objects to build eligible pseudo-truths
 (:class:`~restrictiveness.eligible.monotone_gp.MonotoneGP`), and the study runner reads them to
-apply the failure protocol, so a restriction is declared once.
+apply the failure protocol, so a restriction is declared once. An evaluation distribution
+*imposes* every constraint of its eligible set on its draws or *refuses* it
+(:meth:`~restrictiveness.eligible.truth.EvaluationDistribution.check_constraints`): a draw that
+silently ignored a restriction would measure restrictiveness on the wrong eligible set.
 """
 
 from __future__ import annotations
@@ -62,7 +67,68 @@ def column_values(bound: Bound, X: np.ndarray, columns: Sequence[str]) -> np.nda
 
 
 class Constraint:
-    """Base class of restrictions on prediction rules."""
+    """Base class of restrictions on prediction rules: the extension point for your own.
+
+    A constraint is a small immutable value object (a frozen dataclass) with
+
+    * ``check(pred, X, columns)`` — one flag per observation, True where admissible; the
+      failure protocol replaces flagged predictions by the baseline's;
+    * ``repair(pred, X, columns)`` — optional: predictions moved into the eligible set where
+      that is well defined (the default leaves them, so ``check`` decides);
+    * ``project(values, X, columns)`` — optional: values of a pseudo-truth at the points ``X``
+      mapped onto the restriction. Define it only if the restriction can be imposed that way;
+      an evaluation distribution then imposes it on its draws (for
+      :class:`~restrictiveness.eligible.monotone_gp.MonotoneGP`: after the monotone projection
+      and the link, on every sample size's points) and checks the result with ``check``.
+      Without it, distributions that cannot impose the restriction refuse it
+      (:class:`~restrictiveness.shared.exceptions.ConfigurationError`) rather than draw
+      pseudo-truths that ignore it;
+    * ``describe()`` — the restriction in words.
+
+    Examples
+    --------
+    A restriction that can only be checked (concavity in one covariate): it guards predictions,
+    and the monotone-GP prior refuses it because it cannot impose it.
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Concave(rx.Constraint):
+    ...     column: str
+    ...     def check(self, pred, X, columns):
+    ...         x = X[:, list(columns).index(self.column)]
+    ...         order = np.argsort(x)
+    ...         slopes = np.diff(pred[order]) / np.diff(x[order])
+    ...         ok = np.ones(len(pred), dtype=bool)
+    ...         ok[order[1:-1]] = np.diff(slopes) <= 1e-9
+    ...         return ok
+    ...     def describe(self):
+    ...         return f"f concave in {self.column}"
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), Concave("x"))
+    >>> try:
+    ...     rx.MonotoneGP(F)
+    ... except rx.ConfigurationError as refused:
+    ...     print(str(refused)[:58])
+    MonotoneGP cannot impose Concave(column='x') on its draws:
+
+    A restriction that can be imposed by a projection of the values (a floor):
+
+    >>> @dataclass(frozen=True)
+    ... class Floor(rx.Constraint):
+    ...     level: float
+    ...     def check(self, pred, X, columns):
+    ...         return pred >= self.level
+    ...     def repair(self, pred, X, columns):
+    ...         return np.maximum(pred, self.level)
+    ...     def project(self, values, X, columns):
+    ...         return np.maximum(values, self.level)
+    ...     def describe(self):
+    ...         return f"f >= {self.level}"
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), Floor(0.5))
+    >>> truth = rx.MonotoneGP(F, n_eval=50).draw([20], np.random.default_rng(0))
+    >>> bool((truth.eval_y(20) >= 0.5).all())
+    True
+    """
 
     def check(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
         """Boolean flag per observation (first axis): True where the prediction is admissible."""
@@ -71,6 +137,16 @@ class Constraint:
     def repair(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
         """Return predictions moved into the eligible set where that is well defined."""
         return pred
+
+    def project(self, values: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        """Values of a pseudo-truth at ``X`` mapped onto the restriction (override to make the
+        constraint imposable; the base class cannot impose anything)."""
+        raise NotImplementedError(f"{self!r} defines no projection")
+
+    @property
+    def projectable(self) -> bool:
+        """Whether the constraint defines :meth:`project`."""
+        return type(self).project is not Constraint.project
 
     def describe(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError

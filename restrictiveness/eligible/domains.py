@@ -120,6 +120,27 @@ def _linear(node: ast.AST, text: str) -> dict[str, float]:
     raise DomainError(f"inequality {text!r} is not linear in the domain's columns")
 
 
+def _frame_columns(df, columns: Sequence[str], who: str) -> np.ndarray:
+    """Numeric columns of a DataFrame as a finite float matrix (named errors otherwise)."""
+    if not hasattr(df, "columns"):
+        raise DomainError(f"{who}: df must be a pandas DataFrame")
+    if isinstance(columns, str):
+        raise DomainError(f"{who}: columns must be a sequence of names, not the string "
+                          f"{columns!r}")
+    columns = list(columns)
+    missing = [c for c in columns if c not in df.columns]
+    if not columns or missing:
+        raise DomainError(f"{who}: columns {missing or columns} are not in the data; available: "
+                          f"{list(df.columns)}")
+    try:
+        X = df[columns].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise DomainError(f"{who}: columns {columns} must be numeric") from None
+    if len(X) == 0 or not np.isfinite(X).all():
+        raise DomainError(f"{who}: the columns must have rows and no missing or infinite values")
+    return X
+
+
 class Box(Domain):
     """A box of named intervals, optionally cut by linear inequalities; uniform P_X.
 
@@ -164,6 +185,41 @@ class Box(Domain):
                            for w in where)
         for w in self.where:
             w.satisfied(self.lower[None, :], self.columns)  # validates column names
+
+    @classmethod
+    def from_frame(cls, df, columns: Sequence[str], pad: float = 0.0,
+                   where: Sequence[str | LinearInequality] = ()) -> Box:
+        """The box spanned by data: each column's range, widened by ``pad`` times its width on
+        both sides.
+
+        Parameters
+        ----------
+        df : DataFrame
+            The data.
+        columns : sequence of str
+            Numeric columns, in the domain's column order.
+        pad : float
+            Fraction of each range added below and above (0: the observed range).
+        where : sequence, optional
+            Linear inequalities, as in :class:`Box`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> Box.from_frame(pd.DataFrame({"a": [0.0, 2.0], "b": [1.0, 3.0]}), ["a", "b"], pad=0.5)
+        Box(a=(-1.0, 3.0), b=(0.0, 4.0))
+        """
+        X = _frame_columns(df, columns, "Box.from_frame")
+        if not (np.isfinite(pad) and pad >= 0):
+            raise DomainError(f"Box.from_frame: pad must be a nonnegative number, got {pad!r}")
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        flat = [c for c, a, b in zip(columns, lo, hi, strict=True) if not a < b]
+        if flat:
+            raise DomainError(f"Box.from_frame: column(s) {flat} are constant in the data; a box "
+                              "needs an interval (drop them or use FiniteSet.from_frame)")
+        width = hi - lo
+        return cls({c: (float(a - pad * w), float(b + pad * w))
+                    for c, a, b, w in zip(columns, lo, hi, width, strict=True)}, where=where)
 
     def admissible(self, X: np.ndarray) -> np.ndarray:
         ok = np.ones(len(X), dtype=bool)
@@ -233,6 +289,51 @@ class FiniteSet(Domain):
             raise DomainError("FiniteSet: weights must be nonnegative, one per point, not all 0")
         self.points, self.weights, self.columns = points, w / w.sum(), tuple(columns)
         self.replace = bool(replace)
+
+    @classmethod
+    def from_frame(cls, df, columns: Sequence[str], weights: str | np.ndarray | None = None,
+                   replace: bool = True) -> FiniteSet:
+        """The empirical covariate distribution of data as P_X.
+
+        Rows with the same covariates are merged into one support point whose weight is their
+        total weight (the distribution is unchanged, and evaluation, which uses the whole
+        support, costs the number of distinct rows rather than of rows).
+
+        Parameters
+        ----------
+        df : DataFrame
+            The data.
+        columns : sequence of str
+            Numeric columns, in the domain's column order.
+        weights : str or array_like, optional
+            A column of ``df`` or one nonnegative weight per row (default: equal weights).
+        replace : bool
+            Draw training locations with replacement (as iid draws from P_X).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 1.0, 2.0]})
+        >>> dom = FiniteSet.from_frame(df, ["x"])
+        >>> dom.points.ravel().tolist(), dom.weights.tolist()
+        ([0.0, 1.0, 2.0], [0.25, 0.5, 0.25])
+        """
+        X = _frame_columns(df, columns, "FiniteSet.from_frame")
+        if weights is None:
+            w = np.ones(len(X))
+        elif isinstance(weights, str):
+            if weights not in df.columns:
+                raise DomainError(f"FiniteSet.from_frame: weights names column {weights!r} "
+                                  "that the data do not have")
+            w = df[weights].to_numpy(dtype=float)
+        else:
+            w = np.asarray(weights, dtype=float)
+        if w.shape != (len(X),) or not np.isfinite(w).all() or (w < 0).any():
+            raise DomainError("FiniteSet.from_frame: weights must be finite, nonnegative and "
+                              "one per row")
+        support, inverse = np.unique(X, axis=0, return_inverse=True)
+        return cls(support, columns, np.bincount(inverse.ravel(), weights=w,
+                                                 minlength=len(support)), replace=replace)
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         if not self.replace and size > len(self.points):

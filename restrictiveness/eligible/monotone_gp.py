@@ -15,6 +15,9 @@ Construction of one pseudo-truth (one replication):
    ``g̃`` is a convex combination of two monotone vectors).
 4. The link onto a :class:`~restrictiveness.eligible.constraints.Between` constraint:
    ``f = lo + (hi − lo) / (1 + exp(−g̃))``; without one, ``f = g̃``.
+5. Any other constraint of the eligible set is imposed by its own ``project`` on the union's
+   values (and checked); a constraint without one is refused when the prior is built
+   (:meth:`~restrictiveness.eligible.truth.EvaluationDistribution.check_constraints`).
 
 For within-function averaging (``draws > 1``) further training sets are drawn and labelled by
 GP interpolation of ``g̃`` on the union (SPEC §6 "New training samples for K > 1").
@@ -165,6 +168,7 @@ class MonotoneGP(EvaluationDistribution):
     """
 
     diagnostic_names = ("violations",)
+    imposes = (Between, Increasing, Decreasing)
 
     def __init__(self, eligible: EligibleSet, kernel: Kernel | None = None,
                  jitter: float = 1e-4, n_eval: int = 1000, response: str = "y",
@@ -176,6 +180,10 @@ class MonotoneGP(EvaluationDistribution):
         self.order, self.tol, self.max_sweeps = order, float(tol), int(max_sweeps)
         if order not in ("row-major", "random"):
             raise ConfigurationError("order must be 'row-major' or 'random'")
+        self.check_constraints(eligible.constraints)
+        #: constraints imposed by their own projection, after the link
+        self.projected = tuple(c for c in eligible.constraints
+                               if not isinstance(c, self.imposes))
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -192,6 +200,15 @@ class MonotoneGP(EvaluationDistribution):
             return np.asarray(g, dtype=float)
         lo, hi = b.bounds(X, self.columns)
         return lo + (hi - lo) * expit(g)
+
+    def impose(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Apply the projections of the constraints imposed that way, and check them."""
+        for c in self.projected:
+            f = np.asarray(c.project(f, X, self.columns), dtype=float)
+            if f.shape != (len(X),) or not np.all(c.check(f, X, self.columns)):
+                raise ConstraintError(f"{c!r}.project returned values that its check refuses "
+                                      "(or of the wrong shape); fix the projection")
+        return f
 
     def project(self, g: np.ndarray, X: np.ndarray, rng: np.random.Generator
                 ) -> tuple[np.ndarray, int]:
@@ -214,6 +231,10 @@ class MonotoneGP(EvaluationDistribution):
             raise ConfigurationError("sample sizes n must be positive integers")
         if draws < 1:
             raise ConfigurationError("draws must be at least 1")
+        if draws > 1 and self.projected:
+            raise ConfigurationError(
+                f"draws > 1 labels new training points by interpolating the latent field, which "
+                f"cannot re-impose {list(self.projected)}; use draws=1 with these constraints")
         eval_rng, latent_rng, order_rng, *train_rngs = rng.spawn(3 + draws)
         # one visiting-order stream per n, so the truth at n does not depend on the other n
         order_rngs = dict(zip(ns, order_rng.spawn(len(ns)), strict=True))
@@ -233,7 +254,8 @@ class MonotoneGP(EvaluationDistribution):
             X_union = np.concatenate([train[0][:n], eval_X])
             g = np.concatenate([latent[E:E + n], latent[:E]])
             g_tilde, violations = self.project(g, X_union, order_rngs[n])
-            truth._set(n, X_union, g_tilde, self.link(g_tilde, X_union), violations)
+            f = self.impose(self.link(g_tilde, X_union), X_union)
+            truth._set(n, X_union, g_tilde, f, violations)
         return truth
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 from .constraints import Constraint
 
@@ -97,7 +98,7 @@ class EvaluationDistribution:
         Label name.
     constraints : tuple of Constraint
         The eligible set's restrictions; the failure protocol repairs and checks predictions
-        with them.
+        with them, and the draws satisfy every one of them (:meth:`check_constraints`).
     diagnostic_names : tuple of str
         Names of the per-draw diagnostics its pseudo-truths report.
     """
@@ -106,6 +107,29 @@ class EvaluationDistribution:
     response: str = "y"
     constraints: tuple[Constraint, ...] = ()
     diagnostic_names: tuple[str, ...] = ()
+    #: Constraint types the distribution imposes by construction (besides projectable ones).
+    imposes: tuple[type, ...] = ()
+
+    def check_constraints(self, constraints: Sequence[Constraint]) -> None:
+        """Refuse a constraint the draws cannot satisfy.
+
+        The contract: every constraint of the eligible set is imposed on the pseudo-truths, by
+        construction (a type in :attr:`imposes`) or by its own
+        :meth:`~restrictiveness.eligible.constraints.Constraint.project`; anything else is
+        refused here, naming it, rather than ignored.
+
+        Raises
+        ------
+        ConfigurationError
+        """
+        for c in constraints:
+            if not (isinstance(c, self.imposes) or c.projectable):
+                kinds = ", ".join(t.__name__ for t in self.imposes) or "nothing"
+                raise ConfigurationError(
+                    f"{type(self).__name__} cannot impose {c!r} on its draws: it imposes "
+                    f"{kinds} by construction, and constraints that define "
+                    "project(values, X, columns); give the constraint a projection, or use an "
+                    "evaluation distribution that imposes it")
 
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1) -> PseudoTruth:
         """Draw one pseudo-truth with training locations for every ``n`` in ``ns``

@@ -22,9 +22,10 @@ bounded Levenberg–Marquardt refinement from the best few *grid-local* minima (
 than their grid neighbours: CPT(α,δ) has genuine separate optima) and from the best grid point
 on each face of the parameter box (optima on a bound can end a curved valley whose grid-local
 minimum lies elsewhere), and keeps the best. The
-refinement is an active-set projected LM: a free parameter on a bound whose gradient points
-outwards is held there exactly, steps of the others are clipped to the box, and the damping
-grows until the clipped step lowers the objective — so estimates land exactly on bounds.
+refinement is the package's shared bounded Levenberg–Marquardt
+(:mod:`restrictiveness.shared._lsq_nb`): a free parameter on a bound whose gradient points
+outwards is held there exactly and the steps of the others are projected onto the box, so
+estimates land exactly on bounds.
 
 All validation happens in Python before the call (``models.py``); inputs are contiguous float64
 (``free`` is an int64 mask).
@@ -33,10 +34,12 @@ All validation happens in Python before the call (``models.py``); inputs are con
 from __future__ import annotations
 
 import math
-import types
 
 import numba
 import numpy as np
+
+from ..shared._lsq_nb import compile_lm, python_lm
+from ..shared._twins import with_globals
 
 __all__ = [
     "WEIGHT_LINEAR", "WEIGHT_ODDS", "WEIGHT_PRELEC",
@@ -217,149 +220,41 @@ def grid_ssr_numpy(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.
 
 
 # ---------------------------------------------------------------------------------------------
-# bounded Levenberg–Marquardt and the multi-start fit, written once for both twins: the NumPy
-# twins run the same source with the NumPy formulas bound in place of the compiled ones, so the
-# twin tests check compilation and the formulas rather than a second copy of the algorithm
+# the refinement (the shared bounded LM on this model's residuals) and the multi-start fit,
+# written once for both twins: the NumPy twins run the same source with the NumPy formulas bound
+# in place of the compiled ones, so the twin tests check compilation and the formulas rather
+# than a second copy of the algorithm
 # ---------------------------------------------------------------------------------------------
 
+@numba.njit(cache=True)
+def _residuals(theta, data):
+    """Residuals ``f − y`` and their Jacobian: the callback of the shared bounded LM."""
+    X, y, shift, kind = data
+    f, J = rdu_values(theta, X, shift, kind)
+    return f - y, J
+
+
+def _residuals_numpy(theta, data):
+    X, y, shift, kind = data
+    f, J = rdu_values_numpy(theta, X, shift, kind)
+    return f - y, J
+
+
+solve = compile_lm(_residuals, "rdu_least_squares")
+solve_numpy = python_lm(_residuals_numpy, "rdu_least_squares_numpy")
+
+
 def _refine_impl(theta0, lo, hi, free, X, y, shift, kind, maxit, tol):
-    """Bounded Levenberg–Marquardt from ``theta0``: returns ``(θ, ssr, iterations)``.
+    """Bounded Levenberg–Marquardt from ``theta0``: returns ``(θ, ssr, evaluations)``.
 
     Only entries with ``free != 0`` move, within ``[lo, hi]``; ``tol`` is the gradient
-    tolerance (cosine between the residual and a Jacobian column, as MINPACK's ``gtol``).
+    tolerance (cosine between the residual and a Jacobian column, as MINPACK's ``gtol``) and
+    ``2·maxit`` the evaluation budget. The iteration is the package's shared solver
+    (:mod:`restrictiveness.shared._lsq_nb`), run to tight step and objective tolerances.
     """
-    x = theta0.copy()
-    for i in range(3):
-        if free[i] != 0:
-            x[i] = min(max(x[i], lo[i]), hi[i])
-    f, J = rdu_values(x, X, shift, kind)
-    n = X.shape[0]
-    ssr = 0.0
-    r = np.empty(n)
-    for i in range(n):
-        r[i] = f[i] - y[i]
-        ssr += r[i] * r[i]
-    mu, nu = 1e-3, 2.0
-    g = np.zeros(3)
-    A = np.zeros((3, 3))
-    idx = np.zeros(3, dtype=np.int64)
-    M = np.zeros((3, 3))
-    s = np.zeros(3)
-    it = 0
-    while it < maxit:
-        it += 1
-        if ssr <= 1e-300:
-            break
-        for a in range(3):
-            g[a] = 0.0
-            for c in range(3):
-                A[a, c] = 0.0
-        for i in range(n):
-            for a in range(3):
-                g[a] += J[i, a] * r[i]
-                for c in range(a, 3):
-                    A[a, c] += J[i, a] * J[i, c]
-        for a in range(3):
-            for c in range(a):
-                A[a, c] = A[c, a]
-        # free parameters not held on a bound by an outward gradient
-        k = 0
-        dmax = 0.0
-        for a in range(3):
-            if free[a] == 0:
-                continue
-            if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
-                continue
-            idx[k] = a
-            k += 1
-            dmax = max(dmax, A[a, a])
-        if k == 0:
-            break
-        # gradient test (cosine of residual and Jacobian columns, MINPACK's gtol)
-        gmax = 0.0
-        for q in range(k):
-            a = idx[q]
-            if A[a, a] > 0.0:
-                gmax = max(gmax, abs(g[a]) / math.sqrt(A[a, a] * ssr))
-        if gmax <= tol:
-            break
-        accepted = False
-        done = False
-        while not accepted:
-            # damped normal equations on the inactive set: (A + μ diag) s = −g (Cholesky)
-            ok = True
-            for q in range(k):
-                for c in range(k):
-                    M[q, c] = A[idx[q], idx[c]]
-                M[q, q] += mu * max(A[idx[q], idx[q]], 1e-12 * dmax + 1e-300)
-            for q in range(k):
-                v = M[q, q]
-                for c in range(q):
-                    v -= M[q, c] * M[q, c]
-                if not v > 0.0:
-                    ok = False
-                    break
-                M[q, q] = math.sqrt(v)
-                for c in range(q + 1, k):
-                    v2 = M[c, q]
-                    for e in range(q):
-                        v2 -= M[c, e] * M[q, e]
-                    M[c, q] = v2 / M[q, q]
-            if ok:
-                for q in range(k):
-                    v = -g[idx[q]]
-                    for c in range(q):
-                        v -= M[q, c] * s[c]
-                    s[q] = v / M[q, q]
-                for q in range(k - 1, -1, -1):
-                    v = s[q]
-                    for c in range(q + 1, k):
-                        v -= M[c, q] * s[c]
-                    s[q] = v / M[q, q]
-                xn = x.copy()
-                step = 0.0
-                xnorm = 0.0
-                for q in range(k):
-                    a = idx[q]
-                    xn[a] = min(max(x[a] + s[q], lo[a]), hi[a])
-                    step += (xn[a] - x[a]) ** 2
-                    xnorm += x[a] ** 2
-                if step > 0.0:
-                    fn, Jn = rdu_values(xn, X, shift, kind)
-                    ssrn = 0.0
-                    for i in range(n):
-                        ssrn += (fn[i] - y[i]) ** 2
-                    if ssrn < ssr:
-                        # predicted reduction of the linear model along the actual step
-                        pred = 0.0
-                        for a in range(3):
-                            da = xn[a] - x[a]
-                            pred -= 2.0 * g[a] * da
-                            for c in range(3):
-                                pred -= da * A[a, c] * (xn[c] - x[c])
-                        rho = (ssr - ssrn) / pred if pred > 0.0 else 0.0
-                        small = (ssr - ssrn) <= 1e-15 * ssr or \
-                            math.sqrt(step) <= 1e-13 * (math.sqrt(xnorm) + 1e-13)
-                        x, f, J, ssr = xn, fn, Jn, ssrn
-                        for i in range(n):
-                            r[i] = f[i] - y[i]
-                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-                        nu = 2.0
-                        accepted = True
-                        done = small
-                        continue
-                elif mu > 1.0:
-                    # the clipped step vanished at heavy damping: nothing left to move
-                    done = True
-                    break
-            mu *= nu
-            nu *= 2.0
-            if mu > 1e20:
-                done = True
-                break
-        if done:
-            break
-    return x, ssr, it
+    x, cost, nfev, _, _ = solve(theta0, lo, hi, free, (X, y, shift, kind), 2 * maxit, tol,
+                                1e-13, 1e-15)
+    return x, 2.0 * cost, nfev
 
 
 def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, maxit, tol):
@@ -367,7 +262,7 @@ def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, m
 
     Refinements start from the ``n_starts`` best grid-local minima and from the best grid point
     of each face of the box (a free parameter at one of its bounds). ``starts`` has one row
-    ``(α, γ, ℓ, ssr, iterations)`` per refinement, best grid-local minimum first.
+    ``(α, γ, ℓ, ssr, evaluations)`` per refinement, best grid-local minimum first.
     """
     S = grid_ssr(X, y, alphas, gammas, ells, shift, kind)
     na, ng, nl = S.shape
@@ -437,16 +332,7 @@ def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, m
     return best, best_ssr, starts
 
 
-def _with_globals(func, **names):
-    """A copy of ``func`` whose global ``names`` are rebound (the twins share one source)."""
-    env = dict(func.__globals__)
-    env.update(names)
-    twin = types.FunctionType(func.__code__, env, func.__name__ + "_numpy", func.__defaults__)
-    twin.__doc__ = f"NumPy twin of :func:`{func.__name__.replace('_impl', '')}` (same source)."
-    return twin
-
-
 refine = numba.njit(cache=True)(_refine_impl)
 fit_rdu = numba.njit(cache=True)(_fit_impl)
-refine_numpy = _with_globals(_refine_impl, rdu_values=rdu_values_numpy)
-fit_rdu_numpy = _with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)
+refine_numpy = with_globals(_refine_impl, solve=solve_numpy)
+fit_rdu_numpy = with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)

@@ -9,13 +9,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..shared.exceptions import DataError, FormulaError
+from ..shared.formula import parse_formula
 
-__all__ = ["LOTTERY_COLUMNS", "lottery_matrix"]
+__all__ = ["LOTTERY_COLUMNS", "lottery_matrix", "lottery_columns"]
 
 LOTTERY_COLUMNS: tuple[str, str, str] = ("z_hi", "z_lo", "p")
 """Covariate names of a binary lottery, in the order the kernels read them."""
+
+
+def lottery_columns(formula: str | None) -> tuple[str, str, str]:
+    """The columns a lottery model's formula names for ``(z_hi, z_lo, p)``, in order.
+
+    Lottery models read three columns as they are: a transform (``np.log(z_hi)``) or any other
+    term cannot be honoured and is refused.
+
+    Examples
+    --------
+    >>> lottery_columns("ce ~ hi + lo + prob")
+    ('hi', 'lo', 'prob')
+    """
+    if formula is None:
+        return LOTTERY_COLUMNS
+    f = parse_formula(formula)
+    if len(f.covariates) != 3 or not f.plain or f.intercept_only:
+        raise FormulaError(f"formula {formula!r} must name three covariates playing "
+                           "(z_hi, z_lo, p), in that order, as bare column names (lottery "
+                           "models cannot honour transforms or other terms)")
+    return f.covariates  # type: ignore[return-value]
 
 
 def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
@@ -24,8 +47,8 @@ def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
 
     Parameters
     ----------
-    X : ndarray
-        Covariates, observations along the first axis.
+    X : ndarray or DataFrame
+        Covariates, observations along the first axis (a DataFrame's columns are its names).
     columns : sequence of str, optional
         Names of the columns of ``X``; ``None`` means ``X`` already is ``(z_hi, z_lo, p)``.
     names : sequence of three str
@@ -43,6 +66,8 @@ def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
     >>> lottery_matrix(np.array([[0.5, 1.0, 0.0]]), ("p", "z_hi", "z_lo"))
     array([[1. , 0. , 0.5]])
     """
+    if isinstance(X, pd.DataFrame):
+        X, columns = X.to_numpy(dtype=float), list(X.columns)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")

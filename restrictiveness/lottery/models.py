@@ -19,20 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.formula import parse_formula
+from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from . import _rdu_nb
-from .estimation import LotteryNLS
-from .lotteries import LOTTERY_COLUMNS, lottery_matrix
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+from .estimation import LotteryNLS, LotteryNLSResults
+from .lotteries import lottery_columns, lottery_matrix
 
 __all__ = [
     "PowerUtility",
@@ -272,11 +269,7 @@ class RDU(Procedure):
             if q in ("alpha", "delta") and lo <= 0:
                 raise ConfigurationError(f"bounds for {q!r} must be positive")
             self.bounds[q] = (float(lo), float(hi))
-        if formula is not None:
-            covs = parse_formula(formula).covariates
-            if len(covs) != 3:
-                raise FormulaError(f"formula {formula!r} must name three covariates playing "
-                                   "(z_hi, z_lo, p), in that order")
+        lottery_columns(formula)  # validates
         self.formula = formula
         if int(n_starts) < 1:
             raise ConfigurationError("n_starts must be a positive integer")
@@ -313,9 +306,7 @@ class RDU(Procedure):
         return lo, hi, free, [np.ascontiguousarray(g, dtype=float) for g in grids]
 
     def _names(self) -> tuple[str, str, str]:
-        if self.formula is None:
-            return LOTTERY_COLUMNS
-        return tuple(parse_formula(self.formula).covariates)  # type: ignore[return-value]
+        return lottery_columns(self.formula)
 
     # -- reporting scale ----------------------------------------------------------------------
     def _reported(self, theta: np.ndarray) -> dict[str, float]:
@@ -389,8 +380,16 @@ class RDU(Procedure):
                                              self.n_starts, 200, 1e-10)
         return RDUFitted(self, theta, ssr, starts, columns, names)
 
-    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> RDUFitted:
-        """Fit to a training sample (``rng`` is unused: the fit is deterministic)."""
+    def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None,
+            **estimation) -> RDUFitted | LotteryNLSResults:
+        """Fit to a training sample (``rng`` is unused: the fit is deterministic); on a
+        DataFrame, estimation: ``LotteryNLS.from_formula(formula, data, self).fit(**estimation)``
+        (the formula defaults to ``"ce ~ z_hi + z_lo + p"``)."""
+        if isinstance(sample, pd.DataFrame):
+            formula = self.formula or "ce ~ z_hi + z_lo + p"
+            return LotteryNLS.from_formula(formula, sample, self).fit(**estimation)
+        if estimation:
+            raise ConfigurationError(f"{sorted(estimation)} apply to estimation on a DataFrame")
         return self.fit_arrays(sample.X, sample.y, sample.columns)
 
     @classmethod
@@ -558,13 +557,16 @@ class ExpectedValue(Procedure):
     label = "EV"
 
     def __init__(self, formula: str | None = None) -> None:
-        if formula is not None and len(parse_formula(formula).covariates) != 3:
-            raise FormulaError(f"formula {formula!r} must name three covariates playing "
-                               "(z_hi, z_lo, p), in that order")
+        lottery_columns(formula)  # validates
         self.formula = formula
 
-    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
-        names = (LOTTERY_COLUMNS if self.formula is None
-                 else tuple(parse_formula(self.formula).covariates))
+    def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None
+            ) -> Fitted:
+        """The expected-value rule (nothing to estimate); validates the sample's or the
+        DataFrame's lottery columns."""
+        names = lottery_columns(self.formula)
+        if isinstance(sample, pd.DataFrame):
+            lottery_matrix(sample, None, names)
+            return _EVRule(None, names)
         lottery_matrix(sample.X, sample.columns, names)  # validate now, not at predict time
         return _EVRule(tuple(sample.columns), names)

@@ -3,26 +3,37 @@
 :class:`Constant` (least squares over constants, the usual baseline), :class:`OLS` (linear least
 squares from a formula) and :class:`GPRegression` (noise-free Gaussian-process posterior mean).
 The protocol they implement is :mod:`restrictiveness.engine.protocol`.
+
+Every formula is honoured: designs are patsy's (:func:`training_design`), with transforms,
+splines, categorical terms and interactions applied again, with their training state, at
+prediction; a formula a procedure cannot honour (covariates for a constant, none for a learner)
+is refused. Procedures also fit on DataFrames, where the formula names the response.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import scipy.linalg
 
 from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.exceptions import DataError, FormulaError
-from ..shared.formula import parse_formula
-from ..shared.sample import as_columns
+from ..shared.formula import FORMULA_ENV, parse_formula
+from ..shared.sample import Sample, as_columns
+from .estimation import cluster_codes
 
-__all__ = ["Constant", "OLS", "GPRegression"]
+__all__ = ["Constant", "OLS", "GPRegression", "training_design"]
 
 
-def _validate_formula(formula: str | None, columns: Sequence[str], response: str) -> None:
+def _validate_formula(formula: str | None, columns: Sequence[str], response: str,
+                      covariates: bool = True) -> None:
+    """Check a procedure's formula against a study's columns and response; ``covariates``: the
+    procedure needs at least one term besides the intercept."""
     if formula is None:
         return
     f = parse_formula(formula)
@@ -32,19 +43,92 @@ def _validate_formula(formula: str | None, columns: Sequence[str], response: str
     if missing:
         raise FormulaError(f"formula {formula!r} names column(s) {missing} that the study does not "
                            f"have; covariates are {list(columns)} and the response is {response!r}")
+    if covariates and not f.covariates:
+        raise FormulaError(f"formula {formula!r} has no covariates on the right-hand side; this "
+                           "procedure needs at least one")
 
 
-def _covariate_matrix(formula: str | None, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-    """Raw covariate columns selected by a formula's right-hand side (all columns by default)."""
-    if formula is None:
-        return np.asarray(X, dtype=float)
-    names = parse_formula(formula).covariates
-    missing = [c for c in names if c not in columns]
-    if missing:
-        raise FormulaError(f"formula {formula!r} names column(s) {missing} that the sample does "
-                           f"not have; available columns: {list(columns)}")
-    idx = [list(columns).index(c) for c in names]
-    return np.asarray(X, dtype=float)[:, idx]
+def _as_table(X, columns: Sequence[str] | None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Covariates as an array with column names (from a DataFrame, or an array with the
+    training sample's columns)."""
+    if isinstance(X, pd.DataFrame):
+        return X.to_numpy(dtype=float), tuple(X.columns)
+    if columns is None:
+        raise DataError("this rule was fitted on a DataFrame: predict on a DataFrame too")
+    return np.asarray(X, dtype=float), tuple(columns)
+
+
+def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
+                    intercept: bool = True):
+    """A procedure's design on training data and a function that builds it on new covariates.
+
+    The design is the formula's patsy design (transforms, splines, categorical terms and
+    interactions, with the training data's state kept for new data), or the raw covariates when
+    there is no formula. Learners other than linear models take it without the intercept
+    (``intercept=False``). A formula of bare column names selects those columns directly (the
+    same matrix patsy builds, without its cost in a study's thousands of fits).
+
+    Parameters
+    ----------
+    who : str
+        The procedure, for error messages.
+    formula : str or None
+    data : Sample or DataFrame
+        A study's training sample, or data (then the formula is required: it names the
+        response).
+    intercept : bool
+        Keep the formula's intercept column.
+
+    Returns
+    -------
+    design : ndarray
+    y : ndarray
+        The training labels.
+    build : callable
+        ``build(X)`` → the design at covariates ``X``: an array with the training sample's
+        columns, or a DataFrame.
+    columns : tuple of str or None
+        The training sample's covariate names (None when fitted on a DataFrame).
+    """
+    if isinstance(data, pd.DataFrame):
+        if formula is None:
+            raise FormulaError(f"{who}: fitting on a DataFrame needs a formula naming the "
+                               "response, e.g. 'y ~ x1 + x2'")
+        f = parse_formula(formula)
+        y, columns, frame = f.response_values(data), None, data
+    elif isinstance(data, Sample):
+        y, columns = np.asarray(data.y, dtype=float), tuple(data.columns)
+        if formula is None:
+            def build_raw(X):
+                return _as_table(X, columns)[0] if not isinstance(X, pd.DataFrame) \
+                    else X[list(columns)].to_numpy(dtype=float)
+            return np.asarray(data.X, dtype=float), y, build_raw, columns
+        f = parse_formula(formula)
+        frame = data.columns_dict()
+    else:
+        raise DataError(f"{who}.fit takes a Sample or a pandas DataFrame, got "
+                        f"{type(data).__name__}")
+    if f.plain and not intercept and columns is not None:
+        missing = [c for c in f.covariates if c not in columns]
+        if missing:
+            raise FormulaError(f"formula {formula!r} names column(s) {missing} that the sample "
+                               f"does not have; available columns: {list(columns)}")
+        idx = [columns.index(c) for c in f.covariates]
+
+        def build_plain(X):
+            A, names = _as_table(X, columns)
+            return A[:, [names.index(c) for c in f.covariates]] \
+                if isinstance(X, pd.DataFrame) else A[:, idx]
+        return np.asarray(data.X, dtype=float)[:, idx], y, build_plain, columns
+    D, build_frame = f.design_builder(frame, intercept=intercept)
+    if D.shape[1] == 0:
+        raise FormulaError(f"{who}: formula {formula!r} leaves no covariates in the design")
+
+    def build(X):
+        if isinstance(X, pd.DataFrame):
+            return build_frame(X)
+        return build_frame(as_columns(X, _as_table(X, columns)[1]))
+    return D, y, build, columns
 
 
 class Constant(Procedure):
@@ -53,7 +137,8 @@ class Constant(Procedure):
     Parameters
     ----------
     formula : str, optional
-        ``"y ~ 1"``; accepted for symmetry with the other procedures.
+        ``"y ~ 1"``: a constant has no covariates, so any other right-hand side is refused
+        (it cannot be honoured). Needed to fit on a DataFrame (it names the response).
 
     Examples
     --------
@@ -67,26 +152,44 @@ class Constant(Procedure):
     label = "constant"
 
     def __init__(self, formula: str | None = None) -> None:
+        if formula is not None and not parse_formula(formula).intercept_only:
+            raise FormulaError(f"Constant predicts the mean label; its formula can only be "
+                               f"'y ~ 1', got {formula!r}")
         self.formula = formula
 
-    def fit(self, sample, rng):
-        y = np.asarray(sample.y, dtype=float)
+    def validate(self, columns, response):
+        _validate_formula(self.formula, columns, response, covariates=False)
+
+    def fit(self, sample, rng=None):
+        """Fit to a training sample or a DataFrame (with ``formula="y ~ 1"``)."""
+        if isinstance(sample, pd.DataFrame):
+            if self.formula is None:
+                raise FormulaError("Constant: fitting on a DataFrame needs formula='y ~ 1' "
+                                   "naming the response")
+            y = parse_formula(self.formula).response_values(sample)
+        else:
+            y = np.asarray(sample.y, dtype=float)
         c = y.mean(axis=0)
         return FunctionRule(lambda X: np.broadcast_to(c, (np.shape(X)[0],) + c.shape).copy(),
                             {"params": np.atleast_1d(c).tolist()})
 
 
 class _LinearRule(Fitted):
-    def __init__(self, beta, build, columns):
-        self.beta, self.build, self.columns = beta, build, columns
+    def __init__(self, beta, build):
+        self.beta, self.build = beta, build
         self.info = {"params": beta.tolist()}
 
     def predict(self, X):
-        return self.build(as_columns(X, self.columns)) @ self.beta
+        return self.build(X) @ self.beta
 
 
 class OLS(Procedure):
     """Ordinary least squares of the response on a formula's design matrix.
+
+    The formula is a patsy formula: transforms (``np.log(x)``), splines (``bs(x, df=3)``),
+    categorical terms (``C(g)``) and interactions, with their training state kept at prediction.
+    On a DataFrame, ``fit`` is estimation: ``OLS(formula).fit(df)`` is
+    ``OLS.from_formula(formula, df).fit()``, statsmodels' OLS results.
 
     Examples
     --------
@@ -105,24 +208,62 @@ class OLS(Procedure):
         parse_formula(formula)
 
     def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
+        _validate_formula(self.formula, columns, response, covariates=False)
 
-    def fit(self, sample, rng):
-        f = parse_formula(self.formula)
-        D, build = f.design_builder(sample.columns_dict())
-        beta, *_ = np.linalg.lstsq(D, np.asarray(sample.y, dtype=float), rcond=None)
-        return _LinearRule(beta, build, sample.columns)
+    def fit(self, sample, rng=None, **estimation):
+        """Least squares on a training sample (a fitted rule), or estimation on a DataFrame
+        (``cov_type`` and ``groups`` as in :meth:`from_formula`'s results)."""
+        if isinstance(sample, pd.DataFrame):
+            return self.estimate(sample, **estimation)
+        D, y, build, _ = training_design("OLS", self.formula, sample)
+        beta, *_ = np.linalg.lstsq(D, y, rcond=None)
+        return _LinearRule(beta, build)
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame):
+        """statsmodels' OLS model of ``formula`` on ``data`` (missing values refused).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.1, 4.9, 7.0]})
+        >>> OLS.from_formula("y ~ x", df).fit().params.round(2).tolist()
+        [1.03, 1.98]
+        """
+        import statsmodels.formula.api as smf
+
+        f = parse_formula(formula)
+        if f.response is None:
+            raise FormulaError(f"formula {formula!r} has no response (left-hand side)")
+        f.design_matrix(data)   # our checks first: missing columns and values are named
+        f.response_values(data)
+        # the formulas' fixed namespace; statsmodels >= 0.15 takes it as a dict (its
+        # FormulaManager), older versions as patsy's EvalEnvironment
+        new = importlib.util.find_spec("statsmodels.formula._manager") is not None
+        return smf.ols(formula, data, missing="raise",
+                       eval_env={"np": np} if new else FORMULA_ENV)
+
+    def estimate(self, data: pd.DataFrame, cov_type: str = "nonrobust", groups=None):
+        """statsmodels OLS results on ``data``: ``cov_type`` ``"nonrobust"``, ``"HC1"`` or
+        ``"cluster"`` (by ``groups``, a column name or one identifier per row), with Student-t
+        inference as :mod:`restrictiveness.procedures.estimation`."""
+        cov_type, codes = cluster_codes(cov_type, groups, len(data), data)
+        model = self.from_formula(self.formula, data)
+        kwds = {"groups": codes} if cov_type == "cluster" else None
+        return model.fit(cov_type=cov_type, cov_kwds=kwds, use_t=True)
 
 
 class _GPRule(Fitted):
-    def __init__(self, kernel, Xtrain, alpha, mean, select, constraints, columns):
+    def __init__(self, kernel, Xtrain, alpha, mean, build, constraints, columns):
         self.kernel, self.Xtrain, self.alpha, self.mean = kernel, Xtrain, alpha, mean
-        self.select, self.constraints, self.columns = select, constraints, columns
+        self.build, self.constraints, self.columns = build, constraints, columns
 
     def predict(self, X):
-        pred = self.mean + self.kernel(self.select(X), self.Xtrain) @ self.alpha
-        for c in self.constraints:
-            pred = c.repair(pred, X, self.columns)
+        pred = self.mean + self.kernel(self.build(X), self.Xtrain) @ self.alpha
+        if self.constraints:
+            A, names = _as_table(X, self.columns)
+            for c in self.constraints:
+                pred = c.repair(pred, A, names)
         return pred
 
 
@@ -132,7 +273,9 @@ class GPRegression(Procedure):
     Parameters
     ----------
     formula : str, optional
-        Selects the covariates, e.g. ``"ce ~ z_hi + z_lo + p"`` (default: all columns).
+        The covariates the kernel sees, as a patsy formula: ``"ce ~ z_hi + z_lo + p"`` (default:
+        all columns), or transformed ones, ``"y ~ np.log(x1) + x2"`` (a GP on log x1), with the
+        intercept dropped.
     kernel : Kernel
         Covariance function (default Matérn-3/2, variance 10, length scale 1: SPEC §6).
     noise : float
@@ -162,6 +305,8 @@ class GPRegression(Procedure):
             raise ValueError("mean must be 'zero' or 'sample'")
         if noise < 0:
             raise ValueError("noise must be nonnegative")
+        if formula is not None:
+            parse_formula(formula)
         self.formula = formula
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
@@ -169,17 +314,13 @@ class GPRegression(Procedure):
     def validate(self, columns, response):
         _validate_formula(self.formula, columns, response)
 
-    def fit(self, sample, rng):
-        columns = sample.columns
-
-        def select(X):
-            return _covariate_matrix(self.formula, X, columns)
-
-        Xt = select(sample.X)
-        y = np.asarray(sample.y, dtype=float)
+    def fit(self, sample, rng=None):
+        """Fit to a training sample, or to a DataFrame (the formula names the response)."""
+        Xt, y, build, columns = training_design("GPRegression", self.formula, sample,
+                                                intercept=False)
         if not (np.isfinite(Xt).all() and np.isfinite(y).all()):
             raise DataError("GPRegression: the sample contains NaN or infinite values")
         mean = float(y.mean()) if self.mean == "sample" else 0.0
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
         alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
-        return _GPRule(self.kernel, Xt, alpha, mean, select, self.constraints, columns)
+        return _GPRule(self.kernel, Xt, alpha, mean, build, self.constraints, columns)

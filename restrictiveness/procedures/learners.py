@@ -22,7 +22,7 @@ import numpy as np
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.exceptions import DataError
 from ..shared.sample import Sample
-from .generic import _covariate_matrix, _validate_formula
+from .generic import _validate_formula, training_design
 
 __all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
 
@@ -49,7 +49,8 @@ class SklearnRegressor(Procedure):
     estimator : object
         Has ``fit(X, y)`` and ``predict(X)`` (and ``get_params`` to be cloned).
     formula : str, optional
-        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``).
+        The covariates as a patsy formula without intercept (``"ce ~ z_hi + z_lo + p"``,
+        ``"y ~ np.log(x1) + C(g)"``; default: all columns); needed to fit on a DataFrame.
     label : str, optional
         Name in results (default: the estimator's class name).
 
@@ -68,16 +69,16 @@ class SklearnRegressor(Procedure):
     def validate(self, columns, response):
         _validate_formula(self.formula, columns, response)
 
-    def fit(self, sample, rng):
+    def fit(self, sample, rng=None):
+        """Fit a clone to a training sample or a DataFrame (``rng``: the study's stream; seed 0
+        when omitted)."""
+        rng = rng if rng is not None else np.random.default_rng(0)
         est = clone_estimator(self.estimator)
         if hasattr(est, "get_params") and "random_state" in est.get_params():
             est.set_params(random_state=int(rng.integers(2**31 - 1)))
-        columns = sample.columns
-        est.fit(_covariate_matrix(self.formula, sample.X, columns), np.asarray(sample.y))
-        return FunctionRule(
-            lambda X: np.asarray(est.predict(_covariate_matrix(self.formula, X, columns)),
-                                 dtype=float),
-        )
+        D, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
+        est.fit(D, y)
+        return FunctionRule(lambda X: np.asarray(est.predict(build(X)), dtype=float))
 
 
 def _import_flaml():
@@ -120,7 +121,8 @@ class AutoML(Procedure):
     estimator_list : sequence of str, optional
         FLAML learner names, e.g. ``["lgbm", "rf", "extra_tree"]`` (default: FLAML's "auto").
     formula : str, optional
-        Selects covariate columns by name (``"ce ~ z_hi + z_lo + p"``; default all columns).
+        The covariates as a patsy formula without intercept (``"ce ~ z_hi + z_lo + p"``;
+        default all columns); needed to fit on a DataFrame.
     label : str
         Name in results.
     n_jobs : int
@@ -155,15 +157,16 @@ class AutoML(Procedure):
     def validate(self, columns, response):
         _validate_formula(self.formula, columns, response)
 
-    def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
+        """Run a search on a training sample or a DataFrame (``rng``: the study's stream; seed
+        0 when omitted)."""
         flaml_automl = _import_flaml()
-        columns = sample.columns
-        X = _covariate_matrix(self.formula, sample.X, columns)
-        y = np.asarray(sample.y, dtype=float)
-        if X.ndim != 2 or y.ndim != 1:
+        rng = rng if rng is not None else np.random.default_rng(0)
+        if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):
             raise DataError(f"AutoML: needs a two-dimensional sample with one response; got X "
-                            f"of shape {np.shape(sample.X)} and y of shape {y.shape} (for "
-                            "markets use LogShareRegressor)")
+                            f"of shape {np.shape(sample.X)} and y of shape {np.shape(sample.y)} "
+                            "(for markets use LogShareRegressor)")
+        X, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         seed = int(rng.integers(2**31 - 1))
         search = flaml_automl()
         search.fit(X, y, task="regression", max_iter=self.max_iter,
@@ -173,10 +176,7 @@ class AutoML(Procedure):
         info = {"best_estimator": search.best_estimator,
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
-        formula = self.formula
-
         def predict(Xq):
-            return np.asarray(search.predict(_covariate_matrix(formula, Xq, columns)),
-                              dtype=float)
+            return np.asarray(search.predict(build(Xq)), dtype=float)
 
         return FunctionRule(predict, info)

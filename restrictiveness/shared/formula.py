@@ -1,5 +1,13 @@
 """The one place that talks to patsy: response and design matrices from formulas.
 
+Formulas are read with patsy's own parser (``ModelDesc.from_formula``) and the variables of each
+factor with patsy's ``ast_names``, so transforms, splines, categorical terms and interactions
+(``np.log(x1)``, ``bs(x, df=3)``, ``C(g)``, ``x1:x2``) are understood rather than guessed at:
+the names a formula uses that are neither numpy (``np``) nor patsy's built-in functions
+(``bs``, ``C``, ``center``, ``I``, ...) are its covariates. Designs are built in that fixed
+namespace, never in the caller's, and keep the training data's state for new data (spline
+knots, centring means, category levels).
+
 Errors are translated into :class:`~restrictiveness.shared.exceptions.FormulaError` naming the
 missing column, and missing values raise :class:`~restrictiveness.shared.exceptions.DataError`
 instead of being dropped silently.
@@ -7,7 +15,7 @@ instead of being dropped silently.
 
 from __future__ import annotations
 
-import re
+import ast
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +24,11 @@ import patsy
 
 from .exceptions import DataError, FormulaError
 
-__all__ = ["Formula", "parse_formula"]
+__all__ = ["Formula", "parse_formula", "FORMULA_ENV"]
+
+#: The namespace formulas are evaluated in (patsy adds its built-ins: bs, C, center, I, ...).
+FORMULA_ENV = patsy.EvalEnvironment([{"np": np}])
+_RESERVED = frozenset({"np", *patsy.builtins.__all__})
 
 
 @dataclass(frozen=True)
@@ -43,13 +55,31 @@ class Formula:
     response: str | None
     covariates: tuple[str, ...]
 
+    @property
+    def intercept_only(self) -> bool:
+        """True when the right-hand side is the intercept alone (``y ~ 1``)."""
+        return self._description().rhs_termlist == [patsy.INTERCEPT]
+
+    @property
+    def plain(self) -> bool:
+        """True when every right-hand-side term is a bare column name (no transforms or
+        interactions), so the design is those columns as they are."""
+        return all(len(t.factors) == 1 and t.factors[0].code in self.covariates
+                   for t in self._description().rhs_termlist if t != patsy.INTERCEPT)
+
+    def _description(self, intercept: bool = True) -> patsy.ModelDesc:
+        desc = patsy.ModelDesc.from_formula(self.text.split("~", 1)[-1])
+        if intercept:
+            return desc
+        return patsy.ModelDesc([], [t for t in desc.rhs_termlist if t != patsy.INTERCEPT])
+
     def design(self, data: pd.DataFrame) -> np.ndarray:
         """Right-hand-side design matrix (with intercept unless the formula removes it)."""
         return np.asarray(self.design_matrix(data), dtype=float)
 
-    def column_names(self, data: pd.DataFrame) -> list[str]:
+    def column_names(self, data: pd.DataFrame, intercept: bool = True) -> list[str]:
         """Names of the design matrix's columns, e.g. ``['Intercept', 'x1']``."""
-        return list(self.design_matrix(data).design_info.column_names)
+        return list(self.design_matrix(data, intercept).design_info.column_names)
 
     def response_values(self, data: pd.DataFrame) -> np.ndarray:
         """The response column as a float array."""
@@ -61,12 +91,22 @@ class Formula:
             raise DataError(f"response {self.response!r} contains NaN or infinite values")
         return y
 
-    def design_builder(self, data: pd.DataFrame):
+    def design_builder(self, data: pd.DataFrame, intercept: bool = True):
         """Design matrix on ``data`` and a function that builds the same design on new data.
 
-        Stateful transforms (``center(x)``, categorical levels) keep the training data's state.
+        Stateful transforms (``center(x)``, ``bs(x, df=3)``, categorical levels) keep the
+        training data's state. ``intercept=False`` drops the intercept term (learners that
+        need no constant column: categorical terms are then coded with every level).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X, build = parse_formula("y ~ np.log(x) + center(x)").design_builder(
+        ...     {"x": np.array([1.0, np.e])}, intercept=False)
+        >>> build({"x": np.array([np.e ** 2])}).round(3).tolist()
+        [[2.0, 5.53]]
         """
-        info = self.design_matrix(data).design_info
+        info = self.design_matrix(data, intercept).design_info
 
         def build(newdata: pd.DataFrame) -> np.ndarray:
             _check_columns(newdata, self.covariates, self.text)
@@ -75,12 +115,12 @@ class Formula:
 
         return build(data), build
 
-    def design_matrix(self, data: pd.DataFrame) -> patsy.DesignMatrix:
+    def design_matrix(self, data: pd.DataFrame, intercept: bool = True) -> patsy.DesignMatrix:
         """The patsy design matrix of the right-hand side, validated."""
         _check_columns(data, self.covariates, self.text)
-        rhs = self.text.split("~", 1)[-1]
         try:
-            X = patsy.dmatrix(rhs, data, NA_action="raise")
+            X = patsy.dmatrix(self._description(intercept), data, eval_env=FORMULA_ENV,
+                              NA_action="raise")
         except patsy.PatsyError as exc:
             if "missing values" in str(exc):
                 raise DataError(f"formula {self.text!r}: the data contain missing values "
@@ -91,42 +131,52 @@ class Formula:
         return X
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*")
-_FUNCS = {"C", "I", "Q", "np", "log", "exp", "sqrt", "center", "standardize", "scale", "bs",
-          "cr", "cc", "te", "poly", "Treatment", "Sum", "Diff", "Poly", "Helmert"}
-
-
 def parse_formula(text: str) -> Formula:
     """Parse a formula into its response and the variables its right-hand side uses.
 
     Parameters
     ----------
     text : str
-        A patsy formula such as ``"y ~ x1 + x2"`` or ``"~ x1"``.
+        A patsy formula such as ``"y ~ x1 + x2"``, ``"y ~ bs(x, df=3) + C(g)"`` or ``"~ x1"``.
 
     Returns
     -------
     Formula
+
+    Examples
+    --------
+    >>> parse_formula("y ~ bs(x, df=3) + np.log(x1):C(g)").covariates
+    ('x', 'x1', 'g')
     """
     if not isinstance(text, str) or not text.strip():
         raise FormulaError("formula must be a non-empty string such as 'y ~ x1 + x2'")
     if text.count("~") > 1:
         raise FormulaError(f"formula {text!r} has more than one '~'")
-    lhs, rhs = text.split("~", 1) if "~" in text else ("", text)
-    response = lhs.strip() or None
-    if response is not None and not _NAME.fullmatch(response):
-        raise FormulaError(f"formula {text!r}: the response must be a single column name")
     try:
-        desc = patsy.ModelDesc.from_formula(rhs)
-    except patsy.PatsyError as exc:
-        raise FormulaError(f"formula {text!r} cannot be parsed: {exc}") from None
-    names: list[str] = []
-    for term in desc.rhs_termlist:
-        for factor in term.factors:
-            for name in _NAME.findall(factor.name()):
-                if name not in _FUNCS and name not in names and not name.startswith("np."):
+        desc = patsy.ModelDesc.from_formula(text)
+        factors = [f for t in desc.rhs_termlist for f in t.factors]
+        names: list[str] = []
+        for f in factors:
+            for name in [*patsy.eval.ast_names(f.code), *_quoted(f.code)]:
+                if name not in _RESERVED and name not in names:
                     names.append(name)
+    except (patsy.PatsyError, SyntaxError) as exc:
+        raise FormulaError(f"formula {text!r} cannot be parsed: {exc}") from None
+    response = None
+    if "~" in text and text.split("~", 1)[0].strip():
+        lhs = [f.code for t in desc.lhs_termlist for f in t.factors]
+        if len(lhs) != 1 or not lhs[0].isidentifier() or lhs[0] in _RESERVED:
+            raise FormulaError(f"formula {text!r}: the response must be a single column name "
+                               "(transform it in the data, not in the formula)")
+        response = lhs[0]
     return Formula(text=text, response=response, covariates=tuple(names))
+
+
+def _quoted(code: str) -> list[str]:
+    """Column names quoted with patsy's ``Q("name")``."""
+    return [n.args[0].value for n in ast.walk(ast.parse(code))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Q"
+            and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
 
 
 def _check_columns(data, names, text: str) -> None:

@@ -1,0 +1,626 @@
+"""Nonlinear least-squares models from a formula: R's ``nls`` for this package.
+
+``NLS("ce ~ z_lo + (z_hi - z_lo) * exp(-beta * (-log(p))**alpha)",
+bounds={"alpha": (0.05, 2), "beta": (0.05, 5)})`` declares a model whose right-hand side is an
+expression in data columns and named parameters (parsed safely, never evaluated:
+:mod:`restrictiveness.shared.expression`). The same object is
+
+* a *procedure* in restrictiveness studies (``fit(sample, rng)`` → a fitted rule), and
+* an *estimator* on data: ``NLS.from_formula(formula, data, bounds=...).fit(cov_type=...)`` →
+  :class:`NLSResults` with ``params``, ``bse``, ``conf_int()``, ``summary()`` and the rest of
+  :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`.
+
+A model that is not an expression can be given as a function,
+``NLS(f, params=..., bounds=...)`` with ``f(data, **params)`` — or ``f(data, theta)`` when its
+signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
+predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
+same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
+one-sided at the bounds). Formula models run compiled;
+function models run the same algorithm interpreted (about 10–100× slower).
+
+**The fit** minimises the sum of squared residuals over the parameter box, with the lessons of
+the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima on bounds):
+
+1. *Screening.* A scrambled Sobol sequence of ``n_points`` points over the box (default
+   ``32 · 2^k`` for k parameters, at most 4,096), the first quarter of them again on each of the
+   ``2k`` faces of the box (the parameter set to its bound), and the ``2^k`` corners (k ≤ 8), all
+   evaluated. Positive parameters whose bounds span more than two decades (``hi/lo > 100``) are
+   searched on the log scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
+2. *Refinement.* The ``n_refine`` best interior points at least 0.1 box widths apart, and the
+   best point of each face and of the corners, are refined by the shared compiled bounded
+   Levenberg–Marquardt (:mod:`restrictiveness.shared._lsq_nb`, driven by
+   :mod:`restrictiveness.shared._multistart_nb`) with the analytic Jacobian:
+   parameters on a bound with an outward gradient are held there exactly, so estimates land on
+   bounds rather than near them.
+3. The best refinement wins. ``info`` records every start (start, end, SSR,
+   evaluations, status), the evaluations spent, whether the winner converged and which
+   parameters sit on a bound.
+
+The fit is deterministic (the Sobol scramble is seeded by ``seed``, not by the study's random
+stream), so a study's numbers do not depend on the order of fits.
+
+**Decisions.** Every parameter needs finite bounds (the search is over the box; for a parameter
+you would leave free, give a wide box such as ``(-100, 100)``); a parameter without them is
+refused. With fewer observations than parameters the procedure still fits (any least-squares
+minimiser is a valid fitted rule; ``info["underdetermined"]`` is True), while estimation on data
+refuses to compute standard errors without more observations than parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.stats import qmc
+
+from ..engine.protocol import Fitted, Procedure
+from ..shared._lsq_nb import STATUS
+from ..shared._multistart_nb import multistart_for, multistart_numpy
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.expression import callback_type, compile_expression, parse_nonlinear
+from ..shared.sample import Sample
+from .estimation import LeastSquaresResults, cluster_codes
+
+__all__ = ["NLS", "NLSFitted", "NLSEstimator", "NLSResults"]
+
+#: Positive bounds wider than this ratio are searched on the log scale by default.
+LOG_SCALE_RATIO = 100.0
+
+
+class NLS(Procedure):
+    """A nonlinear least-squares model: a procedure in studies and an estimator on data.
+
+    Parameters
+    ----------
+    model : str or callable
+        A formula ``"y ~ expression"`` in data columns and parameters (functions allowed:
+        :data:`restrictiveness.shared.expression.FUNCTIONS`), or a function
+        ``f(data, **params) -> predictions`` (or ``f(data, theta)``; module notes).
+    params : sequence of str, optional
+        Parameter names, in reporting order (default: the keys of ``bounds`` for a formula, the
+        function's arguments after the first for a function).
+    bounds : mapping of str to (low, high)
+        Finite bounds of every parameter (required).
+    jac : callable, optional
+        For a function model: the ``(n, k)`` Jacobian of the predictions, called like the
+        function (default: finite differences). Formula models are differentiated symbolically.
+    response : str, optional
+        For a function model: the response column (formulas name it on the left).
+    scale : mapping of str to {"log", "linear"}, optional
+        Search scale per parameter (default: log when ``0 < low`` and ``high/low > 100``).
+    n_points : int, optional
+        Screening points in the box (default ``32 · 2^k``, at most 4,096).
+    n_refine : int
+        Distinct interior screening points refined (plus one per face and the best corner).
+    seed : int
+        Seed of the scrambled Sobol screening points.
+    max_nfev : int
+        Evaluations per refinement.
+    gtol, xtol, ftol : float
+        Convergence tolerances of a refinement (MINPACK's gradient, step and objective tests;
+        :mod:`restrictiveness.shared._lsq_nb`).
+    label : str, optional
+        Name in results (default ``"NLS"``).
+
+    Examples
+    --------
+    >>> import numpy as np, restrictiveness as rx
+    >>> model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+    >>> x = np.linspace(0, 3, 30)
+    >>> fit = model.fit(rx.Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",)))
+    >>> {k: round(v, 6) for k, v in fit.params.items()}
+    {'a': 2.0, 'b': 0.7}
+    >>> fit.predict(np.array([[1.0]])).round(4)
+    array([0.9932])
+    """
+
+    label = "NLS"
+
+    def __init__(self, model: str | Callable, params: Sequence[str] | None = None,
+                 bounds: Mapping[str, tuple[float, float]] | None = None,
+                 jac: Callable | None = None, *, response: str | None = None,
+                 scale: Mapping[str, Literal["log", "linear"]] | None = None,
+                 n_points: int | None = None, n_refine: int = 4, seed: int = 0,
+                 max_nfev: int = 500, gtol: float = 1e-10, xtol: float = 1e-12,
+                 ftol: float = 1e-14, label: str | None = None) -> None:
+        if isinstance(params, str):
+            raise ConfigurationError(f"params must be a sequence of names, not the string "
+                                     f"{params!r}")
+        bounds = dict(bounds or {})
+        if isinstance(model, str):
+            if jac is not None:
+                raise ConfigurationError("jac is for function models; a formula is "
+                                         "differentiated symbolically")
+            names = tuple(params) if params is not None else tuple(bounds)
+            self._formula = parse_nonlinear(model, names)
+            if response is not None and response != self._formula.response:
+                raise FormulaError(f"response={response!r} differs from the formula's "
+                                   f"{self._formula.response!r}")
+            self.formula, self.function, self.response = model, None, self._formula.response
+        elif callable(model):
+            if params is None:  # the function's arguments after the data
+                sig = list(inspect.signature(model).parameters.values())[1:]
+                if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in sig):
+                    raise ConfigurationError("give params=...: the function's parameters "
+                                             "cannot be read from its signature")
+                names = tuple(p.name for p in sig)
+            else:
+                names = tuple(params)
+            if jac is not None and not callable(jac):
+                raise ConfigurationError("jac must be a function jac(data, **params)")
+            self._formula = None
+            self.formula, self.function, self.response = None, model, response
+        else:
+            raise ConfigurationError("model must be a formula string 'y ~ expression' or a "
+                                     "function f(data, **params)")
+        self.jac = jac
+        if not names:
+            raise ConfigurationError("the model has no parameters; declare them with bounds="
+                                     "{name: (low, high)}")
+        if len(set(names)) != len(names):
+            raise ConfigurationError(f"params has repeated names: {list(names)}")
+        self.params = names
+        missing = [q for q in names if q not in bounds]
+        if missing:
+            raise ConfigurationError(
+                f"parameter(s) {missing} have no bounds; NLS searches a bounded box, so give "
+                f"bounds={{name: (low, high)}} for every parameter (a wide box such as "
+                "(-100, 100) for one you would leave free)")
+        extra = [q for q in bounds if q not in names]
+        if extra:
+            raise ConfigurationError(f"bounds name unknown parameter(s) {extra}; the model's "
+                                     f"parameters are {list(names)}")
+        self.bounds = {}
+        for q in names:
+            try:
+                lo, hi = (float(v) for v in bounds[q])
+            except (TypeError, ValueError):
+                raise ConfigurationError(f"bounds[{q!r}] must be a pair (low, high)") from None
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ConfigurationError(f"bounds[{q!r}] must be finite with low < high, "
+                                         f"got {(lo, hi)}")
+            self.bounds[q] = (lo, hi)
+        self.scale = {}
+        for q, v in dict(scale or {}).items():
+            if q not in names or v not in ("log", "linear"):
+                raise ConfigurationError(f"scale[{q!r}] must name a parameter and be 'log' or "
+                                         "'linear'")
+            if v == "log" and self.bounds[q][0] <= 0:
+                raise ConfigurationError(f"scale[{q!r}]='log' needs a positive lower bound")
+            self.scale[q] = v
+        k = len(names)
+        self.n_points = int(n_points) if n_points is not None else min(4096, 32 * 2 ** k)
+        if self.n_points < 2 or int(n_refine) < 1 or int(max_nfev) < 1 \
+                or not min(gtol, xtol, ftol) > 0:
+            raise ConfigurationError("n_points must be at least 2, n_refine and max_nfev "
+                                     "positive, and gtol, xtol, ftol positive")
+        self.n_refine, self.seed, self.max_nfev = int(n_refine), int(seed), int(max_nfev)
+        self.gtol, self.xtol, self.ftol = float(gtol), float(xtol), float(ftol)
+        if label is not None:
+            self.label = label
+
+    # -- the parameter box ----------------------------------------------------------------
+    @property
+    def logscale(self) -> np.ndarray:
+        """1 where a parameter is searched on the log scale."""
+        out = []
+        for q in self.params:
+            lo, hi = self.bounds[q]
+            auto = lo > 0 and hi / lo > LOG_SCALE_RATIO
+            out.append(int(self.scale.get(q, "log" if auto else "linear") == "log"))
+        return np.array(out, dtype=np.int64)
+
+    def _box(self) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.array([self.bounds[q][0] for q in self.params])
+        hi = np.array([self.bounds[q][1] for q in self.params])
+        logs = self.logscale.astype(bool)
+        lo[logs], hi[logs] = np.log(lo[logs]), np.log(hi[logs])
+        return lo, hi
+
+    def _natural(self, x: np.ndarray) -> np.ndarray:
+        """Internal coordinates to parameters; exactly the bound when on it (exp∘log may miss
+        by an ulp)."""
+        lo, hi = self._box()
+        theta = np.array(x, dtype=float)
+        for k, (q, is_log) in enumerate(zip(self.params, self.logscale, strict=True)):
+            if x[k] <= lo[k]:
+                theta[k] = self.bounds[q][0]
+            elif x[k] >= hi[k]:
+                theta[k] = self.bounds[q][1]
+            elif is_log:
+                theta[k] = math.exp(x[k])
+        return theta
+
+    # -- data -----------------------------------------------------------------------------
+    @property
+    def variables(self) -> tuple[str, ...] | None:
+        """Data columns a formula model uses (None for a function model)."""
+        return None if self._formula is None else self._formula.variables
+
+    def validate(self, columns, response):
+        """Check names against a study's columns and compile the model now (so worker processes
+        forked by a study inherit it)."""
+        if self._formula is not None:
+            self._formula.check_columns(columns, response)
+            compile_expression(self._formula)
+            multistart_for(callback_type())
+        elif self.response is not None and self.response != response:
+            raise FormulaError(f"NLS response {self.response!r} differs from the study's "
+                               f"{response!r}")
+
+    def _design(self, X, columns: Sequence[str]):
+        """The model's input from covariates: the formula's columns as a contiguous matrix, or
+        a column mapping for a function model."""
+        if isinstance(X, pd.DataFrame):
+            columns, X = list(X.columns), X
+            get = X.__getitem__
+        else:
+            X = np.asarray(X, dtype=float)
+            if X.ndim != 2 or X.shape[1] != len(columns):
+                raise DataError(f"NLS needs two-dimensional covariates with columns "
+                                f"{list(columns)}, got shape {X.shape}")
+            cols = list(columns)
+
+            def get(c):
+                return X[:, cols.index(c)]
+        if self._formula is None:
+            return pd.DataFrame({c: np.asarray(get(c), dtype=float) for c in columns
+                                 if isinstance(X, np.ndarray)
+                                 or pd.api.types.is_numeric_dtype(X[c])})
+        self._formula.check_columns(columns)
+        if not self._formula.variables:
+            return np.zeros((len(X), 0))
+        M = np.column_stack([np.asarray(get(c), dtype=float) for c in self._formula.variables])
+        if not np.isfinite(M).all():
+            raise DataError(f"NLS: the columns {list(self._formula.variables)} contain NaN or "
+                            "infinite values")
+        return np.require(M, float, ["C", "W"])
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None,
+            **estimation) -> NLSFitted | NLSResults:
+        """Fit to a training sample (a procedure in studies), or estimate on a DataFrame.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample; or data, which gives
+            ``NLSEstimator(self, sample).fit(**estimation)``.
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+        **estimation
+            ``cov_type`` and ``groups`` for estimation on a DataFrame.
+
+        Returns
+        -------
+        NLSFitted or NLSResults
+        """
+        if isinstance(sample, pd.DataFrame):
+            return NLSEstimator(self, sample).fit(**estimation)
+        if estimation:
+            raise ConfigurationError(f"{sorted(estimation)} apply to estimation on a DataFrame, "
+                                     "not to fits on a training sample")
+        if not isinstance(sample, Sample):
+            raise DataError("NLS.fit takes a Sample (in studies) or a DataFrame (estimation)")
+        return self.fit_arrays(self._design(sample.X, sample.columns), sample.y, sample.columns)
+
+    def fit_arrays(self, design, y, columns: Sequence[str] | None = None) -> NLSFitted:
+        """Least squares on the model's input (see :meth:`_design`) and responses ``y``."""
+        y = np.require(y, float, ["C", "W"])  # numba types read-only arrays apart
+        n = len(design[next(iter(design))]) if isinstance(design, dict) and design \
+            else np.shape(design)[0]
+        if y.shape != (n,):
+            raise DataError(f"y must have shape ({n},), got {y.shape}")
+        if not np.isfinite(y).all():
+            raise DataError("NLS: the response contains NaN or infinite values")
+        lo, hi = self._box()
+        points, group = _screening_points(tuple(lo), tuple(hi), self.n_points, self.seed)
+        free = np.ones(len(self.params), dtype=np.int64)
+        options = (points, group, lo, hi, free, self.n_refine, 0.1, self.max_nfev, self.gtol,
+                   self.xtol, self.ftol)
+        if self._formula is not None:
+            compiled = compile_expression(self._formula)
+            driver = multistart_for(callback_type())
+            x, ssr, records, evals = driver(compiled.resjac, (design, y, self.logscale),
+                                            *options)
+        else:
+            x, ssr, records, evals = multistart_numpy(
+                self._function_residuals, (design, y, self.logscale), *options)
+        if not math.isfinite(ssr):
+            raise DataError(f"the model is not finite at any of the {len(points)} screening "
+                            "points of the parameter box on these data; check the formula's "
+                            "domain (e.g. log of a negative number) and the bounds")
+        return NLSFitted(self, self._natural(x), float(ssr), records, int(evals), n, columns)
+
+    def _function_residuals(self, x, args, want_jac):
+        """Residuals and Jacobian of a function model (the interpreted callback)."""
+        data, y, logscale = args
+        theta = np.where(logscale != 0, np.exp(x), x)
+        f = self._evaluate(data, theta)
+        if f.shape != y.shape:
+            raise DataError(f"the model function returned {f.shape[0]} predictions for "
+                            f"{y.shape[0]} observations")
+        if not want_jac:
+            return f - y, np.empty((0, len(theta)))
+        J = self._function_jacobian(data, theta, f)
+        return f - y, J * np.where(logscale != 0, theta, 1.0)
+
+    def _function_jacobian(self, data, theta: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """``∂f/∂θ`` of a function model: ``jac`` or central differences (one-sided at bounds)."""
+        if self.jac is not None:
+            J = np.asarray(self._call(self.jac, data, theta), dtype=float)
+            if J.shape != (f.shape[0], len(theta)):
+                raise DataError(f"jac returned shape {J.shape}, expected "
+                                f"{(f.shape[0], len(theta))}")
+            return J
+        J = np.empty((f.shape[0], len(theta)))
+        for k, q in enumerate(self.params):
+            lo, hi = self.bounds[q]
+            h = np.finfo(float).eps ** (1 / 3) * max(1.0, abs(theta[k]))
+            up, down = theta.copy(), theta.copy()
+            up[k], down[k] = min(theta[k] + h, hi), max(theta[k] - h, lo)
+            f_up = self._evaluate(data, up) if up[k] > theta[k] else f
+            f_down = self._evaluate(data, down) if down[k] < theta[k] else f
+            J[:, k] = (f_up - f_down) / (up[k] - down[k])
+        return J
+
+    def _evaluate(self, data, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self._call(self.function, data, theta), dtype=float).reshape(-1)
+
+    def _call(self, fn, data, theta: np.ndarray):
+        """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
+        not name the parameters (two positional arguments: the data and the vector)."""
+        theta = np.asarray(theta, dtype=float)
+        if _takes_names(fn, self.params):
+            return fn(data, **dict(zip(self.params, theta.tolist(), strict=True)))
+        return fn(data, theta.copy())
+
+    def values(self, design, theta: np.ndarray, jacobian: bool = False):
+        """Predictions (and ``∂f/∂θ``) of the model at parameters ``theta`` on its input."""
+        theta = np.asarray(theta, dtype=float)
+        if self._formula is not None:
+            return compile_expression(self._formula).values(theta, design, jacobian)
+        f = self._evaluate(design, theta)
+        return (f, self._function_jacobian(design, theta, f)) if jacobian else f
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame, bounds=None, params=None,
+                     **options) -> NLSEstimator:
+        """Estimator on data: ``NLS.from_formula(formula, df, bounds=...).fit(cov_type=...)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> x = np.linspace(0, 3, 40)
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> res = NLS.from_formula("y ~ a * exp(-b * x)", df,
+        ...                        bounds={"a": (0, 10), "b": (0, 5)}).fit(cov_type="HC1")
+        >>> res.params.round(3).to_dict()
+        {'a': 2.001, 'b': 0.7}
+        """
+        return NLSEstimator(cls(formula, params=params, bounds=bounds, **options), data)
+
+    def __repr__(self) -> str:
+        what = repr(self.formula) if self.formula is not None else \
+            f"{getattr(self.function, '__module__', '?')}.{self.function.__qualname__}"
+        extra = "" if self.jac is None else \
+            f", jac={getattr(self.jac, '__module__', '?')}.{self.jac.__qualname__}"
+        opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in
+                         ("scale", "n_points", "n_refine", "seed", "max_nfev", "gtol", "xtol",
+                          "ftol")
+                         if k != "scale" or self.scale)
+        return (f"NLS({what}, params={self.params!r}, bounds={self.bounds!r}{extra}, "
+                f"response={self.response!r}, {opts})")
+
+
+def _takes_names(fn, names: Sequence[str]) -> bool:
+    """Whether ``fn`` accepts the parameters as keyword arguments."""
+    try:
+        sig = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_KEYWORD for p in sig):
+        return True
+    named = {p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return set(names) <= named
+
+
+@functools.lru_cache(maxsize=64)
+def _screening_points(lo: tuple, hi: tuple, n_points: int, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Scrambled Sobol points over the box, a quarter of them again on each face, as many again
+    spread over the edges (k ≥ 3), and the corners; with a group id per point: 0 interior, then
+    one per face, one per edge, and one for the corners."""
+    lo_a, hi_a = np.array(lo), np.array(hi)
+    p = len(lo)
+    U = qmc.Sobol(p, scramble=True, seed=seed).random(1 << max(1, math.ceil(math.log2(n_points))))
+    inner = lo_a + U[:n_points] * (hi_a - lo_a)
+    blocks, groups = [inner], [np.zeros(len(inner), dtype=np.int64)]
+    m = max(1, n_points // 4)
+    for k in range(p):
+        for j, bound in enumerate((lo_a[k], hi_a[k])):
+            face = inner[:m].copy()
+            face[:, k] = bound
+            blocks.append(face)
+            groups.append(np.full(m, 1 + 2 * k + j, dtype=np.int64))
+    if p >= 3:
+        # edges (two parameters on bounds), n_points in all, a group each: an optimum where two
+        # bounds bind can sit in a rugged valley that neither face's best point leads to
+        pairs = [(k, l) for k in range(p) for l in range(k + 1, p)]
+        m = max(1, n_points // (4 * len(pairs)))
+        for k, l in pairs:
+            for bk in (lo_a[k], hi_a[k]):
+                for bl in (lo_a[l], hi_a[l]):
+                    edge = inner[:m].copy()
+                    edge[:, k], edge[:, l] = bk, bl
+                    blocks.append(edge)
+                    groups.append(np.full(m, groups[-1][0] + 1, dtype=np.int64))
+    if p <= 8:
+        corners = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(p, -1).T
+        blocks.append(corners)
+        groups.append(np.full(len(corners), groups[-1][0] + 1, dtype=np.int64))
+    return np.ascontiguousarray(np.concatenate(blocks)), np.concatenate(groups)
+
+
+class NLSFitted(Fitted):
+    """A fitted NLS rule.
+
+    Attributes
+    ----------
+    model : NLS
+    theta : ndarray
+        Estimates, in ``model.params`` order.
+    params : dict
+        ``{name: estimate}``.
+    ssr : float
+        Sum of squared residuals.
+    info : dict
+        JSON-friendly record: ``params``, ``ssr``, ``at_bound``, ``converged``, ``status``
+        (the winning refinement's stopping rule), ``starts`` (one
+        ``[start..., end..., ssr, evaluations, status]`` per refinement, natural scale),
+        ``evaluations`` (residual evaluations, screening included), ``screened``,
+        ``nobs`` and ``underdetermined`` (fewer observations than parameters).
+    """
+
+    def __init__(self, model: NLS, theta: np.ndarray, ssr: float, records: np.ndarray,
+                 evaluations: int, nobs: int, columns: Sequence[str] | None) -> None:
+        self.model, self.theta, self.ssr = model, np.asarray(theta, dtype=float), float(ssr)
+        self.columns = None if columns is None else tuple(columns)
+        self.params = dict(zip(model.params, self.theta.tolist(), strict=True))
+        k = len(model.params)
+        best = int(np.argmin(records[:, 2 * k])) if len(records) else 0
+        status = int(records[best, 2 * k + 2]) if len(records) else 0
+        starts = [[*model._natural(r[:k]).tolist(), *model._natural(r[k:2 * k]).tolist(),
+                   float(r[2 * k]), int(r[2 * k + 1]), int(r[2 * k + 2])] for r in records]
+        self.info = {
+            "params": dict(self.params),
+            "ssr": self.ssr,
+            "at_bound": [q for q, v in self.params.items() if v in model.bounds[q]],
+            "converged": status != 0,
+            "status": STATUS[status],
+            "starts": starts,
+            "evaluations": evaluations,
+            "screened": int(_screening_points(*map(tuple, model._box()), model.n_points,
+                                              model.seed)[0].shape[0]),
+            "nobs": int(nobs),
+            "underdetermined": nobs < k,
+        }
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions at covariates ``X`` (an array with the training sample's columns, or a
+        DataFrame)."""
+        if self.columns is None and not isinstance(X, pd.DataFrame):
+            raise DataError("this rule was fitted without column names; predict on a DataFrame")
+        return self.model.values(self.model._design(X, self.columns or ()), self.theta)
+
+    def __repr__(self) -> str:
+        est = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        return f"<{self.model.label} fit: {est}; ssr={self.ssr:.4g}>"
+
+
+class NLSEstimator:
+    """An :class:`NLS` model with data: ``fit(cov_type=..., groups=...)`` → :class:`NLSResults`.
+
+    Parameters
+    ----------
+    model : NLS
+    data : DataFrame
+        Holds the response and the model's columns (rows with missing values are refused).
+    """
+
+    def __init__(self, model: NLS, data: pd.DataFrame) -> None:
+        if not isinstance(data, pd.DataFrame):
+            raise DataError("NLS estimation takes a pandas DataFrame")
+        if model.response is None:
+            raise ConfigurationError("a function model needs response='column' for "
+                                     "estimation on data")
+        if model.response not in data.columns:
+            raise FormulaError(f"the response {model.response!r} is not a column of the data; "
+                               f"columns are {list(data.columns)}")
+        used = [model.response, *(model.variables or ())]
+        if data[used].isna().any().any():
+            raise DataError(f"the data contain missing values in {used}; drop or impute them "
+                            "first")
+        self.model, self.data = model, data
+        self.endog = data[model.response].to_numpy(dtype=float)
+        self.design = model._design(data, list(data.columns))
+
+    @property
+    def nobs(self) -> int:
+        """Number of observations."""
+        return int(self.endog.shape[0])
+
+    def fit(self, cov_type: Literal["nonrobust", "HC1", "cluster"] = "nonrobust",
+            groups: str | np.ndarray | Sequence | None = None) -> NLSResults:
+        """Estimate by least squares and compute standard errors.
+
+        Parameters
+        ----------
+        cov_type : {"nonrobust", "HC1", "cluster"}
+            See :mod:`restrictiveness.procedures.estimation`.
+        groups : str or array_like, optional
+            Cluster identifiers (a column name or one per observation) for ``"cluster"``.
+
+        Returns
+        -------
+        NLSResults
+        """
+        cov_type, codes = cluster_codes(cov_type, groups, self.nobs, self.data)
+        k = len(self.model.params)
+        if self.nobs <= k:
+            raise DataError(f"estimation needs more observations ({self.nobs}) than parameters "
+                            f"({k}) to compute standard errors")
+        fitted = self.model.fit_arrays(self.design, self.endog)
+        return NLSResults(self, fitted, cov_type, codes)
+
+
+class NLSResults(LeastSquaresResults):
+    """Results of :class:`NLSEstimator` (inference as in
+    :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`).
+
+    Attributes
+    ----------
+    model : NLSEstimator
+    fitted : NLSFitted
+        The fitted rule; ``fitted.info`` records the search.
+    params, bse, tvalues, pvalues : Series
+    converged : bool
+        Whether the winning refinement met a convergence criterion.
+    """
+
+    def __init__(self, model: NLSEstimator, fitted: NLSFitted, cov_type: str,
+                 codes: np.ndarray | None) -> None:
+        self.model, self.fitted = model, fitted
+        nls = model.model
+        f, J = nls.values(model.design, fitted.theta, jacobian=True)
+        self._title = f"{nls.label} Estimation Results"
+        self._set_fit(J, model.endog, f, nls.params, cov_type, codes, fitted.info["at_bound"])
+        self.params = pd.Series(fitted.theta, index=list(nls.params), name="params")
+        self.converged = bool(fitted.info["converged"])
+
+    def predict(self, exog: pd.DataFrame | None = None) -> np.ndarray:
+        """Predictions on new data (a DataFrame with the model's columns); fitted values when
+        omitted."""
+        if exog is None:
+            return self.fittedvalues
+        return self.fitted.predict(exog)
+
+    def _summary_model(self) -> list[tuple[str, str]]:
+        nls = self.model.model
+        return [("Model:", nls.label), ("Dep. Variable:", nls.response),
+                ("Method:", "Least Squares")]
+
+    def _summary_notes(self) -> list[str]:
+        nls, info = self.model.model, self.fitted.info
+        what = nls.formula if nls.formula is not None else \
+            f"function {nls.function.__qualname__}"
+        box = ", ".join(f"{q} in [{lo:g}, {hi:g}]" for q, (lo, hi) in nls.bounds.items())
+        return [f"Model: {what}; bounds {box}.",
+                f"Fit: {len(info['starts'])} refinements from {info['screened']} screening "
+                f"points, {info['evaluations']} evaluations; "
+                + ("converged" if self.converged else "NOT converged") + f" ({info['status']})."]

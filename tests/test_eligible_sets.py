@@ -1,0 +1,128 @@
+"""Eligible sets you declare or derive from data: restrictions imposed or refused by the
+evaluation distribution, and domains from a DataFrame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.shared.exceptions import (
+    ConfigurationError,
+    ConstraintError,
+    DomainError,
+)
+
+
+@dataclass(frozen=True)
+class Concave(rx.Constraint):
+    """Checkable, not imposable."""
+
+    column: str
+
+    def check(self, pred, X, columns):
+        return np.ones(len(pred), dtype=bool)
+
+    def describe(self):
+        return f"f concave in {self.column}"
+
+
+@dataclass(frozen=True)
+class Floor(rx.Constraint):
+    level: float
+
+    def check(self, pred, X, columns):
+        return pred >= self.level
+
+    def project(self, values, X, columns):
+        return np.maximum(values, self.level)
+
+
+@dataclass(frozen=True)
+class BadFloor(Floor):
+    def project(self, values, X, columns):
+        return values                    # claims to impose the floor, does not
+
+
+def test_monotone_gp_refuses_a_constraint_it_cannot_impose():
+    box = rx.Box(x=(0, 1))
+    with pytest.raises(ConfigurationError, match=r"cannot impose Concave\(column='x'\)"):
+        rx.MonotoneGP(rx.EligibleSet(box, rx.Increasing("x"), Concave("x")))
+    with pytest.raises(ConfigurationError, match="cannot impose Simplex"):
+        rx.MonotoneGP(rx.EligibleSet(box, rx.Simplex()))
+    # the contract lives in the base class: a distribution that imposes nothing refuses all
+    class Nothing(rx.EvaluationDistribution):
+        pass
+    with pytest.raises(ConfigurationError, match="it imposes nothing"):
+        Nothing().check_constraints([rx.Between(0, 1)])
+    Nothing().check_constraints([Floor(0.0)])          # projectable: accepted
+
+
+def test_a_projectable_constraint_is_imposed_on_every_draw():
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1),
+                       Floor(0.4))
+    prior = rx.MonotoneGP(F, n_eval=200)
+    plain = rx.MonotoneGP(rx.EligibleSet(F.domain, rx.Increasing("x1"), rx.Between(0, 1)),
+                          n_eval=200)
+    for seed in range(3):
+        truth = prior.draw([20, 40], np.random.default_rng(seed))
+        ref = plain.draw([20, 40], np.random.default_rng(seed))
+        for n in (20, 40):
+            # the same draw, floored: the projection is applied after the link
+            np.testing.assert_allclose(truth.eval_y(n), np.maximum(ref.eval_y(n), 0.4))
+            np.testing.assert_allclose(truth.train_y(n), np.maximum(ref.train_y(n), 0.4))
+    assert (truth.eval_y(40) == 0.4).any()             # the floor binds somewhere
+    with pytest.raises(ConstraintError, match="project returned values that its check refuses"):
+        rx.MonotoneGP(rx.EligibleSet(F.domain, BadFloor(0.4)), n_eval=50).draw(
+            [10], np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="draws > 1"):
+        prior.draw([20], np.random.default_rng(0), draws=2)
+
+
+def test_finite_set_from_frame_is_the_empirical_distribution():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"a": rng.integers(0, 3, 500).astype(float),
+                       "b": rng.integers(0, 2, 500).astype(float), "w": rng.uniform(0, 2, 500)})
+    dom = rx.FiniteSet.from_frame(df, ["a", "b"])
+    X, w = dom.evaluation_points(0, rng)
+    assert len(X) == len(df[["a", "b"]].drop_duplicates()) == 6
+    f = np.sin(X[:, 0]) + X[:, 1] ** 2
+    assert w @ f == pytest.approx(np.mean(np.sin(df["a"]) + df["b"] ** 2), rel=1e-12)
+    weighted = rx.FiniteSet.from_frame(df, ["a", "b"], weights="w")
+    Xw, ww = weighted.evaluation_points(0, rng)
+    target = np.average(np.sin(df["a"]) + df["b"] ** 2, weights=df["w"])
+    assert ww @ (np.sin(Xw[:, 0]) + Xw[:, 1] ** 2) == pytest.approx(target, rel=1e-12)
+    assert dom.columns == ("a", "b")
+    with pytest.raises(DomainError, match="not in the data"):
+        rx.FiniteSet.from_frame(df, ["a", "zz"])
+    with pytest.raises(DomainError, match="nonnegative"):
+        rx.FiniteSet.from_frame(df, ["a"], weights=-np.ones(len(df)))
+    with pytest.raises(DomainError, match="missing"):
+        rx.FiniteSet.from_frame(df.assign(a=np.nan), ["a"])
+
+
+def test_box_from_frame_spans_the_data():
+    df = pd.DataFrame({"x": [1.0, 3.0, 2.0], "y": [-1.0, 0.0, 1.0], "c": [5.0, 5.0, 5.0]})
+    box = rx.Box.from_frame(df, ["x", "y"], pad=0.25, where=["x + y <= 10"])
+    np.testing.assert_allclose(box.lower, [0.5, -1.5])
+    np.testing.assert_allclose(box.upper, [3.5, 1.5])
+    assert box.columns == ("x", "y") and len(box.where) == 1
+    assert rx.Box.from_frame(df, ["x"]).upper.tolist() == [3.0]
+    with pytest.raises(DomainError, match=r"\['c'\] are constant"):
+        rx.Box.from_frame(df, ["x", "c"])
+    with pytest.raises(DomainError, match="pad"):
+        rx.Box.from_frame(df, ["x"], pad=-1)
+
+
+def test_a_study_on_an_eligible_set_derived_from_data():
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"x1": rng.uniform(0, 1, 80), "x2": rng.uniform(0, 1, 80)})
+    F = rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]), rx.Increasing("x1"),
+                       rx.Between(0, 1))
+    res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F), n=[30], replications=4,
+                         progress=False)
+    assert res.dataset.sizes["replication"] == 4
+    assert np.isfinite(res.restrictiveness).all()

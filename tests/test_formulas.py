@@ -1,0 +1,128 @@
+"""Formulas honoured everywhere: patsy designs (transforms, splines, categorical terms,
+interactions) with their training state at prediction, variables read by patsy's parser,
+formulas a procedure cannot honour refused, and procedures that accept DataFrames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from sklearn.linear_model import LinearRegression
+
+import restrictiveness as rx
+from restrictiveness.lottery.estimation import LotteryNLSResults
+from restrictiveness.shared.exceptions import DataError, FormulaError
+from restrictiveness.shared.formula import parse_formula
+
+
+def _frame(seed=0, n=60):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"x1": rng.uniform(0.1, 3, n), "x2": rng.uniform(0, 1, n),
+                       "g": rng.choice(["a", "b", "c"], n)})
+    df["y"] = np.log(df["x1"]) + df["x2"] ** 2 + (df["g"] == "b") + 0.1 * rng.standard_normal(n)
+    return df
+
+
+def test_variables_come_from_patsys_parser():
+    f = parse_formula("y ~ bs(x, df=3) + np.log(x1):C(g, Treatment('a')) + center(w) + "
+                      "I(v ** 2) + Q('odd name')")
+    assert f.response == "y"
+    assert f.covariates == ("x", "x1", "g", "w", "v", "odd name")
+    assert not f.plain and parse_formula("y ~ a + b").plain
+    assert parse_formula("y ~ 1").intercept_only
+    with pytest.raises(FormulaError, match="single column name"):
+        parse_formula("np.log(y) ~ x")
+    # formulas see numpy and patsy's functions only, not the package's module globals
+    with pytest.raises(FormulaError, match=r"\['pd'\]"):
+        parse_formula("y ~ pd.x").design(pd.DataFrame({"y": [1.0], "x": [1.0]}))
+
+
+def test_gp_regression_honours_a_transform():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.uniform(0.1, 3, 40), rng.uniform(0, 1, 40)])
+    s = rx.Sample(X, np.sin(X[:, 0]) + X[:, 1], ("x1", "x2"))
+    Xq = np.column_stack([rng.uniform(0.1, 3, 25), rng.uniform(0, 1, 25)])
+    logged = rx.GPRegression("y ~ np.log(x1) + x2").fit(s).predict(Xq)
+    plain = rx.GPRegression("y ~ x1 + x2").fit(s).predict(Xq)
+    assert np.abs(logged - plain).max() > 1e-3
+    # exactly a GP on the transformed column
+    T = np.column_stack([np.log(X[:, 0]), X[:, 1]])
+    direct = rx.GPRegression().fit(rx.Sample(T, s.y, ("l1", "x2")))
+    np.testing.assert_allclose(logged, direct.predict(np.column_stack([np.log(Xq[:, 0]),
+                                                                        Xq[:, 1]])),
+                               rtol=1e-12, atol=1e-12)
+    # plain formulas are the selected columns, in formula order
+    swapped = rx.GPRegression("y ~ x2 + x1").fit(s).predict(Xq)
+    ref = rx.GPRegression().fit(rx.Sample(X[:, ::-1], s.y, ("x2", "x1"))).predict(Xq[:, ::-1])
+    np.testing.assert_allclose(swapped, ref, rtol=1e-12)
+
+
+def test_ols_with_a_spline_keeps_its_knots_at_prediction():
+    df = _frame(2)
+    new = _frame(3, 15)
+    s = rx.Sample(df[["x1", "x2"]].to_numpy(), df["y"].to_numpy(), ("x1", "x2"))
+    rule = rx.OLS("y ~ bs(x1, df=3) + x2").fit(s, np.random.default_rng(0))
+    ref = smf.ols("y ~ bs(x1, df=3) + x2", df).fit()
+    np.testing.assert_allclose(rule.predict(new[["x1", "x2"]].to_numpy()), ref.predict(new),
+                               rtol=1e-10)
+    # and the same through a study's validation
+    F = rx.EligibleSet(rx.Box(x1=(0.1, 3), x2=(0, 1)), rx.Increasing("x1"))
+    rx.OLS("y ~ bs(x1, df=3) + x2").validate(F.columns, "y")
+
+
+def test_categorical_terms_and_interactions_in_learners_on_dataframes():
+    df, new = _frame(4), _frame(5, 10)
+    formula = "y ~ C(g) + x1:x2 + np.log(x1)"
+    sk = rx.SklearnRegressor(LinearRegression(), formula).fit(df).predict(new)
+    ols = smf.ols(formula, df).fit().predict(new)
+    np.testing.assert_allclose(sk, ols, rtol=1e-8)     # full dummy coding, no intercept column
+    gp = rx.GPRegression(formula, noise=1e-6).fit(df)
+    assert np.abs(gp.predict(df) - df["y"]).max() < 1e-3
+    with pytest.raises(DataError, match="predict on a DataFrame"):
+        gp.predict(new[["x1", "x2"]].to_numpy())
+
+
+def test_formulas_a_procedure_cannot_honour_are_refused():
+    with pytest.raises(FormulaError, match="can only be 'y ~ 1'"):
+        rx.Constant("y ~ x1")
+    cols = ("x1", "x2")
+    with pytest.raises(FormulaError, match="no covariates"):
+        rx.GPRegression("y ~ 1").validate(cols, "y")
+    with pytest.raises(FormulaError, match="no covariates"):
+        rx.SklearnRegressor(LinearRegression(), "y ~ 1").validate(cols, "y")
+    with pytest.raises(FormulaError, match="bare column names"):
+        rx.lottery.CPT(formula="ce ~ np.log(z_hi) + z_lo + p")
+    with pytest.raises(FormulaError, match="bare column names"):
+        rx.lottery.ExpectedValue("ce ~ z_hi + z_lo + p + z_hi:p")
+    with pytest.raises(FormulaError, match=r"\['z'\]"):
+        rx.GPRegression("y ~ z").validate(cols, "y")
+    with pytest.raises(FormulaError, match="a formula naming the response"):
+        rx.GPRegression().fit(_frame())
+
+
+def test_procedures_accept_dataframes():
+    df = _frame(6)
+    res = rx.OLS("y ~ np.log(x1) + C(g)").fit(df, np.random.default_rng(0))
+    ref = smf.ols("y ~ np.log(x1) + C(g)", df).fit()
+    np.testing.assert_allclose(res.params, ref.params, rtol=1e-12)
+    df["cl"] = np.arange(len(df)) % 7
+    clustered = rx.OLS("y ~ x1 + x2").fit(df, cov_type="cluster", groups="cl")
+    ref = smf.ols("y ~ x1 + x2", df).fit(cov_type="cluster", cov_kwds={"groups": df["cl"]},
+                                         use_t=True)
+    np.testing.assert_allclose(clustered.bse, ref.bse, rtol=1e-12)
+    np.testing.assert_allclose(clustered.pvalues, ref.pvalues, rtol=1e-10)
+    with pytest.raises(DataError, match="missing values"):
+        rx.OLS("y ~ x1").fit(df.assign(x1=np.nan))
+    assert rx.Constant("y ~ 1").fit(df).predict(df)[0] == pytest.approx(df["y"].mean())
+    # lottery models: estimation results on a DataFrame, EV a rule
+    rng = np.random.default_rng(7)
+    lot = pd.DataFrame({"z_hi": rng.uniform(0.5, 1, 50), "z_lo": rng.uniform(0, 0.3, 50),
+                        "p": rng.uniform(0.1, 0.9, 50)})
+    lot["ce"] = lot["z_lo"] + (lot["z_hi"] - lot["z_lo"]) * lot["p"] ** 1.3
+    fit = rx.lottery.CPT(free=("gamma", "delta")).fit(lot, cov_type="HC1")
+    assert isinstance(fit, LotteryNLSResults) and fit.cov_type == "HC1"
+    np.testing.assert_allclose(fit.predict(lot), fit.fittedvalues)
+    ev = rx.lottery.ExpectedValue().fit(lot)
+    np.testing.assert_allclose(ev.predict(lot), lot["p"] * lot["z_hi"]
+                               + (1 - lot["p"]) * lot["z_lo"])

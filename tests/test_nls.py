@@ -1,0 +1,462 @@
+"""rx.NLS: nonlinear least squares from a formula, as a procedure and as an estimator.
+
+Known answers and peers: scipy's ``least_squares`` from many starts (global optimum), the
+built-in CPT fitter (CPT written as a formula), statsmodels' OLS on the Jacobian at the optimum
+and ``curve_fit``'s covariance (standard errors), finite differences and sympy's own NumPy
+printer (the compiled Jacobian), and noise-free recovery inside the box and on its faces.
+"""
+
+from __future__ import annotations
+
+import builtins
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.optimize
+import statsmodels.api as sm
+
+import restrictiveness as rx
+from restrictiveness.lottery.models import CPT
+from restrictiveness.lottery.prior import lottery_prior
+from restrictiveness.shared.exceptions import ConfigurationError, DataError, FormulaError
+from restrictiveness.shared.expression import compile_expression, parse_nonlinear
+
+CPT_FORMULA = ("ce ~ ((delta*p**gamma/(delta*p**gamma + (1-p)**gamma)) * z_hi**alpha"
+               " + (1 - delta*p**gamma/(delta*p**gamma + (1-p)**gamma)) * z_lo**alpha)"
+               "**(1/alpha)")
+CPT_BOUNDS = {"alpha": (0.01, 1.0), "gamma": (0.01, 1.0), "delta": (0.01, 30.0)}
+PRELEC = "ce ~ z_lo + (z_hi - z_lo) * exp(-beta * (-log(p))**alpha)"
+PRELEC_BOUNDS = {"alpha": (0.05, 2.0), "beta": (0.05, 5.0)}
+
+
+def _lottery_sample(n, seed):
+    return lottery_prior(n_eval=20).draw([n], np.random.default_rng(seed)).sample(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing: an allow-list, never evaluation
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("formula, token", [
+    ("y ~ __import__('os').system('echo hi')", "__import__"),
+    ("y ~ a * x.__class__", "x.__class__"),
+    ("y ~ np.exp(a * x)", "np.exp"),
+    ("y ~ (lambda: a)()", "lambda"),
+    ("y ~ a * x[0]", "x[0]"),
+    ("y ~ a * open(x)", "open"),
+    ("y ~ a * exp(x=x)", "positional"),
+    ("y ~ a * 'text'", "'text'"),
+    ("y ~ a if x else x", "where()"),
+    ("y ~ a * (x > 0)", "x > 0"),
+    ("y ~ a * x // 2", "operator"),
+    ("y ~ a * exp", "must be called"),
+    ("y ~ a * __builtins__", "__builtins__"),
+    ("y ~ a * [x]", "[x]"),
+    ("y ~ where(x, a, 1)", "condition"),
+    ("y ~ clip(x, a)", "3 argument"),
+    ("np.log(y) ~ a * x", "response"),
+    ("y ~ a * (x", "cannot be parsed"),
+])
+def test_unsafe_or_unknown_formulas_are_refused_naming_the_token(formula, token):
+    with pytest.raises(FormulaError, match=token.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("]", r"\]").replace("*", r"\*")):
+        rx.NLS(formula, bounds={"a": (0, 1)})
+
+
+def test_no_user_text_is_evaluated(monkeypatch):
+    calls = []
+    monkeypatch.setattr(builtins, "boom", lambda *a: calls.append(a), raising=False)
+    with pytest.raises(FormulaError, match="'boom' is not allowed"):
+        rx.NLS("y ~ boom(a) * x", bounds={"a": (0, 1)})
+    assert calls == []
+    # the generated source holds only the printer's own names, whatever the user wrote
+    f = parse_nonlinear("y ~ amplitude * exp(-rate * my_column)", ["amplitude", "rate"])
+    source = compile_expression(f).source
+    for name in ("amplitude", "rate", "my_column"):
+        assert name not in source
+    # names that are neither columns nor parameters are refused against the data
+    model = rx.NLS("y ~ a * x + q", bounds={"a": (0, 1)})
+    with pytest.raises(FormulaError, match="'q' is neither a data column"):
+        model.fit(rx.Sample(np.ones((3, 1)), np.ones(3), ("x",)))
+    with pytest.raises(FormulaError, match="both a parameter and a data column"):
+        rx.NLS("y ~ a * x", bounds={"a": (0, 1)}).fit(
+            rx.Sample(np.ones((3, 2)), np.ones(3), ("x", "a")))
+
+
+def test_configuration_errors_name_the_argument():
+    with pytest.raises(ConfigurationError, match=r"\['b'\] have no bounds"):
+        rx.NLS("y ~ a * exp(b * x)", params=["a", "b"], bounds={"a": (0, 1)})
+    with pytest.raises(ConfigurationError, match="finite"):
+        rx.NLS("y ~ a * x", bounds={"a": (0, np.inf)})
+    with pytest.raises(ConfigurationError, match="unknown parameter"):
+        rx.NLS("y ~ a * x", params=["a"], bounds={"a": (0, 1), "c": (0, 1)})
+    with pytest.raises(ConfigurationError, match="jac is for function models"):
+        rx.NLS("y ~ a * x", bounds={"a": (0, 1)}, jac=lambda d, a: d["x"])
+    with pytest.raises(FormulaError, match="zero everywhere"):
+        rx.NLS("y ~ a * x + 0 * b", bounds={"a": (0, 1), "b": (0, 1)}).fit(
+            rx.Sample(np.ones((3, 1)), np.ones(3), ("x",)))
+    with pytest.raises(ConfigurationError, match="positive lower bound"):
+        rx.NLS("y ~ a * x", bounds={"a": (0, 1)}, scale={"a": "log"})
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled values and Jacobian
+# ---------------------------------------------------------------------------------------------
+
+FORMULAS = [
+    ("y ~ a * exp(-b * x) + c * log1p(x**2)", {"a": 1.3, "b": 0.7, "c": -0.4}),
+    ("y ~ where(x > c, a * (x - c), b * (c - x)**2) + tanh(a * x)", {"a": 0.8, "b": 1.7, "c": 0.4}),
+    ("y ~ abs(x - a) + maximum(b * x, c) - minimum(x, a * b) + clip(a * x, b, c + 1)",
+     {"a": 0.6, "b": 0.3, "c": 0.2}),
+    ("y ~ expm1(a * x) / (1 + sqrt(b + x**2)) + arctan(c * x) + expit(a - x)",
+     {"a": 0.5, "b": 1.2, "c": 2.0}),
+    ("y ~ where((x > a) & (x < b) | (x > 1.7), b * log(x + c), sin(pi * a * x))",
+     {"a": 0.5, "b": 1.2, "c": 0.3}),
+    (CPT_FORMULA.replace("ce ~", "y ~"), {"alpha": 0.55, "gamma": 0.6, "delta": 1.4}),
+]
+
+
+@pytest.mark.parametrize("formula, theta", FORMULAS, ids=range(len(FORMULAS)))
+def test_jacobian_matches_finite_differences_and_sympy_numpy_printer(formula, theta):
+    f = parse_nonlinear(formula, list(theta))
+    c = compile_expression(f)
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0.05, 1.95, (200, len(f.variables)))
+    if "z_lo" in f.variables:   # lotteries, including zero low prizes (z**α with z = 0)
+        X = np.column_stack([rng.uniform(0.05, 0.95, 200), rng.uniform(0.3, 1, 200),
+                             np.where(rng.random(200) < 0.3, 0.0, rng.uniform(0, 0.3, 200))])
+    t = np.array(list(theta.values()))
+    val, J = c.values(t, X, jacobian=True)
+    assert np.isfinite(val).all() and np.isfinite(J).all()
+    value_np, jac_np = c.numpy_functions()
+    np.testing.assert_allclose(val, value_np(t, X), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(J, jac_np(t, X), rtol=1e-10, atol=1e-12)
+    for k in range(len(t)):
+        h = 1e-6
+        up, down = t.copy(), t.copy()
+        up[k] += h
+        down[k] -= h
+        fd = (c.values(up, X) - c.values(down, X)) / (2 * h)
+        kink = np.abs(fd - J[:, k]) > 1e-5 * (1 + np.abs(J[:, k]))
+        assert kink.mean() < 0.03     # finite differences straddle a kink at a few points only
+
+
+def test_log_scale_callback_applies_the_chain_rule():
+    c = compile_expression(parse_nonlinear("y ~ a * exp(-b * x)", ["a", "b"]))
+    X = np.linspace(0, 2, 7)[:, None]
+    t = np.array([1.5, 0.8])
+    _, J = c.values(t, X, jacobian=True)
+    r, Jlog = c.resjac(np.log(t), (np.ascontiguousarray(X), np.zeros(7), np.ones(2, np.int64)),
+                       True)
+    np.testing.assert_allclose(Jlog, J * t, rtol=1e-14)
+    np.testing.assert_allclose(r, c.values(t, X), rtol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# fits: recovery, bounds, global optimum
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("truth", [
+    {"alpha": 0.7, "beta": 1.3},     # interior
+    {"alpha": 2.0, "beta": 0.9},     # on the upper face of alpha
+    {"alpha": 0.4, "beta": 0.05},    # on the lower face of beta
+    {"alpha": 0.05, "beta": 5.0},    # a corner
+])
+def test_recovers_known_parameters_inside_the_box_and_on_its_faces(truth):
+    s = _lottery_sample(100, 3)
+    model = rx.NLS(PRELEC, bounds=PRELEC_BOUNDS)
+    y = model.values(model._design(s.X, s.columns), [truth["alpha"], truth["beta"]])
+    fit = model.fit(rx.Sample(s.X, y, s.columns, "ce"))
+    assert fit.ssr < 1e-24
+    for q, v in truth.items():
+        if v in PRELEC_BOUNDS[q]:
+            assert fit.params[q] == v and q in fit.info["at_bound"]   # exactly on the face
+        else:
+            assert fit.params[q] == pytest.approx(v, rel=1e-8)
+    assert fit.info["converged"]
+
+
+def test_truth_outside_the_box_gives_the_constrained_optimum_exactly_on_the_bound():
+    s = _lottery_sample(80, 4)
+    wide = rx.NLS(PRELEC, bounds={"alpha": (0.05, 4.0), "beta": (0.05, 5.0)})
+    y = wide.values(wide._design(s.X, s.columns), [3.0, 0.8])
+    fit = rx.NLS(PRELEC, bounds=PRELEC_BOUNDS).fit(rx.Sample(s.X, y, s.columns, "ce"))
+    assert fit.params["alpha"] == 2.0
+    # the conditional optimum in beta at alpha = 2, by a one-dimensional bounded search
+    one = scipy.optimize.minimize_scalar(
+        lambda b: np.sum((wide.values(wide._design(s.X, s.columns), [2.0, b]) - y) ** 2),
+        bounds=(0.05, 5.0), method="bounded", options={"xatol": 1e-12})
+    assert fit.params["beta"] == pytest.approx(one.x, rel=1e-6)
+
+
+FAMILIES = [
+    ("y ~ a * exp(-b * x) + c", {"a": (-3, 3), "b": (0.01, 10), "c": (-1, 1)}),
+    ("y ~ a / (1 + exp(-b * (x - c)))", {"a": (0, 3), "b": (0.1, 30), "c": (0, 2)}),
+    ("y ~ a * sin(b * x + c)", {"a": (0, 2), "b": (0.5, 8), "c": (-3, 3)}),
+    ("y ~ a * x**b + c * x", {"a": (-2, 2), "b": (0.1, 3), "c": (-1, 1)}),
+    (PRELEC.replace("ce ~", "y ~"), PRELEC_BOUNDS),
+]
+
+
+def _random_problem(rng, formula, bounds):
+    model = rx.NLS(formula, bounds=bounds)
+    if "z_lo" in formula:
+        s = _lottery_sample(60, int(rng.integers(1 << 30)))
+        X, cols = s.X, s.columns
+    else:
+        X, cols = rng.uniform(0, 2, (60, 1)), ("x",)
+    design = model._design(X, cols)
+    # truths inside, on and outside the box; noisy labels
+    theta = [rng.uniform(lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo)) for lo, hi in bounds.values()]
+    theta = [max(t, 0.011) if lo > 0 else t for t, (lo, _) in zip(theta, bounds.values(),
+                                                                   strict=True)]
+    wide = rx.NLS(formula, bounds={q: (min(lo, t) - 1, max(hi, t) + 1) if lo <= 0 else
+                                   (min(lo, t) / 2, max(hi, t) * 2)
+                                   for (q, (lo, hi)), t in zip(bounds.items(), theta, strict=True)})
+    y = wide.values(design, theta)
+    y = y + 0.1 * np.std(y) * rng.standard_normal(len(y))
+    return model, design, y, X, cols
+
+
+def _scipy_multistart(model, design, y, rng, starts):
+    lo = np.array([b[0] for b in model.bounds.values()])
+    hi = np.array([b[1] for b in model.bounds.values()])
+    best = np.inf
+    for _ in range(starts):
+        res = scipy.optimize.least_squares(
+            lambda t: model.values(design, t) - y, rng.uniform(lo, hi),
+            jac=lambda t: model.values(design, t, jacobian=True)[1], bounds=(lo, hi),
+            method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=2000)
+        best = min(best, 2 * res.cost)
+    return best
+
+
+def _assert_never_worse_than_scipy(problems_per_family, starts, seed):
+    rng = np.random.default_rng(seed)
+    worst = -np.inf
+    for formula, bounds in FAMILIES:
+        for _ in range(problems_per_family):
+            model, design, y, X, cols = _random_problem(rng, formula, bounds)
+            ours = model.fit(rx.Sample(X, y, cols, "y")).ssr
+            theirs = _scipy_multistart(model, design, y, rng, starts)
+            worst = max(worst, (ours - theirs) / theirs)
+            assert ours <= theirs * (1 + 1e-8), (formula, ours, theirs)
+    return worst
+
+
+def test_fit_is_never_worse_than_scipy_least_squares_multistart():
+    _assert_never_worse_than_scipy(problems_per_family=4, starts=10, seed=5)
+
+
+@pytest.mark.slow
+def test_fit_is_never_worse_than_scipy_least_squares_multistart_many_problems():
+    # 5 families x 25 = 125 random bounded problems, scipy from 30 random starts each
+    _assert_never_worse_than_scipy(problems_per_family=25, starts=30, seed=6)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPT written as a formula
+# ---------------------------------------------------------------------------------------------
+
+def _cpt_agreement(samples_per_n, seed):
+    nls = rx.NLS(CPT_FORMULA, bounds=CPT_BOUNDS)
+    worst = -np.inf
+    for n in (50, 100, 200):
+        for m in range(samples_per_n):
+            s = _lottery_sample(n, seed + 1000 * n + m)
+            ours, builtin = nls.fit(s), CPT().fit(s)
+            rel = (ours.ssr - builtin.ssr) / builtin.ssr
+            worst = max(worst, rel)
+            assert rel <= 1e-8, (n, m, ours.params, builtin.params)
+    return worst
+
+
+def test_cpt_as_a_formula_reaches_the_builtin_fit():
+    _cpt_agreement(samples_per_n=8, seed=11)
+
+
+@pytest.mark.slow
+def test_cpt_as_a_formula_reaches_the_builtin_fit_on_many_samples():
+    _cpt_agreement(samples_per_n=100, seed=12)   # 300 samples from the lottery prior
+
+
+def _cpt_study_agreement(n, replications):
+    procs = {"CPT": CPT(), "CPT as NLS": rx.NLS(CPT_FORMULA, bounds=CPT_BOUNDS)}
+    res = rx.lottery.study(procs, n=n, replications=replications, seed=3, n_eval=300).run(
+        progress=False)
+    r = res.restrictiveness.squeeze("discrepancy")
+    np.testing.assert_allclose(r.sel(procedure="CPT as NLS"), r.sel(procedure="CPT"), atol=1e-6)
+    assert int(res.dataset["failed"].sum()) == 0
+
+
+def test_cpt_as_a_formula_has_the_builtin_restrictiveness_in_a_study():
+    _cpt_study_agreement(n=[50], replications=6)
+
+
+@pytest.mark.slow
+def test_cpt_as_a_formula_has_the_builtin_restrictiveness_in_a_full_study():
+    _cpt_study_agreement(n=[50, 100, 200], replications=50)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimation on data: standard errors against statsmodels and curve_fit
+# ---------------------------------------------------------------------------------------------
+
+def _lottery_frame(seed=21, n=400, clusters=40):
+    rng = np.random.default_rng(seed)
+    s = _lottery_sample(n, seed)
+    model = rx.NLS(PRELEC, bounds=PRELEC_BOUNDS)
+    y = model.values(model._design(s.X, s.columns), [0.6, 1.2])
+    df = pd.DataFrame(s.X, columns=s.columns)
+    df["ce"] = y + 0.02 * rng.standard_normal(n)
+    df["id"] = rng.integers(0, clusters, n)
+    return df
+
+
+def test_standard_errors_match_statsmodels_on_the_jacobian_and_curve_fit():
+    df = _lottery_frame()
+    est = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS)
+    res = est.fit()
+    assert res.at_bound == [] and res.converged
+    f, J = est.model.values(est.design, res.params.to_numpy(), jacobian=True)
+    e = df["ce"].to_numpy() - f
+    lin = sm.OLS(e, J)                # at an interior optimum the OLS coefficients are ~0
+    assert np.abs(lin.fit().params).max() < 1e-8
+    np.testing.assert_allclose(res.bse, lin.fit().bse, rtol=1e-9)
+    np.testing.assert_allclose(est.fit("HC1").bse, lin.fit(cov_type="HC1").bse, rtol=1e-9)
+    clustered = est.fit("cluster", groups="id")
+    np.testing.assert_allclose(clustered.bse, lin.fit(cov_type="cluster", cov_kwds={
+        "groups": df["id"].to_numpy()}).bse, rtol=1e-9)
+    assert clustered.n_clusters == df["id"].nunique()
+    assert clustered.df_inference == clustered.n_clusters - 1
+    # curve_fit with numerical derivatives: its own optimum and covariance
+    popt, pcov = scipy.optimize.curve_fit(
+        lambda X, a, b: X[:, 1] + (X[:, 0] - X[:, 1]) * np.exp(-b * (-np.log(X[:, 2])) ** a),
+        df[["z_hi", "z_lo", "p"]].to_numpy(), df["ce"].to_numpy(), p0=[1.0, 1.0],
+        bounds=([0.05, 0.05], [2.0, 5.0]), xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    np.testing.assert_allclose(res.params, popt, rtol=1e-6)
+    np.testing.assert_allclose(res.bse, np.sqrt(np.diag(pcov)), rtol=1e-5)
+    # t inference with N - k degrees of freedom
+    from scipy import stats
+    t = res.params / res.bse
+    np.testing.assert_allclose(res.pvalues, 2 * stats.t.sf(np.abs(t), len(df) - 2))
+    ci = res.conf_int(0.1)
+    q = stats.t.ppf(0.95, len(df) - 2)
+    np.testing.assert_allclose(ci["upper"], res.params + q * res.bse)
+    assert list(res.cov_params().index) == ["alpha", "beta"]
+
+
+def test_results_summary_predict_and_dataframe_fit():
+    df = _lottery_frame(seed=22)
+    res = rx.NLS(PRELEC, bounds=PRELEC_BOUNDS).fit(df, cov_type="cluster", groups="id")
+    assert isinstance(res, rx.NLSResults)
+    text = res.summary().as_text()
+    for token in ("NLS Estimation Results", "alpha", "beta", "Clustered", "No. Clusters",
+                  "G - 1", "converged"):
+        assert token in text
+    assert "\\begin{tabular}" in res.summary().as_latex()
+    np.testing.assert_allclose(res.predict(df.iloc[:5]), res.fittedvalues[:5], rtol=1e-14)
+    with pytest.raises(ConfigurationError, match="groups"):
+        rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit(cov_type="cluster")
+    with pytest.raises(ConfigurationError, match="cov_type"):
+        rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit(cov_type="HC3")
+    with pytest.raises(DataError, match="more observations"):
+        rx.NLS.from_formula(PRELEC, df.iloc[:2], bounds=PRELEC_BOUNDS).fit()
+    with pytest.raises(DataError, match="missing values"):
+        rx.NLS.from_formula(PRELEC, df.assign(p=np.nan), bounds=PRELEC_BOUNDS)
+
+
+# ---------------------------------------------------------------------------------------------
+# function models
+# ---------------------------------------------------------------------------------------------
+
+def prelec(d, alpha, beta):
+    return d["z_lo"] + (d["z_hi"] - d["z_lo"]) * np.exp(-beta * (-np.log(d["p"])) ** alpha)
+
+
+def prelec_jac(d, alpha, beta):
+    m = -np.log(d["p"])
+    w = np.exp(-beta * m ** alpha)
+    spread = d["z_hi"] - d["z_lo"]
+    return np.column_stack([spread * w * (-beta * m ** alpha * np.log(m)),
+                            spread * w * -m ** alpha])
+
+
+@pytest.mark.parametrize("jac", [prelec_jac, None], ids=["analytic", "finite-differences"])
+def test_function_models_match_the_formula(jac):
+    df = _lottery_frame(seed=23, n=200)
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit("HC1")
+    model = rx.NLS(prelec, bounds=PRELEC_BOUNDS, jac=jac, response="ce")
+    assert model.params == ("alpha", "beta")
+    res = model.fit(df, cov_type="HC1")
+    np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+    np.testing.assert_allclose(res.bse, formula.bse, rtol=1e-9 if jac else 1e-5)
+    s = rx.Sample(df[["z_hi", "z_lo", "p"]].to_numpy(), df["ce"].to_numpy(),
+                  ("z_hi", "z_lo", "p"), "ce")
+    fit = model.fit(s)
+    np.testing.assert_allclose(fit.predict(s.X[:3]), formula.fittedvalues[:3], rtol=1e-7)
+    assert "tests.test_nls.prelec" in repr(model) or "test_nls.prelec" in repr(model)
+
+
+def prelec_vector(X, theta):
+    """The same model, called with the data and the parameter vector."""
+    alpha, beta = theta
+    return X["z_lo"] + (X["z_hi"] - X["z_lo"]) * np.exp(-beta * (-np.log(X["p"])) ** alpha)
+
+
+def test_function_models_taking_a_parameter_vector():
+    df = _lottery_frame(seed=24, n=150)
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    model = rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS,
+                   response="ce")
+    res = model.fit(df)
+    np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+    np.testing.assert_allclose(res.bse, formula.bse, rtol=1e-5)
+    with pytest.raises(ConfigurationError, match="response="):
+        rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS).fit(df)
+
+
+# ---------------------------------------------------------------------------------------------
+# as a procedure
+# ---------------------------------------------------------------------------------------------
+
+def test_procedure_protocol_pickling_and_records():
+    model = pickle.loads(pickle.dumps(rx.NLS(PRELEC, bounds=PRELEC_BOUNDS)))
+    s = _lottery_sample(60, 8)
+    fit = model.fit(s, np.random.default_rng(0))
+    again = model.fit(s, np.random.default_rng(99))          # deterministic: rng unused
+    assert fit.params == again.params
+    info = fit.info
+    assert info["screened"] == 128 + 4 * 32 + 4       # interior, four faces, four corners
+    assert info["evaluations"] > info["screened"] and len(info["starts"]) >= 5
+    assert info["underdetermined"] is False and info["converged"] is True
+    assert min(r[4] for r in info["starts"]) == pytest.approx(fit.ssr)
+    # columns are found by name: permuted columns give the same fit and predictions
+    perm = [2, 0, 1]
+    s2 = rx.Sample(s.X[:, perm], s.y, tuple(s.columns[i] for i in perm), "ce")
+    fit2 = model.fit(s2)
+    assert fit2.params == pytest.approx(fit.params, rel=1e-12)
+    np.testing.assert_allclose(fit2.predict(s2.X), fit.predict(s.X), rtol=1e-12)
+    # fewer observations than parameters: still a least-squares rule, flagged
+    tiny = model.fit(rx.Sample(s.X[:1], s.y[:1], s.columns, "ce"))
+    assert tiny.info["underdetermined"] and tiny.ssr < 1e-20
+
+
+def test_in_a_study_and_quick_check():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=100)
+    logistic = rx.NLS("y ~ 1 / (1 + exp(-b * (x - c)))", bounds={"b": (0.1, 50), "c": (-1, 2)})
+    res = rx.quick_check({"logistic": logistic, "linear": "y ~ x"}, prior, n=[20],
+                         replications=6, progress=False)
+    r = res.restrictiveness.squeeze()
+    assert 0 < float(r.sel(procedure="logistic")) < 1.2
+    serial = rx.Study(prior, {"logistic": logistic}, rx.Constant(), n=[20], replications=4,
+                      seed=2).run(progress=False)
+    parallel = rx.Study(prior, {"logistic": logistic}, rx.Constant(), n=[20], replications=4,
+                        seed=2).run(n_jobs=2, progress=False)
+    np.testing.assert_array_equal(serial.dataset["loss"], parallel.dataset["loss"])
+    with pytest.raises(FormulaError, match="'z' is neither"):
+        rx.Study(prior, {"bad": rx.NLS("y ~ b * z", bounds={"b": (0, 1)})}, rx.Constant(),
+                 n=[20], replications=2)
