@@ -1,0 +1,320 @@
+"""Bounded nonlinear least squares: a compiled Levenberg–Marquardt around a residual callback.
+
+Minimises ``½ Σ r_i(θ)²`` over the box ``lo ≤ θ ≤ hi`` (entries may be ``±inf``), moving only
+the entries with ``free != 0``. The problem is a numba-jitted callback
+``resjac(θ, data) -> (r, J)`` returning the residuals ``(m,)`` and their Jacobian ``(m, p)``;
+``data`` is whatever the callback needs (a tuple of arrays). :func:`compile_lm` binds a callback
+into the solver and compiles the whole loop, so an iteration runs no Python: each evaluation is
+one call of the callback, and the linear algebra is on ``p × p`` matrices.
+
+The method is an active-set projected Levenberg–Marquardt (Moré 1978's scaling and tests, with
+Nielsen's damping update):
+
+* **bounds** — a free entry on a bound whose gradient points outwards is *held*; the damped
+  Gauss–Newton step of the others, ``(A + μD²) s = −g`` with ``A = JᵀJ`` and ``g = Jᵀr`` over the
+  held-free set, is projected onto the box, so estimates land exactly on bounds. A start or
+  iterate within rounding of a bound (``|θ − b| ≤ 1e-9·max(1, |b|)``, the margin a strictly
+  feasible method such as scipy's ``trf`` leaves) is put *on* it: otherwise every step towards
+  that bound is truncated to a few ulps and the convergence tests fire on a step that never
+  happened (the stall this module was written to remove).
+* **scaling** — ``D² = max`` over iterations of ``diag(A)`` (MINPACK's ``mode=1``), so the steps
+  are invariant to the parameters' units.
+* **damping** — ``μ`` starts at 1e-3; an accepted step (strict decrease) multiplies it by
+  ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the ratio of actual to predicted reduction; a rejected one by
+  ``ν`` (2, doubling after each rejection).
+* **convergence** — on the held-free set: the largest cosine between the residual vector and a
+  Jacobian column is at most ``gtol`` (MINPACK's gradient test; scale-free); or an accepted step
+  changed no bound and either moved θ by at most ``xtol (xtol + ‖θ‖)`` or reduced the objective
+  by at most ``ftol`` relative with a predicted reduction as small (MINPACK's tests).
+* **budget** — at most ``max_nfev`` evaluations of the callback (the start included; each one
+  also returns the Jacobian, since least-squares steps are accepted far more often than not).
+
+Status codes (:data:`STATUS`): 0 the evaluation budget ran out; 1 gradient test; 2 objective
+test; 3 step test; 4 exact fit; 5 nothing can move (no free entry, or every one held on a
+bound); 6 no decrease at any damping (optimal to rounding). Everything but 0 is convergence.
+
+The NumPy twin of a compiled solver is the same source run as plain Python with a NumPy callback
+(:func:`python_lm`), so the twin tests check compilation and the callback rather than a second
+copy of the algorithm. numba caches each compiled solver on disk under its own ``name``.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numba
+import numpy as np
+
+from .exceptions import ConfigurationError
+
+__all__ = ["compile_lm", "python_lm", "STATUS", "BOUND_RTOL"]
+
+#: Meaning of the status codes the solvers return.
+STATUS = {0: "evaluation budget exhausted", 1: "gradient test (gtol)",
+          2: "objective test (ftol)", 3: "step test (xtol)", 4: "exact fit",
+          5: "every free parameter held on a bound", 6: "no decrease at any damping"}
+
+#: A parameter this close to a bound (relative to ``max(1, |bound|)``) is on it.
+BOUND_RTOL = 1e-9
+
+
+def _snap(x, lo, hi, free):
+    """Clip the free entries of ``x`` to the box and put those within rounding of a bound on
+    it (in place); returns whether any entry is on a bound."""
+    on = False
+    for a in range(x.shape[0]):
+        if free[a] == 0:
+            continue
+        v = min(max(x[a], lo[a]), hi[a])
+        if v - lo[a] <= BOUND_RTOL * max(1.0, abs(lo[a])):
+            v = lo[a]
+            on = True
+        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):
+            v = hi[a]
+            on = True
+        x[a] = v
+    return on
+
+
+def _sum_squares(r):
+    s = 0.0
+    for i in range(r.shape[0]):
+        s += r[i] * r[i]
+    return s if math.isfinite(s) else math.inf
+
+
+def resjac(theta, data):  # pragma: no cover - every bound copy of the solver replaces it
+    """The callback global that :func:`compile_lm` and :func:`python_lm` bind."""
+    raise NotImplementedError("bind a callback with compile_lm or python_lm")
+
+
+def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
+    """Bounded Levenberg–Marquardt from ``x0`` (module docstring).
+
+    Returns ``(x, cost, nfev, status, optimality)``: the estimate, ``½ Σ r²`` there, the
+    callback evaluations used, the status code and the largest residual–column cosine over the
+    entries free to move (0 when none is).
+    """
+    p = x0.shape[0]
+    x = x0.copy()
+    _snap(x, lo, hi, free)
+    r, J = resjac(x, data)
+    nfev = 1
+    ssr = _sum_squares(r)
+    d2 = np.zeros(p)
+    idx = np.zeros(p, dtype=np.int64)
+    M = np.zeros((p, p))
+    s = np.zeros(p)
+    xn = np.empty(p)
+    mu, nu = 1e-3, 2.0
+    status = 0
+    opt = 0.0
+    while True:
+        if ssr == 0.0:
+            status = 4
+            break
+        if not math.isfinite(ssr):
+            break                     # the start itself is not finite: nowhere to go
+        A = np.dot(J.T, J)
+        g = np.dot(J.T, r)
+        # entries free to move: free and not held on a bound by an outward gradient
+        k = 0
+        for a in range(p):
+            if free[a] == 0:
+                continue
+            if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
+                continue
+            idx[k] = a
+            k += 1
+            d2[a] = max(d2[a], A[a, a])
+        opt = 0.0
+        for q in range(k):
+            a = idx[q]
+            if A[a, a] > 0.0:
+                opt = max(opt, abs(g[a]) / math.sqrt(A[a, a] * ssr))
+        if k == 0:
+            status = 5
+            break
+        if opt <= gtol:
+            status = 1
+            break
+        if nfev >= max_nfev:
+            break
+        dmax = 0.0
+        for q in range(k):
+            dmax = max(dmax, d2[idx[q]])
+        floor = 1e-12 * dmax + 1e-300
+        accepted = False
+        while not accepted:
+            # damped normal equations on the moving set, (A + μD²) s = −g, by Cholesky
+            ok = True
+            for q in range(k):
+                for c in range(k):
+                    M[q, c] = A[idx[q], idx[c]]
+                M[q, q] += mu * max(d2[idx[q]], floor)
+            for q in range(k):
+                v = M[q, q]
+                for c in range(q):
+                    v -= M[q, c] * M[q, c]
+                if not v > 0.0:
+                    ok = False
+                    break
+                M[q, q] = math.sqrt(v)
+                for c in range(q + 1, k):
+                    v2 = M[c, q]
+                    for e in range(q):
+                        v2 -= M[c, e] * M[q, e]
+                    M[c, q] = v2 / M[q, q]
+            if ok:
+                for q in range(k):
+                    v = -g[idx[q]]
+                    for c in range(q):
+                        v -= M[q, c] * s[c]
+                    s[q] = v / M[q, q]
+                for q in range(k - 1, -1, -1):
+                    v = s[q]
+                    for c in range(q + 1, k):
+                        v -= M[c, q] * s[c]
+                    s[q] = v / M[q, q]
+                for a in range(p):
+                    xn[a] = x[a]
+                for q in range(k):
+                    xn[idx[q]] = x[idx[q]] + s[q]
+                hit = _snap(xn, lo, hi, free)
+                # a bound reached by this step (rather than one the point already sat on)
+                newly = False
+                if hit:
+                    for q in range(k):
+                        a = idx[q]
+                        if (xn[a] == lo[a] or xn[a] == hi[a]) and xn[a] != x[a]:
+                            newly = True
+                step = 0.0
+                xnorm = 0.0
+                for a in range(p):
+                    step += (xn[a] - x[a]) ** 2
+                    xnorm += x[a] * x[a]
+                if step > 0.0:
+                    rn, Jn = resjac(xn, data)
+                    nfev += 1
+                    ssrn = _sum_squares(rn)
+                    if ssrn < ssr:
+                        # reduction predicted by the linear model along the projected step
+                        pred = 0.0
+                        for a in range(p):
+                            da = xn[a] - x[a]
+                            pred -= 2.0 * g[a] * da
+                            for c in range(p):
+                                pred -= da * A[a, c] * (xn[c] - x[c])
+                        actual = ssr - ssrn
+                        rho = actual / pred if pred > 0.0 else 0.0
+                        small_f = (actual <= ftol * ssr and 0.0 < pred <= ftol * ssr
+                                   and rho <= 2.0)
+                        small_x = math.sqrt(step) <= xtol * (xtol + math.sqrt(xnorm))
+                        x[:] = xn
+                        r, J, ssr = rn, Jn, ssrn
+                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                        nu = 2.0
+                        accepted = True
+                        if not newly:
+                            if small_f:
+                                status = 2
+                            elif small_x:
+                                status = 3
+                        continue
+                    if nfev >= max_nfev:
+                        break
+            mu *= nu
+            nu *= 2.0
+            if mu > 1e20:
+                status = 6
+                break
+        if status != 0 or not accepted:
+            break
+    if status in (2, 3, 6) or (status == 0 and nfev >= max_nfev):
+        # report the optimality of the final point on its own moving set
+        A = np.dot(J.T, J)
+        g = np.dot(J.T, r)
+        opt = 0.0
+        for a in range(p):
+            if free[a] == 0 or A[a, a] <= 0.0:
+                continue
+            if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
+                continue
+            opt = max(opt, abs(g[a]) / math.sqrt(A[a, a] * ssr)) if ssr > 0.0 else 0.0
+    return x, 0.5 * ssr, nfev, status, opt
+
+
+#: name -> the callback it was compiled with (names key numba's on-disk cache)
+_REGISTRY: dict[str, str] = {}
+
+
+def _bind(resjac, name: str, compiled: bool):
+    """A copy of the solver source whose global ``resjac`` is the given callback (and whose
+    helpers are compiled or plain Python alike)."""
+    env = dict(_lm_impl.__globals__)
+    env["resjac"] = resjac
+    if not compiled:
+        env["_snap"], env["_sum_squares"] = _snap.py_func, _sum_squares.py_func
+    func = types.FunctionType(_lm_impl.__code__, env, name, _lm_impl.__defaults__)
+    # numba names the cache files after the qualified name: one per bound callback
+    func.__qualname__ = name
+    func.__doc__ = _lm_impl.__doc__
+    return func
+
+
+def compile_lm(resjac, name: str, cache: bool = True):
+    """The bounded LM bound to a jitted callback and compiled (cached on disk as ``name``).
+
+    Parameters
+    ----------
+    resjac : numba dispatcher
+        ``resjac(θ, data) -> (r, J)``: residuals ``(m,)`` and Jacobian ``(m, p)`` at ``θ``.
+    name : str
+        A name unique in the package: the solver's cache entry is filed under it.
+    cache : bool
+        Cache the compiled solver on disk (for callbacks defined in the package; an ad-hoc
+        callback, e.g. in a test, should not be cached: numba keys the entry on this module's
+        source only).
+
+    Returns
+    -------
+    callable
+        ``solve(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol) -> (x, cost, nfev, status,
+        optimality)`` with ``x0, lo, hi`` float64 ``(p,)``, ``free`` int64 ``(p,)`` (nonzero:
+        the entry may move), ``max_nfev`` an int ≥ 1 and the tolerances floats (module
+        docstring).
+
+    Examples
+    --------
+    >>> import numba, numpy as np
+    >>> @numba.njit
+    ... def line(theta, data):
+    ...     t, y = data
+    ...     return theta[0] + theta[1] * t - y, np.stack((np.ones_like(t), t), axis=1)
+    >>> solve = compile_lm(line, "doctest_line", cache=False)
+    >>> t = np.arange(5.0)
+    >>> x, cost, nfev, status, opt = solve(np.zeros(2), np.array([-9., 0.5]),
+    ...     np.array([9., 9.]), np.ones(2, np.int64), (t, 1 + 0.2 * t), 100, 1e-10, 1e-10, 1e-10)
+    >>> np.round(x, 6).tolist(), status > 0    # the slope is held on its lower bound 0.5
+    ([0.4, 0.5], True)
+    """
+    if not name.isidentifier():
+        raise ConfigurationError(f"compile_lm: name must be an identifier, got {name!r}")
+    origin = f"{getattr(resjac, '__module__', '?')}.{getattr(resjac, '__qualname__', resjac)}"
+    if _REGISTRY.setdefault(name, origin) != origin:
+        raise ConfigurationError(f"compile_lm: name {name!r} is already bound to "
+                                 f"{_REGISTRY[name]}; choose another (it keys the disk cache)")
+    return numba.njit(cache=cache)(_bind(resjac, name, True))
+
+
+def python_lm(resjac, name: str = "lm_numpy"):
+    """The same solver as plain Python around a Python callback (the NumPy twin).
+
+    Same arguments and returns as the function :func:`compile_lm` makes.
+    """
+    return _bind(resjac, name, False)
+
+
+_sum_squares = numba.njit(cache=True)(_sum_squares)
+_snap = numba.njit(cache=True)(_snap)

@@ -1,0 +1,157 @@
+"""The compiled bounded Levenberg–Marquardt (restrictiveness.shared._lsq_nb): its NumPy twin,
+scipy's least_squares at the optimum (inside the box and with active bounds), the stall at a
+bound it was written to remove, the evaluation budget and the fixed entries."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+import scipy.optimize
+
+from restrictiveness.shared._lsq_nb import BOUND_RTOL, STATUS, compile_lm, python_lm
+from restrictiveness.shared.exceptions import ConfigurationError
+
+
+def _decay(theta, data):
+    """Residuals of y ≈ a e^{−b t} + c and their Jacobian."""
+    t, y = data
+    e = np.exp(-theta[1] * t)
+    r = theta[0] * e + theta[2] - y
+    J = np.empty((t.shape[0], 3))
+    J[:, 0] = e
+    J[:, 1] = -theta[0] * t * e
+    J[:, 2] = 1.0
+    return r, J
+
+
+decay_nb = numba.njit(_decay)
+SOLVE = compile_lm(decay_nb, "test_decay", cache=False)
+TWIN = python_lm(_decay)
+TOL = (1e-12, 1e-12, 1e-12)     # gtol, xtol, ftol: run to convergence
+
+
+def problem(seed, noise=0.05):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 4, 40)
+    a, b, c = rng.uniform(0.5, 3), rng.uniform(0.3, 2), rng.uniform(-1, 1)
+    y = a * np.exp(-b * t) + c + noise * rng.standard_normal(t.size)
+    return t, y
+
+
+FREE = np.ones(3, dtype=np.int64)
+WIDE = (np.full(3, -10.0), np.full(3, 10.0))
+
+
+def scipy_optimum(x0, lo, hi, data, method="trf"):
+    return scipy.optimize.least_squares(lambda x: _decay(x, data)[0], x0,
+                                        jac=lambda x: _decay(x, data)[1], bounds=(lo, hi),
+                                        method=method, xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                                        max_nfev=10_000)
+
+
+def test_compiled_solver_equals_its_numpy_twin():
+    for seed in range(5):
+        data = problem(seed)
+        x0 = np.array([1.0, 1.0, 0.0])
+        lo, hi = np.array([0.0, 0.5, -0.2]), np.array([5.0, 5.0, 0.2])
+        a = SOLVE(x0, lo, hi, FREE, data, 200, *TOL)
+        b = TWIN(x0, lo, hi, FREE, data, 200, *TOL)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-12, atol=1e-14)
+        assert a[1] == pytest.approx(b[1], rel=1e-12)
+        assert a[2:4] == b[2:4]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_matches_scipy_least_squares_inside_the_box(seed):
+    data = problem(seed)
+    x0 = np.array([1.0, 1.0, 0.0])
+    x, cost, nfev, status, opt = SOLVE(x0, *WIDE, FREE, data, 500, *TOL)
+    ref = scipy_optimum(x0, *WIDE, data)
+    assert status > 0, STATUS[status]
+    assert cost <= ref.cost * (1 + 1e-10)
+    np.testing.assert_allclose(x, ref.x, rtol=1e-6, atol=1e-8)
+    assert np.all((x > WIDE[0]) & (x < WIDE[1]))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_matches_scipy_least_squares_with_active_bounds(seed):
+    data = problem(seed)
+    # boxes that cut off the unconstrained optimum in the rate and the offset
+    free_x = SOLVE(np.array([1.0, 1.0, 0.0]), *WIDE, FREE, data, 500, *TOL)[0]
+    lo = np.array([0.0, free_x[1] + 0.3, -10.0])
+    hi = np.array([10.0, 10.0, free_x[2] - 0.1])
+    x0 = np.clip(np.array([1.0, 1.0, 0.0]), lo, hi)
+    x, cost, nfev, status, opt = SOLVE(x0, lo, hi, FREE, data, 500, *TOL)
+    ref = scipy_optimum(x0, lo, hi, data)
+    assert status > 0, STATUS[status]
+    assert cost <= ref.cost * (1 + 1e-10)
+    np.testing.assert_allclose(x, ref.x, rtol=1e-6, atol=1e-8)
+    # both cuts bind, exactly
+    assert x[1] == lo[1] and x[2] == hi[2]
+
+
+def test_a_start_within_rounding_of_a_bound_does_not_stall():
+    """A parameter a few ulps (or trf's 1e-10 margin) inside a bound that binds at the optimum
+    is put on it: treated as inactive, every step towards the bound would be truncated to the
+    margin, and the step and objective tests would stop the fit where it started."""
+    data = problem(3)
+    free_x = SOLVE(np.array([1.0, 1.0, 0.0]), *WIDE, FREE, data, 500, *TOL)[0]
+    lo, hi = np.array([0.0, free_x[1] + 0.3, -10.0]), np.full(3, 10.0)
+    best = SOLVE(np.array([1.0, 5.0, 0.0]), lo, hi, FREE, data, 500, *TOL)
+    assert best[0][1] == lo[1]
+    for margin in (4e-16, 1e-10 * max(1, abs(lo[1]))):
+        x0 = np.array([1.0, lo[1] + margin, 0.0])
+        x, cost, *_ = SOLVE(x0, lo, hi, FREE, data, 500, *TOL)
+        assert cost == pytest.approx(best[1], rel=1e-10)
+        # the start itself is put on the bound (seen with a budget of one evaluation)
+        assert SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0][1] == lo[1]
+    far = np.array([1.0, lo[1] + 10 * BOUND_RTOL * lo[1], 0.0])
+    assert SOLVE(far, lo, hi, FREE, data, 1, *TOL)[0][1] == far[1]
+
+
+def test_evaluation_budget_is_respected():
+    data = problem(1)
+    x0 = np.array([9.0, 9.0, 5.0])
+    full = SOLVE(x0, *WIDE, FREE, data, 10_000, *TOL)
+    assert full[3] > 0 and full[2] > 10
+    for budget in (1, 2, 5, full[2] - 1):
+        x, cost, nfev, status, opt = SOLVE(x0, *WIDE, FREE, data, budget, *TOL)
+        assert nfev <= budget
+        assert status == 0
+    # the cost never increases with the budget
+    costs = [SOLVE(x0, *WIDE, FREE, data, b, *TOL)[1] for b in range(1, full[2] + 3)]
+    assert np.all(np.diff(costs) <= 0)
+
+
+def test_fixed_entries_stay_put():
+    data = problem(2)
+    free = np.array([1, 0, 1], dtype=np.int64)
+    x0 = np.array([1.0, 0.7, 0.0])
+    x, cost, nfev, status, opt = SOLVE(x0, *WIDE, free, data, 500, *TOL)
+    assert x[1] == 0.7
+    # with the rate fixed the model is linear in (a, c): ordinary least squares
+    t, y = data
+    X = np.stack([np.exp(-0.7 * t), np.ones_like(t)], axis=1)
+    coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    np.testing.assert_allclose(x[[0, 2]], coef, rtol=1e-9)
+    none = SOLVE(x0, *WIDE, np.zeros(3, np.int64), data, 500, *TOL)
+    assert none[3] == 5 and np.array_equal(none[0], x0)
+
+
+def test_exact_fit_and_non_finite_start():
+    t = np.linspace(0, 4, 30)
+    data = (t, 2 * np.exp(-0.5 * t) + 0.1)
+    x, cost, nfev, status, opt = SOLVE(np.array([1.0, 1.0, 0.0]), *WIDE, FREE, data, 500, *TOL)
+    np.testing.assert_allclose(x, [2, 0.5, 0.1], rtol=1e-9)
+    assert cost < 1e-20
+    bad = (t, np.full_like(t, np.nan))
+    x, cost, nfev, status, opt = SOLVE(np.ones(3), *WIDE, FREE, bad, 500, *TOL)
+    assert nfev == 1 and status == 0 and not np.isfinite(cost)
+
+
+def test_names_key_the_cache_and_must_be_unique():
+    with pytest.raises(ConfigurationError, match="already bound"):
+        compile_lm(numba.njit(lambda x, d: (x, x)), "test_decay", cache=False)
+    with pytest.raises(ConfigurationError, match="identifier"):
+        compile_lm(decay_nb, "not a name", cache=False)
