@@ -155,3 +155,39 @@ def test_names_key_the_cache_and_must_be_unique():
         compile_lm(numba.njit(lambda x, d: (x, x)), "test_decay", cache=False)
     with pytest.raises(ConfigurationError, match="identifier"):
         compile_lm(decay_nb, "not a name", cache=False)
+
+
+def test_secant_update_satisfies_the_secant_equation():
+    """The Dennis–Gay–Welsch update makes the new S symmetric with S·dx = y# (after sizing),
+    and leaves S alone without curvature along the step."""
+    from restrictiveness.shared._lsq_nb import _secant_update
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = rng.integers(2, 8)
+        B = rng.standard_normal((p, p))
+        S = B + B.T
+        dx, ysharp = rng.standard_normal(p), rng.standard_normal(p)
+        y = dx + 0.1 * rng.standard_normal(p)          # dxᵀy > 0
+        if dx @ y <= 0:
+            continue
+        S1 = S.copy()
+        _secant_update(S1, dx, y, ysharp)
+        np.testing.assert_allclose(S1, S1.T, atol=1e-12)
+        np.testing.assert_allclose(S1 @ dx, ysharp, rtol=1e-10, atol=1e-10)
+        S2 = S.copy()
+        _secant_update(S2, dx, -y, ysharp)              # dxᵀy < 0: skipped
+        np.testing.assert_array_equal(S2, S)
+
+
+def test_large_residuals_converge_to_scipys_optimum():
+    """Noisy data (large residuals), where Gauss–Newton converges slowly: the same optimum as
+    scipy's converged trf."""
+    for seed in (0, 1, 2, 4, 5):
+        data = problem(seed, noise=1.0)
+        x0 = np.array([1.0, 1.0, 0.0])
+        x, cost, nfev, status, opt = SOLVE(x0, *WIDE, FREE, data, 500, *TOL)
+        ref = scipy_optimum(x0, *WIDE, data)
+        assert status > 0
+        assert cost <= ref.cost * (1 + 1e-12)
+        np.testing.assert_allclose(x, ref.x, rtol=1e-6, atol=1e-8)
