@@ -19,7 +19,8 @@ from restrictiveness.demand.models import (
     NestedLogit,
     _Design,
     _nest_index,
-    _Residuals,
+    _problem,
+    _residual_jacobian,
     market_design,
 )
 from restrictiveness.shared.exceptions import DataError, FormulaError
@@ -117,8 +118,8 @@ def test_nl_empty_nest():
                                rtol=1e-12)
     # its elasticities and Jacobian are finite too
     assert np.isfinite(nl.elasticities(X)).all()
-    res = _Residuals("NL", d(X), s, {"g": _nest_index(X, MARKET_COLUMNS, "mushy")})
-    jac = res.jac(NL_PARAMS)
+    jac = _residual_jacobian("NL", NL_PARAMS, d(X), s,
+                             {"g": _nest_index(X, MARKET_COLUMNS, "mushy")})[1]
     assert np.isfinite(jac).all()
     assert np.all(jac[:, -1] == 0)          # ρ of the empty nest does not move any share
 
@@ -169,27 +170,32 @@ def test_analytic_jacobians_match_finite_differences(model):
         theta, extra = NL_PARAMS, {"g": _nest_index(X, MARKET_COLUMNS, "mushy")}
     else:
         theta, extra = np.r_[BETA, L_FULL], mxl_fit(X, np.r_[BETA, L_FULL])[1]
-    res = _Residuals(model, W, y, extra)
-    jac = res.jac(theta)
+    r, jac = _residual_jacobian(model, theta, W, y, extra)
+    np.testing.assert_allclose(r, (fits(X)[model].predict(X) - y).ravel(), rtol=1e-12,
+                               atol=1e-15)
     fd = np.empty_like(jac)
     for p in range(len(theta)):
         h = 1e-6 * max(1.0, abs(theta[p]))
         e = np.zeros_like(theta)
         e[p] = h
-        fd[:, p] = (res.fun(theta + e) - res.fun(theta - e)) / (2 * h)
+        fd[:, p] = (_residual_jacobian(model, theta + e, W, y, extra)[0]
+                    - _residual_jacobian(model, theta - e, W, y, extra)[0]) / (2 * h)
     np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-9)
 
 
 def test_mxl_jacobian_kept_from_the_residuals_belongs_to_the_point_asked_for():
-    """The residual call computes the Jacobian too; a later ``jac`` call must get the one of
-    its own point, whether or not the last residual call was at that point."""
+    """For scipy's methods the residual call computes the Jacobian too; a later ``jac`` call
+    must get the one of its own point, whether or not the last residual call was at it."""
+    from restrictiveness.demand.fitting import _ScipyObjective
+
     X = markets(3)
     W = np.ascontiguousarray(design(X)(X))
     theta, extra = np.r_[BETA, L_FULL], mxl_fit(X, np.r_[BETA, L_FULL])[1]
     other = theta + 0.05
-    res = _Residuals("MXL", W, np.full((3, 24), 0.01), extra)
-    fresh_theta = _Residuals("MXL", W, res.y, extra).jac(theta)
-    fresh_other = _Residuals("MXL", W, res.y, extra).jac(other)
+    prob = _problem("MXL", W, np.full((3, 24), 0.01), extra)
+    res = _ScipyObjective(prob, theta)
+    fresh_theta = _ScipyObjective(prob, theta).jac(theta)
+    fresh_other = _ScipyObjective(prob, theta).jac(other)
     assert not np.allclose(fresh_theta, fresh_other)
     res.fun(theta)
     np.testing.assert_array_equal(res.jac(theta), fresh_theta)   # kept
@@ -496,7 +502,8 @@ def test_mixed_logit_estimator_summary(nevo):
 def test_mxl_keeps_the_mnl_fit_as_a_candidate():
     X = markets(10, seed=10)
     y = fits(X)["MNL"].predict(X)              # MNL data: any L > 0 fits worse
-    fit = MixedLogit(random=["sugar"], nodes=64, max_nfev=2).fit(sample(X, y), None)
+    fit = MixedLogit(random=["sugar"], nodes=64, max_nfev=2, budget="start").fit(sample(X, y),
+                                                                              None)
     assert fit.info["start"] == "MNL (L = 0)"
     np.testing.assert_allclose(fit.params, np.r_[BETA, 0.0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(fit.predict(X), y, atol=1e-12)

@@ -230,6 +230,107 @@ def _comparison(res, paper: dict, discrepancy: str, key=lambda p, d: p) -> str:
     return "\n".join(lines)
 
 
+def _demand_report(res, draws: int) -> None:
+    """Tables 3–4 beside the paper's, the NL/MXL − MNL contrasts and, with K > 1 training
+    samples per system, Tables A.15–A.19."""
+    from ..demand.tables import first_draw
+
+    paper = _paper_demand()
+    one = first_draw(res) if draws > 1 else res
+    note = " (K = 1: each system's first training sample)" if draws > 1 else ""
+    for disc in one.discrepancies:
+        print(f"\nComparison with the paper (Table 4), discrepancy {disc}{note}:")
+        print(_comparison(one, paper, disc, key=lambda p, d: (p, d)))
+    pairs = [(a, "MNL") for a in ("NL", "MXL") if a in res.procedures and
+             "MNL" in res.procedures]
+    for a, b in pairs:
+        for disc in res.discrepancies:
+            c = res.contrast(a, b, disc)
+            cells = ", ".join(f"n={n}: {c.loc[n, 'estimate']:+.3f} ({c.loc[n, 'se']:.3f})"
+                              for n in res.ns)
+            print(f"{a} - {b} [{disc}]: {cells}")
+    if draws > 1:
+        _within_function_report(res, draws)
+
+
+def _num(v) -> str:
+    """A transcribed critical value: '> 3', '1' (already ≤ 0 at uniform weights) or 2.947."""
+    return v if isinstance(v, str) else ("1" if v == 1 else f"{v:.3f}")
+
+
+def _sens_cell(sel, estimate: bool = True) -> str:
+    """``difference [lower, upper] Γ*`` of one comparison and n of a sensitivity Dataset."""
+    from ..engine.sensitivity import format_critical
+
+    head = f"{float(sel['estimate']):.3f} " if estimate else ""
+    return (f"{head}[{float(sel['lower']):.3f}, {float(sel['upper']):.3f}] "
+            f"{format_critical(float(sel['critical_gamma']))}")
+
+
+def _paper_cell(p: dict, i: int | None = None) -> str:
+    """The same cell from a transcribed table entry (``i``: index of n, None: one n)."""
+    pick = (lambda v: v) if i is None else (lambda v: v[i])
+    head = f"{pick(p['estimate']):.3f} " if "estimate" in p else ""
+    lo, hi = pick(p["interval"])
+    return f"{head}[{lo:.3f}, {hi:.3f}] {_num(pick(p['critical_gamma']))}"
+
+
+def _within_function_report(res, draws: int) -> None:
+    """Tables A.18, A.15–A.17 and A.19 (structural models) beside the paper's (K = 20)."""
+    from ..demand.tables import first_draw, structural_sensitivity, within_function_table
+
+    ref = reference_tables()
+    k = f"K={draws}"
+    if 100 in res.ns:
+        table = within_function_table(res, n=100)
+        a18 = ref["table_A18_within_function_averaging"]
+        print(f"\nTable A.18 (n = 100): restrictiveness with K = 1 and {k}; ours | paper "
+              "(K = 1, K = 20, change)")
+        for (disc, proc), row in table.iterrows():
+            p = a18.get(disc, {}).get(proc)
+            paper = " | " + " ".join(f"{v:+.4f}" if i == 2 else f"{v:.4f}"
+                                     for i, v in enumerate(p)) if p else ""
+            print(f"  {disc:<7}{proc:<10}{row['K=1']:.4f} {row[k]:.4f} {row['change']:+.4f}"
+                  + paper)
+        changes = []
+        one, many = first_draw(res).restrictiveness, res.restrictiveness
+        for p in ("MNL", "NL", "MXL"):
+            if p in res.procedures:
+                changes.extend(abs(many.sel(procedure=p) - one.sel(procedure=p)).values.ravel())
+        if changes:
+            print(f"  |change| over the structural estimates (all n): median "
+                  f"{np.median(changes):.4f}, largest {np.max(changes):.4f} (paper, 27 "
+                  f"estimates: {a18['median_abs_change_27']:.4f}, {a18['max_abs_change_27']:.4f})")
+    sens = ref["table_A15_A17_sensitivity_K20"]
+    names = {"shares": "A.15", "own": "A.16", "cross": "A.17"}
+    ours = structural_sensitivity(res)
+    for disc, ds in ours.items():
+        print(f"\nTable {names[disc]} ({disc}, {k}): difference, interval at Γ = 2 and Γ*; "
+              "ours / paper")
+        for comp in ds["comparison"].values:
+            comp = str(comp)
+            p = sens[disc].get(comp)
+            for n in res.ns:
+                cell = _sens_cell(ds.sel(comparison=comp, n=n))
+                if p is not None and n in sens["n"]:
+                    cell += "  /  " + _paper_cell(p, sens["n"].index(n))
+                print(f"  {comp:<9} n={n:<4} {cell}")
+    if 100 in res.ns:
+        a19 = ref["table_A19_within_function_sensitivity"]
+        ones = structural_sensitivity(first_draw(res))
+        print(f"\nTable A.19 (n = 100): interval at Γ = 2 and Γ* with K = 1 and {k}; ours / "
+              "paper")
+        for disc, ds in ours.items():
+            for comp in ds["comparison"].values:
+                comp = str(comp)
+                cells = [_sens_cell(view.sel(comparison=comp, n=100), estimate=False)
+                         for view in (ones[disc], ds)]
+                p = a19.get(disc, {}).get(comp)
+                paper = ("  /  " + "   ".join(_paper_cell(p[c]) for c in ("K1", "K20"))
+                         if p else "")
+                print(f"  {comp + ', ' + disc:<16} K=1 {cells[0]}   {k} {cells[1]}{paper}")
+
+
 def run(args: argparse.Namespace) -> int:
     extra = load_procedures(args.procedures) if args.procedures else {}
     if args.application == "lottery":
@@ -272,18 +373,7 @@ def run(args: argparse.Namespace) -> int:
             print("\nCPT parameter contributions C_q = r(-q) - r(full), paired SEs:")
             print(res.contributions().round(4).to_string())
     else:
-        paper = _paper_demand()
-        for disc in res.discrepancies:
-            print(f"\nComparison with the paper (Table 4), discrepancy {disc}:")
-            print(_comparison(res, paper, disc, key=lambda p, d: (p, d)))
-        pairs = [(a, "MNL") for a in ("NL", "MXL") if a in res.procedures and
-                 "MNL" in res.procedures]
-        for a, b in pairs:
-            for disc in res.discrepancies:
-                c = res.contrast(a, b, disc)
-                cells = ", ".join(f"n={n}: {c.loc[n, 'estimate']:+.3f} ({c.loc[n, 'se']:.3f})"
-                                  for n in res.ns)
-                print(f"{a} - {b} [{disc}]: {cells}")
+        _demand_report(res, args.draws)
     fails = res.failures()
     if fails["failed"].sum():
         print(f"\nfailed fits (baseline used): {int(fails['failed'].sum())}")

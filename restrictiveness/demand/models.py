@@ -40,16 +40,16 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.optimize
 import scipy.stats
-import threadpoolctl
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
 from . import _logit_nb
+from ._nested_nb import nl_dlog_ddelta, nl_parts, nl_resjac, nl_shares, solve_nl
 from .estimation import DemandModel
+from .fitting import Problem, Solution, check_options, solve
 from .markets import MARKET_COLUMNS
 
 __all__ = ["MARKET_COLUMNS", "DEFAULT_FORMULA", "Logit", "MNL", "NestedLogit", "MixedLogit",
@@ -60,6 +60,8 @@ BETA_BOUND = 50.0
 CHOL_BOUND = 100.0
 RHO_MAX = 0.99
 NODE_SEED = 20260207   # the integration nodes are part of the model: fixed across fits
+DEFAULT_BUDGET = "fit"
+_BUDGET_CHOICE = "(to be documented)"
 
 
 # --------------------------------------------------------------------------- validation
@@ -198,40 +200,6 @@ def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
     return g.astype(np.int64)
 
 
-def _nl_parts(delta: np.ndarray, g: np.ndarray, rho: np.ndarray):
-    """Log shares and the pieces of their derivatives for the two-nest logit."""
-    lam = 1.0 - rho                                     # (2,)
-    u = delta / lam[g]                                  # δ_j / (1 − ρ_{m_j})
-    logD = np.empty((delta.shape[0], 2))
-    for m in (0, 1):
-        um = np.where(g == m, u, -np.inf)
-        top = um.max(axis=1)
-        safe = np.where(np.isfinite(top), top, 0.0)
-        with np.errstate(divide="ignore"):
-            logD[:, m] = safe + np.log(np.exp(um - safe[:, None]).sum(axis=1))
-    t = lam[None, :] * logD                             # log D_m^{1−ρ_m}; −inf when empty
-    logden = np.logaddexp(0.0, np.logaddexp(t[:, 0], t[:, 1]))
-    logD_j = np.take_along_axis(logD, g, axis=1)
-    logs = u - rho[g] * logD_j - logden[:, None]
-    cond = np.exp(u - logD_j)                           # s_{j|m_j}
-    nest_share = np.exp(t - logden[:, None])            # s_m, 0 for an empty nest
-    return logs, u, lam, logD, cond, nest_share
-
-
-def _nl_shares(delta, g, rho):
-    return np.exp(_nl_parts(delta, g, rho)[0])
-
-
-def _nl_dlog_ddelta(s, g, rho, cond):
-    """``∂ log s_j / ∂ δ_k`` (n, J, J) for the two-nest logit."""
-    J = s.shape[1]
-    lam = 1.0 - rho
-    same = g[:, :, None] == g[:, None, :]
-    r = (rho / lam)[g][:, :, None]
-    return (np.eye(J)[None] / lam[g][:, :, None] - r * same * cond[:, None, :]
-            - s[:, None, :])
-
-
 @functools.lru_cache(maxsize=16)
 def _standard_nodes(dim: int, half: int, seed: int) -> np.ndarray:
     """``half`` scrambled-Sobol standard normals in ``dim`` dimensions (the ``+`` half)."""
@@ -285,11 +253,10 @@ class DemandFit(Fitted):
         """Jacobian of the flattened inside shares with respect to the parameters at the
         estimate, ``(m·J, len(params))`` (for standard errors)."""
         X = check_markets(X, self.columns)
-        W = np.ascontiguousarray(self.design(X))
         extra = dict(self.extra)
         if self.model == "NL":
             extra["g"] = _nest_index(X, self.columns, self.extra["nest"])
-        return _Residuals(self.model, W, np.asarray(y, dtype=float), extra).jac(self.params)
+        return _residual_jacobian(self.model, self.params, self.design(X), y, extra)[1]
 
     def at_bounds(self, tol: float = 1e-8) -> list[str]:
         """Names of the parameters whose estimate sits on a bound (their SEs are not valid)."""
@@ -333,14 +300,14 @@ def _nl_split(params, extra):
 
 def _nl_predict(params, X, design, extra):
     beta, rho = _nl_split(params, extra)
-    return _nl_shares(design(X) @ beta, _nest_index(X, design.columns, extra["nest"]), rho)
+    return nl_shares(design(X) @ beta, _nest_index(X, design.columns, extra["nest"]), rho)
 
 
 def _nl_elasticities(params, X, design, extra):
     beta, rho = _nl_split(params, extra)
     g = _nest_index(X, design.columns, extra["nest"])
-    logs, u, lam, logD, cond, _ = _nl_parts(design(X) @ beta, g, rho)
-    dd = _nl_dlog_ddelta(np.exp(logs), g, rho, cond)
+    logs, u, lam, logD, cond, _ = nl_parts(design(X) @ beta, g, rho)
+    dd = nl_dlog_ddelta(np.exp(logs), g, rho, cond)
     return dd * (design.price_derivative(X) @ beta * _price(X, design))[:, None, :]
 
 
@@ -391,110 +358,71 @@ def _elasticity_function(model):
     return {"MNL": _mnl_elasticities, "NL": _nl_elasticities, "MXL": _mxl_elasticities}[model]
 
 
-# --------------------------------------------------------------------------- residuals
+# --------------------------------------------------------------------------- problems
 
 
-class _Residuals:
-    """Residuals ``S(θ) − y`` (flattened) and their Jacobian for one model on one sample.
+def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict) -> Problem:
+    """The least-squares problem of a model on markets ``W (n, J, K)`` with shares ``y``:
+    MNL is the nested-logit problem with ``ρ`` held at 0 (one nest)."""
+    W = np.ascontiguousarray(W, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
+    K = W.shape[2]
+    beta_lo, beta_hi = np.full(K, -BETA_BOUND), np.full(K, BETA_BOUND)
+    if model in ("MNL", "NL"):
+        g = (np.zeros(W.shape[:2], dtype=np.int64) if model == "MNL"
+             else np.ascontiguousarray(extra["g"], dtype=np.int64))
+        free = np.r_[np.ones(K, np.int64), np.full(2, int(model == "NL"), np.int64)]
+        return Problem(nl_resjac, solve_nl, (W, g, y), np.r_[beta_lo, 0.0, 0.0],
+                       np.r_[beta_hi, RHO_MAX, RHO_MAX], free)
+    ridx = np.asarray(extra["ridx"], dtype=np.int64)
+    lrow = np.asarray(extra["lrow"], dtype=np.int64)
+    lcol = np.asarray(extra["lcol"], dtype=np.int64)
+    diag = lrow == lcol
+    data = (W, np.ascontiguousarray(W[:, :, ridx]), y, ridx,
+            np.ascontiguousarray(np.asarray(extra["z"], dtype=float).T), lrow, lcol)
+    d = K + np.flatnonzero(diag)
+    lo = np.r_[beta_lo, np.where(diag, 0.0, -CHOL_BOUND)]
+    hi = np.r_[beta_hi, np.full(len(diag), CHOL_BOUND)]
+    x_lo, x_hi = lo.copy(), hi.copy()
+    x_lo[d], x_hi[d] = -np.sqrt(CHOL_BOUND), np.sqrt(CHOL_BOUND)
 
-    For MXL the Jacobian is computed with the residuals, in the same pass over each market's
-    node probabilities, and kept for the ``jac`` call that scipy makes at the same point after
-    every accepted step: that costs ~1.3 ms more per evaluation at n = 100 but saves
-    recomputing the probabilities (~1.3 ms) for each of the ~95% of evaluations that are
-    accepted.
-    """
+    def encode(theta):          # the compiled solver sees η with L_aa = η_a²
+        x = np.array(theta, dtype=float)
+        x[d] = np.sqrt(np.maximum(x[d], 0.0))
+        return x
 
-    def __init__(self, model: str, W: np.ndarray, y: np.ndarray, extra: dict):
-        self.model, self.W, self.y, self.extra = model, W, y, extra
-        self.nfev = 0
-        self._jac_x = None
-        self._jac = None
+    def decode(x):
+        theta = np.array(x, dtype=float)
+        theta[d] = x[d] ** 2
+        return theta
 
-    def shares(self, theta):
-        W, ex = self.W, self.extra
-        if self.model == "MNL":
-            return _mnl_shares(W @ theta)
-        if self.model == "NL":
-            return _nl_shares(W @ theta[:-2], ex["g"], theta[-2:])
-        shares, jac = self._mxl(theta)
-        self._jac_x, self._jac = theta.copy(), jac
-        return shares
-
-    def _mxl(self, theta):
-        W, ex = self.W, self.extra
-        beta, L = _mxl_unpack(theta, ex)
-        shares, jac = _logit_nb.mxl_jacobian(W @ beta, W, ex["ridx"], ex["z"] @ L.T, ex["z"],
-                                             ex["lrow"], ex["lcol"])
-        return shares, jac.reshape(W.shape[0] * W.shape[1], -1)
-
-    def fun(self, theta):
-        self.nfev += 1
-        return (self.shares(theta) - self.y).ravel()
-
-    def jac(self, theta):
-        W, ex = self.W, self.extra
-        n, J, K = W.shape
-        if self.model == "MNL":
-            s = _mnl_shares(W @ theta)
-            wbar = np.einsum("mk,mka->ma", s, W)
-            return (s[:, :, None] * (W - wbar[:, None, :])).reshape(n * J, K)
-        if self.model == "NL":
-            beta, rho = theta[:-2], theta[-2:]
-            g = ex["g"]
-            logs, u, lam, logD, cond, ns = _nl_parts(W @ beta, g, rho)
-            s = np.exp(logs)
-            dd = _nl_dlog_ddelta(s, g, rho, cond)             # (n, J, J)
-            jb = s[:, :, None] * np.einsum("mjk,mka->mja", dd, W)
-            jr = np.empty((n, J, 2))
-            for m in (0, 1):
-                inm = g == m
-                ubar = np.where(inm, cond * u, 0.0).sum(axis=1)          # Σ_{k∈m} s_{k|m} u_k
-                with np.errstate(invalid="ignore"):
-                    outer = np.where(ns[:, m] > 0, ns[:, m] * (ubar - logD[:, m]), 0.0)
-                own = np.where(inm, u / lam[m] - logD[:, [m]] - rho[m] * ubar[:, None] / lam[m],
-                               0.0)
-                jr[:, :, m] = s * (own - outer[:, None])
-            return np.concatenate([jb, jr], axis=2).reshape(n * J, K + 2)
-        if self._jac_x is not None and np.array_equal(theta, self._jac_x):
-            return self._jac
-        return self._mxl(theta)[1]
+    return Problem(_logit_nb.mxl_resjac, _logit_nb.solve_mxl, data, lo, hi,
+                   np.ones(K + len(diag), dtype=np.int64), encode, decode, x_lo, x_hi)
 
 
-def _solve(res: _Residuals, starts: list[tuple[str, np.ndarray]], lb, ub, method: str,
-           max_nfev: int):
-    """Least squares from every start; the lowest objective wins."""
-    best, best_name, total = None, None, 0
-    # one BLAS thread: the problems are small, studies parallelise over processes, and a
-    # threaded BLAS on small least-squares steps is many times slower on a busy machine
-    with threadpoolctl.threadpool_limits(1):
-        for name, x0 in starts:
-            x0 = np.clip(np.asarray(x0, float), lb, ub)
-            r = scipy.optimize.least_squares(res.fun, x0, jac=res.jac, bounds=(lb, ub),
-                                             method=method, max_nfev=max_nfev)
-            total += r.nfev
-            if np.isfinite(r.cost) and (best is None or r.cost < best.cost):
-                best, best_name = r, name
-    if best is None:
-        raise RuntimeError("every least-squares start failed (non-finite objective)")
-    return best, best_name, total
+def _residual_jacobian(model: str, theta: np.ndarray, W: np.ndarray, y: np.ndarray,
+                       extra: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals and Jacobian ``(n·J, len(θ))`` of a model at ``θ`` (MNL: in β only)."""
+    prob = _problem(model, W, y, extra)
+    if model == "MNL":
+        r, J = prob.resjac(np.r_[theta, 0.0, 0.0], prob.data)
+        return r, J[:, :len(theta)]
+    return prob.resjac(np.asarray(theta, dtype=float), prob.data)
 
 
 # --------------------------------------------------------------------------- procedures
 
 
 class _DemandProcedure(Procedure):
-    """Shared plumbing: validation, design, the baseline and Berry starts."""
+    """Shared plumbing: validation, design, optimiser options, the baseline and Berry starts."""
 
     model = ""
 
-    def __init__(self, formula: str = DEFAULT_FORMULA, max_nfev: int = 400,
-                 method: str = "trf") -> None:
+    def __init__(self, formula: str = DEFAULT_FORMULA, max_nfev: int | None = None,
+                 method: str = "lm", budget: str = DEFAULT_BUDGET) -> None:
         parse_formula(formula)
-        if int(max_nfev) < 1:
-            raise ValueError("max_nfev must be a positive integer")
-        if method not in ("trf", "dogbox"):
-            raise ValueError("method must be 'trf' or 'dogbox'")
-        self.formula, self.max_nfev, self.method = formula, int(max_nfev), method
+        check_options(budget, max_nfev, method)
+        self.formula, self.max_nfev, self.method, self.budget = formula, max_nfev, method, budget
 
     @classmethod
     def from_formula(cls, formula: str, data, market_ids: str = "market_ids", **kwargs):
@@ -509,7 +437,7 @@ class _DemandProcedure(Procedure):
         market_ids : str
             The market column.
         **kwargs
-            Options of the model (``nest=``, ``random=``, ``max_nfev=`` ...).
+            Options of the model (``nest=``, ``random=``, ``budget=``, ``max_nfev=`` ...).
 
         Returns
         -------
@@ -531,6 +459,10 @@ class _DemandProcedure(Procedure):
         design = _Design(self.formula, X, columns)
         return X, y, design, design(X), columns
 
+    def _solve(self, problem: Problem, starts) -> Solution:
+        return solve(problem, starts, self.budget, check_options(self.budget, self.max_nfev,
+                                                                 self.method), self.method)
+
     @staticmethod
     def _baseline_beta(W, y, names):
         b = float(y.mean())
@@ -547,18 +479,13 @@ class _DemandProcedure(Procedure):
         beta, *_ = np.linalg.lstsq(W[ok], lhs, rcond=None)
         return beta
 
-    def _mnl(self, W, y, names):
-        K = W.shape[2]
-        res = _Residuals("MNL", W, y, {})
-        starts = [("baseline", self._baseline_beta(W, y, names)),
-                  ("berry", self._berry_beta(W, y))]
-        lb, ub = np.full(K, -BETA_BOUND), np.full(K, BETA_BOUND)
-        return _solve(res, starts, lb, ub, "trf", self.max_nfev)
-
-    @staticmethod
-    def _info(r, start, total):
-        return {"cost": float(r.cost), "nfev": int(total), "start": start,
-                "status": int(r.status)}
+    def _mnl(self, W, y, names) -> Solution:
+        """The MNL fit (β with ρ = 0) from the baseline and Berry starts."""
+        starts = [("baseline", np.r_[self._baseline_beta(W, y, names), 0.0, 0.0]),
+                  ("berry", np.r_[self._berry_beta(W, y), 0.0, 0.0])]
+        sol = self._solve(_problem("MNL", W, y, {}), starts)
+        sol.x = sol.x[:W.shape[2]]
+        return sol
 
 
 class Logit(Procedure):
@@ -592,15 +519,25 @@ class Logit(Procedure):
                          info={"b": b, "cost": float(0.5 * ((y - b) ** 2).sum())})
 
 
+_OPTIONS_DOC = """budget : {"fit", "start", "converge"}
+        How the ``max_nfev`` residual evaluations are counted: for the model's starts together
+        (the default), for each start, or not at all (run every start to convergence); see
+        :mod:`restrictiveness.demand.fitting`.
+    max_nfev : int, optional
+        The evaluation budget (default 400, SPEC §7); not with ``budget="converge"``.
+    method : {"lm", "trf", "dogbox"}
+        The compiled bounded Levenberg–Marquardt (default) or scipy's ``least_squares`` method
+        (slower references)."""
+
+
 class MNL(_DemandProcedure):
-    """Multinomial logit ``δ_j = w_jᵀβ`` fitted by least squares on inside shares.
+    __doc__ = """Multinomial logit ``δ_j = w_jᵀβ`` fitted by least squares on inside shares.
 
     Parameters
     ----------
     formula : str
         Utility formula over the market columns (intercept unless removed with ``- 1``).
-    max_nfev : int
-        Residual evaluations per start (Jacobian evaluations not counted).
+    """ + _OPTIONS_DOC + """
 
     Examples
     --------
@@ -622,13 +559,16 @@ class MNL(_DemandProcedure):
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
         X, y, design, W, columns = self._prepare(sample)
-        r, start, total = self._mnl(W, y, design.names)
-        return DemandFit("MNL", r.x, design.names, design, columns,
-                         info=self._info(r, start, total))
+        sol = self._mnl(W, y, design.names)
+        return DemandFit("MNL", sol.x, design.names, design, columns, info=sol.info())
 
 
 class NestedLogit(_DemandProcedure):
-    """Two-level nested logit with nests by a 0/1 column and nesting parameters in [0, 0.99].
+    __doc__ = """Two-level nested logit with nests by a 0/1 column and nesting parameters in
+    [0, 0.99].
+
+    Starts: the baseline and Berry β with ``ρ = (0.5, 0.5)``, and the fitted MNL with
+    ``ρ = (0, 0)`` and ``(0.5, 0.5)``.
 
     Parameters
     ----------
@@ -636,8 +576,7 @@ class NestedLogit(_DemandProcedure):
         Utility formula, as for :class:`MNL`.
     nest : str
         Market column whose 0/1 value names each product's nest (default ``"mushy"``).
-    max_nfev : int
-        Residual evaluations per start.
+    """ + _OPTIONS_DOC + """
 
     Examples
     --------
@@ -649,8 +588,9 @@ class NestedLogit(_DemandProcedure):
     model = "NL"
 
     def __init__(self, formula: str = DEFAULT_FORMULA, nest: str = "mushy",
-                 max_nfev: int = 400) -> None:
-        super().__init__(formula, max_nfev)
+                 max_nfev: int | None = None, method: str = "lm",
+                 budget: str = DEFAULT_BUDGET) -> None:
+        super().__init__(formula, max_nfev, method, budget)
         self.nest = nest
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
@@ -659,24 +599,30 @@ class NestedLogit(_DemandProcedure):
             raise FormulaError(f"nest column {self.nest!r} is not among the market columns "
                                f"{list(columns)}")
         g = _nest_index(X, columns, self.nest)
-        mnl, _, n_mnl = self._mnl(W, y, design.names)
-        K = W.shape[2]
+        mnl = self._mnl(W, y, design.names)
         half = np.array([0.5, 0.5])
         starts = [("baseline", np.r_[self._baseline_beta(W, y, design.names), half]),
                   ("berry", np.r_[self._berry_beta(W, y), half]),
                   ("MNL", np.r_[mnl.x, 0.0, 0.0]),
                   ("MNL+rho", np.r_[mnl.x, half])]
-        lb = np.r_[np.full(K, -BETA_BOUND), 0.0, 0.0]
-        ub = np.r_[np.full(K, BETA_BOUND), RHO_MAX, RHO_MAX]
-        res = _Residuals("NL", W, y, {"g": g})
-        r, start, total = _solve(res, starts, lb, ub, "trf", self.max_nfev)
+        sol = self._solve(_problem("NL", W, y, {"g": g}), starts)
         names = design.names + [f"rho[{self.nest}=0]", f"rho[{self.nest}=1]"]
-        return DemandFit("NL", r.x, names, design, columns, extra={"nest": self.nest},
-                         info=self._info(r, start, total + n_mnl))
+        info = sol.info()
+        info["mnl_nfev"] = mnl.nfev
+        return DemandFit("NL", sol.x, names, design, columns, extra={"nest": self.nest},
+                         info=info)
 
 
 class MixedLogit(_DemandProcedure):
-    """Random-coefficients logit ``b ~ N(β, LLᵀ)`` on 512 antithetic scrambled-Sobol nodes.
+    __doc__ = """Random-coefficients logit ``b ~ N(β, LLᵀ)`` on 512 antithetic scrambled-Sobol
+    nodes.
+
+    Starts (SPEC §7): the fitted MNL means with ``L = 0.5·I`` and ``L = 1.0·I``. With antithetic
+    nodes ``L = 0`` is a stationary point, so the baseline and Berry starts (``L = 0``) lead to
+    the MNL fit; that fit with ``L = 0`` stays a candidate, so MXL never fits worse than the MNL
+    it nests. The MNL stage has its own budget of the same kind.
+
+    Budget: """ + _BUDGET_CHOICE + """
 
     Parameters
     ----------
@@ -687,12 +633,17 @@ class MixedLogit(_DemandProcedure):
         mushy``); ``L`` is their full lower-triangular Cholesky factor.
     nodes : int
         Number of integration nodes (even: half Sobol normals, half their negatives).
-    max_nfev : int
-        Residual evaluations per start.
-    method : {"dogbox", "trf"}
-        scipy ``least_squares`` method (dogbox by default, see the module docstring).
+    max_nfev : int, optional
+        The evaluation budget (default 400, SPEC §7); not with ``budget="converge"``.
+    method : {"lm", "trf", "dogbox"}
+        The compiled bounded Levenberg–Marquardt (default) or scipy's ``least_squares`` method
+        (slower references).
     seed : int
         Seed of the scrambled Sobol nodes (fixed across fits).
+    budget : {"fit", "start", "converge"}
+        How ``max_nfev`` is counted: for the two starts together (the default), for each
+        start, or not at all (run both starts to convergence); see
+        :mod:`restrictiveness.demand.fitting`.
 
     Examples
     --------
@@ -704,9 +655,9 @@ class MixedLogit(_DemandProcedure):
     model = "MXL"
 
     def __init__(self, formula: str = DEFAULT_FORMULA, random: Sequence[str] | None = None,
-                 nodes: int = 512, max_nfev: int = 400, method: str = "dogbox",
-                 seed: int = NODE_SEED) -> None:
-        super().__init__(formula, max_nfev, method)
+                 nodes: int = 512, max_nfev: int | None = None, method: str = "lm",
+                 seed: int = NODE_SEED, budget: str = DEFAULT_BUDGET) -> None:
+        super().__init__(formula, max_nfev, method, budget)
         if int(nodes) < 2 or int(nodes) % 2:
             raise ValueError("nodes must be an even number ≥ 2 (antithetic pairs)")
         if isinstance(random, str):
@@ -736,23 +687,20 @@ class MixedLogit(_DemandProcedure):
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
         X, y, design, W, columns = self._prepare(sample)
         ex = self._extra(design.names)
-        mnl, _, n_mnl = self._mnl(W, y, design.names)
-        K = W.shape[2]
+        mnl = self._mnl(W, y, design.names)
         diag = ex["lrow"] == ex["lcol"]
         starts = [(f"MNL+{c}I", np.r_[mnl.x, np.where(diag, c, 0.0)]) for c in (0.5, 1.0)]
-        lb = np.r_[np.full(K, -BETA_BOUND), np.where(diag, 0.0, -CHOL_BOUND)]
-        ub = np.r_[np.full(K, BETA_BOUND), np.full(len(diag), CHOL_BOUND)]
-        res = _Residuals("MXL", np.ascontiguousarray(W), y, ex)
-        r, start, total = _solve(res, starts, lb, ub, self.method, self.max_nfev)
-        if mnl.cost < r.cost:
+        sol = self._solve(_problem("MXL", W, y, ex), starts)
+        info = sol.info()
+        if mnl.cost < sol.cost:
             # the baseline and Berry starts have L = 0, a stationary point in L, and lead to the
             # MNL fit: it stays a candidate, so the MXL fit is never worse than the MNL it nests
-            r = scipy.optimize.OptimizeResult(x=np.r_[mnl.x, np.zeros(len(diag))],
-                                              cost=mnl.cost, status=mnl.status)
-            start = "MNL (L = 0)"
+            sol.x = np.r_[mnl.x, np.zeros(len(diag))]
+            info.update(cost=float(mnl.cost), start="MNL (L = 0)", status=mnl.status)
         extra = {k: ex[k] for k in ("K", "ridx", "lrow", "lcol", "z")}
-        info = self._info(r, start, total + n_mnl)
         info["random"] = list(ex["random"])
         info["mnl_params"] = mnl.x.tolist()
-        return DemandFit("MXL", r.x, self.parameter_names(design.names), design, columns,
+        info["mnl_cost"] = float(mnl.cost)
+        info["mnl_nfev"] = mnl.nfev
+        return DemandFit("MXL", sol.x, self.parameter_names(design.names), design, columns,
                          extra=extra, info=info)

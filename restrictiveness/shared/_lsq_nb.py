@@ -50,8 +50,11 @@ copy of the algorithm. numba caches each compiled solver on disk under its own `
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
 import types
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -67,6 +70,8 @@ STATUS = {0: "evaluation budget exhausted", 1: "gradient test (gtol)",
 
 #: A parameter this close to a bound (relative to ``max(1, |bound|)``) is on it.
 BOUND_RTOL = 1e-9
+#: Initial damping, relative to the scaling D².
+MU0 = 1e-3
 #: Relative reduction below which the next step uses the second-order term (Fletcher–Xu).
 SWITCH = 0.2
 
@@ -125,7 +130,7 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
     s = np.zeros(p)
     xn = np.empty(p)
     dx = np.empty(p)
-    mu, nu = 1e-3, 2.0
+    mu, nu = MU0, 2.0
     status = 0
     while math.isfinite(ssr):     # a non-finite start has nowhere to go
         if ssr == 0.0:
@@ -312,6 +317,17 @@ def _secant_update(S, dx, y, ysharp):
 _REGISTRY: dict[str, str] = {}
 
 
+def _source_digest(resjac) -> str:
+    """Digest of this module's source and the callback's: numba keys a cached function on its
+    own file only, so the cache name carries both (an edited callback gets a fresh entry)."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    try:
+        h.update(Path(inspect.getfile(getattr(resjac, "py_func", resjac))).read_bytes())
+    except (TypeError, OSError):      # a callback without a source file is not cached
+        pass
+    return h.hexdigest()[:16]
+
+
 def _bind(resjac, name: str, compiled: bool):
     """A copy of the solver source whose global ``resjac`` is the given callback (and whose
     helpers are compiled or plain Python alike)."""
@@ -335,7 +351,8 @@ def compile_lm(resjac, name: str, cache: bool = True):
     resjac : numba dispatcher
         ``resjac(θ, data) -> (r, J)``: residuals ``(m,)`` and Jacobian ``(m, p)`` at ``θ``.
     name : str
-        A name unique in the package: the solver's cache entry is filed under it.
+        A name unique in the package: the solver's cache entry is filed under it (with a digest
+        of this module's and the callback module's source, so editing either recompiles).
     cache : bool
         Cache the compiled solver on disk (for callbacks defined in the package; an ad-hoc
         callback, e.g. in a test, should not be cached: numba keys the entry on this module's
@@ -369,7 +386,7 @@ def compile_lm(resjac, name: str, cache: bool = True):
     if _REGISTRY.setdefault(name, origin) != origin:
         raise ConfigurationError(f"compile_lm: name {name!r} is already bound to "
                                  f"{_REGISTRY[name]}; choose another (it keys the disk cache)")
-    return numba.njit(cache=cache)(_bind(resjac, name, True))
+    return numba.njit(cache=cache)(_bind(resjac, f"{name}_{_source_digest(resjac)}", True))
 
 
 def python_lm(resjac, name: str = "lm_numpy"):
