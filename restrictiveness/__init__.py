@@ -39,13 +39,16 @@ from .procedures import OLS, AutoML, Constant, GPRegression, SklearnRegressor
 from .shared.exceptions import (
     BaselineError,
     CheckpointError,
+    CheckpointWarning,
     ConfigurationError,
     ConstraintError,
     DataError,
     DomainError,
+    ExecutionError,
     FailureWarning,
     FormulaError,
     RestrictivenessError,
+    StudyInterrupted,
 )
 from .shared.formula import parse_formula
 from .shared.sample import Sample
@@ -57,6 +60,7 @@ __all__ = [
     "Box", "Domain", "FiniteSet", "LinearInequality",
     "BaselineError", "CheckpointError", "ConfigurationError", "ConstraintError", "DataError",
     "DomainError", "FailureWarning", "FormulaError", "RestrictivenessError",
+    "CheckpointWarning", "ExecutionError", "StudyInterrupted",
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression", "Procedure", "SklearnRegressor",

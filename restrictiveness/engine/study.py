@@ -20,22 +20,31 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Literal
 
 import numpy as np
 
 from ..eligible.truth import EvaluationDistribution
-from ..shared.exceptions import BaselineError, ConfigurationError, FailureWarning
+from ..shared.exceptions import (
+    BaselineError,
+    ConfigurationError,
+    ExecutionError,
+    FailureWarning,
+    StudyInterrupted,
+)
 from .discrepancies import MSE, Discrepancy
 from .failures import GuardedRule
+from .memory import check_memory
 from .protocol import FunctionRule, Procedure
+from .records import ReplicationRecord
 from .sensitivity_results import Contributions
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng"]
@@ -52,22 +61,6 @@ def procedure_rng(seed: int, replication: int, label: str, n: int, draw: int
 
 def truth_rng(seed: int, replication: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replication, 0)))
-
-
-@dataclass
-class ReplicationRecord:
-    """Everything one replication contributes to the results (small, picklable)."""
-
-    replication: int
-    loss: np.ndarray            # (procedure, discrepancy, n, draw); NaN where not run
-    baseline_loss: np.ndarray   # (discrepancy, n, draw)
-    failed: np.ndarray          # (procedure, n) fits that failed in any draw
-    invalid: np.ndarray         # (procedure, n) prediction rows replaced by the baseline
-    seconds: np.ndarray         # (procedure, n) mean wall time of a fit
-    baseline_seconds: np.ndarray  # (n,)
-    error: np.ndarray           # (procedure, n) first failure message ('' if none)
-    info: np.ndarray            # (procedure, n) JSON of the first draw's Fitted.info
-    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,)
 
 
 def _json(info) -> str:
@@ -192,10 +185,20 @@ class Study:
             "draws": self.draws, "fit_on": self.fit_on,
         }
 
+    def memory_estimate(self) -> int:
+        """Lower bound on the bytes one replication needs (0 when nothing reports one): the
+        evaluation distribution's draw plus the hungriest procedure's fit at the largest n."""
+        need = self.evaluation.memory_bytes(self.n, self.draws) \
+            if hasattr(self.evaluation, "memory_bytes") else 0
+        fits = [p.memory_bytes(max(self.n)) for p in [*self.procedures.values(), self.baseline]
+                if hasattr(p, "memory_bytes")]
+        return int(need) + max(fits, default=0)
+
     # -- execution ------------------------------------------------------------------------
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
             replications: Sequence[int] | None = None, checkpoint=None,
-            backend: Literal["processes", "dask"] = "processes", client=None):
+            backend: Literal["processes", "dask"] = "processes", client=None,
+            resume_other_versions: bool = False, worker_timeout: float = 60.0):
         """Run every replication and return :class:`~restrictiveness.engine.results.Results`.
 
         Parameters
@@ -208,100 +211,261 @@ class Study:
             Run only these replication indices (as a distributed run does).
         checkpoint : str or Path, optional
             Directory recording each finished replication; a rerun with the same configuration
-            skips them (see :mod:`restrictiveness.engine.checkpoint`).
+            skips them, and concurrent runs share the work (see
+            :mod:`restrictiveness.engine.checkpoint`).
         backend : {"processes", "dask"}
             A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
             identical either way.
         client : distributed.Client, optional
             For ``backend="dask"``.
+        resume_other_versions : bool
+            Resume a checkpoint written under other package versions (default: refuse).
+        worker_timeout : float
+            ``backend="dask"``: seconds without any connected worker before the run fails with
+            :class:`~restrictiveness.ExecutionError` (dask alone would wait for ever).
+
+        Raises
+        ------
+        StudyInterrupted
+            On Ctrl-C: the workers are stopped at once and the finished replications are in
+            the checkpoint.
         """
         from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None else list(replications)
-        store = Checkpoint(checkpoint, self.configuration()) if checkpoint is not None else None
-        done = store.done() if store is not None else {}
-        todo = [m for m in reps if m not in done]
-        fresh = self.run_units(todo, n_jobs=n_jobs, progress=progress,
-                               on_record=store.save if store is not None else None,
-                               backend=backend, client=client)
-        finished = {**done, **dict(zip(todo, fresh, strict=True))}
-        records = [finished[m] for m in reps]
-        res = Results.from_records(self, records)
-        total = int(res.dataset["failed"].sum())
-        if total:
-            warnings.warn(f"{total} fit(s) failed; the baseline's predictions were used in their "
-                          "place (see results.failures())", FailureWarning, stacklevel=2)
+        workers = _worker_count(n_jobs, len(reps))
+        if backend == "processes" or client is None:  # a user's cluster has its own memory
+            check_memory(self, workers)
+        finished: dict[int, ReplicationRecord] = {}
+        store = None
+        try:
+            if checkpoint is not None:
+                store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
+                finished.update({m: r for m, r in store.done().items() if m in set(reps)})
+            options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
+                           worker_timeout=worker_timeout)
+            self._run_missing(reps, finished, store, options)
+        except KeyboardInterrupt:
+            raise StudyInterrupted(len(finished), len(reps),
+                                   None if store is None else str(store.path)) from None
+        finally:
+            if store is not None:
+                store.close()
+        res = Results.from_records(self, [finished[m] for m in reps])
+        report = res.failure_report()
+        if report:
+            warnings.warn(report, FailureWarning, stacklevel=2)
         return res
+
+    def _run_missing(self, reps: list[int], finished: dict, store, options: dict) -> None:
+        """Compute the replications not in ``finished``. With a checkpoint, each is claimed
+        before it starts; those another run claimed are awaited and loaded (or computed here
+        if that run stopped without them)."""
+        def keep(record: ReplicationRecord) -> None:
+            if store is not None:
+                store.save(record)
+            finished[record.replication] = record
+
+        todo = [m for m in reps if m not in finished]
+        while todo:
+            self.run_units(todo, on_record=keep,
+                           claim=None if store is None else store.claim, **options)
+            todo = []
+            for m in (m for m in reps if m not in finished):
+                record = store.wait_for(m)
+                if record is None:
+                    todo.append(m)
+                else:
+                    finished[m] = record
 
     def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
                   progress: bool | None = None, on_record=None,
-                  backend: Literal["processes", "dask"] = "processes",
-                  client=None) -> list[ReplicationRecord]:
+                  backend: Literal["processes", "dask"] = "processes", client=None,
+                  claim: Callable[[int], bool] | None = None,
+                  worker_timeout: float = 60.0) -> list[ReplicationRecord]:
         """Run the given replications; records come back in the order given.
 
         ``on_record(record)`` is called in this process as each replication finishes (a
-        checkpoint saves it there). ``backend="dask"`` submits the units to a
-        ``dask.distributed`` client (``client``, or a local cluster of ``n_jobs`` single-threaded
-        worker processes).
+        checkpoint saves it there). ``claim(m)``, if given, is asked just before replication
+        ``m`` starts; False skips it (another run computes it), and the records returned are
+        those run here. ``backend="dask"`` submits the units to a ``dask.distributed`` client
+        (``client``, or a local cluster of ``n_jobs`` single-threaded worker processes).
         """
         from tqdm.auto import tqdm
 
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
-        if n_jobs is None or n_jobs < 0:
-            n_jobs = os.cpu_count() or 1
+        workers = _worker_count(n_jobs, len(replications))
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
         out: dict[int, ReplicationRecord] = {}
 
-        def finish(m: int, record: ReplicationRecord) -> None:
-            out[m] = record
+        def finish(record: ReplicationRecord) -> None:
+            out[record.replication] = record
             if on_record is not None:
                 on_record(record)
             bar.update()
 
         try:
             if backend == "dask":
-                self._run_dask(replications, n_jobs, client, finish)
-            elif n_jobs == 1 or len(replications) <= 1:
+                _run_dask(self, replications, workers, client, finish, claim, worker_timeout)
+            elif workers == 1:
                 for m in replications:
-                    finish(m, run_unit(self, m))
+                    if claim is None or claim(m):
+                        finish(run_unit(self, m))
             else:
-                # fork: workers inherit imported modules and compiled kernels, and user scripts
-                # need no __main__ guard; spawn where fork does not exist.
-                methods = multiprocessing.get_all_start_methods()
-                ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-                with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
-                                         mp_context=ctx) as pool:
-                    futures = {pool.submit(run_unit, self, m): m for m in replications}
-                    for fut in as_completed(futures):
-                        finish(futures[fut], fut.result())
+                _run_pool(self, replications, workers, finish, claim)
         finally:
             bar.close()
-        return [out[m] for m in replications]
+        return [out[m] for m in replications if m in out]
 
-    def _run_dask(self, replications, n_jobs, client, finish) -> None:
-        try:
-            from distributed import Client, LocalCluster
-            from distributed import as_completed as dask_completed
-        except ImportError as exc:
-            raise ImportError("backend='dask' needs dask.distributed: "
-                              "pip install 'restrictiveness[dask]'") from exc
-        own = client is None
+
+def _worker_count(n_jobs: int | None, units: int) -> int:
+    """Workers for ``units`` replications: ``n_jobs`` (None or -1: the usable cores)."""
+    if n_jobs is None or n_jobs == -1:
+        n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    elif not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise ConfigurationError(f"n_jobs must be a positive number of workers, or -1 (or None) "
+                                 f"for all cores; got {n_jobs!r}")
+    return max(1, min(int(n_jobs), units))
+
+
+def _ignore_sigint() -> None:
+    # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
+    # terminal's process group prints its own KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_pool(study: Study, replications: Sequence[int], workers: int,
+              finish: Callable, claim: Callable[[int], bool] | None) -> None:
+    """Run replications on a local process pool, two per worker in flight (claimed only as
+    they are submitted, so concurrent runs share the rest). On any exception, Ctrl-C included,
+    the workers are terminated at once rather than waited for."""
+    # fork: workers inherit imported modules and compiled kernels, and user scripts need no
+    # __main__ guard; spawn where fork does not exist.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pending, running = iter(replications), {}
+
+    def submit_next() -> None:
+        for m in pending:
+            if claim is None or claim(m):
+                running[pool.submit(run_unit, study, m)] = m
+                return
+
+    try:
+        for _ in range(2 * workers):
+            submit_next()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                m = running.pop(fut)
+                try:
+                    record = fut.result()
+                except BrokenProcessPool:
+                    raise ExecutionError(
+                        f"a worker process died while running replication {m} (killed, or out "
+                        "of memory?); rerun with fewer workers or smaller n") from None
+                finish(record)
+                submit_next()
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Terminate a pool's workers now: waiting for the replications they run could take
+    minutes, and a shut-down pool would even start the queued ones first."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.terminate()
+    for p in processes:
+        p.join(timeout=1.0)
+        if p.is_alive():
+            p.kill()
+
+
+def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
+              finish: Callable, claim: Callable[[int], bool] | None,
+              worker_timeout: float) -> None:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ImportError("backend='dask' needs dask.distributed: "
+                          "pip install 'restrictiveness[dask]'") from exc
+    if not worker_timeout > 0:
+        raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
+                                 f"{worker_timeout!r}")
+    own = client is None
+    if own:
+        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
+                                     processes=True, dashboard_address=None))
+    futures = {}
+    try:
+        for m in replications:
+            if claim is None or claim(m):
+                futures[client.submit(run_unit, study, m, pure=False)] = m
+        _gather_dask(client, futures, finish, worker_timeout)
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+    finally:
         if own:
-            client = Client(LocalCluster(n_workers=n_jobs, threads_per_worker=1,
-                                         processes=True, dashboard_address=None))
+            cluster = client.cluster
+            client.close()
+            cluster.close()
+
+
+def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float) -> None:
+    """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
+    raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
+    seconds."""
+    from distributed import wait as dask_wait
+    from distributed.scheduler import KilledWorker
+
+    pending = set(futures)
+    alone_since = None
+    while pending:
         try:
-            futures = {client.submit(run_unit, self, m, pure=False): m for m in replications}
-            for fut in dask_completed(futures):
-                finish(futures[fut], fut.result())
-        finally:
-            if own:
-                cluster = client.cluster
-                client.close()
-                cluster.close()
+            done, pending = dask_wait(pending, timeout=min(1.0, worker_timeout / 4),
+                                      return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for fut in done:
+            try:
+                finish(fut.result())
+            except KilledWorker as exc:
+                raise ExecutionError(f"dask workers died running replication {futures[fut]} "
+                                     f"({exc}); rerun with fewer workers or smaller n") from None
+        if done:
+            alone_since = None
+        elif _dask_workers(client):
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since >= worker_timeout:
+            raise ExecutionError(
+                f"no dask worker has been connected to {client.scheduler.address} for "
+                f"{worker_timeout:g} s, with {len(pending)} of {len(futures)} replications "
+                "unfinished; start workers again and rerun (a checkpoint keeps the finished "
+                "ones), or allow longer with worker_timeout (--worker-timeout)")
+
+
+def _dask_workers(client) -> int:
+    try:
+        return len(client.nthreads(timeout=5))
+    except Exception:  # noqa: BLE001 - an unreachable scheduler counts as no worker
+        return 0
 
 
 def run_unit(study: Study, replication: int) -> ReplicationRecord:

@@ -12,7 +12,8 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
-from ...engine.results import NETCDF_ENGINE
+from ...engine.results import NETCDF_ENGINE, read_netcdf
+from ...shared.files import atomic_output
 from .inference import clustered_se, repeated_fold_se
 
 __all__ = ["CompletenessResults", "load_completeness"]
@@ -128,8 +129,9 @@ class CompletenessResults:
         return smry
 
     def to_netcdf(self, path) -> None:
-        """Write the Dataset to NetCDF-4 (reload with :func:`load_completeness`)."""
-        self.dataset.to_netcdf(path, engine=NETCDF_ENGINE)
+        """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`)."""
+        with atomic_output(path) as tmp:
+            self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
     def __repr__(self) -> str:
         return (f"<CompletenessResults: {len(self.procedures)} procedures, "
@@ -145,6 +147,12 @@ def load_completeness(path) -> CompletenessResults:
     Examples
     --------
     >>> res = load_completeness("lottery_completeness.nc")  # doctest: +SKIP
+
+    Raises
+    ------
+    DataError
+        If the file is missing, is not NetCDF, is truncated, or holds something else.
     """
-    with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
-        return CompletenessResults(ds.load())
+    return CompletenessResults(read_netcdf(
+        path, "completeness results", ("kappa", "kappa_se", "influence", "loss", "failed"),
+        "load_completeness"))
