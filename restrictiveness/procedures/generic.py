@@ -169,6 +169,10 @@ class GPRegression(Procedure):
     def validate(self, columns, response):
         _validate_formula(self.formula, columns, response)
 
+    def memory_bytes(self, n: int) -> int:
+        """At least the n × n covariance and its factor (float64)."""
+        return 2 * 8 * int(n) ** 2
+
     def fit(self, sample, rng):
         columns = sample.columns
 
