@@ -269,11 +269,11 @@ class Results(SensitivityMixin):
                 parts.append(f"failed in {failed} of {fits} fits ({per_n})"
                              + (", every fit: its r̂ only repeats the baseline's"
                                 if failed == fits else ""))
-            if rows:
+            if rows and failed < fits:
                 parts.append(f"{rows} invalid prediction rows replaced")
             errors = [e for e in f["first_error"] if e]
             if errors:
-                parts.append(f"first error: {_short(errors[0], 120)}")
+                parts.append(f"first error: {_short(' '.join(errors[0].split()), 200)}")
             out.append((p, "; ".join(parts)))
         return out
 
@@ -407,8 +407,13 @@ def _short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def all_failed(fail: pd.Series) -> bool:
+    """Whether a row of :meth:`Results.failures` had every fit fail."""
+    return bool(fail["fits"]) and fail["failed"] == fail["fits"]
+
+
 def _cell(r: float, se: float, fail: pd.Series) -> str:
-    if fail["fits"] and fail["failed"] == fail["fits"]:
+    if all_failed(fail):
         return "failed"
     mark = "*" if fail["failed"] or fail["invalid_rows"] else ""
     return f"{r:.3f} ({se:.3f}){mark}"

@@ -41,7 +41,7 @@ from ..shared.exceptions import (
     StudyInterrupted,
 )
 from .discrepancies import MSE, Discrepancy
-from .failures import GuardedRule
+from .failures import GuardedRule, is_interrupt, reraise_interrupt
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
@@ -247,7 +247,9 @@ class Study:
             options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
                            worker_timeout=worker_timeout)
             self._run_missing(reps, finished, store, options)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemError) as exc:
+            if not is_interrupt(exc):
+                raise
             raise StudyInterrupted(len(finished), len(reps),
                                    None if store is None else str(store.path)) from None
         finally:
@@ -463,7 +465,7 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float)
 
 def _dask_workers(client) -> int:
     try:
-        return len(client.nthreads(timeout=5))
+        return len(client.nthreads())
     except Exception:  # noqa: BLE001 - an unreachable scheduler counts as no worker
         return 0
 
@@ -486,6 +488,7 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     try:
         fitted, error = procedure.fit(sample, rng), ""
     except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
+        reraise_interrupt(exc)
         fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
@@ -528,6 +531,7 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                     study.evaluation.columns).baseline_predict)
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
+                reraise_interrupt(exc)
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
@@ -545,6 +549,7 @@ def run_replication(study: Study, replication: int) -> ReplicationRecord:
                     try:
                         loss[p, d, c, k] = disc(guard, truth, n)
                     except Exception as exc:  # noqa: BLE001 - broken discrepancy input
+                        reraise_interrupt(exc)
                         guard.failed = True
                         guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
                         guard.fitted = None

@@ -128,6 +128,31 @@ class CompletenessResults:
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
 
+    def plot_estimates(self, ax=None, level: float = 0.95):
+        """κ̂ by procedure with normal confidence intervals, the baseline (0) and the benchmark
+        (1) as reference lines.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'"
+                              ) from exc
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4))
+        est = self.estimates(level)
+        y = np.arange(len(est))
+        ax.errorbar(est["kappa"], y, xerr=[est["kappa"] - est["lower"],
+                                           est["upper"] - est["kappa"]], fmt="o", capsize=3)
+        ax.axvline(0.0, color="grey", lw=0.8)
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_yticks(y, est.index)
+        ax.set_xlabel(f"completeness κ̂ ({level:.0%} interval)")
+        return ax
+
     def to_netcdf(self, path) -> None:
         """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`)."""
         with atomic_output(path) as tmp:
