@@ -42,8 +42,13 @@ def build_parser() -> Parser:
     return parser
 
 
+def _one_line(text: object) -> str:
+    # Library messages may quote multi-line context (patsy's caret diagrams, pandas' reasons).
+    return " ".join(str(text).split())
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr if file is None else file)
+    print(f"warning: {_one_line(message)}", file=sys.stderr if file is None else file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,17 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _one_line_warning  # restored by catch_warnings
             return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
-        print(str(exc) if str(exc) else "interrupted", file=sys.stderr)
+        print(_one_line(exc) or "interrupted", file=sys.stderr)
         return 130
     except ExecutionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except RestrictivenessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:  # an output that could not be written (disk full, ...)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"error: {where}{_one_line(exc.strerror or exc)}", file=sys.stderr)
         return 1
     except Exception as exc:
         if is_interrupt(exc):  # Ctrl-C inside a numba kernel
@@ -81,6 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         if os.environ.get("RESTRICTIVENESS_TRACEBACK"):
             raise
-        print(f"error: unexpected {type(exc).__name__}: {exc} (a bug: please report it; set "
-              "RESTRICTIVENESS_TRACEBACK=1 to see the traceback)", file=sys.stderr)
+        print(f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (a bug: please report "
+              "it; set RESTRICTIVENESS_TRACEBACK=1 to see the traceback)", file=sys.stderr)
         return 1

@@ -120,6 +120,10 @@ def parse_formula(text: str) -> Formula:
         desc = patsy.ModelDesc.from_formula(rhs)
     except patsy.PatsyError as exc:
         raise FormulaError(f"formula {text!r} cannot be parsed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - patsy's tokenizer asserts on some input ('=')
+        raise FormulaError(f"formula {text!r} cannot be parsed "
+                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
+                           ) from None
     names: list[str] = []
     for term in desc.rhs_termlist:
         for factor in term.factors:
