@@ -36,6 +36,7 @@ from statsmodels.iolib.table import SimpleTable
 from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.files import atomic_output
+from ..shared.plotting import new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 
@@ -321,15 +322,9 @@ class Results(SensitivityMixin):
         -------
         matplotlib Axes
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'"
-                              ) from exc
         disc = self._discrepancy(discrepancy)
         labels = [self._procedure(p) for p in (procedures or self.procedures)]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = new_axes(ax)
         est = self.estimates(level).xs(disc, level="discrepancy")
         for label in labels:
             e = est.xs(label, level="procedure")

@@ -14,6 +14,7 @@ from statsmodels.iolib.table import SimpleTable
 from ...engine.inference import normal_interval
 from ...engine.results import NETCDF_ENGINE, read_netcdf
 from ...shared.files import atomic_output
+from ...shared.plotting import new_axes
 from .inference import clustered_se, repeated_fold_se
 
 __all__ = ["CompletenessResults", "load_completeness"]
@@ -136,13 +137,7 @@ class CompletenessResults:
         -------
         matplotlib Axes
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'"
-                              ) from exc
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = new_axes(ax)
         est = self.estimates(level)
         y = np.arange(len(est))
         ax.errorbar(est["kappa"], y, xerr=[est["kappa"] - est["lower"],
