@@ -71,7 +71,8 @@ class Runner:
         ck = self.tmp / "ck"
         cmd = [sys.executable, "-m", "restrictiveness", *args, "--checkpoint", str(ck)]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=self.tmp, env=self.env, start_new_session=True)
+                             cwd=self.tmp, env=self.env, start_new_session=True,
+                             preexec_fn=_default_sigint)
         deadline = time.monotonic() + 300
         while _records(ck) < records and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.05)
@@ -87,6 +88,11 @@ class Runner:
             status = "still running 60 s after SIGINT"
         stop = time.perf_counter() - start
         return Outcome(status, stop, out, err, f"{_records(ck)} records on disk")
+
+
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and the child would inherit that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _text(b) -> str:

@@ -281,8 +281,11 @@ def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(t
     ck = tmp_path / "ck"
     cmd = [sys.executable, "-m", "restrictiveness", "replicate", "lottery", "-M", "300",
            "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress"]
+    # SIG_DFL: a shell starts background jobs (e.g. a backgrounded pytest) ignoring SIGINT,
+    # and the child would inherit that; PYTHONFAULTHANDLER: SIGABRT dumps its threads.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=ENV, start_new_session=True)
+                            env={**ENV, "PYTHONFAULTHANDLER": "1"}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while len(list(ck.glob("replication-*.npz"))) < 2 and time.monotonic() < deadline:
@@ -292,6 +295,9 @@ def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(t
         start = time.monotonic()
         out, err = proc.communicate(timeout=30)
         elapsed = time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)  # show where it hangs
+        raise AssertionError(proc.communicate(timeout=30)[1][-5000:]) from None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from .options import Parser, add_study_options
 
-__all__ = ["main", "add_study_options", "build_parser"]
+__all__ = ["main", "entry", "add_study_options", "build_parser"]
 
 COMMANDS = ("demo", "replicate", "completeness", "sensitivity")
 
@@ -89,3 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (a bug: please report "
               "it; set RESTRICTIVENESS_TRACEBACK=1 to see the traceback)", file=sys.stderr)
         return 1
+
+
+def entry() -> None:
+    """The process's entry point (``python -m restrictiveness`` and the ``restrictiveness``
+    script): :func:`main`, then exit with its status.
+
+    After Ctrl-C the workers are already stopped and every finished replication is on disk, so
+    the process leaves at once instead of running the interpreter's teardown (which joins the
+    process pool's housekeeping threads: measured 1.5 s on a loaded machine).
+    """
+    status = main()
+    if status == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise SystemExit(status)

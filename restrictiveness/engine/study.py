@@ -243,7 +243,8 @@ class Study:
         try:
             if checkpoint is not None:
                 store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
-                finished.update({m: r for m, r in store.done().items() if m in set(reps)})
+                wanted = set(reps)
+                finished.update({m: r for m, r in store.done().items() if m in wanted})
             options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
                            worker_timeout=worker_timeout)
             self._run_missing(reps, finished, store, options)
@@ -274,6 +275,8 @@ class Study:
         while todo:
             self.run_units(todo, on_record=keep,
                            claim=None if store is None else store.claim, **options)
+            if store is None:
+                return
             todo = []
             for m in (m for m in reps if m not in finished):
                 record = store.wait_for(m)
