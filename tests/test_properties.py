@@ -171,6 +171,7 @@ def test_cli_options_give_work_or_a_one_line_error(workdir, monkeypatch, command
     def ran(*args, **kwargs):
         raise _Ran
 
+    monkeypatch.chdir(workdir)  # relative output paths land there
     monkeypatch.setattr("restrictiveness.engine.study.Study.run", ran)
     monkeypatch.setattr("restrictiveness.lottery.completeness", ran)
     monkeypatch.setattr("restrictiveness.demand.completeness", ran)

@@ -28,13 +28,14 @@ COMMANDS = ("demo", "replicate", "completeness", "sensitivity")
 
 
 def build_parser() -> Parser:
-    from .. import __version__
+    from ..shared._versions import package_versions
 
     parser = Parser(
         prog="python -m restrictiveness",
         description="Restrictiveness and completeness of economic models, machine learners and "
                     "AI workflows (Fudenberg, Gao & You 2026).")
-    parser.add_argument("--version", action="version", version=f"restrictiveness {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"restrictiveness {package_versions()['restrictiveness']}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
