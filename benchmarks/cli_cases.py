@@ -15,7 +15,6 @@ case is about those options, so the whole table takes a few minutes on 2 cores.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import pickle
@@ -109,7 +108,9 @@ def _message(o: Outcome) -> str:
     if tb is not None:
         last = [line for line in err[tb:] if not line.startswith(" ")][-1]
         return "TRACEBACK " + last
-    lines = [line for line in err if not line.startswith(("note:", "INFO", "20"))]
+    lines = [line for line in err if not line.startswith(("note:", "INFO", "20", "usage:"))
+             and "Warning:" not in line]
+    lines = [line for line in lines if "error:" in line] or lines
     return (lines[0] if lines else "") or o.note
 
 
@@ -128,20 +129,25 @@ def _first_record(r: Runner) -> Path:
 
 
 def _flip_float(r: Runner) -> None:
-    import numpy as np
-
+    """Flip one bit of the first stored loss, with the checkout's own code (old records are
+    pickles of its classes)."""
     file = _first_record(r)
-    if file.suffix == ".pkl":
-        rec = pickle.loads(file.read_bytes())
-        rec.loss.view(np.uint64).flat[0] ^= np.uint64(1 << 60)
-        file.write_bytes(pickle.dumps(rec))
-        return
-    with np.load(file, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["loss"].view(np.uint64).flat[0] ^= np.uint64(1 << 60)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    file.write_bytes(buf.getvalue())
+    r.py(f"""
+        import io, pickle, numpy as np
+        from pathlib import Path
+        file = Path({str(file)!r})
+        if file.suffix == ".pkl":
+            rec = pickle.loads(file.read_bytes())
+            rec.loss.view(np.uint64).flat[0] ^= np.uint64(1 << 60)
+            file.write_bytes(pickle.dumps(rec))
+        else:
+            with np.load(file, allow_pickle=False) as z:
+                arrays = {{k: z[k] for k in z.files}}
+            arrays["loss"].view(np.uint64).flat[0] ^= np.uint64(1 << 60)
+            buf = io.BytesIO()
+            np.savez(buf, **arrays)
+            file.write_bytes(buf.getvalue())
+    """)
 
 
 class _Evil:
@@ -298,7 +304,8 @@ def case_resumers(r: Runner) -> Outcome:
     b = FORK.Barrier(2)
     ps = [FORK.Process(target=resume, args=(b,)) for _ in range(2)]
     [p.start() for p in ps]; [p.join() for p in ps]
-    done = [int(x) for x in open("log").read().split()]
+    with open("log") as fh:
+        done = [int(x) for x in fh.read().split()]
     print(f"14 missing replications: {len(done)} computations, "
           f"{len(set(done))} distinct", file=sys.stderr)
     sys.exit(0 if len(done) == len(set(done)) == 14 else 1)
@@ -571,9 +578,9 @@ SHOW = {
     "a formula with a typo (np.lgo)": _row_of("typo"),
     "first run: kernels compile (empty numba cache)": _grep("compiling"),
     "summary says how to read r̂": _grep("How to read"),
-    "comparison with the paper shows z": _grep("CPT(delta) "),
+    "comparison with the paper shows z": _grep("z="),
     "--version": lambda o: o.out.strip() or _message(o),
-    "replicate --help has an example": _grep("python -m restrictiveness replicate lottery"),
+    "replicate --help has an example": _grep("replicate lottery -M 100"),
     "replicate demand at its quick default": _grep("too few"),
 }
 

@@ -55,11 +55,11 @@ def register(sub) -> None:
 
 def load_procedures(path: str) -> dict:
     """The ``PROCEDURES`` dict of a user's Python file."""
-    file = Path(path)
+    file, path = Path(path), str(path)
     if not file.is_file():
-        raise ConfigurationError(f"--procedures: no file {str(path)!r}")
+        raise ConfigurationError(f"--procedures: no file {path!r}")
     if file.suffix != ".py":
-        raise ConfigurationError(f"--procedures: {str(path)!r} is not a Python file (.py)")
+        raise ConfigurationError(f"--procedures: {path!r} is not a Python file (.py)")
     spec = importlib.util.spec_from_file_location(f"user_procedures_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     try:
