@@ -40,15 +40,18 @@ from .procedures import NLS, OLS, AutoML, Constant, GPRegression, NLSResults, Sk
 from .shared.exceptions import (
     BaselineError,
     CheckpointError,
+    CheckpointWarning,
     ConfigurationError,
     ConstraintError,
     DataError,
     DomainError,
+    ExecutionError,
     FailureWarning,
     FormulaError,
     IsolationWarning,
     RestrictivenessError,
     SandboxUnavailableError,
+    StudyInterrupted,
 )
 from .shared.formula import parse_formula
 from .shared.sample import Sample
@@ -61,6 +64,7 @@ __all__ = [
     "BaselineError", "CheckpointError", "ConfigurationError", "ConstraintError", "DataError",
     "DomainError", "FailureWarning", "FormulaError", "RestrictivenessError",
     "IsolationWarning", "SandboxUnavailableError",
+    "CheckpointWarning", "ExecutionError", "StudyInterrupted",
     "parse_formula",
     "Matern32", "Matern52", "SquaredExponential",
     "NLS", "NLSResults", "OLS", "Constant", "Fitted", "FunctionRule", "GPRegression",

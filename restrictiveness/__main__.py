@@ -1,5 +1,5 @@
 """``python -m restrictiveness``: see :mod:`restrictiveness.cli`."""
 
-from .cli import main
+from .cli import entry
 
-raise SystemExit(main())
+entry()

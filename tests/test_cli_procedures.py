@@ -76,7 +76,7 @@ def test_bad_procedures_file_exits_2_with_a_message(tmp_path, capsys, content, m
         path.write_text(content)
     assert _replicate(path) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error:") and message in err
+    assert "error:" in err and message in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("content", ["PROCEDURES = {\n", "raise RuntimeError('boom')\n"])

@@ -8,6 +8,7 @@ those inside functions), so a lazy import counts as much as a top-level one.
 from __future__ import annotations
 
 import ast
+import pickle
 import shutil
 from pathlib import Path
 
@@ -248,7 +249,9 @@ def test_results_saved_before_the_move_still_load():
     assert comp.kappa_se["linear"] == pytest.approx(0.024970690210288176, rel=1e-14)
 
 
-def test_checkpoint_written_before_the_move_resumes(tmp_path):
+def test_pickle_checkpoint_written_before_the_move_is_refused_clearly(tmp_path, monkeypatch):
+    """Checkpoints of the old format hold pickles; unpickling a file can run code, so they are
+    refused with a message that says why and what to do, and never unpickled."""
     ck = tmp_path / "ck"
     shutil.copytree(DATA / "checkpoint_v0", ck)
     F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
@@ -257,10 +260,15 @@ def test_checkpoint_written_before_the_move_resumes(tmp_path):
                      baseline=rx.Constant(), n=[10, 20], replications=4, seed=3)
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a finished replication was recomputed")
+        raise AssertionError("the old checkpoint was unpickled")
 
-    study.run_units = lambda todo, **kw: [refuse() for _ in todo]
-    res = study.run(progress=False, checkpoint=ck)
-    np.testing.assert_allclose(res.restrictiveness.values,
-                               rx.load(DATA / "results_v0.nc").restrictiveness.values,
-                               rtol=0, atol=0)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
+    with pytest.raises(rx.CheckpointError,
+                       match=r"older version of restrictiveness \(pickled records such as "
+                             r"replication-000000.pkl\).*unpickling a file can run arbitrary "
+                             r"code.*fresh checkpoint directory"):
+        study.run(progress=False, checkpoint=ck)
+    assert sorted(p.name for p in ck.iterdir() if not p.name.startswith(".")) == [
+        f"replication-00000{m}.pkl" for m in range(4)] + ["study.json"]  # left untouched

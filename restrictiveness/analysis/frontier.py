@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..shared.exceptions import ConfigurationError
+from ..shared.plotting import new_axes
 
 __all__ = ["frontier_table", "plot_frontier"]
 
@@ -84,12 +85,7 @@ def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True):
     -------
     matplotlib Axes
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'") from exc
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4.5))
+    ax = new_axes(ax, figsize=(6, 4.5))
     on = table["frontier"].to_numpy()
     for mask, style in ((on, dict(color="C0", label="frontier")),
                         (~on, dict(color="C7", label="dominated"))):

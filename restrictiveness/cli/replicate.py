@@ -7,31 +7,49 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from ..engine.results import all_failed
 from ..shared.exceptions import ConfigurationError
-from . import add_study_options
+from .options import (
+    Outputs,
+    add_command,
+    add_study_options,
+    check_study_args,
+    count,
+    estimates_table,
+    input_file,
+    real,
+    run_study,
+    study_status,
+)
 
 #: Default replications: about a minute on 2 cores for each application.
 QUICK_M = {"lottery": 100, "demand": 6}
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "replicate", help="replicate the paper's restrictiveness tables (lottery or demand)",
+    p = add_command(
+        sub, "replicate", help="replicate the paper's restrictiveness tables (lottery or demand)",
         description="Run the paper's procedures on its evaluation distribution and print a "
-                    "table of restrictiveness r̂ (se) by procedure and n beside the paper's.")
+                    "table of restrictiveness r̂ (se) by procedure and n beside the paper's, "
+                    "with z = (ours − paper) / combined se.",
+        examples=["replicate lottery",
+                  "replicate lottery -M 100 --checkpoint ck --out lottery.nc --table latex t1.tex",
+                  "replicate demand -M 200 --jobs -1 --out demand.nc",
+                  "replicate lottery --only 'GP regression' --procedures my_procs.py"])
     p.add_argument("application", choices=["lottery", "demand"])
-    add_study_options(p, n=(50, 100, 200), jobs=-1,
+    add_study_options(p, n=(50, 100, 200), jobs_default=-1,
                       replications=f"lottery {QUICK_M['lottery']}, the paper's M; demand "
                                    f"{QUICK_M['demand']}, a quick run (the paper's M = 200 "
                                    "takes about half an hour on 2 cores)")
-    p.add_argument("--draws", type=int, default=1, metavar="K",
+    p.add_argument("--draws", type=count(1), default=1, metavar="K",
                    help="training samples per pseudo-truth (within-function averaging, K)")
-    p.add_argument("--procedures", metavar="FILE.py",
+    p.add_argument("--procedures", metavar="FILE.py", type=input_file,
                    help="extra procedures: a Python file defining PROCEDURES = {label: procedure}")
     p.add_argument("--only", nargs="+", metavar="LABEL",
                    help="run only these built-in procedures (default: all)")
@@ -63,17 +81,18 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    help="prompt designs of Table 2: neutral (default), econometrician, "
                         "economic-model, data-scientist, machine-learning, or all (lottery)")
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
-    g.add_argument("--rounds", type=int, default=None, metavar="R",
+    g.add_argument("--rounds", type=count(1), default=None, metavar="R",
                    help="the Agent's tool-round budget (default 20, the paper's)")
-    g.add_argument("--temperature", type=float, default=None, help="sampling temperature")
-    g.add_argument("--max-tokens", type=int, default=None, metavar="N",
+    g.add_argument("--temperature", type=real(0.0), default=None, help="sampling temperature")
+    g.add_argument("--max-tokens", type=count(1), default=None, metavar="N",
                    help="output tokens per reply (anthropic default 32000, the paper's)")
-    g.add_argument("--concurrency", type=int, default=None, metavar="T",
+    g.add_argument("--concurrency", type=count(1), default=None, metavar="T",
                    help=f"threads for model fits (default {LLM_CONCURRENCY} with --llm)")
-    g.add_argument("--requests-per-minute", type=float, default=None, metavar="R",
+    g.add_argument("--requests-per-minute", type=real(0.0, inclusive=False), default=None,
+                   metavar="R",
                    help="limit on model requests per minute")
     g.add_argument("--cache", metavar="DIR", help="reply cache: a rerun makes no model calls")
-    g.add_argument("--price", nargs=2, type=float, default=None, metavar=("IN", "OUT"),
+    g.add_argument("--price", nargs=2, type=real(0.0), default=None, metavar=("IN", "OUT"),
                    help="dollars per million input and output tokens, for the cost")
     g.add_argument("--dry-run", action="store_true",
                    help="count the calls and estimate the tokens the run would spend, then "
@@ -170,14 +189,16 @@ def print_usage(res, args: argparse.Namespace) -> None:
 
 def load_procedures(path: str) -> dict:
     """The ``PROCEDURES`` dict of a user's Python file."""
-    file = Path(path)
+    file, path = Path(path), str(path)
     if not file.is_file():
         raise ConfigurationError(f"--procedures: no file {path!r}")
+    if file.suffix != ".py":
+        raise ConfigurationError(f"--procedures: {path!r} is not a Python file (.py)")
     spec = importlib.util.spec_from_file_location(f"user_procedures_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - any error in the user's file is a usage error
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in the user's file
         raise ConfigurationError(f"--procedures: running {path!r} failed: "
                                  f"{type(exc).__name__}: {exc}") from exc
     procs = getattr(module, "PROCEDURES", None)
@@ -193,40 +214,68 @@ def reference_tables() -> dict:
     return json.loads(text)
 
 
-def _paper_lottery() -> dict[str, dict[int, float]]:
+#: The paper's M, for the z-scores where it publishes no standard error.
+PAPER_M = {"lottery": 100, "demand": 200}
+
+
+def _paper_lottery() -> dict[str, dict[int, tuple[float, float | None]]]:
+    """``{label: {n: (r, se)}}``: Table 1 (no se) and Table A.3 (n = 100, with se)."""
     ref = reference_tables()
     table = ref["table_1_restrictiveness_lottery"]
-    out = {k: dict(zip(table["n"], v, strict=True)) for k, v in table["values"].items()}
+    out = {k: {n: (v, None) for n, v in zip(table["n"], row, strict=True)}
+           for k, row in table["values"].items()}
     for label, row in ref["table_A3_lottery_n100"]["values"].items():
-        out.setdefault(label, {})[100] = row[0]
+        out.setdefault(label, {})[100] = (row[0], row[1])
     for proc, designs in ref["table_A7_prompts_lottery_n100"]["values"].items():
-        for design, (value, _) in designs.items():
+        for design, (value, se) in designs.items():
             if design != "neutral":  # labelled as llm_procedures labels them
-                out[f"{proc} ({design})"] = {100: value}
+                out[f"{proc} ({design})"] = {100: (value, se)}
     return out
 
 
-def _paper_demand() -> dict[tuple[str, str], dict[int, float]]:
-    table = reference_tables()["table_4_demand_profiles"]
+def _paper_demand() -> dict[tuple[str, str], dict[int, tuple[float, float | None]]]:
+    """``{(label, discrepancy): {n: (r, se)}}``: Table 4, with Table 3's se at n = 100."""
+    ref = reference_tables()
+    table, se100 = ref["table_4_demand_profiles"], ref["table_3_demand_n100"]["values"]
     out = {}
     for model, rows in table["shares_own_cross"].items():
         for d, disc in enumerate(("shares", "own", "cross")):
-            out[(model, disc)] = {n: rows[i][d] for i, n in enumerate(table["n"])}
+            out[(model, disc)] = {
+                n: (rows[i][d], se100[model][2 * d + 1] if n == 100 and model in se100 else None)
+                for i, n in enumerate(table["n"])}
     return out
 
 
-def _comparison(res, paper: dict, discrepancy: str, key=lambda p, d: p) -> str:
-    w = max(24, 2 + max(len(p) for p in res.procedures))
-    lines = [f"{'procedure':<{w}}" + "".join(f"{'n=' + str(n):>22}" for n in res.ns)]
-    lines.append(f"{'':<{w}}" + "".join(f"{'ours (se) / paper':>22}" for _ in res.ns))
+def _comparison(res, paper: dict, discrepancy: str, paper_m: int, key=lambda p, d: p) -> str:
+    """Ours beside the paper's, with z = (ours − paper) / √(se² + se_paper²). Where the paper
+    publishes no se, it is taken as ours × √(M_ours / M_paper) (same estimator, its M), and the
+    z is marked ``~``."""
+    width, w = 30, max(24, 2 + max(len(p) for p in res.procedures))
+    lines = [f"{'procedure':<{w}}" + "".join(f"{'n=' + str(n):>{width}}" for n in res.ns)]
+    lines.append(f"{'':<{w}}" + "".join(f"{'ours (se) / paper, z':>{width}}" for _ in res.ns))
+    fails = res.failures()
     for p in res.procedures:
         cells = []
         for n in res.ns:
+            if all_failed(fails.loc[(p, n)]):
+                cells.append("failed")
+                continue
             r = float(res.restrictiveness.sel(procedure=p, n=n, discrepancy=discrepancy))
             se = float(res.se.sel(procedure=p, n=n, discrepancy=discrepancy))
-            ref = paper.get(key(p, discrepancy), {}).get(n)
-            cells.append(f"{r:.3f} ({se:.3f}) / " + (f"{ref:.3f}" if ref is not None else "  -  "))
-        lines.append(f"{p:<{w}}" + "".join(f"{c:>22}" for c in cells))
+            ref, ref_se = paper.get(key(p, discrepancy), {}).get(n, (None, None))
+            cell = f"{r:.3f} ({se:.3f}) / "
+            if ref is None:
+                cells.append(cell + "  -  ")
+                continue
+            approx = ref_se is None
+            if approx:
+                ref_se = se * np.sqrt(res.replications / paper_m)
+            combined = np.hypot(se, ref_se)
+            z = (r - ref) / combined if combined > 0 else np.nan
+            cells.append(cell + f"{ref:.3f}, {'~' if approx else ''}z={z:+.1f}")
+        lines.append(f"{p:<{w}}" + "".join(f"{c:>{width}}" for c in cells))
+    lines.append(f"z = (ours − paper) / √(se² + se_paper²); ~: the paper gives no se there, so "
+                 f"se_paper = se × √(M / {paper_m}) (its M). |z| > 2 is a notable difference.")
     return "\n".join(lines)
 
 
@@ -240,7 +289,7 @@ def _demand_report(res, draws: int) -> None:
     note = " (K = 1: each system's first training sample)" if draws > 1 else ""
     for disc in one.discrepancies:
         print(f"\nComparison with the paper (Table 4), discrepancy {disc}{note}:")
-        print(_comparison(one, paper, disc, key=lambda p, d: (p, d)))
+        print(_comparison(one, paper, disc, PAPER_M["demand"], key=lambda p, d: (p, d)))
     pairs = [(a, "MNL") for a in ("NL", "MXL") if a in res.procedures and
              "MNL" in res.procedures]
     for a, b in pairs:
@@ -331,16 +380,12 @@ def _within_function_report(res, draws: int) -> None:
                 print(f"  {comp + ', ' + disc:<16} K=1 {cells[0]}   {k} {cells[1]}{paper}")
 
 
-def run(args: argparse.Namespace) -> int:
+def _procedures(args: argparse.Namespace, app) -> dict:
+    """The built-in procedures (``--only``), the language-model ones (``--llm``) and the
+    user's (``--procedures``); and whether the run has language-model procedures."""
     extra = load_procedures(args.procedures) if args.procedures else {}
-    if args.application == "lottery":
-        from .. import lottery as app
-
-        builtin = app.table1_procedures()
-    else:
-        from .. import demand as app
-
-        builtin = app.table3_procedures()
+    builtin = app.table1_procedures() if args.application == "lottery" \
+        else app.table3_procedures()
     if args.only:
         unknown = [k for k in args.only if k not in builtin]
         if unknown:
@@ -352,35 +397,55 @@ def run(args: argparse.Namespace) -> int:
     if clash:
         raise ConfigurationError(f"--procedures: labels {clash} clash with built-in or "
                                  "--llm procedures")
+    return {**builtin, **llm, **extra}, bool(llm)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_study_args(args)
+    if args.application == "lottery":
+        from .. import lottery as app
+    else:
+        from .. import demand as app
+    quick = args.replications is None and args.application == "demand"
     replications = args.replications or QUICK_M[args.application]
-    study = app.study(procedures={**builtin, **llm, **extra}, n=args.n,
-                      replications=replications, seed=args.seed, draws=args.draws)
+    procedures, has_llm = _procedures(args, app)
+    study = app.study(procedures=procedures, n=args.n, replications=replications,
+                      seed=args.seed, draws=args.draws)
     if args.dry_run:
         print_dry_run(study, args)
         return 0
-    concurrency = args.concurrency if args.concurrency is not None or not llm \
+    concurrency = args.concurrency if args.concurrency is not None or not has_llm \
         else LLM_CONCURRENCY
-    res = study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,
-                    checkpoint=args.checkpoint, concurrency=concurrency,
-                    requests_per_minute=args.requests_per_minute)
-    print(res.summary())
-    if args.application == "lottery":
+    with Outputs(args) as outputs:
+        if quick:
+            print(QUICK_NOTE, file=sys.stderr)
+        res = run_study(study, args, concurrency=concurrency,
+                        requests_per_minute=args.requests_per_minute)
+        print(res.summary())
+        _print_comparisons(res, args.application, args.draws)
+        print_usage(res, args)
+        if quick:
+            print("\n" + QUICK_NOTE)
+        secs = float(np.nansum(res.dataset["seconds"].values))
+        print(f"\nfit time (all procedures, summed over replications): {secs:.1f} s")
+        outputs.write(res, res.summary(), table=lambda: estimates_table(res),
+                      plot=lambda ax: res.plot_profile(ax=ax))
+    return study_status(res, args)
+
+
+QUICK_NOTE = (f"note: replicate demand runs M = {QUICK_M['demand']} by default, a one-minute "
+              "look: too few replications to match the paper's Table 4 (M = 200; run -M 200, "
+              "about half an hour on 2 cores)")
+
+
+def _print_comparisons(res, application: str, draws: int) -> None:
+    if application == "lottery":
         print("\nComparison with the paper (Table 1 / Table A.3; prompt designs: Table A.7):")
-        print(_comparison(res, _paper_lottery(), "mse"))
+        print(_comparison(res, _paper_lottery(), "mse", PAPER_M["lottery"]))
         full = {"CPT(alpha,gamma,delta)", "CPT(gamma,delta)", "CPT(alpha,delta)",
                 "CPT(alpha,gamma)"}
         if full <= set(res.procedures):
             print("\nCPT parameter contributions C_q = r(-q) - r(full), paired SEs:")
             print(res.contributions().round(4).to_string())
-    else:
-        _demand_report(res, args.draws)
-    fails = res.failures()
-    if fails["failed"].sum():
-        print(f"\nfailed fits (baseline used): {int(fails['failed'].sum())}")
-    print_usage(res, args)
-    secs = float(np.nansum(res.dataset["seconds"].values))
-    print(f"\nfit time (all procedures, summed over replications): {secs:.1f} s")
-    if args.out:
-        res.to_netcdf(args.out)
-        print(f"results written to {args.out}")
-    return 0
+        return
+    _demand_report(res, draws)

@@ -77,7 +77,9 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
     try:
         raw = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise DataError(f"load_bruhin: {str(path)!r} is not a readable CSV file ({err})") from err
+        reason = " ".join(str(err).split())  # pandas' messages end in a newline
+        raise DataError(f"load_bruhin: {str(path)!r} is not a readable CSV file ({reason})"
+                        ) from err
     missing = [c for c in BRUHIN_COLUMNS if c not in raw.columns]
     if missing:
         raise DataError(

@@ -289,6 +289,11 @@ class DemandPrior(EvaluationDistribution):
         return DemandSystem(fields, scal, self.market, self.types, self.nodes, self.short_nodes,
                             self.engine)
 
+    def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
+        """At least the training markets' characteristics and shares (float64; 24 products)."""
+        size = max(self.n_train, max(int(n) for n in ns))
+        return 8 * size * int(draws) * 24 * (len(MARKET_COLUMNS) + 1)
+
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1) -> DemandTruth:
         """One demand system, ``draws`` nested sequences of training markets (the first ``n``
         are the size-``n`` sample) and ``n_eval`` evaluation markets."""

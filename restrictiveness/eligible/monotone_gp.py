@@ -224,6 +224,12 @@ class MonotoneGP(EvaluationDistribution):
         g_tilde = (1.0 - w) * g_up - w * g_down
         return g_tilde, count_violations(g_tilde, pairs)
 
+    def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
+        """At least the covariance of the evaluation and largest training set and its Cholesky
+        factor (float64), which :meth:`draw` holds at once."""
+        points = self.n_eval + max(int(n) for n in ns)
+        return 2 * 8 * points ** 2
+
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1
              ) -> MonotoneGPTruth:
         ns = sorted({int(n) for n in ns})

@@ -136,5 +136,10 @@ class EvaluationDistribution:
         (``draws`` independent sets of them) and common evaluation locations."""
         raise NotImplementedError
 
+    def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
+        """A lower bound on the memory one draw needs (0: not known); studies refuse sizes
+        that cannot fit before any work."""
+        return 0
+
     def describe(self) -> str:
         return repr(self)

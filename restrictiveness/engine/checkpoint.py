@@ -1,39 +1,111 @@
 """Checkpoints of a study: finished replications on disk, so a killed run resumes.
 
-A checkpoint is a directory holding ``study.json`` (the study's configuration) and one file per
-finished replication, written atomically (temporary file, then rename), so a crash loses at most
-the replications in flight. Restarted with the same configuration, a run loads what is done and
-runs the rest; records are assembled in replication order, so the results are identical to an
-uninterrupted run. A checkpoint written under another configuration is refused.
+A checkpoint is a directory holding
+
+* ``study.json`` — the study's configuration, its SHA-256 (the *configuration hash*) and the
+  package versions that wrote it;
+* ``replication-000042.npz`` — one record per finished replication (arrays in ``.npz``,
+  metadata in JSON, a SHA-256 of the content and the configuration hash; see
+  :mod:`restrictiveness.engine.records`), each written atomically;
+* ``.lock`` and ``.claims/`` — ``fcntl`` locks (empty files).
+
+Safety rules:
+
+* Records are never unpickled. A record that is unreadable, fails its checksum or carries
+  another configuration hash is named in a :class:`~restrictiveness.CheckpointWarning`, moved
+  to ``rejected/`` and recomputed. Records without ``study.json`` are refused (nothing says
+  which study wrote them), and so are checkpoints of the old pickle format.
+* Opening is atomic under the directory's lock: of any number of processes opening one new
+  directory with different configurations, exactly one is accepted. The refusal names the
+  configuration fields that differ.
+* The number of replications M is not part of the configuration hash: replication ``m``
+  depends only on the study and ``m`` (:func:`~restrictiveness.engine.study.run_replication`),
+  so extending M reuses the finished replications.
+* Resuming under other package versions (numpy, scipy, numba, ...) is refused unless asked
+  for: the finished replications might not be reproduced bit for bit.
+* Concurrent runs of one configuration share the remaining replications: a run *claims* a
+  replication (a lock on ``.claims/replication-000042``) before computing it, and skips those
+  claimed by others; it then waits for them and loads their records, or computes them itself
+  if their claimant stopped without finishing.
+
+Records are assembled in replication order, so resumed results are identical to an
+uninterrupted run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import pickle
 import re
-import tempfile
+import time
+import warnings
 from pathlib import Path
 
-from ..shared.exceptions import CheckpointError
+from ..shared._versions import package_versions
+from ..shared.exceptions import CheckpointError, CheckpointWarning
+from ..shared.files import FileLock, LockBusy, atomic_write_bytes
+from .records import RecordError, ReplicationRecord, decode_record, encode_record
 
-__all__ = ["Checkpoint"]
+__all__ = ["Checkpoint", "configuration_hash"]
 
-#: Modules whose records were pickled before the package moved into layered subpackages.
-_MOVED = {"restrictiveness.study": "restrictiveness.engine.study"}
-
-
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        return super().find_class(_MOVED.get(module, module), name)
+FORMAT = "restrictiveness-checkpoint"
+FORMAT_VERSION = 2
+#: Configuration fields that do not change any replication's numbers.
+_NOT_HASHED = ("replications",)
 
 
-def _identity(configuration: dict) -> str:
-    # Object reprs may carry memory addresses (e.g. a user's client); they say nothing about
-    # what is computed, so they must not make a resumed run look different.
-    text = json.dumps(configuration, sort_keys=True)
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+def _identity(configuration: dict) -> dict:
+    """The configuration as hashed: without M, and without memory addresses in reprs (they
+    say nothing about what is computed, e.g. a user's client object)."""
+    text = json.dumps({k: v for k, v in configuration.items() if k not in _NOT_HASHED},
+                      sort_keys=True)
+    return json.loads(re.sub(r" at 0x[0-9a-fA-F]+", "", text))
+
+
+def configuration_hash(configuration: dict) -> str:
+    """SHA-256 of a study configuration, ignoring M and memory addresses.
+
+    Examples
+    --------
+    >>> configuration_hash({"seed": 1, "replications": 10}) == configuration_hash(
+    ...     {"seed": 1, "replications": 50})
+    True
+    """
+    text = json.dumps(_identity(configuration), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _short(value, width: int = 70) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def differences(stored: dict, current: dict) -> list[str]:
+    """Human-readable differences between two configurations, field by field.
+
+    Examples
+    --------
+    >>> differences({"seed": 0, "n": [50]}, {"seed": 1, "n": [50]})
+    ['seed: 0 in the checkpoint, 1 now']
+    """
+    a, b = _identity(stored), _identity(current)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if key not in a or key not in b:
+            out.append(f"{key}: {'absent' if key not in a else _short(a[key])} in the "
+                       f"checkpoint, {'absent' if key not in b else _short(b[key])} now")
+        elif a[key] != b[key] and isinstance(a[key], dict) and isinstance(b[key], dict):
+            for sub in sorted(set(a[key]) | set(b[key])):
+                if sub not in b[key]:
+                    out.append(f"{key}[{sub!r}]: in the checkpoint only")
+                elif sub not in a[key]:
+                    out.append(f"{key}[{sub!r}]: new")
+                elif a[key][sub] != b[key][sub]:
+                    out.append(f"{key}[{sub!r}]: {_short(a[key][sub])} in the checkpoint, "
+                               f"{_short(b[key][sub])} now")
+        elif a[key] != b[key]:
+            out.append(f"{key}: {_short(a[key])} in the checkpoint, {_short(b[key])} now")
+    return out
 
 
 class Checkpoint:
@@ -44,7 +116,16 @@ class Checkpoint:
     path : str or Path
         Directory (created if needed).
     configuration : dict
-        The study's :meth:`~restrictiveness.study.Study.configuration`.
+        The study's :meth:`~restrictiveness.engine.study.Study.configuration`.
+    allow_other_versions : bool
+        Resume a checkpoint written under other package versions (default: refuse).
+
+    Raises
+    ------
+    CheckpointError
+        The path is a file or not writable; the directory was written by another
+        configuration, other package versions or an old version of this package; or it holds
+        records but no ``study.json``.
 
     Examples
     --------
@@ -54,45 +135,165 @@ class Checkpoint:
     {}
     """
 
-    def __init__(self, path, configuration: dict) -> None:
+    def __init__(self, path, configuration: dict, allow_other_versions: bool = False) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        identity = _identity(configuration)
+        self.configuration = configuration
+        self.hash = configuration_hash(configuration)
+        self.versions = package_versions()
+        self._claims: dict[int, FileLock] = {}
+        if self.path.exists() and not self.path.is_dir():
+            raise CheckpointError(f"checkpoint {self.path} is a file, not a directory; pass a "
+                                  "directory path (it is created if needed)")
+        try:
+            (self.path / ".claims").mkdir(parents=True, exist_ok=True)
+            with FileLock(self.path / ".lock"):
+                self._open(allow_other_versions)
+        except OSError as exc:
+            raise CheckpointError(f"checkpoint {self.path} cannot be used: "
+                                  f"{exc.strerror or exc}") from None
+
+    # -- opening --------------------------------------------------------------------------
+    def _open(self, allow_other_versions: bool) -> None:
         meta = self.path / "study.json"
-        if meta.exists():
-            stored = json.loads(meta.read_text())
-            if _identity(stored) != identity:
+        old = sorted(p.name for p in self.path.glob("replication-*.pkl"))
+        if old:
+            raise CheckpointError(
+                f"checkpoint {self.path} was written by an older version of restrictiveness "
+                f"(pickled records such as {old[0]}); they are not loaded, because unpickling "
+                "a file can run arbitrary code. Use a fresh checkpoint directory (or delete "
+                "this one) and rerun; the run recomputes the replications")
+        if not meta.exists():
+            records = self._record_files()
+            if records:
                 raise CheckpointError(
-                    f"checkpoint {self.path} was written by a different study configuration; "
-                    "use a fresh checkpoint path or rerun the study that wrote it")
-        else:
-            self._atomic_write(meta, json.dumps(configuration, sort_keys=True).encode())
+                    f"checkpoint {self.path} holds {len(records)} replication record(s) but no "
+                    "study.json, so nothing says which study wrote them; they are not used. "
+                    "Use a fresh checkpoint directory, or move the records away")
+            atomic_write_bytes(meta, json.dumps({
+                "format": FORMAT, "format_version": FORMAT_VERSION,
+                "configuration_sha256": self.hash, "versions": self.versions,
+                "configuration": self.configuration}, sort_keys=True, indent=1).encode())
+            return
+        try:
+            stored = json.loads(meta.read_text())
+            if not isinstance(stored, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CheckpointError(f"checkpoint {self.path}: study.json is unreadable ({exc}); "
+                                  "the checkpoint cannot be identified: use a fresh "
+                                  "checkpoint directory") from None
+        if stored.get("format") != FORMAT:
+            raise CheckpointError(
+                f"checkpoint {self.path} was written by an older version of restrictiveness "
+                "(study.json without a format); its records are not loaded. Use a fresh "
+                "checkpoint directory (or delete this one) and rerun")
+        if stored.get("configuration_sha256") != self.hash:
+            diff = differences(stored.get("configuration", {}), self.configuration)
+            raise CheckpointError(
+                f"checkpoint {self.path} was written by a different study configuration ("
+                + ("; ".join(diff) or "same fields, different content") + "); use a fresh "
+                "checkpoint directory or rerun the study that wrote it")
+        changed = {k: (v, self.versions.get(k)) for k, v in stored.get("versions", {}).items()
+                   if self.versions.get(k) != v}
+        if changed:
+            what = ", ".join(f"{k} {a} in the checkpoint, {b} now"
+                             for k, (a, b) in changed.items())
+            if not allow_other_versions:
+                raise CheckpointError(
+                    f"checkpoint {self.path} was written under other package versions ({what}); "
+                    "its replications might not be reproduced exactly. Resume anyway with "
+                    "--resume-other-versions (Python: resume_other_versions=True), or use a "
+                    "fresh checkpoint directory")
+            warnings.warn(f"resuming checkpoint {self.path} written under other package "
+                          f"versions ({what})", CheckpointWarning, stacklevel=3)
+
+    # -- records --------------------------------------------------------------------------
+    def _record_files(self) -> list[Path]:
+        return sorted(self.path.glob("replication-*.npz"))
 
     def _file(self, replication: int) -> Path:
-        return self.path / f"replication-{replication:06d}.pkl"
+        return self.path / f"replication-{replication:06d}.npz"
 
-    def _atomic_write(self, target: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-")
+    def save(self, record: ReplicationRecord) -> None:
+        """Record one finished replication (atomically) and release its claim."""
+        atomic_write_bytes(self._file(record.replication),
+                           encode_record(record, self.hash, self.versions))
+        self.release(record.replication)
+
+    def load(self, replication: int) -> ReplicationRecord | None:
+        """The stored record of ``replication``, or None if there is none or it is rejected."""
+        file = self._file(replication)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            data = file.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            record = decode_record(data, self.hash)
+            if record.replication != replication:
+                raise RecordError(f"holds replication {record.replication}")
+        except RecordError as exc:
+            self._reject(file, str(exc))
+            return None
+        return record
 
-    def save(self, record) -> None:
-        """Record one finished replication (atomically)."""
-        self._atomic_write(self._file(record.replication), pickle.dumps(record))
+    def _reject(self, file: Path, reason: str) -> None:
+        target = self.path / "rejected" / f"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}.npz"
+        target.parent.mkdir(exist_ok=True)
+        try:
+            file.replace(target)
+        except FileNotFoundError:  # another run moved it first
+            return
+        warnings.warn(f"checkpoint record {file} {reason}; moved to {target} and recomputed",
+                      CheckpointWarning, stacklevel=4)
 
-    def done(self) -> dict:
-        """Finished replications: ``{replication: record}``. The files are this package's own
-        records, written by :meth:`save`; a checkpoint directory is trusted like a results file."""
+    def done(self) -> dict[int, ReplicationRecord]:
+        """Finished replications ``{replication: record}``; rejected records are moved aside."""
         out = {}
-        for file in sorted(self.path.glob("replication-*.pkl")):
-            with open(file, "rb") as fh:
-                record = _Unpickler(fh).load()
-            out[record.replication] = record
+        for file in self._record_files():
+            match = re.fullmatch(r"replication-(\d+)", file.stem)
+            if match is None:
+                self._reject(file, "has a name that is not replication-NNNNNN.npz")
+                continue
+            record = self.load(int(match.group(1)))
+            if record is not None:
+                out[record.replication] = record
         return out
+
+    # -- sharing the work between concurrent runs ------------------------------------------
+    def claim(self, replication: int) -> bool:
+        """Claim ``replication`` for this run; False if another run computes or computed it."""
+        if replication in self._claims:  # already ours (wait_for found its claimant gone)
+            return True
+        lock = FileLock(self.path / ".claims" / f"replication-{replication:06d}", remove=True)
+        try:
+            lock.acquire(blocking=False)
+        except LockBusy:
+            return False
+        if self._file(replication).exists():
+            lock.release()
+            return False
+        self._claims[replication] = lock
+        return True
+
+    def release(self, replication: int) -> None:
+        """Give up the claim on ``replication`` (after saving it, or when stopping)."""
+        lock = self._claims.pop(replication, None)
+        if lock is not None:
+            lock.release()
+
+    def close(self) -> None:
+        """Release every claim (a stopped run lets others compute what it had claimed)."""
+        for m in list(self._claims):
+            self.release(m)
+
+    def wait_for(self, replication: int) -> ReplicationRecord | None:
+        """Wait until no other run holds ``replication``, then return its record; None (and
+        the claim is now this run's) if the other run stopped without finishing it."""
+        lock = FileLock(self.path / ".claims" / f"replication-{replication:06d}", remove=True)
+        lock.acquire()
+        record = self.load(replication)
+        if record is not None:
+            lock.release()
+        else:
+            self._claims[replication] = lock
+        return record

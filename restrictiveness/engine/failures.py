@@ -29,6 +29,24 @@ def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
     return pred, ok
 
 
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is or stems from a KeyboardInterrupt: Ctrl-C during a numba kernel
+    surfaces as ``SystemError(... returned a result with an exception set)`` caused by it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise KeyboardInterrupt if ``exc`` stems from one: an interrupt must stop the run, not
+    be recorded as a failed fit."""
+    if is_interrupt(exc):
+        raise KeyboardInterrupt from exc
+
+
 class GuardedRule:
     """A fitted rule under the failure protocol, with its baseline as the fallback.
 
@@ -76,6 +94,7 @@ class GuardedRule:
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
             except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                reraise_interrupt(exc)
                 self.failed, self.fitted = True, None
                 self.error = self.error or f"predict: {type(exc).__name__}: {exc}"
             else:

@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,9 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ..shared._versions import package_versions
-from ..shared.exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.files import atomic_output
+from ..shared.plotting import new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 from .usage import USAGE_KEYS, price_per_token
@@ -123,8 +126,10 @@ class Results(SensitivityMixin):
 
     # -- storage --------------------------------------------------------------------------
     def to_netcdf(self, path) -> None:
-        """Write the Dataset to NetCDF-4 (reload with :func:`restrictiveness.load`)."""
-        self.dataset.to_netcdf(path, engine=NETCDF_ENGINE)
+        """Write the Dataset to NetCDF-4 atomically (reload with :func:`restrictiveness.load`):
+        a reader never sees a half-written file, and a failed write keeps the old one."""
+        with atomic_output(path) as tmp:
+            self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
     # -- accessors ------------------------------------------------------------------------
     @property
@@ -227,12 +232,71 @@ class Results(SensitivityMixin):
         return self.combination({a: 1.0, b: -1.0}, discrepancy, level)
 
     def failures(self) -> pd.DataFrame:
-        """Failed fits and replaced prediction rows by procedure and n."""
+        """Failed fits, fits run, replaced prediction rows and the first error message by
+        procedure and n.
+
+        Columns: ``failed`` (fits that failed: the baseline's predictions took their place),
+        ``fits`` (fits run: replications × the procedure's draws), ``invalid_rows``
+        (prediction rows replaced by the baseline's) and ``first_error`` ('' when none).
+        """
         ds = self.dataset
+        loss = ds["loss"].isel(discrepancy=0)
+        fits = loss.notnull().sum([d for d in loss.dims if d in ("replication", "draw")])
+        errors = ds["error"].transpose("procedure", "n", "replication").values
+        first = [[next((str(e) for e in errors[i, j] if str(e)), "")
+                  for j in range(errors.shape[1])] for i in range(errors.shape[0])]
+        first = xr.DataArray(np.array(first, dtype=object), dims=("procedure", "n"),
+                             coords={"procedure": ds["procedure"], "n": ds["n"]})
         return pd.DataFrame({
             "failed": ds["failed"].sum("replication").to_series(),
+            "fits": fits.to_series(),
             "invalid_rows": ds["invalid"].sum("replication").to_series(),
+            "first_error": first.to_series(),
         })
+
+    def _failure_notes(self, procedures: Sequence[str]) -> list[tuple[str, str]]:
+        """``(label, description)`` of each procedure with failed fits or replaced rows."""
+        fail = self.failures()
+        out = []
+        for p in procedures:
+            f = fail.xs(p, level="procedure")
+            failed, fits, rows = int(f["failed"].sum()), int(f["fits"].sum()), \
+                int(f["invalid_rows"].sum())
+            if not failed and not rows:
+                continue
+            parts = []
+            if failed:
+                per_n = "; ".join(f"n={n}: {int(f.loc[n, 'failed'])} of {int(f.loc[n, 'fits'])}"
+                                  for n in self.ns)
+                parts.append(f"failed in {failed} of {fits} fits ({per_n})"
+                             + (", every fit: its r̂ only repeats the baseline's"
+                                if failed == fits else ""))
+            if rows and failed < fits:
+                parts.append(f"{rows} invalid prediction rows replaced")
+            errors = [e for e in f["first_error"] if e]
+            if errors:
+                parts.append(f"first error: {_short(' '.join(errors[0].split()), 200)}")
+            out.append((p, "; ".join(parts)))
+        return out
+
+    def failure_report(self) -> str | None:
+        """One line naming the procedures with failures and each one's first error, or None.
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50), {"linear": rx.OLS("y ~ x")},
+        ...                baseline=rx.Constant(), n=[10], replications=2).run(progress=False)
+        >>> res.failure_report() is None
+        True
+        """
+        notes = self._failure_notes(self.procedures)
+        if not notes:
+            return None
+        return ("the baseline's predictions replaced failed fits or invalid predictions: "
+                + " | ".join(f"{p} {text}" for p, text in notes)
+                + " (see the summary notes and results.failures())")
 
     def timings(self) -> pd.DataFrame:
         """Median and total wall time of one fit by procedure and n."""
@@ -304,15 +368,9 @@ class Results(SensitivityMixin):
         -------
         matplotlib Axes
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("plotting needs matplotlib: pip install 'restrictiveness[plot]'"
-                              ) from exc
         disc = self._discrepancy(discrepancy)
         labels = [self._procedure(p) for p in (procedures or self.procedures)]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = new_axes(ax)
         est = self.estimates(level).xs(disc, level="discrepancy")
         for label in labels:
             e = est.xs(label, level="procedure")
@@ -351,24 +409,25 @@ class Results(SensitivityMixin):
              else "training samples (procedural restrictiveness)"],
         ]
         smry.tables.append(SimpleTable(top, title="Restrictiveness study"))
+        fail = self.failures()
         for disc in discs:
             r = self.restrictiveness.sel(discrepancy=disc)
             se = self.se.sel(discrepancy=disc)
-            rows = [[p] + [f"{float(r.sel(procedure=p, n=n)):.3f} "
-                           f"({float(se.sel(procedure=p, n=n)):.3f})" for n in self.ns]
+            rows = [[p] + [_cell(float(r.sel(procedure=p, n=n)), float(se.sel(procedure=p, n=n)),
+                                 fail.loc[(p, n)]) for n in self.ns]
                     for p in procs]
             headers = ["procedure"] + [f"n={n}" for n in self.ns]
             smry.tables.append(SimpleTable(rows, headers=headers,
                                            title=f"Restrictiveness r̂ (se), discrepancy: {disc}"))
-        notes = ["r̂ = mean procedure loss / mean baseline loss over common pseudo-truths; "
+        notes = [READING,
+                 "r̂ = mean procedure loss / mean baseline loss over common pseudo-truths; "
                  "se by the delta method (SPEC §3)."]
-        fail = self.failures()
-        for p in procs:
-            f = fail.xs(p, level="procedure")
-            if f["failed"].sum() or f["invalid_rows"].sum():
-                per_n = ", ".join(f"n={n}: {int(f.loc[n, 'failed'])} fits, "
-                                  f"{int(f.loc[n, 'invalid_rows'])} rows" for n in self.ns)
-                notes.append(f"{p}: baseline used after failures ({per_n}).")
+        failures = self._failure_notes(procs)
+        if failures:
+            notes.append("'failed': every fit failed, so the baseline's predictions were used "
+                         "throughout; '*': some fits failed or predictions were replaced by the "
+                         "baseline's, pulling r̂ toward 1.")
+        notes += [f"{p}: {text}." for p, text in failures]
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
 
@@ -380,17 +439,76 @@ class Results(SensitivityMixin):
         return self.summary().as_html()
 
 
+#: How to read the estimates: the first note of every summary.
+READING = ("How to read r̂: near 0, the procedure approximates almost any eligible rule "
+           "(unrestrictive); near 1, it does no better than the baseline (restrictive).")
+
+
 def _short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def all_failed(fail: pd.Series) -> bool:
+    """Whether a row of :meth:`Results.failures` had every fit fail."""
+    return bool(fail["fits"]) and fail["failed"] == fail["fits"]
+
+
+def _cell(r: float, se: float, fail: pd.Series) -> str:
+    if all_failed(fail):
+        return "failed"
+    mark = "*" if fail["failed"] or fail["invalid_rows"] else ""
+    return f"{r:.3f} ({se:.3f}){mark}"
+
+
+def read_netcdf(path, what: str, required: Sequence[str], loader: str) -> xr.Dataset:
+    """Read a NetCDF file this package wrote, or raise :class:`DataError` saying what it is.
+
+    ``what`` names the expected content (e.g. "restrictiveness results"), ``required`` the
+    variables it must have and ``loader`` the function that reads it (for the message).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{loader}: no file {str(path)!r}")
+    try:
+        with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
+            ds = ds.load()
+    except Exception as exc:  # noqa: BLE001 - netCDF4/HDF5 raise many types for a bad file
+        raise DataError(f"{loader}: {str(path)!r} is not a readable NetCDF file of "
+                        f"{what} ({type(exc).__name__}: {_short(str(exc), 100)})") from None
+    missing = [v for v in required if v not in ds.variables]
+    if missing:
+        kind = next((k for k, marks in _KINDS.items() if all(m in ds.variables for m in marks)),
+                    None)
+        found = f"it holds {kind}" if kind else f"it lacks {missing}"
+        raise DataError(f"{loader}: {str(path)!r} is not a file of {what}: {found}")
+    return ds
+
+
+#: Variables that identify each kind of file the package writes, and how to read it.
+_KINDS = {
+    "restrictiveness results (read them with rx.load)": ("loss", "baseline_loss"),
+    "completeness results (read them with rx.load_completeness)": ("kappa", "influence"),
+    "a sensitivity dataset (open it with xarray.open_dataset)": ("critical_gamma",),
+}
+
+
 def load(path) -> Results:
     """Load results written by :meth:`Results.to_netcdf`.
+
+    Raises
+    ------
+    DataError
+        If the file is missing, is not NetCDF, is truncated, or holds something else (the
+        message says what, e.g. completeness results).
 
     Examples
     --------
     >>> import restrictiveness as rx
     >>> res = rx.load("lottery.nc")  # doctest: +SKIP
     """
-    with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
-        return Results(ds.load())
+    ds = read_netcdf(path, "restrictiveness results",
+                     ("loss", "baseline_loss", "failed", "invalid", "error"), "load")
+    if "configuration" not in ds.attrs:
+        raise DataError(f"load: {str(path)!r} has the variables of restrictiveness results but "
+                        "not their configuration attribute; it was not written by to_netcdf")
+    return Results(ds)

@@ -32,6 +32,7 @@ import xarray as xr
 from numpy.typing import ArrayLike
 
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.plotting import new_axes
 from . import sensitivity as _sens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -619,18 +620,12 @@ class SensitivityMixin:
         --------
         >>> ax = res.plot_sensitivity("C_delta-C_gamma")  # doctest: +SKIP
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:
-            raise ImportError("plot_sensitivity needs matplotlib; install it with "
-                              "pip install 'restrictiveness[plot]'") from exc
         (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")
         if int(points) != points or points < 2:
             raise ConfigurationError(f"points must be an integer >= 2; got {points}")
         grid = np.linspace(1.0, gmax, int(points))
         tab = self.sensitivity(comparison, gamma=grid, discrepancy=discrepancy)
-        if ax is None:
-            _, ax = plt.subplots()
+        ax = new_axes(ax)
         ns = self.ns
         estimates = []
         for i, n in enumerate(ns):

@@ -24,23 +24,33 @@ import copy
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ..eligible.truth import EvaluationDistribution
-from ..shared.exceptions import BaselineError, ConfigurationError, FailureWarning
+from ..shared.exceptions import (
+    BaselineError,
+    ConfigurationError,
+    ExecutionError,
+    FailureWarning,
+    StudyInterrupted,
+)
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, Discrepancy
-from .failures import GuardedRule
+from .failures import GuardedRule, is_interrupt, reraise_interrupt
+from .memory import check_memory
 from .protocol import FunctionRule, Procedure
+from .records import ReplicationRecord
 from .sensitivity_results import Contributions
 from .usage import add_usage
 
@@ -60,22 +70,6 @@ def procedure_rng(seed: int, replication: int, label: str, n: int, draw: int
 
 def truth_rng(seed: int, replication: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replication, 0)))
-
-
-@dataclass
-class ReplicationRecord:
-    """Everything one replication contributes to the results (small, picklable)."""
-
-    replication: int
-    loss: np.ndarray            # (procedure, discrepancy, n, draw); NaN where not run
-    baseline_loss: np.ndarray   # (discrepancy, n, draw)
-    failed: np.ndarray          # (procedure, n) fits that failed in any draw
-    invalid: np.ndarray         # (procedure, n) prediction rows replaced by the baseline
-    seconds: np.ndarray         # (procedure, n) mean wall time of a fit
-    baseline_seconds: np.ndarray  # (n,)
-    error: np.ndarray           # (procedure, n) first failure message ('' if none)
-    info: np.ndarray            # (procedure, n) JSON of the first draw's Fitted.info
-    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,)
 
 
 def _json(info) -> str:
@@ -200,11 +194,21 @@ class Study:
             "draws": self.draws, "fit_on": self.fit_on,
         }
 
+    def memory_estimate(self) -> int:
+        """Lower bound on the bytes one replication needs (0 when nothing reports one): the
+        evaluation distribution's draw plus the hungriest procedure's fit at the largest n."""
+        need = self.evaluation.memory_bytes(self.n, self.draws) \
+            if hasattr(self.evaluation, "memory_bytes") else 0
+        fits = [p.memory_bytes(max(self.n)) for p in [*self.procedures.values(), self.baseline]
+                if hasattr(p, "memory_bytes")]
+        return int(need) + max(fits, default=0)
+
     # -- execution ------------------------------------------------------------------------
     def run(self, n_jobs: int | None = 1, progress: bool | None = None,
             replications: Sequence[int] | None = None, checkpoint=None,
             backend: Literal["processes", "dask"] = "processes", client=None,
-            concurrency: int | None = None, requests_per_minute: float | None = None):
+            concurrency: int | None = None, requests_per_minute: float | None = None,
+            resume_other_versions: bool = False, worker_timeout: float = 60.0):
         """Run every replication and return :class:`~restrictiveness.engine.results.Results`.
 
         Parameters
@@ -217,7 +221,8 @@ class Study:
             Run only these replication indices (as a distributed run does).
         checkpoint : str or Path, optional
             Directory recording each finished replication; a rerun with the same configuration
-            skips them (see :mod:`restrictiveness.engine.checkpoint`).
+            skips them, and concurrent runs share the work (see
+            :mod:`restrictiveness.engine.checkpoint`).
         backend : {"processes", "dask"}
             A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
@@ -231,46 +236,95 @@ class Study:
         requests_per_minute : float, optional
             Limit on model requests per minute, for fits run in this process (serially or on
             the ``concurrency`` threads).
+        resume_other_versions : bool
+            Resume a checkpoint written under other package versions (default: refuse).
+        worker_timeout : float
+            ``backend="dask"``: seconds without any connected worker before the run fails with
+            :class:`~restrictiveness.ExecutionError` (dask alone would wait for ever).
+
+        Raises
+        ------
+        StudyInterrupted
+            On Ctrl-C: the workers are stopped at once and the finished replications are in
+            the checkpoint.
         """
         from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None else list(replications)
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
-        store = Checkpoint(checkpoint, self.configuration()) if checkpoint is not None else None
-        done = store.done() if store is not None else {}
-        todo = [m for m in reps if m not in done]
-        fresh = self.run_units(todo, n_jobs=n_jobs, progress=progress,
-                               on_record=store.save if store is not None else None,
-                               backend=backend, client=client, concurrency=concurrency,
-                               requests_per_minute=requests_per_minute)
-        finished = {**done, **dict(zip(todo, fresh, strict=True))}
-        records = [finished[m] for m in reps]
-        res = Results.from_records(self, records)
-        total = int(res.dataset["failed"].sum())
-        if total:
-            warnings.warn(f"{total} fit(s) failed; the baseline's predictions were used in their "
-                          "place (see results.failures())", FailureWarning, stacklevel=2)
+        workers = _worker_count(n_jobs, len(reps))
+        if backend == "processes" or client is None:  # a user's cluster has its own memory
+            check_memory(self, workers)
+        finished: dict[int, ReplicationRecord] = {}
+        store = None
+        try:
+            if checkpoint is not None:
+                store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
+                wanted = set(reps)
+                finished.update({m: r for m, r in store.done().items() if m in wanted})
+            options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
+                           concurrency=concurrency, requests_per_minute=requests_per_minute,
+                           worker_timeout=worker_timeout)
+            self._run_missing(reps, finished, store, options)
+        except (KeyboardInterrupt, SystemError) as exc:
+            if not is_interrupt(exc):
+                raise
+            raise StudyInterrupted(len(finished), len(reps),
+                                   None if store is None else str(store.path)) from None
+        finally:
+            if store is not None:
+                store.close()
+        res = Results.from_records(self, [finished[m] for m in reps])
+        report = res.failure_report()
+        if report:
+            warnings.warn(report, FailureWarning, stacklevel=2)
         return res
+
+    def _run_missing(self, reps: list[int], finished: dict, store, options: dict) -> None:
+        """Compute the replications not in ``finished``. With a checkpoint, each is claimed
+        before it starts; those another run claimed are awaited and loaded (or computed here
+        if that run stopped without them)."""
+        def keep(record: ReplicationRecord) -> None:
+            if store is not None:
+                store.save(record)
+            finished[record.replication] = record
+
+        todo = [m for m in reps if m not in finished]
+        while todo:
+            self.run_units(todo, on_record=keep,
+                           claim=None if store is None else store.claim, **options)
+            if store is None:
+                return
+            todo = []
+            for m in (m for m in reps if m not in finished):
+                record = store.wait_for(m)
+                if record is None:
+                    todo.append(m)
+                else:
+                    finished[m] = record
 
     def run_units(self, replications: Sequence[int], n_jobs: int | None = 1,
                   progress: bool | None = None, on_record=None,
                   backend: Literal["processes", "dask"] = "processes",
                   client=None, concurrency: int | None = None,
-                  requests_per_minute: float | None = None) -> list[ReplicationRecord]:
+                  requests_per_minute: float | None = None,
+                  claim: Callable[[int], bool] | None = None,
+                  worker_timeout: float = 60.0) -> list[ReplicationRecord]:
         """Run the given replications; records come back in the order given.
 
         ``on_record(record)`` is called in this process as each replication finishes (a
-        checkpoint saves it there). ``backend="dask"`` submits the units to a
-        ``dask.distributed`` client (``client``, or a local cluster of ``n_jobs`` single-threaded
-        worker processes). ``concurrency`` and ``requests_per_minute`` as in :meth:`run`.
+        checkpoint saves it there). ``claim(m)``, if given, is asked just before replication
+        ``m`` starts; False skips it (another run computes it), and the records returned are
+        those run here. ``backend="dask"`` submits the units to a ``dask.distributed`` client
+        (``client``, or a local cluster of ``n_jobs`` single-threaded worker processes).
+        ``concurrency``, ``requests_per_minute`` and ``worker_timeout`` as in :meth:`run`.
         """
         from threadpoolctl import threadpool_limits
         from tqdm.auto import tqdm
 
-        if n_jobs is None or n_jobs < 0:
-            n_jobs = os.cpu_count() or 1
-        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
+        workers = _worker_count(n_jobs, len(replications))
+        self._check_shipping(workers, backend, concurrency, requests_per_minute)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -285,16 +339,19 @@ class Study:
         io = [label for label, p in self.procedures.items() if getattr(p, "io_bound", False)]
         try:
             if concurrency is not None and io and replications:
+                # Threads interleave the fits of many replications, so claim them all first.
+                mine = [m for m in replications if claim is None or claim(m)]
                 # one BLAS thread for the fits of this process, as run_unit does in workers
                 with threadpool_limits(1):
-                    self._run_threaded(replications, io, n_jobs, backend, client,
-                                       int(concurrency), limiter, finish)
+                    self._run_threaded(mine, io, workers, backend, client,
+                                       int(concurrency), limiter, finish, worker_timeout)
             else:
                 with rate_limited(limiter):
-                    _dispatch(self, replications, n_jobs, backend, client, finish)
+                    _dispatch(self, replications, workers, backend, client, finish, claim,
+                              worker_timeout)
         finally:
             bar.close()
-        return [out[m] for m in replications]
+        return [out[m] for m in replications if m in out]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked."""
@@ -304,7 +361,7 @@ class Study:
                                         or isinstance(concurrency, bool) or concurrency < 1):
             raise ConfigurationError(f"concurrency must be a positive integer (threads for "
                                      f"I/O-bound fits) or None, got {concurrency!r}")
-        n_jobs = (os.cpu_count() or 1) if n_jobs is None or n_jobs < 0 else n_jobs
+        n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
         threaded = io if concurrency is not None else set()
         remote = backend == "dask" or n_jobs > 1
@@ -323,7 +380,7 @@ class Study:
             check_picklable(shipped, _PICKLE_REMEDY)
 
     def _run_threaded(self, replications, io, n_jobs, backend, client, threads, limiter,
-                      finish) -> None:
+                      finish, worker_timeout) -> None:
         """I/O-bound fits on threads here, the rest through the usual backend (module
         :mod:`~restrictiveness.engine.concurrency`)."""
         cpu_labels = [label for label in self.labels if label not in io]
@@ -344,32 +401,12 @@ class Study:
             sub = _subset(self, cpu_labels)
 
             def cpu(done):
-                _dispatch(sub, replications, n_jobs, backend, client, done)
+                _dispatch(sub, replications, n_jobs, backend, client, done, None,
+                          worker_timeout)
 
         run_with_threads(replications, tasks,
                          lambda m, key: fit_outcome(self, contexts.get(m), *key), merge,
                          finish, threads, cpu=cpu, limiter=limiter)
-
-    def _run_dask(self, replications, n_jobs, client, finish) -> None:
-        try:
-            from distributed import Client, LocalCluster
-            from distributed import as_completed as dask_completed
-        except ImportError as exc:
-            raise ImportError("backend='dask' needs dask.distributed: "
-                              "pip install 'restrictiveness[dask]'") from exc
-        own = client is None
-        if own:
-            client = Client(LocalCluster(n_workers=n_jobs, threads_per_worker=1,
-                                         processes=True, dashboard_address=None))
-        try:
-            futures = {client.submit(run_unit, self, m, pure=False): m for m in replications}
-            for fut in dask_completed(futures):
-                finish(futures[fut], fut.result())
-        finally:
-            if own:
-                cluster = client.cluster
-                client.close()
-                cluster.close()
 
 
 _PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat or "
@@ -378,25 +415,166 @@ _PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat
                   "language-model procedures on threads in this process with concurrency=N.")
 
 
-def _dispatch(study: Study, replications: Sequence[int], n_jobs: int, backend: str, client,
-              finish) -> None:
+def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: str, client,
+              finish: Callable, claim: Callable[[int], bool] | None,
+              worker_timeout: float) -> None:
     """Run the units of ``study`` serially, on a process pool or on dask; ``finish(m, record)``
-    is called in the calling thread as each completes."""
+    is called in the calling thread as each completes (replications ``claim`` refuses are
+    skipped)."""
     if backend == "dask":
-        study._run_dask(replications, n_jobs, client, finish)
-    elif n_jobs == 1 or len(replications) <= 1:
+        _run_dask(study, replications, workers, client, finish, claim, worker_timeout)
+    elif workers == 1:
         for m in replications:
-            finish(m, run_unit(study, m))
+            if claim is None or claim(m):
+                finish(m, run_unit(study, m))
     else:
-        # fork: workers inherit imported modules and compiled kernels, and user scripts
-        # need no __main__ guard; spawn where fork does not exist.
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=min(n_jobs, len(replications)),
-                                 mp_context=ctx) as pool:
-            futures = {pool.submit(run_unit, study, m): m for m in replications}
-            for fut in as_completed(futures):
+        _run_pool(study, replications, workers, finish, claim)
+
+
+def _worker_count(n_jobs: int | None, units: int) -> int:
+    """Workers for ``units`` replications: ``n_jobs`` (None or -1: the usable cores)."""
+    if n_jobs is None or n_jobs == -1:
+        n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    elif not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+        raise ConfigurationError(f"n_jobs must be a positive number of workers, or -1 (or None) "
+                                 f"for all cores; got {n_jobs!r}")
+    return max(1, min(int(n_jobs), units))
+
+
+def _ignore_sigint() -> None:
+    # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
+    # terminal's process group prints its own KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_pool(study: Study, replications: Sequence[int], workers: int,
+              finish: Callable, claim: Callable[[int], bool] | None) -> None:
+    """Run replications on a local process pool, two per worker in flight (claimed only as
+    they are submitted, so concurrent runs share the rest). On any exception, Ctrl-C included,
+    the workers are terminated at once rather than waited for."""
+    # fork: workers inherit imported modules and compiled kernels, and user scripts need no
+    # __main__ guard; spawn where fork does not exist.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pending, running = iter(replications), {}
+
+    def submit_next() -> None:
+        for m in pending:
+            if claim is None or claim(m):
+                running[pool.submit(run_unit, study, m)] = m
+                return
+
+    try:
+        for _ in range(2 * workers):
+            submit_next()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                m = running.pop(fut)
+                try:
+                    record = fut.result()
+                except BrokenProcessPool:
+                    raise ExecutionError(
+                        f"a worker process died while running replication {m} (killed, or out "
+                        "of memory?); rerun with fewer workers or smaller n") from None
+                finish(m, record)
+                submit_next()
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Terminate a pool's workers now: waiting for the replications they run could take
+    minutes, and a shut-down pool would even start the queued ones first."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.terminate()
+    for p in processes:
+        p.join(timeout=1.0)
+        if p.is_alive():
+            p.kill()
+
+
+def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
+              finish: Callable, claim: Callable[[int], bool] | None,
+              worker_timeout: float) -> None:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ImportError("backend='dask' needs dask.distributed: "
+                          "pip install 'restrictiveness[dask]'") from exc
+    if not worker_timeout > 0:
+        raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
+                                 f"{worker_timeout!r}")
+    own = client is None
+    if own:
+        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
+                                     processes=True, dashboard_address=None))
+    futures = {}
+    try:
+        for m in replications:
+            if claim is None or claim(m):
+                futures[client.submit(run_unit, study, m, pure=False)] = m
+        _gather_dask(client, futures, finish, worker_timeout)
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+    finally:
+        if own:
+            cluster = client.cluster
+            client.close()
+            cluster.close()
+
+
+def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float) -> None:
+    """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
+    raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
+    seconds."""
+    from distributed import wait as dask_wait
+    from distributed.scheduler import KilledWorker
+
+    pending = set(futures)
+    alone_since = None
+    while pending:
+        try:
+            done, pending = dask_wait(pending, timeout=min(1.0, worker_timeout / 4),
+                                      return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for fut in done:
+            try:
                 finish(futures[fut], fut.result())
+            except KilledWorker as exc:
+                raise ExecutionError(f"dask workers died running replication {futures[fut]} "
+                                     f"({exc}); rerun with fewer workers or smaller n") from None
+        if done:
+            alone_since = None
+        elif _dask_workers(client):
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since >= worker_timeout:
+            raise ExecutionError(
+                f"no dask worker has been connected to {client.scheduler.address} for "
+                f"{worker_timeout:g} s, with {len(pending)} of {len(futures)} replications "
+                "unfinished; start workers again and rerun (a checkpoint keeps the finished "
+                "ones), or allow longer with worker_timeout (--worker-timeout)")
+
+
+def _dask_workers(client) -> int:
+    try:
+        return len(client.nthreads())
+    except Exception:  # noqa: BLE001 - an unreachable scheduler counts as no worker
+        return 0
 
 
 def _subset(study: Study, labels: Sequence[str]) -> Study:
@@ -426,6 +604,7 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     try:
         fitted, error = procedure.fit(sample, rng), ""
     except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
+        reraise_interrupt(exc)
         fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
@@ -482,6 +661,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                     study.evaluation.columns).baseline_predict)
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
+                reraise_interrupt(exc)
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
@@ -507,6 +687,7 @@ def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: in
         try:
             loss[d] = disc(guard, truth, n)
         except Exception as exc:  # noqa: BLE001 - broken discrepancy input
+            reraise_interrupt(exc)
             guard.failed = True
             guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
             guard.fitted = None

@@ -314,6 +314,10 @@ class GPRegression(Procedure):
     def validate(self, columns, response):
         _validate_formula(self.formula, columns, response)
 
+    def memory_bytes(self, n: int) -> int:
+        """At least the n × n covariance and its factor (float64)."""
+        return 2 * 8 * int(n) ** 2
+
     def fit(self, sample, rng=None):
         """Fit to a training sample, or to a DataFrame (the formula names the response)."""
         Xt, y, build, columns = training_design("GPRegression", self.formula, sample,

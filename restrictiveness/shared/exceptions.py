@@ -14,9 +14,12 @@ __all__ = [
     "ConfigurationError",
     "BaselineError",
     "CheckpointError",
+    "ExecutionError",
+    "StudyInterrupted",
     "FailureWarning",
     "SandboxUnavailableError",
     "IsolationWarning",
+    "CheckpointWarning",
 ]
 
 
@@ -67,10 +70,40 @@ class BaselineError(RestrictivenessError, RuntimeError):
 
 
 class CheckpointError(RestrictivenessError, RuntimeError):
-    """A checkpoint was written under a different study configuration.
+    """A checkpoint cannot be used: another configuration or package versions wrote it, its
+    ``study.json`` is missing or unreadable, it is in an old format, or its path is unusable.
 
-    Use a fresh checkpoint path, or rerun with the configuration that wrote it.
+    Use a fresh checkpoint path, or rerun with the configuration that wrote it; the message
+    names the fields that differ.
     """
+
+
+class ExecutionError(RestrictivenessError, RuntimeError):
+    """The machinery running the replications failed: every dask worker is gone, or a worker
+    process died (e.g. killed for lack of memory).
+
+    Start workers again (or use fewer, or less memory) and rerun; with a checkpoint, the
+    finished replications are kept and the rerun resumes.
+    """
+
+
+class StudyInterrupted(KeyboardInterrupt):
+    """A study was interrupted (Ctrl-C); its workers are stopped and the replications that
+    finished are in the checkpoint, if one was given.
+
+    Attributes
+    ----------
+    finished, total : int
+        Replications finished (including those loaded from the checkpoint) and asked for.
+    checkpoint : str or None
+        The checkpoint directory holding the finished replications.
+    """
+
+    def __init__(self, finished: int, total: int, checkpoint: str | None) -> None:
+        self.finished, self.total, self.checkpoint = finished, total, checkpoint
+        where = (f"saved in {checkpoint}; rerun the same command to resume" if checkpoint
+                 else "not saved (pass a checkpoint directory to keep finished replications)")
+        super().__init__(f"interrupted: {finished} of {total} replications finished, {where}")
 
 
 class FailureWarning(UserWarning):
@@ -89,3 +122,6 @@ class SandboxUnavailableError(RestrictivenessError, RuntimeError):
 
 class IsolationWarning(UserWarning):
     """Untrusted code runs without the kernel's isolation layers (``isolation="guard-only"``)."""
+class CheckpointWarning(UserWarning):
+    """A checkpoint record was unreadable, failed its checksum or belongs to another
+    configuration; it was moved aside (the message says where) and will be recomputed."""

@@ -162,6 +162,10 @@ def parse_formula(text: str) -> Formula:
                     names.append(name)
     except (patsy.PatsyError, SyntaxError) as exc:
         raise FormulaError(f"formula {text!r} cannot be parsed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - patsy's tokenizer asserts on some input ('=')
+        raise FormulaError(f"formula {text!r} cannot be parsed "
+                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
+                           ) from None
     response = None
     if "~" in text and text.split("~", 1)[0].strip():
         lhs = [f.code for t in desc.lhs_termlist for f in t.factors]

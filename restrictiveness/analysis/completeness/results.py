@@ -12,7 +12,9 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
-from ...engine.results import NETCDF_ENGINE
+from ...engine.results import NETCDF_ENGINE, read_netcdf
+from ...shared.files import atomic_output
+from ...shared.plotting import new_axes
 from .inference import clustered_se, repeated_fold_se
 
 __all__ = ["CompletenessResults", "load_completeness"]
@@ -127,9 +129,29 @@ class CompletenessResults:
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
 
+    def plot_estimates(self, ax=None, level: float = 0.95):
+        """κ̂ by procedure with normal confidence intervals, the baseline (0) and the benchmark
+        (1) as reference lines.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        ax = new_axes(ax)
+        est = self.estimates(level)
+        y = np.arange(len(est))
+        ax.errorbar(est["kappa"], y, xerr=[est["kappa"] - est["lower"],
+                                           est["upper"] - est["kappa"]], fmt="o", capsize=3)
+        ax.axvline(0.0, color="grey", lw=0.8)
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_yticks(y, est.index)
+        ax.set_xlabel(f"completeness κ̂ ({level:.0%} interval)")
+        return ax
+
     def to_netcdf(self, path) -> None:
-        """Write the Dataset to NetCDF-4 (reload with :func:`load_completeness`)."""
-        self.dataset.to_netcdf(path, engine=NETCDF_ENGINE)
+        """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`)."""
+        with atomic_output(path) as tmp:
+            self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
     def __repr__(self) -> str:
         return (f"<CompletenessResults: {len(self.procedures)} procedures, "
@@ -145,6 +167,12 @@ def load_completeness(path) -> CompletenessResults:
     Examples
     --------
     >>> res = load_completeness("lottery_completeness.nc")  # doctest: +SKIP
+
+    Raises
+    ------
+    DataError
+        If the file is missing, is not NetCDF, is truncated, or holds something else.
     """
-    with xr.open_dataset(path, engine=NETCDF_ENGINE) as ds:
-        return CompletenessResults(ds.load())
+    return CompletenessResults(read_netcdf(
+        path, "completeness results", ("kappa", "kappa_se", "influence", "loss", "failed"),
+        "load_completeness"))

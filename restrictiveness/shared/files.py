@@ -1,0 +1,153 @@
+"""Files that are never seen half-written, and locks that keep two runs apart.
+
+Every file the package writes (results, checkpoint records, tables, plots) goes through
+:func:`atomic_output`: the writer fills a temporary file in the target's folder, which is then
+renamed over the target in one step, so a reader (or a crash) sees the old file or the new one,
+never a mixture. :class:`FileLock` is an exclusive ``fcntl.flock`` lock: checkpoints use it so
+that two processes cannot both claim a directory or a replication, and the command line uses it
+so that two runs cannot write the same output file. The kernel releases a lock when its holder
+dies, so a killed run never leaves a stale lock behind. (``flock`` is advisory and local: it
+does not protect a folder shared over NFS between machines.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
+
+
+#: Locks this process holds; a forked child drops its copies (see :func:`_drop_in_child`).
+_HELD: weakref.WeakSet = weakref.WeakSet()
+
+
+class LockBusy(OSError):
+    """Another process holds the lock (raised by a non-blocking :meth:`FileLock.acquire`)."""
+
+
+@contextlib.contextmanager
+def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
+    """Path of a temporary file that replaces ``target`` when the block succeeds.
+
+    The temporary file sits in ``target``'s folder (a rename across file systems would not be
+    atomic) and is removed if the block raises, so a failed or interrupted write leaves the
+    previous ``target`` untouched.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> with atomic_output(out) as tmp:
+    ...     _ = tmp.write_text("done")
+    >>> out.read_text()
+    'done'
+    """
+    target = Path(target)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:  # on disk before the rename makes it visible
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``target`` atomically (see :func:`atomic_output`)."""
+    with atomic_output(target) as tmp:
+        tmp.write_bytes(data)
+
+
+class FileLock:
+    """Exclusive advisory lock on a lock file (``fcntl.flock``), released by :meth:`release`,
+    at the end of a ``with`` block, or by the kernel when the process dies.
+
+    Parameters
+    ----------
+    path : str or Path
+        The lock file (created if needed).
+    remove : bool
+        Delete the lock file on release. Safe against the unlink race: :meth:`acquire` checks
+        that the file it locked is still the one at ``path`` and retries otherwise.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.lock"
+    >>> with FileLock(path):
+    ...     FileLock(path).acquire(blocking=False)
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.files.LockBusy: ...x.lock is locked by another process
+    """
+
+    def __init__(self, path: str | os.PathLike, remove: bool = False) -> None:
+        self.path, self.remove = Path(path), remove
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self, blocking: bool = True) -> FileLock:
+        """Take the lock; without ``blocking``, raise :class:`LockBusy` if another holds it."""
+        if self._fd is not None:
+            return self
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                os.close(fd)
+                raise LockBusy(f"{self.path} is locked by another process") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+                _HELD.add(self)
+                return self
+            os.close(fd)  # its holder removed the file meanwhile: lock the new one
+
+    def release(self) -> None:
+        """Give the lock up (and delete the file when ``remove``)."""
+        if self._fd is None:
+            return
+        if self.remove:
+            self.path.unlink(missing_ok=True)
+        os.close(self._fd)
+        self._fd = None
+        _HELD.discard(self)
+
+    def __enter__(self) -> FileLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _drop_in_child() -> None:
+    # A flock belongs to the open file, which a forked worker shares: if the worker kept its
+    # copy, the parent's release would not free the lock until every worker exited.
+    for lock in list(_HELD):
+        if lock._fd is not None:
+            os.close(lock._fd)
+            lock._fd = None
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_drop_in_child)

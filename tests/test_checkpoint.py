@@ -1,0 +1,283 @@
+"""Checkpoints that never lie: damaged, foreign and old records, races between runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import pickle
+import time
+import zipfile
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import restrictiveness as rx
+import restrictiveness.engine.study as study_module
+from restrictiveness.engine.checkpoint import Checkpoint, configuration_hash
+from restrictiveness.engine.study import run_replication
+
+TIMING = ["seconds", "baseline_seconds"]
+FORK = multiprocessing.get_context("fork")
+
+
+class Counting(rx.OLS):
+    """OLS that counts its fits (in this process)."""
+
+    fits = 0
+
+    def fit(self, sample, rng):
+        Counting.fits += 1
+        return super().fit(sample, rng)
+
+
+def _study(seed=4, replications=6):
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    return rx.Study(rx.MonotoneGP(F, n_eval=60), {"linear": Counting("y ~ x1 + x2")},
+                    rx.Constant(), n=[10], replications=replications, seed=seed)
+
+
+def _same(a, b):
+    xr.testing.assert_identical(a.dataset.drop_vars(TIMING).drop_attrs(),
+                                b.dataset.drop_vars(TIMING).drop_attrs())
+
+
+@pytest.fixture(scope="module")
+def uninterrupted():
+    return _study().run(progress=False)
+
+
+@pytest.fixture
+def partial(tmp_path):
+    """A checkpoint of a run killed after replications 0, 2 and 3."""
+    ck = tmp_path / "ck"
+    _study().run(progress=False, replications=[0, 2, 3], checkpoint=ck)
+    return ck
+
+
+def _record(ck, m):
+    return ck / f"replication-{m:06d}.npz"
+
+
+def _resume_and_count(ck):
+    Counting.fits = 0
+    with pytest.warns(rx.CheckpointWarning) as caught:
+        res = _study().run(progress=False, checkpoint=ck)
+    return res, Counting.fits, [str(w.message) for w in caught]
+
+
+def test_records_are_npz_with_json_metadata_and_no_pickle(partial):
+    with zipfile.ZipFile(_record(partial, 2)) as z:
+        assert set(z.namelist()) >= {"loss.npy", "baseline_loss.npy", "__meta__.npy"}
+    with np.load(_record(partial, 2), allow_pickle=False) as z:  # loads without pickle
+        meta = json.loads(str(z["__meta__"]))
+    assert meta["replication"] == 2 and len(meta["sha256"]) == 64
+    assert meta["configuration_sha256"] == configuration_hash(_study().configuration())
+    study_json = json.loads((partial / "study.json").read_text())
+    assert study_json["versions"]["numpy"] == np.__version__
+
+
+def test_flipped_bit_in_a_stored_float_is_detected_and_recomputed(partial, uninterrupted):
+    # Rewrite one record with a single bit of one loss flipped, as a valid archive: only the
+    # checksum can tell (before the fix this record was used: r̂ 0.1035 -> 0.1014).
+    file = _record(partial, 2)
+    with np.load(file, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    flipped = arrays["loss"].copy()
+    flipped.view(np.uint64).flat[0] ^= np.uint64(1 << 40)
+    assert flipped.flat[0] != arrays["loss"].flat[0]
+    buf = io.BytesIO()
+    np.savez(buf, **{**arrays, "loss": flipped})
+    file.write_bytes(buf.getvalue())
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 4  # replications 1, 4, 5 and the damaged 2
+    assert any(str(file) in m and "checksum" in m for m in messages)
+    assert list((partial / "rejected").glob("replication-000002-*.npz"))
+    _same(res, uninterrupted)
+
+
+def test_flipped_bit_in_the_file_bytes_is_detected(partial, uninterrupted):
+    file = _record(partial, 3)
+    data = bytearray(file.read_bytes())
+    data[len(data) // 3] ^= 0x10
+    file.write_bytes(bytes(data))
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 4 and any(str(file) in m for m in messages)
+    _same(res, uninterrupted)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage"])
+def test_damaged_records_are_named_moved_aside_and_recomputed(partial, uninterrupted, damage):
+    file = _record(partial, 0)
+    data = file.read_bytes()
+    file.write_bytes({"truncated": data[: len(data) // 2], "empty": b"",
+                      "garbage": b"\x00garbage" * 50}[damage])
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 4
+    assert any(str(file) in m and "unreadable" in m and "rejected" in m for m in messages)
+    _same(res, uninterrupted)
+
+
+def test_a_record_of_another_configuration_is_not_used(tmp_path, partial, uninterrupted):
+    other = tmp_path / "other"
+    _study(seed=9).run(progress=False, replications=[1], checkpoint=other)
+    _record(other, 1).replace(_record(partial, 1))  # copied in by hand
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 3 and any("another study configuration" in m for m in messages)
+    _same(res, uninterrupted)
+
+
+def test_records_without_study_json_are_refused(partial):
+    (partial / "study.json").unlink()
+    # before the fix a --seed 1 run returned these seed-4 records labelled seed 1
+    with pytest.raises(rx.CheckpointError, match=r"3 replication record\(s\) but no study.json"):
+        _study(seed=1).run(progress=False, checkpoint=partial)
+
+
+def test_old_pickle_checkpoints_are_refused_without_unpickling(tmp_path):
+    ck = tmp_path / "old"
+    ck.mkdir()
+    canary = tmp_path / "unpickled"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(canary), "w"))
+
+    (ck / "replication-000000.pkl").write_bytes(pickle.dumps(Evil()))
+    (ck / "study.json").write_text(json.dumps(_study().configuration()))
+    with pytest.raises(rx.CheckpointError, match="older version of restrictiveness.*unpickling"):
+        _study().run(progress=False, checkpoint=ck)
+    assert not canary.exists()
+
+
+def test_refusal_names_the_fields_that_differ(partial):
+    with pytest.raises(rx.CheckpointError,
+                       match=r"seed: 4 in the checkpoint, 7 now\); use a fresh"):
+        _study(seed=7).run(progress=False, checkpoint=partial)
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)))
+    other = rx.Study(rx.MonotoneGP(F, n_eval=60), {"quad": rx.OLS("y ~ x1")}, rx.Constant(),
+                     n=[10, 20], replications=6, seed=4)
+    with pytest.raises(rx.CheckpointError) as info:
+        other.run(progress=False, checkpoint=partial)
+    text = str(info.value)
+    assert "n: [10] in the checkpoint, [10, 20] now" in text
+    assert "procedures['linear']: in the checkpoint only" in text
+    assert "procedures['quad']: new" in text and "evaluation:" in text
+
+
+def test_replications_do_not_depend_on_m_so_extending_m_reuses_them(tmp_path):
+    a = run_replication(_study(replications=3), 2)
+    b = run_replication(_study(replications=40), 2)
+    for name in ("loss", "baseline_loss", "failed", "invalid"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    ck = tmp_path / "ck"
+    _study(replications=4).run(progress=False, checkpoint=ck)
+    Counting.fits = 0
+    res = _study(replications=6).run(progress=False, checkpoint=ck)  # -M 6 after -M 4
+    assert Counting.fits == 2
+    _same(res, _study(replications=6).run(progress=False))
+
+
+def test_other_package_versions_are_refused_unless_asked_for(partial, monkeypatch,
+                                                             uninterrupted):
+    from restrictiveness.shared import _versions
+
+    real = _versions.package_versions()
+    monkeypatch.setattr("restrictiveness.engine.checkpoint.package_versions",
+                        lambda: {**real, "numpy": "0.0.1"})
+    with pytest.raises(rx.CheckpointError,
+                       match=rf"numpy {real['numpy']} in the checkpoint, 0.0.1 now.*"
+                             "--resume-other-versions"):
+        _study().run(progress=False, checkpoint=partial)
+    with pytest.warns(rx.CheckpointWarning, match="other package versions"):
+        res = _study().run(progress=False, checkpoint=partial, resume_other_versions=True)
+    _same(res, uninterrupted)
+
+
+def test_a_file_is_not_a_checkpoint_directory(tmp_path):
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(rx.CheckpointError, match="is a file, not a directory"):
+        _study().run(progress=False, checkpoint=file)
+
+
+# ------------------------------------------------------------------------- races between runs
+
+
+def _open_many(seed, dirs, barrier, results):
+    config = {**_study(seed=seed).configuration()}
+    for i, d in enumerate(dirs):
+        barrier.wait()
+        try:
+            Checkpoint(d, config)
+            results.put((i, seed, True))
+        except rx.CheckpointError:
+            results.put((i, seed, False))
+
+
+def test_simultaneous_openings_of_two_configurations_accept_exactly_one(tmp_path):
+    """200 trials of two processes opening one new directory with different configurations
+    at the same instant (before the fix both were accepted in 135 of 200)."""
+    trials = 200
+    dirs = [tmp_path / f"ck{i}" for i in range(trials)]
+    barrier, results = FORK.Barrier(2), FORK.Queue()
+    procs = [FORK.Process(target=_open_many, args=(seed, dirs, barrier, results))
+             for seed in (1, 2)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=120) for _ in range(2 * trials)]
+    for p in procs:
+        p.join(timeout=30)
+    accepted = np.zeros(trials, dtype=int)
+    winner = {}
+    for i, seed, ok in got:
+        accepted[i] += ok
+        if ok:
+            winner[i] = seed
+    assert (accepted == 1).all(), f"{int((accepted != 1).sum())} of {trials} trials"
+    for i, seed in winner.items():  # study.json is the winner's
+        stored = json.loads((dirs[i] / "study.json").read_text())
+        assert stored["configuration"]["seed"] == seed
+
+
+_REAL_RUN_UNIT = study_module.run_unit
+_LOG = {}
+
+
+def _logged_run_unit(study, m):
+    """run_unit that logs the replication it computes (module level: the pool pickles it)."""
+    with open(_LOG["path"], "a") as fh:
+        fh.write(f"{m}\n")
+    time.sleep(0.05)  # long enough for the two runs to overlap
+    return _REAL_RUN_UNIT(study, m)
+
+
+def _resume_logged(ck, log, n_jobs, barrier, results):
+    _LOG["path"] = log
+    study_module.run_unit = _logged_run_unit
+    barrier.wait()
+    res = _study(replications=16).run(progress=False, checkpoint=ck, n_jobs=n_jobs)
+    results.put(res.dataset.drop_vars(TIMING).drop_attrs().to_dict())
+
+
+def test_concurrent_resumers_compute_each_replication_once(tmp_path):
+    ck, log = tmp_path / "ck", tmp_path / "log"
+    _study(replications=16).run(progress=False, replications=[0, 3], checkpoint=ck)
+    barrier, results = FORK.Barrier(2), FORK.Queue()
+    procs = [FORK.Process(target=_resume_logged, args=(ck, log, n_jobs, barrier, results))
+             for n_jobs in (1, 2)]
+    for p in procs:
+        p.start()
+    out = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    computed = sorted(int(line) for line in log.read_text().split())
+    # before the fix each process recomputed all 14 missing replications
+    assert computed == [m for m in range(16) if m not in (0, 3)]
+    expected = _study(replications=16).run(progress=False).dataset
+    for ds in out:
+        xr.testing.assert_identical(xr.Dataset.from_dict(ds),
+                                    expected.drop_vars(TIMING).drop_attrs())
+    assert not list((ck / ".claims").iterdir())  # every claim released

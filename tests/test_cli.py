@@ -1,0 +1,378 @@
+"""The command line fails fast and clearly, stops at once on Ctrl-C and shows failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.cli import main
+from restrictiveness.engine.protocol import FunctionRule
+from restrictiveness.shared.files import FileLock
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _tiny_results(seed=1):
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    procs = {"linear": rx.OLS("y ~ x1 + x2"), "x1 only": rx.OLS("y ~ x1")}
+    return rx.Study(rx.MonotoneGP(F, n_eval=40), procs, rx.Constant(), n=[10, 20],
+                    replications=5, seed=seed).run(progress=False)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A results file, a completeness file, a truncated file, a text file and a plain file."""
+    d = tmp_path_factory.mktemp("files")
+    _tiny_results().to_netcdf(d / "res.nc")
+    data = (d / "res.nc").read_bytes()
+    (d / "truncated.nc").write_bytes(data[: len(data) // 2])
+    (d / "text.nc").write_text("not a netcdf file\n")
+    import shutil
+
+    shutil.copy(REPO / "tests" / "data" / "completeness_v0.nc", d / "kappa.nc")
+    (d / "plain").write_text("x")
+    return d
+
+
+def _err_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "unexpected" not in err, err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+# --------------------------------------------------------------- every option checked up front
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["replicate", "lottery", "-M", "0"], "-M: 0 is too small: give at least 2"),
+    (["replicate", "lottery", "-M", "1"], "standard errors need two"),
+    (["replicate", "lottery", "-M", "ten"], "'ten' is not a whole number"),
+    (["completeness", "demand", "--folds", "0"], "--folds: 0 is too small: give at least 2"),
+    (["completeness", "demand", "--repeats", "0"], "--repeats: 0 is too small"),
+    (["replicate", "lottery", "--jobs", "0"], "--jobs/-j: 0 workers"),
+    (["replicate", "lottery", "--jobs", "-2"], "-1 for all cores"),
+    (["replicate", "lottery", "--seed", "-1"], "seeds are nonnegative"),
+    (["replicate", "lottery", "--seed", str(2**64)], "seeds go up to 2**63 - 1"),
+    (["replicate", "lottery", "--n", "0"], "sample sizes are positive"),
+    (["replicate", "lottery", "--draws", "0"], "--draws: 0 is too small"),
+    (["replicate", "lottery", "--checkpoint", "{files}/plain"], "a checkpoint is a directory"),
+    (["replicate", "lottery", "--checkpoint", "{files}/no/ck"], "does not exist; create it"),
+    (["replicate", "lottery", "--out", "{files}/missing/x.nc"], "--out: the folder"),
+    (["replicate", "lottery", "--out", "{files}"], "is a directory; give a file name"),
+    (["completeness", "demand", "--out", "{files}/missing/x.nc"], "does not exist"),
+    (["sensitivity", "{files}/res.nc", "--out", "{files}/missing/s.nc"], "does not exist"),
+    (["replicate", "lottery", "--procedures", "{files}/nope.py"], "--procedures: no file"),
+    (["replicate", "lottery", "--procedures", "{files}/plain"], "is not a Python file"),
+    (["replicate", "lottery", "--only", "nope"], "--only: unknown procedure(s) ['nope']"),
+    (["replicate", "lottery", "--table", "pdf", "{files}/t.pdf"], "'pdf' is not one of csv"),
+    (["replicate", "lottery", "--plot", "{files}/p.xyz"], "give a file ending in one of"),
+    (["replicate", "lottery", "--out", "{files}/a.nc", "--table", "csv", "{files}/a.nc"],
+     "--table and --out name the same file"),
+    (["replicate", "lottery", "--scheduler", "tcp://localhost:8786"], "needs --backend dask"),
+    (["replicate", "lottery", "--backend", "dask", "--scheduler", "nonsense"],
+     "neither an existing scheduler file nor an address"),
+    (["replicate", "lottery", "--backend", "dask", "--worker-timeout", "0"], "above 0"),
+    (["replicate", "lottery", "--resume-other-versions"], "needs --checkpoint"),
+    (["replicate", "lottery", "--n", "100000", "--only", "CPT(delta)"],
+     "n=100000 needs at least 152.0 GiB of memory per replication"),
+    (["completeness", "lottery"], "needs --data PATH"),
+    (["completeness", "lottery", "--data", "{files}/nope.csv"], "--data: no file"),
+    (["completeness", "lottery", "--data", "{files}/plain", "--repeats", "2"],
+     "--repeats applies to completeness demand only"),
+    (["completeness", "demand", "--data", "{files}/plain"], "--data applies to completeness"),
+    (["sensitivity", "{files}/nope.nc"], "no file"),
+    (["sensitivity", "{files}/text.nc"], "is not a readable NetCDF file"),
+    (["sensitivity", "{files}/truncated.nc"], "is not a readable NetCDF file"),
+    (["sensitivity", "{files}/kappa.nc"], "it holds completeness results"),
+    (["sensitivity", "{files}/res.nc", "--gamma", "0.5"], "Γ = 1 is uniform weights"),
+    (["sensitivity", "{files}/res.nc", "--gamma", "nan"], "give a finite number"),
+    (["sensitivity", "{files}/res.nc", "--compare", "nope"], "unknown procedure label"),
+    (["sensitivity", "{files}/res.nc", "--discrepancy", "kl"], "discrepancy 'kl' not in"),
+    (["replicate", "mars"], "invalid choice: 'mars'"),
+])
+def test_bad_options_fail_fast_with_one_line_and_status_2(files, capsys, argv, message):
+    argv = [a.replace("{files}", str(files)) for a in argv]
+    start = time.perf_counter()
+    assert main(argv) == 2
+    assert time.perf_counter() - start < 5
+    assert message in _err_line(capsys)
+
+
+def test_out_into_a_missing_folder_fails_in_under_5_s_without_a_traceback(tmp_path):
+    """Before: the whole run, then a misleading 'Permission denied' traceback."""
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "restrictiveness", "replicate", "lottery",
+                           "--out", str(tmp_path / "missing" / "x.nc")],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+    assert elapsed < 5 + 10 * (os.getloadavg()[0] > 4)  # the interpreter's start is most of it
+
+
+def test_a_second_run_writing_the_same_out_is_refused_at_once(tmp_path, capsys):
+    out = tmp_path / "res.nc"
+    with FileLock(tmp_path / ".res.nc.lock", remove=True):  # another run writing res.nc
+        assert main(["demo", "-M", "2", "--n", "10", "--out", str(out)]) == 2
+    err = _err_line(capsys)
+    assert f"--out {out} is being written by another run" in err
+    assert not out.exists()
+
+
+def test_version_and_an_example_in_every_subcommand_help(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"restrictiveness {rx.__version__}"
+    for command in ("demo", "replicate", "completeness", "sensitivity"):
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        assert f"examples:\n  python -m restrictiveness {command}" in text
+
+
+# --------------------------------------------------------------- outputs
+
+
+def test_demo_writes_netcdf_tables_and_plot(tmp_path, capsys):
+    out = tmp_path / "demo.nc"
+    argv = ["demo", "-M", "3", "--n", "10", "--jobs", "1", "--no-progress", "--out", str(out),
+            "--plot", str(tmp_path / "p.png")]
+    csv_header = "discrepancy,procedure,n,estimate,se,lower,upper,failed,fits"
+    for fmt, mark in (("csv", csv_header), ("latex", "\\begin{tabular}"), ("html", "<table")):
+        assert main([*argv, "--table", fmt, str(tmp_path / f"t.{fmt}")]) == 0
+        assert mark in (tmp_path / f"t.{fmt}").read_text()
+    printed = capsys.readouterr().out
+    assert "How to read r̂: near 0" in printed and f"results written to {out}" in printed
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    res = rx.load(out)
+    assert res.replications == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.nc", "p.png", "t.csv",
+                                                          "t.html", "t.latex"]  # no leftovers
+
+
+def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
+    out = tmp_path / "res.nc"
+    res = _tiny_results()
+    res.to_netcdf(out)
+    before = out.read_bytes()
+
+    def broken(path, **kw):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(res.dataset), "to_netcdf", lambda self, path, **kw: broken(path))
+    with pytest.raises(OSError, match="No space"):
+        res.to_netcdf(out)
+    assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["res.nc"]
+
+
+# --------------------------------------------------------------- failures that show
+
+
+class AlwaysFails(rx.Procedure):
+    def fit(self, sample, rng):
+        raise RuntimeError("always")
+
+
+def test_an_always_failing_procedure_is_shown_as_failed():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"ok": rx.OLS("y ~ x"), "bad": AlwaysFails()},
+                     rx.Constant(), n=[10, 20], replications=3)
+    with pytest.warns(rx.FailureWarning, match=r"bad failed in 6 of 6 fits.*RuntimeError: always"):
+        res = study.run(progress=False)
+    text = res.summary().as_text()
+    bad_row = next(line for line in text.splitlines() if line.strip().startswith("bad "))
+    assert bad_row.split() == ["bad", "failed", "failed"]  # before: 1.000 (0.000)
+    assert "bad: failed in 6 of 6 fits (n=10: 3 of 3; n=20: 3 of 3)" in text
+    assert "first error: fit: RuntimeError: always" in text
+    assert "ok: failed" not in text
+
+
+TYPO = "import restrictiveness as rx\nPROCEDURES = {'typo': rx.OLS('ce ~ np.lgo(z_hi)')}\n"
+
+
+def test_cli_shows_a_typo_formula_as_failed_warns_and_strict_exits_1(tmp_path, capsys):
+    path = tmp_path / "procs.py"
+    path.write_text(TYPO)
+    argv = ["replicate", "lottery", "-M", "2", "--n", "20", "--jobs", "1", "--no-progress",
+            "--only", "CPT(delta)", "--procedures", str(path)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    rows = [line.split() for line in captured.out.splitlines() if line.strip().startswith("typo")]
+    assert rows[0] == ["typo", "failed"] and rows[1] == ["typo", "failed"]  # summary, paper
+    warning = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "typo failed in 2 of 2 fits" in warning[0]
+    assert "has no attribute 'lgo'" in warning[0]
+    assert main([*argv, "--strict"]) == 1
+    assert "error: --strict: 2 failed fit(s)" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- reading the output
+
+
+def test_comparison_with_the_paper_shows_z(capsys):
+    from restrictiveness.cli.replicate import _comparison, _paper_lottery
+
+    cpt = rx.lottery.CPT(free=("delta",))
+    res = rx.lottery.study({cpt.label: cpt}, n=[50, 100], replications=4, n_eval=100,
+                           seed=3).run(progress=False)
+    text = _comparison(res, _paper_lottery(), "mse", 100)
+    r = res.restrictiveness.sel(procedure="CPT(delta)", discrepancy="mse")
+    se = res.se.sel(procedure="CPT(delta)", discrepancy="mse")
+    z100 = (float(r.sel(n=100)) - 0.269) / np.hypot(float(se.sel(n=100)), 0.034)  # Table A.3
+    assert f"0.269, z={z100:+.1f}" in text
+    assert "z = (ours − paper)" in text and "/   -" in text  # Table 1 has no CPT(delta) at 50
+
+
+def test_demand_at_its_quick_default_says_m_is_too_small(capsys, monkeypatch):
+    class Ran(BaseException):
+        pass
+
+    def stop(study, args, **options):
+        raise Ran
+
+    monkeypatch.setattr("restrictiveness.cli.replicate.run_study", stop)
+    with pytest.raises(Ran):
+        main(["replicate", "demand", "--n", "50"])
+    assert "M = 6 by default" in capsys.readouterr().err
+    with pytest.raises(Ran):
+        main(["replicate", "demand", "--n", "50", "-M", "200"])
+    assert "M = 6" not in capsys.readouterr().err
+
+
+def test_compile_notice_is_printed_once_across_forked_workers(tmp_path):
+    import multiprocessing
+
+    import numba
+
+    from restrictiveness.shared.compile_notice import CompileNotice
+
+    log = tmp_path / "log"
+
+    def compile_in_child(k):
+        numba.njit(lambda x: x + k)(1)
+
+    with open(log, "w", buffering=1) as fh, CompileNotice(fh):
+        ctx = multiprocessing.get_context("fork")
+        procs = [ctx.Process(target=compile_in_child, args=(k,)) for k in (1, 2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        numba.njit(lambda x: x + 3)(1)  # and the parent itself
+    assert log.read_text().count("compiling numerical kernels") == 1
+
+
+# --------------------------------------------------------------- stop fast
+
+
+def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(tmp_path):
+    """Before: 19–26 s, then a traceback; with -M 300 still computing after 60 s."""
+    ck = tmp_path / "ck"
+    cmd = [sys.executable, "-m", "restrictiveness", "replicate", "lottery", "-M", "300",
+           "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress"]
+    # SIG_DFL: a shell starts background jobs (e.g. a backgrounded pytest) ignoring SIGINT,
+    # and the child would inherit that; PYTHONFAULTHANDLER: SIGABRT dumps its threads.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**ENV, "PYTHONFAULTHANDLER": "1"}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(ck.glob("replication-*.npz"))) < 2 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: workers get it too
+        start = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)  # show where it hangs
+        raise AssertionError(proc.communicate(timeout=30)[1][-5000:]) from None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and elapsed < 5, (elapsed, err)
+    done = len(list(ck.glob("replication-*.npz")))
+    assert 2 <= done < 300
+    assert err.strip() == (f"interrupted: {done} of 300 replications finished, saved in {ck}; "
+                           "rerun the same command to resume")
+    assert not list((ck / ".claims").iterdir())
+    pids = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    assert pids.stdout.strip() == ""  # no worker left behind
+
+
+# --------------------------------------------------------------- dask
+
+
+class Slow(rx.Procedure):
+    def fit(self, sample, rng):
+        time.sleep(0.2)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_a_dask_run_that_loses_every_worker_fails_within_its_timeout(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
+                     replications=40)
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    ck = tmp_path / "ck"
+    killed = {}
+
+    def kill():
+        while len(list(ck.glob("replication-*.npz"))) < 2:
+            time.sleep(0.05)
+        killed["at"] = time.monotonic()
+        cluster.scale(0)
+
+    threading.Thread(target=kill, daemon=True).start()
+    try:
+        with pytest.raises(rx.ExecutionError, match=r"no dask worker has been connected .* "
+                                                    r"for 2 s, with \d+ of 40 replications"):
+            study.run(backend="dask", client=client, progress=False, checkpoint=ck,
+                      worker_timeout=2)
+        elapsed = time.monotonic() - killed["at"]
+    finally:
+        client.close()
+        cluster.close()
+    assert 2 <= elapsed < 2 + 4  # before: waited for ever
+    assert len(list(ck.glob("replication-*.npz"))) >= 2  # finished work kept
+
+
+def test_cli_runs_on_a_dask_scheduler_by_address_and_by_file(tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    try:
+        file = tmp_path / "scheduler.json"
+        file.write_text(json.dumps({"address": cluster.scheduler_address}))
+        outs = []
+        for target in (cluster.scheduler_address, str(file)):
+            out = tmp_path / f"r{len(outs)}.nc"
+            assert main(["demo", "-M", "2", "--n", "10", "--no-progress", "--backend", "dask",
+                         "--scheduler", target, "--out", str(out)]) == 0
+            outs.append(rx.load(out))
+    finally:
+        cluster.close()
+    from restrictiveness.analysis.quick import demo_study
+
+    serial = demo_study(n=[10], replications=2).run(progress=False)
+    for res in outs:
+        np.testing.assert_array_equal(res.dataset["loss"].values, serial.dataset["loss"].values)
+    capsys.readouterr()
+    monkeypatch.setattr("restrictiveness.cli.options.CONNECT_TIMEOUT", 1)
+    assert main(["demo", "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1",
+                 "--no-progress"]) == 2
+    assert "cannot reach the dask scheduler tcp://127.0.0.1:1" in _err_line(capsys)

@@ -1,0 +1,101 @@
+"""The study runner under stress: interrupts, dying workers, sizes that cannot fit."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.engine.memory import check_memory, format_bytes
+from restrictiveness.engine.protocol import FunctionRule
+
+
+def _prior():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    return rx.MonotoneGP(F, n_eval=40)
+
+
+class InterruptedAt(rx.Procedure):
+    """Simulates Ctrl-C during the fit of one replication; ``wrapped`` the way numba reports
+    it (a SystemError caused by the KeyboardInterrupt)."""
+
+    def __init__(self, at, wrapped):
+        self.calls, self.at, self.wrapped = 0, at, wrapped
+
+    def __repr__(self):  # the same study before and after the interrupt
+        return "InterruptedAt()"
+
+    def fit(self, sample, rng):
+        self.calls += 1
+        if self.calls == self.at:
+            if not self.wrapped:
+                raise KeyboardInterrupt
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("CPUDispatcher returned a result with an exception set") \
+                    from exc
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_interrupt_stops_the_run_and_keeps_finished_replications(tmp_path, wrapped):
+    """Before: an interrupt inside a numba kernel (SystemError) was recorded as a failed fit
+    and the run went on."""
+    ck = tmp_path / "ck"
+    study = rx.Study(_prior(), {"p": InterruptedAt(3, wrapped)}, rx.Constant(), n=[10],
+                     replications=6)
+    with pytest.raises(rx.StudyInterrupted) as info:
+        study.run(progress=False, checkpoint=ck)
+    assert (info.value.finished, info.value.total) == (2, 6)
+    assert str(info.value) == (f"interrupted: 2 of 6 replications finished, saved in {ck}; "
+                               "rerun the same command to resume")
+    assert isinstance(info.value, KeyboardInterrupt)
+    assert sorted(p.name for p in ck.glob("replication-*.npz")) == [
+        "replication-000000.npz", "replication-000001.npz"]
+    assert not list((ck / ".claims").iterdir())
+    res = rx.Study(_prior(), {"p": InterruptedAt(0, wrapped)}, rx.Constant(), n=[10],
+                   replications=6).run(progress=False, checkpoint=ck)  # the rerun resumes
+    assert int(res.dataset["failed"].sum()) == 0
+
+
+class DiesInWorker(rx.Procedure):
+    def fit(self, sample, rng):
+        os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would
+
+
+def test_a_worker_that_dies_is_an_execution_error():
+    study = rx.Study(_prior(), {"p": DiesInWorker()}, rx.Constant(), n=[10], replications=4)
+    with pytest.raises(rx.ExecutionError, match=r"a worker process died while running "
+                                                r"replication \d \(killed, or out of memory"):
+        study.run(n_jobs=2, progress=False)
+
+
+def test_n_jobs_must_be_a_positive_count_or_minus_one():
+    study = rx.Study(_prior(), {"ols": rx.OLS("y ~ x")}, rx.Constant(), n=[10], replications=2)
+    for bad in (0, -2, 1.5):
+        with pytest.raises(rx.ConfigurationError, match="n_jobs must be a positive number"):
+            study.run(n_jobs=bad, progress=False)
+
+
+def test_memory_estimate_refuses_sizes_that_cannot_fit():
+    lottery = rx.lottery.study({"GP": rx.lottery.gp_regression()}, n=[50, 100000],
+                               replications=2)
+    points = 1000 + 100000
+    # prior: covariance + factor of the 101,000 points; GP regression: its 100,000² pair
+    assert lottery.memory_estimate() == 2 * 8 * points**2 + 2 * 8 * 100000**2
+    with pytest.raises(rx.ConfigurationError,
+                       match=r"n=100000 needs at least 301.0 GiB of memory per replication, "
+                             r"more than the 64.0 GiB available; use smaller sample sizes"):
+        check_memory(lottery, workers=1, available=64 * 2**30)
+    small = rx.lottery.study({"GP": rx.lottery.gp_regression()}, n=[5000], replications=2)
+    need = small.memory_estimate()
+    assert check_memory(small, workers=2, available=3 * need) == need
+    with pytest.raises(rx.ConfigurationError, match=r"4 workers need about .*use fewer workers"):
+        check_memory(small, workers=4, available=3 * need)
+    assert format_bytes(1536) == "1.5 KiB" and format_bytes(12) == "12 B"
+    with pytest.raises(rx.ConfigurationError, match="n=100000 needs at least"):
+        lottery.run(progress=False)  # refused before any work
