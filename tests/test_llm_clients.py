@@ -391,7 +391,7 @@ def test_table_2_command_line(tmp_path, capsys):
     assert f"total: {made} calls (0 cached, 0 retries), {tokens_in:,} input" in usage
     assert re.search(r"^Agent \(econometrician\)\s+100\s+2\s+4", out, re.M)
     assert re.search(r"^Completion\s.*/ 0\.328, z=[+-]\d", out, re.M)        # Table A.3
-    assert re.search(r"^Completion \(econometrician\)\s.*/ 0\.277, z=[+-]\d", out, re.M)  # Table A.7
+    assert re.search(r"^Completion \(econometrician\)\s.*/ 0\.277, z=[+-]\d", out, re.M)  # A.7
     assert "total: 0 calls (12 cached" in rerun
 
 
