@@ -682,7 +682,8 @@ class MixedLogit(_DemandProcedure):
         point can be a minimum only because the better direction (the other sign, where the
         objective is the same up to simulation error) is cut off: on 60 prior samples at
         n = 100 the fit ended 6e-2 and 1.5e-4 above dogbox's in two such cases, and below it
-        from the reflected start. The reflected starts count against the budget.
+        from the reflected start. The reflected starts count against the budget (the
+        slope check that screens them, one evaluation per diagonal at 0, does not).
     budget : {"fit", "start", "converge"}
         How ``max_nfev`` is counted: for the two starts together (the default), for each
         start, or not at all (run both starts to convergence); see
