@@ -28,7 +28,7 @@ def register(sub) -> None:
     add_study_options(p, n=(50, 100, 200), jobs=-1,
                       replications=f"lottery {QUICK_M['lottery']}, the paper's M; demand "
                                    f"{QUICK_M['demand']}, a quick run (the paper's M = 200 "
-                                   "takes about half an hour on 2 cores)")
+                                   "takes about 16 minutes on 2 cores)")
     p.add_argument("--draws", type=int, default=1, metavar="K",
                    help="training samples per pseudo-truth (within-function averaging, K)")
     p.add_argument("--procedures", metavar="FILE.py",
