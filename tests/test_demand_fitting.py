@@ -21,11 +21,13 @@ from restrictiveness.demand.models import (
     DEFAULT_FORMULA,
     MARKET_COLUMNS,
     MNL,
+    REFLECT_DIAGONAL,
     DemandFit,
     MixedLogit,
     NestedLogit,
     _Design,
     _problem,
+    _reflections,
 )
 from restrictiveness.shared.exceptions import ConfigurationError
 from restrictiveness.shared.sample import Sample
@@ -271,3 +273,72 @@ def test_mxl_ends_at_mnl_in_at_most_one_of_forty_replications():
         if fit.info["cost"] >= fit.info["mnl_cost"]:
             at_mnl.append(m)
     assert len(at_mnl) <= 1, at_mnl
+
+
+# --------------------------------------------------------------------------- reflected starts
+
+
+def test_reflected_start_has_the_same_covariance_and_is_screened_by_its_slope():
+    """A diagonal at 0 gives a follow-up start with the same Σ = LLᵀ up to the small diagonal
+    (only that column's sign changes), and only where the objective decreases in L_aa there
+    (checked against a finite difference of the objective)."""
+    X = markets(20, 3)
+    truth = mxl_truth(X, np.r_[-2.5, -12, 0.05, 0.3, 0.8, -0.6, 0.0], MXL_RANDOM)
+    W = _Design(DEFAULT_FORMULA, X, MARKET_COLUMNS)(X)
+    theta = np.r_[-2.4, -11.0, 0.05, 0.3, 0.0, -0.5, 0.7]     # L[Intercept, Intercept] = 0
+    seen = set()
+    for scale in (0.8, 1.25):
+        y = noisy(truth.predict(X), 5, 0.05) * scale
+        prob = _problem("MXL", W, y, dict(truth.extra))
+        K, lrow, lcol = 4, truth.extra["lrow"], truth.extra["lcol"]
+        starts = _reflections(theta, prob, K, lrow, lcol)
+        mirror = theta.copy()
+        mirror[5] *= -1.0                                   # L[prices, Intercept]
+        cost = [0.5 * np.sum(prob.resjac(np.r_[mirror[:4], h, mirror[5:]], prob.data)[0] ** 2)
+                for h in (0.0, 1e-6)]
+        assert len(starts) == int(cost[1] < cost[0])        # the slope decides
+        seen.add(len(starts))
+        for name, x0 in starts:
+            assert name == "reflect[0]" and x0[4] == REFLECT_DIAGONAL
+            L0, L1 = np.zeros((2, 2)), np.zeros((2, 2))
+            L0[lrow, lcol], L1[lrow, lcol] = theta[K:], np.r_[0.0, x0[K + 1:]]
+            np.testing.assert_allclose(L0 @ L0.T, L1 @ L1.T)
+    # no diagonal on its bound, or one with nothing below it to reflect: nothing
+    assert _reflections(np.r_[theta[:4], 0.7, -0.5, 0.7], prob, K, lrow, lcol) == []
+    assert _reflections(np.r_[theta[:4], 0.7, -0.5, 0.0], prob, K, lrow, lcol) == []
+    assert seen == {0, 1}, "both slopes should occur on these two samples"
+
+
+def test_followups_share_the_budget_and_run_only_after_improvements():
+    prob, starts = budget_problem()
+    conv = solve(prob, starts, "converge", None)
+    calls = []
+
+    def more(x):
+        calls.append(x.copy())
+        return [("again", x + 0.3)]
+
+    fit = solve(prob, starts, "fit", 400, followups=more)
+    assert fit.nfev <= 400 and fit.starts[2][0] == "again"
+    # the follow-up from a converged best does not improve it, so there is one round only
+    assert len(calls) == 1 and fit.cost == pytest.approx(conv.cost, rel=1e-9)
+    tight = solve(prob, starts, "fit", conv.nfev, followups=more)
+    assert tight.starts[-1][3] == NOT_RUN and tight.nfev == conv.nfev
+
+
+def test_reflection_lowers_a_fit_that_ended_with_a_diagonal_at_zero():
+    """Replication 47 of seed 0 at n = 100: both MXL starts ended at L[prices, prices] = 0 with
+    an objective 6% above scipy dogbox's; the reflected start gets below dogbox's (0.23966)."""
+    sample = replication_sample(47)
+    plain = MixedLogit(reflect=False).fit(sample)
+    names = plain.names
+    assert plain.params[names.index("L[prices,prices]")] <= 1e-9
+    fit = MixedLogit().fit(sample)
+    assert fit.info["start"].startswith("reflect")
+    assert fit.info["cost"] < 0.95 * plain.info["cost"]
+    assert fit.info["nfev"] <= 400
+    diag = [fit.params[names.index(f"L[{t},{t}]")] for t in
+            ("Intercept", "prices", "sugar", "mushy")]
+    assert min(diag) >= 0.0
+    dog = MixedLogit(method="dogbox", budget="start", max_nfev=400, reflect=False).fit(sample)
+    assert fit.info["cost"] <= dog.info["cost"] * (1 + 1e-8)

@@ -46,7 +46,7 @@ def register(sub) -> None:
     add_study_options(p, n=(50, 100, 200), jobs_default=-1,
                       replications=f"lottery {QUICK_M['lottery']}, the paper's M; demand "
                                    f"{QUICK_M['demand']}, a quick run (the paper's M = 200 "
-                                   "takes about half an hour on 2 cores)")
+                                   "takes about 16 minutes on 2 cores)")
     p.add_argument("--draws", type=count(1), default=1, metavar="K",
                    help="training samples per pseudo-truth (within-function averaging, K)")
     p.add_argument("--procedures", metavar="FILE.py", type=input_file,
@@ -435,7 +435,7 @@ def run(args: argparse.Namespace) -> int:
 
 QUICK_NOTE = (f"note: replicate demand runs M = {QUICK_M['demand']} by default, a one-minute "
               "look: too few replications to match the paper's Table 4 (M = 200; run -M 200, "
-              "about half an hour on 2 cores)")
+              "about 16 minutes on 2 cores)")
 
 
 def _print_comparisons(res, application: str, draws: int) -> None:

@@ -33,6 +33,7 @@ from ..shared._lsq_nb import STATUS, _snap
 from ..shared.exceptions import ConfigurationError
 
 __all__ = ["BUDGETS", "METHODS", "MAX_NFEV", "CONVERGE_CAP", "GTOL", "XTOL", "FTOL", "NOT_RUN",
+           "MAX_FOLLOWUP_ROUNDS", "FOLLOWUP_GAIN",
            "Problem", "Solution", "check_options", "solve"]
 
 BUDGETS = ("fit", "start", "converge")
@@ -46,6 +47,9 @@ CONVERGE_CAP = 100_000
 GTOL, XTOL, FTOL = 1e-10, 1e-10, 1e-12
 #: Status of a start the fit's budget left no evaluation for.
 NOT_RUN = -1
+#: Rounds of follow-up starts (each after the first follows a relative gain of the best
+#: objective above :data:`FOLLOWUP_GAIN`).
+MAX_FOLLOWUP_ROUNDS, FOLLOWUP_GAIN = 4, 1e-9
 
 
 def check_options(budget: str, max_nfev: int | None, method: str) -> int | None:
@@ -185,17 +189,24 @@ def _run_start(problem: Problem, x0: np.ndarray, nfev: int, method: str):
 
 
 def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: str,
-          max_nfev: int | None, method: str = "lm") -> Solution:
+          max_nfev: int | None, method: str = "lm",
+          followups: Callable[[np.ndarray], list] | None = None) -> Solution:
     """Least squares from every start under the budget; the lowest finite objective wins.
+
+    ``followups(x)``, if given, makes further starts from the best estimate ``x`` (a list of
+    ``(name, x0)``; empty when it has none): they run after the starts, under the same budget,
+    and whenever one of them lowers the objective the new best gets its own follow-ups (at most
+    :data:`MAX_FOLLOWUP_ROUNDS` rounds, a gain above :data:`FOLLOWUP_GAIN` relative).
 
     Raises ``RuntimeError`` when no start reaches a finite objective.
     """
     left = max_nfev
     best, records = None, []
-    # one BLAS thread: the problems are small, studies parallelise over processes, and a
-    # threaded BLAS on small least-squares steps is many times slower on a busy machine
-    with threadpoolctl.threadpool_limits(1):
-        for name, x0 in starts:
+
+    def run(todo) -> bool:
+        nonlocal left, best
+        improved = False
+        for name, x0 in todo:
             x0 = np.asarray(x0, dtype=float)
             if budget == "converge":
                 cap = CONVERGE_CAP
@@ -211,7 +222,18 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
                 left -= used
             records.append((name, cost, used, status))
             if np.isfinite(cost) and (best is None or cost < best[1]):
+                # another round only for a real gain, not for a re-converged last digit
+                improved = improved or (best is not None and cost < best[1] * (1 - FOLLOWUP_GAIN))
                 best = (x, cost, status, name)
+        return improved
+
+    # one BLAS thread: the problems are small, studies parallelise over processes, and a
+    # threaded BLAS on small least-squares steps is many times slower on a busy machine
+    with threadpoolctl.threadpool_limits(1):
+        run(starts)
+        for _ in range(MAX_FOLLOWUP_ROUNDS if followups is not None and best is not None else 0):
+            if not run(followups(best[0])):
+                break
     if best is None:
         raise RuntimeError("every least-squares start failed (non-finite objective)")
     total = sum(rec[2] for rec in records)
