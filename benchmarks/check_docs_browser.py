@@ -26,6 +26,9 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Debian's MathJax 2 (apt-get install libjs-mathjax), used when the pages' MathJax CDN is
+#: unreachable (an offline machine): the TeX the pages contain is still what gets typeset.
+LOCAL_MATHJAX = Path("/usr/share/javascript/mathjax")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -43,6 +46,30 @@ def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def offline_mathjax(page, url: str) -> bool:
+    """Serve the CDN's MathJax from a local copy when the CDN cannot be reached."""
+    import urllib.request
+
+    try:
+        urllib.request.urlopen("https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js",
+                               timeout=5).close()
+        return False
+    except OSError:
+        if not (LOCAL_MATHJAX / "MathJax.js").is_file():
+            return False
+    loader = (f"var s = document.createElement('script'); s.src = "
+              f"'{url}/_mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML'; "
+              "document.head.appendChild(s);")
+    page.route("**/npm/mathjax@*/**", lambda route: route.fulfill(
+        body=loader, content_type="application/javascript"))
+
+    def local(route):
+        rel = route.request.url.split("/_mathjax/", 1)[1].split("?", 1)[0]
+        route.fulfill(path=str(LOCAL_MATHJAX / rel))
+    page.route("**/_mathjax/**", local)
+    return True
+
+
 def check(page, url: str, screens: Path) -> list[str]:
     """Run the checks; return the failures (empty when all pass)."""
     failures: list[str] = []
@@ -57,10 +84,15 @@ def check(page, url: str, screens: Path) -> list[str]:
     expect("restrictiveness" in page.title(), f"home page title: {page.title()!r}")
     page.screenshot(path=str(screens / "home.png"), full_page=False)
 
-    # An equation: MathJax replaces the TeX source by an mjx-container element.
+    # An equation: MathJax replaces the TeX source by mjx-container (MathJax 3/4) or
+    # span.MathJax_CHTML (MathJax 2) elements.
+    if offline_mathjax(page, url):
+        print("note  the MathJax CDN is unreachable: typesetting with " f"{LOCAL_MATHJAX}")
+    typeset = "mjx-container, span.MathJax_CHTML, span.MathJax"
     page.goto(f"{url}/concepts.html#restrictiveness-and-its-standard-error")
-    page.wait_for_selector("mjx-container", timeout=30_000, state="attached")
-    n_math = page.locator("mjx-container").count()
+    page.wait_for_selector(typeset, timeout=60_000, state="attached")
+    page.wait_for_timeout(2_000)
+    n_math = page.locator(typeset).count()
     expect(n_math >= 5, f"concepts page: {n_math} equations typeset by MathJax")
     page.screenshot(path=str(screens / "concepts.png"), full_page=False)
 

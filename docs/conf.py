@@ -12,6 +12,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(DOCS))  # _gallery.py (the figure scraper)
 
 import restrictiveness  # noqa: E402
 
@@ -32,7 +33,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"restrictiveness {release}"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 # The build works offline (no intersphinx): CI machines may have no network.
-exclude_patterns = ["_build", "_vignettes"]
+exclude_patterns = ["_build", "_vignettes", "_gallery.py"]
 templates_path: list[str] = []
 
 autosummary_generate = True
@@ -110,6 +111,6 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "show_memory": False,
     "within_subsection_order": "FileNameSortKey",
-    "image_scrapers": ("matplotlib",),
+    "image_scrapers": ("_gallery.tight_matplotlib_scraper",),
     "abort_on_example_error": True,
 }
