@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,14 @@ REPO = Path(__file__).resolve().parents[1]
 collect_ignore = ["data/make_v0_fixtures.py"]
 #: The lottery data are never shipped: tests read them from the shared folder beside the repo.
 BRUHIN_CSV = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"
+
+
+def pytest_sessionstart(session) -> None:
+    """Under CI=true a missing data file fails the run: skipped tests would hide it."""
+    if os.environ.get("CI", "").lower() == "true" and not BRUHIN_CSV.is_file():
+        raise pytest.UsageError(f"CI=true but the Bruhin lottery data are missing at {BRUHIN_CSV}; "
+                                "put ch03_data.csv there (tests needing it are skipped only "
+                                "outside CI)")
 
 
 @pytest.fixture

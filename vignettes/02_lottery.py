@@ -11,11 +11,14 @@
 import sys
 from pathlib import Path
 
-import matplotlib
-
 import restrictiveness as rx
 
-matplotlib.use("Agg")
+try:  # figures need matplotlib (pip install "restrictiveness[plot]"); the rest does not
+    import matplotlib
+    matplotlib.use("Agg")
+except ImportError:
+    matplotlib = None
+    print("matplotlib is not installed: the numbers below are computed, the figures skipped")
 
 procedures = {m.label: m for m in (rx.lottery.CPT(free=("alpha", "gamma", "delta")),
                                    rx.lottery.CPT(free=("alpha", "gamma")),
@@ -25,6 +28,9 @@ res = rx.lottery.study(procedures, n=[50, 100], replications=30, seed=0, n_eval=
     n_jobs=-1, progress=False)
 print(res.summary())
 print(res.contrast("CPT(alpha,gamma)", "CPT(alpha,gamma,delta)").round(3))
+if matplotlib is not None:
+    ax = res.plot_profile()          # r̂ against n with 95% bands
+    ax.figure.savefig(Path.cwd() / "lottery_profile.png", dpi=100)
 
 # %% [markdown]
 # ## Real data
@@ -44,7 +50,8 @@ if path.is_file():
     print(comp.summary())
     table = rx.frontier_table(res, comp, n=100)
     print(table.round(3))
-    ax = rx.plot_frontier(table)
-    ax.figure.savefig(Path.cwd() / "lottery_frontier.png", dpi=100)
+    if matplotlib is not None:
+        ax = rx.plot_frontier(table)
+        ax.figure.savefig(Path.cwd() / "lottery_frontier.png", dpi=100)
 else:
     print(f"lottery data not found at {path}; skipping the real-data part")

@@ -18,12 +18,16 @@
 import sys
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 
 import restrictiveness as rx
 
-matplotlib.use("Agg")
+try:  # figures need matplotlib (pip install "restrictiveness[plot]"); the rest does not
+    import matplotlib
+    matplotlib.use("Agg")
+except ImportError:
+    matplotlib = None
+    print("matplotlib is not installed: the numbers below are computed, the figures skipped")
 
 prelec_ev = rx.NLS("ce ~ z_lo + (z_hi - z_lo) * exp(-beta * (-log(p))**alpha)",
                    bounds={"alpha": (0.05, 2), "beta": (0.05, 5)}, label="Prelec EV")
@@ -71,8 +75,9 @@ if path.is_file():
     print(comp.summary())
     table = rx.frontier_table(res, comp, n=100)
     print(table.round(3).to_string())
-    ax = rx.plot_frontier(table)
-    ax.figure.savefig(Path.cwd() / "your_model_frontier.png", dpi=100)
+    if matplotlib is not None:
+        ax = rx.plot_frontier(table)
+        ax.figure.savefig(Path.cwd() / "your_model_frontier.png", dpi=100)
 else:
     print(f"lottery data not found at {path}; skipping estimation, completeness and the "
           "frontier")

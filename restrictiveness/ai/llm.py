@@ -127,9 +127,9 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
 def extract_code(response: str) -> str | None:
     """The last fenced Python code block of a model response (None if there is none).
 
-    Blocks fenced as ```` ```python ````, ```` ```python3 ````, ```` ```py ```` or bare
-    ```` ``` ```` count; blocks labelled with another language (```` ```bash ````) do not,
-    nor does an unterminated block. Indentation common to the block (a fence inside a list
+    Blocks fenced by three backticks labelled ``python``, ``python3``, ``py`` or not
+    labelled count; blocks labelled with another language (``bash``) do not, nor does an
+    unterminated block. Indentation common to the block (a fence inside a list
     item) is removed and line endings become ``\\n``.
 
     Examples

@@ -1,0 +1,155 @@
+"""Check the built documentation in a real headless browser.
+
+Serves ``docs/_build/html`` on localhost, opens it in Chromium through Playwright and checks
+that a page renders (its title, a figure image loaded with a natural width > 0, an equation
+typeset by MathJax) and that the search finds a known term. Saves screenshots of the home page,
+a Concepts page, a vignette with a figure and the search results.
+
+Build the docs first (``python -m sphinx -W -b html docs docs/_build/html``), then::
+
+    python benchmarks/check_docs_browser.py [--html docs/_build/html] [--screens DIR]
+
+Needs ``pip install playwright`` and a Chromium binary (Debian: ``apt-get install chromium``;
+``--chromium PATH``, default ``/usr/bin/chromium``); ``playwright install`` is not needed.
+Exits 0 when every check passes, 1 when one fails, and 2 (skipped) without Chromium or
+Playwright.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Debian's MathJax 2 (apt-get install libjs-mathjax), used when the pages' MathJax CDN is
+#: unreachable (an offline machine): the TeX the pages contain is still what gets typeset.
+LOCAL_MATHJAX = Path("/usr/share/javascript/mathjax")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve ``root`` on a free localhost port in a daemon thread."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def offline_mathjax(page, url: str) -> bool:
+    """Serve the CDN's MathJax from a local copy when the CDN cannot be reached."""
+    import urllib.request
+
+    try:
+        urllib.request.urlopen("https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js",
+                               timeout=5).close()
+        return False
+    except OSError:
+        if not (LOCAL_MATHJAX / "MathJax.js").is_file():
+            return False
+    loader = (f"var s = document.createElement('script'); s.src = "
+              f"'{url}/_mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML'; "
+              "document.head.appendChild(s);")
+    page.route("**/npm/mathjax@*/**", lambda route: route.fulfill(
+        body=loader, content_type="application/javascript"))
+
+    def local(route):
+        rel = route.request.url.split("/_mathjax/", 1)[1].split("?", 1)[0]
+        route.fulfill(path=str(LOCAL_MATHJAX / rel))
+    page.route("**/_mathjax/**", local)
+    return True
+
+
+def check(page, url: str, screens: Path) -> list[str]:
+    """Run the checks; return the failures (empty when all pass)."""
+    failures: list[str] = []
+
+    def expect(ok: bool, what: str) -> None:
+        print(("ok    " if ok else "FAIL  ") + what)
+        if not ok:
+            failures.append(what)
+
+    page.goto(f"{url}/index.html")
+    page.wait_for_load_state("networkidle")
+    expect("restrictiveness" in page.title(), f"home page title: {page.title()!r}")
+    page.screenshot(path=str(screens / "home.png"), full_page=False)
+
+    # An equation: MathJax replaces the TeX source by mjx-container (MathJax 3/4) or
+    # span.MathJax_CHTML (MathJax 2) elements.
+    if offline_mathjax(page, url):
+        print("note  the MathJax CDN is unreachable: typesetting with " f"{LOCAL_MATHJAX}")
+    typeset = "mjx-container, span.MathJax_CHTML, span.MathJax"
+    page.goto(f"{url}/concepts.html#restrictiveness-and-its-standard-error")
+    page.wait_for_selector(typeset, timeout=60_000, state="attached")
+    page.wait_for_timeout(2_000)
+    n_math = page.locator(typeset).count()
+    expect(n_math >= 5, f"concepts page: {n_math} equations typeset by MathJax")
+    page.screenshot(path=str(screens / "concepts.png"), full_page=False)
+
+    # A vignette with a figure: every image of the gallery output loaded (natural width > 0).
+    page.goto(f"{url}/vignettes/plot_02_lottery.html")
+    page.wait_for_load_state("networkidle")
+    figures = "img.sphx-glr-single-img, img.sphx-glr-multi-img"
+    widths = page.eval_on_selector_all(
+        figures, "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+    expect(len(widths) >= 1 and all(w > 0 for w in widths),
+           f"vignette 02: figure images with natural widths {widths}")
+    page.locator(figures).first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screens / "vignette.png"), full_page=False)
+
+    # The search: Sphinx's client-side index must return hits for known terms.
+    for term in ("restrictiveness", "NLS"):
+        page.goto(f"{url}/search.html?q={term}")
+        page.wait_for_selector("#search-results li", timeout=30_000)
+        hits = page.locator("#search-results li").count()
+        expect(hits > 0, f"search {term!r}: {hits} results")
+        if term == "NLS":
+            page.screenshot(path=str(screens / "search.png"), full_page=False)
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path, default=ROOT / "docs/_build/html")
+    parser.add_argument("--screens", type=Path, default=Path("/work/notes/screens"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args(argv)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("skipped: playwright is not installed (pip install playwright)")
+        return 2
+    if not (Path(args.chromium).is_file() or shutil.which(args.chromium)):
+        print(f"skipped: no Chromium at {args.chromium} (apt-get install chromium)")
+        return 2
+    if not (args.html / "index.html").is_file():
+        print(f"no built documentation at {args.html}: run "
+              "python -m sphinx -W -b html docs docs/_build/html first")
+        return 1
+    args.screens.mkdir(parents=True, exist_ok=True)
+    server, url = serve(args.html)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=args.chromium, args=ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            failures = check(page, url, args.screens)
+            browser.close()
+    finally:
+        server.shutdown()
+    print(f"screenshots in {args.screens}")
+    print("all checks passed" if not failures else f"{len(failures)} check(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
