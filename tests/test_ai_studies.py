@@ -111,7 +111,6 @@ def test_language_model_procedures_use_one_draw_when_others_use_k():
     study = rx.lottery.study({"GP regression": rx.lottery.gp_regression(),
                               "Completion": completion}, n=[20], replications=2, n_eval=100,
                              draws=3)
-    loss = study.run(progress=False).dataset["loss"]
-    assert np.isfinite(loss.sel(procedure="GP regression")).all()
-    c = loss.sel(procedure="Completion")
-    assert np.isfinite(c.sel(draw=0)).all() and np.isnan(c.sel(draw=[1, 2])).all()
+    # (how a study averages a procedure's fewer draws: test_study_values)
+    assert study.procedure_draws("Completion") == 1
+    assert study.procedure_draws("GP regression") == 3
