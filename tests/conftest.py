@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,24 @@ REPO = Path(__file__).resolve().parents[1]
 collect_ignore = ["data/make_v0_fixtures.py"]
 #: The lottery data are never shipped: tests read them from the shared folder beside the repo.
 BRUHIN_CSV = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"
+
+
+def shared_data(path: Path) -> Path:
+    """``path`` if the file exists. Otherwise the test is skipped on a developer's machine and
+    *fails* under ``CI=true``, so a green CI run shows that the real-data tests ran."""
+    if path.is_file():
+        return path
+    message = f"real data not found at {path}"
+    if os.environ.get("CI", "").strip().lower() in ("true", "1"):
+        pytest.fail(f"{message}; CI=true requires it (put the shared folder beside the "
+                    "repository, or unset CI to skip real-data tests)", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def bruhin_csv() -> Path:
+    """The Bruhin et al. (2010) lottery data (see :func:`shared_data`)."""
+    return shared_data(BRUHIN_CSV)
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import restrictiveness as rx
+from restrictiveness.eligible.truth import PseudoTruth
 from restrictiveness.engine.protocol import FunctionRule
 from restrictiveness.engine.study import procedure_rng, truth_rng
-from restrictiveness.eligible.truth import PseudoTruth
 
 SEED, N, M, K = 7, 12, 3, 3
 
