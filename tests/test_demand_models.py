@@ -395,7 +395,7 @@ def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():
 
 @pytest.fixture(scope="module")
 def nevo():
-    pyblp = pytest.importorskip("pyblp")
+    import pyblp
     return pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)
 
 
@@ -446,7 +446,7 @@ def test_estimator_rejects_unbalanced_markets(nevo):
 
 def test_mxl_shares_match_pyblp():
     """pyblp's random-coefficients shares at the same δ, Cholesky root and nodes."""
-    pyblp = pytest.importorskip("pyblp")
+    import pyblp
     pyblp.options.verbose = False
     n, J = 3, 24
     X = markets(n, seed=7)

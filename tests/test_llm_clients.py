@@ -21,8 +21,6 @@ from restrictiveness.cli import main
 from restrictiveness.engine.protocol import FunctionRule, Procedure
 from restrictiveness.shared.exceptions import ConfigurationError
 
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 
 LIMITS = SandboxLimits(wall_seconds=60)

@@ -289,7 +289,6 @@ def test_checkpoint_resumes_without_recomputing_and_matches_an_uninterrupted_run
 
 
 def test_dask_backend_gives_identical_results():
-    pytest.importorskip("distributed")
     prior = _lottery_like()
     study = rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[10], replications=3,
                      seed=2)
