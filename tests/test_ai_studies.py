@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scripted import Scripted, fenced
 
 import restrictiveness as rx
 from restrictiveness.ai.sandbox import SandboxLimits
@@ -40,22 +41,6 @@ def predict(X_train, y_train, X):
                     best = (ssr, a, g, d)
     return _ce(*best[1:], X)
 """
-
-
-def fenced(code, final=False):
-    return ("FINAL PROGRAM\n" if final else "") + f"```python\n{code}```"
-
-
-class Scripted:
-    model = "scripted"
-
-    def __init__(self, *replies):
-        self.replies, self.calls = list(replies), 0
-
-    def __call__(self, messages):
-        reply = self.replies[min(self.calls, len(self.replies) - 1)]
-        self.calls += 1
-        return reply
 
 
 def _study(procs):
