@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the mutants quote source lines verbatim, indentation included
 """Mutation testing of the core over a curated list of plausible bugs.
 
 Each mutant is one textual edit (``old`` -> ``new``, ``old`` unique in its file) of the kind a
@@ -310,12 +311,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
     ap.add_argument("--only", default="", help="only mutants whose module path contains this")
+    ap.add_argument("--exclude", default=None,
+                    help="skip mutants whose module path contains this (to split a run)")
     ap.add_argument("--quick", action="store_true",
                     help="related tests only: survivors do not get the full-suite pass")
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    mutants = [m for m in MUTANTS if opts.only in m.path]
+    mutants = [m for m in MUTANTS if opts.only in m.path
+               and (opts.exclude is None or opts.exclude not in m.path)]
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
         for m in mutants:  # check every mutant applies before spending any time
