@@ -1,12 +1,17 @@
 """Loader of the Bruhin, Fehr-Duda & Epper (2010) lottery data (SPEC §6, "Real data").
 
 The data are never copied into the project: the real-file tests read them from the shared folder
-beside the repository (``<repo>/../shared/data/bruhin2010/ch03_data.csv``) and skip when it is
-absent; malformed-file tests write small synthetic CSVs.
+beside the repository (``<repo>/../shared/data/bruhin2010/ch03_data.csv``, the ``bruhin_csv``
+fixture: skipped when absent, failed under ``CI=true``); malformed-file tests write small
+synthetic CSVs.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,15 +21,9 @@ import pytest
 from restrictiveness.datasets.bruhin import load_bruhin
 from restrictiveness.shared.exceptions import DataError
 
-REPO = Path(__file__).resolve().parents[1]
-BRUHIN = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"
 
-needs_data = pytest.mark.skipif(not BRUHIN.is_file(), reason=f"Bruhin data not found at {BRUHIN}")
-
-
-@needs_data
-def test_gains_subset_matches_the_paper():
-    df = load_bruhin(BRUHIN)
+def test_gains_subset_matches_the_paper(bruhin_csv):
+    df = load_bruhin(bruhin_csv)
     # Paper §3.1: 4,459 certainty equivalents from 179 participants on 25 lotteries.
     assert len(df) == 4459
     assert df["participant"].nunique() == 179
@@ -33,11 +32,10 @@ def test_gains_subset_matches_the_paper():
     assert {"female", "semester", "highincome"} <= set(df.columns)
 
 
-@needs_data
-def test_scaling_and_order_against_raw_file():
-    raw = pd.read_csv(BRUHIN)
+def test_scaling_and_order_against_raw_file(bruhin_csv):
+    raw = pd.read_csv(bruhin_csv)
     gains = raw[(raw.z1 >= 0) & (raw.z2 >= 0)].sort_values(["id", "lottery"])
-    df = load_bruhin(BRUHIN)
+    df = load_bruhin(bruhin_csv)
     np.testing.assert_array_equal(df["participant"], gains["id"])
     np.testing.assert_allclose(df["z_hi"], gains["z1"] / 150)
     np.testing.assert_allclose(df["z_lo"], gains["z2"] / 150)
@@ -50,10 +48,9 @@ def test_scaling_and_order_against_raw_file():
     assert df["p"].between(0.05, 0.95).all()
 
 
-@needs_data
-def test_all_lotteries_and_custom_scale():
-    raw = pd.read_csv(BRUHIN)
-    df = load_bruhin(BRUHIN, gains_only=False, scale=1.0)
+def test_all_lotteries_and_custom_scale(bruhin_csv):
+    raw = pd.read_csv(bruhin_csv)
+    df = load_bruhin(bruhin_csv, gains_only=False, scale=1.0)
     assert len(df) == len(raw)
     assert df["z_lo"].min() < 0
     np.testing.assert_allclose(np.sort(df["ce"]), np.sort(raw["ce"]))
@@ -126,3 +123,18 @@ def test_empty_and_bad_scale(tmp_path):
         load_bruhin(_write(tmp_path, ""))
     with pytest.raises(DataError, match="scale must be a positive"):
         load_bruhin(_write(tmp_path, GOOD), scale=0)
+
+
+@pytest.mark.parametrize("ci, outcome, code", [("true", "1 error", 1), ("", "1 skipped", 0)])
+def test_missing_real_data_fails_under_ci_and_skips_otherwise(tmp_path, ci, outcome, code):
+    """The suite's conftest in a checkout without the shared folder beside it."""
+    tests = tmp_path / "repo" / "tests"
+    tests.mkdir(parents=True)
+    shutil.copy(Path(__file__).with_name("conftest.py"), tests)
+    (tests / "test_real.py").write_text("def test_real(bruhin_csv):\n    pass\n")
+    env = {**os.environ, "CI": ci}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-o", "addopts=", "-rs", str(tests)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code and outcome in proc.stdout, proc.stdout
+    assert "real data not found at" in proc.stdout

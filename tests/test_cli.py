@@ -321,7 +321,7 @@ class Slow(rx.Procedure):
 
 
 def test_a_dask_run_that_loses_every_worker_fails_within_its_timeout(tmp_path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
     study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
                      replications=40)
@@ -352,7 +352,7 @@ def test_a_dask_run_that_loses_every_worker_fails_within_its_timeout(tmp_path):
 
 
 def test_cli_runs_on_a_dask_scheduler_by_address_and_by_file(tmp_path, capsys, monkeypatch):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                        dashboard_address=None)
     try:

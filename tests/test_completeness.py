@@ -9,7 +9,6 @@ and error messages.
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -42,8 +41,6 @@ from restrictiveness.shared.sample import Sample
 
 COVARIATES = ("z_hi", "z_lo", "p")
 LOTTERY_SAMPLE = TableSample(COVARIATES, "ce")
-REPO = Path(__file__).resolve().parents[1]
-BRUHIN = REPO.parent / "shared" / "data" / "bruhin2010" / "ch03_data.csv"
 
 
 class ExpectedValue(Procedure):
@@ -609,18 +606,14 @@ def test_market_summary_and_round_trip_with_string_groups(tmp_path):
 
 
 # -- real data ----------------------------------------------------------------------------------
-needs_bruhin = pytest.mark.skipif(not BRUHIN.is_file(), reason=f"no Bruhin data at {BRUHIN}")
-
-
-def _bruhin():
+def _bruhin(path):
     from restrictiveness.datasets.bruhin import load_bruhin
 
-    return load_bruhin(BRUHIN)
+    return load_bruhin(path)
 
 
-@needs_bruhin
-def test_real_lottery_data_design():
-    data = _bruhin()
+def test_real_lottery_data_design(bruhin_csv):
+    data = _bruhin(bruhin_csv)
     res = estimate_completeness(
         data, {"OLS": OLS("ce ~ z_hi + z_lo + p")}, baseline=ExpectedValue(),
         benchmark=GPRegression("ce ~ z_hi + z_lo + p", constraints=[Between("z_lo", "z_hi")]),
@@ -638,13 +631,12 @@ def test_real_lottery_data_design():
 
 
 @pytest.mark.slow
-@needs_bruhin
-def test_real_lottery_completeness_of_generic_procedures():
+def test_real_lottery_completeness_of_generic_procedures(bruhin_csv):
     """κ̂ of the generic procedures on the Bruhin et al. data (EV baseline, GP benchmark).
 
     Reproduce the printed numbers with ``pytest -m slow tests/test_completeness.py -s``.
     """
-    data = _bruhin()
+    data = _bruhin(bruhin_csv)
     clip = [Between("z_lo", "z_hi")]
     procs = {"OLS": OLS("ce ~ z_hi + z_lo + p"),
              "OLS (interactions)": OLS("ce ~ z_hi * z_lo * p"),
@@ -675,8 +667,7 @@ TABLE_A3 = {("alpha", "gamma", "delta"): (0.976, 0.009), ("gamma", "delta"): (0.
 
 
 @pytest.mark.slow
-@needs_bruhin
-def test_real_lottery_completeness_of_cpt_classes_matches_table_a3():
+def test_real_lottery_completeness_of_cpt_classes_matches_table_a3(bruhin_csv):
     """The seven CPT classes against the paper's Table A.3 (GP regression as the benchmark).
 
     Our ten folds are not the paper's, so κ̂ may move by a fraction of its SE (seeds 0–2 move it
@@ -689,7 +680,7 @@ def test_real_lottery_completeness_of_cpt_classes_matches_table_a3():
     clip = [Between("z_lo", "z_hi")]
     procs = {free: CPT(free=free) for free in TABLE_A3}
     res = estimate_completeness(
-        _bruhin(), {p.label: p for p in procs.values()}, baseline=ExpectedValue(),
+        _bruhin(bruhin_csv), {p.label: p for p in procs.values()}, baseline=ExpectedValue(),
         benchmark=GPRegression("ce ~ z_hi + z_lo + p", constraints=clip),
         design=CellMeansKFold(k=10), to_sample=LOTTERY_SAMPLE, seed=0, constraints=clip)
     print(res.summary())

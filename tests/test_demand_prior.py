@@ -50,8 +50,8 @@ def test_cereal_data_shape_and_peer_copy():
     counts = (df.market_ids.nunique(), df.city_ids.nunique(), df.product_ids.nunique())
     assert counts == (94, 47, 24)
     assert len(df) == 2256
-    pyblp = pytest.importorskip("pyblp")
     import pandas as pd
+    import pyblp
 
     ref = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)
     for col in ("shares", "prices", "sugar", "mushy"):

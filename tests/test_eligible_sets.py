@@ -126,3 +126,18 @@ def test_a_study_on_an_eligible_set_derived_from_data():
                          progress=False)
     assert res.dataset.sizes["replication"] == 4
     assert np.isfinite(res.restrictiveness).all()
+
+
+def test_monotone_gp_blend_of_the_two_projections_by_hand():
+    """g = (1, 0, 2) on x = 0, 1, 2 (increasing). Row-major pairs (0,1), (0,2), (1,2):
+    increasing sweep gives g₊ = (½, ½, 2), ‖g₊ − g‖² = ½; decreasing sweep gives
+    (1, 0, 2) -> (3/2, 0, 3/2) -> g₋ = (3/2, 3/4, 3/4), ‖g₋ − g‖² = 19/8. So
+    w = ½ / (½ + 19/8) = 4/23 and g̃ = (19/23) g₊ − (4/23) g₋ = (3.5, 6.5, 35) / 23."""
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(x=(0, 2)), rx.Increasing("x")))
+    X = np.array([[0.0], [1.0], [2.0]])
+    g_tilde, violations = prior.project(np.array([1.0, 0.0, 2.0]), X, np.random.default_rng(0))
+    np.testing.assert_allclose(g_tilde, np.array([3.5, 6.5, 35.0]) / 23, rtol=1e-12)
+    assert violations == 0
+    # an already increasing g is its own increasing projection: w = 0 leaves it unchanged
+    g = np.array([0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(prior.project(g, X, np.random.default_rng(0))[0], g)

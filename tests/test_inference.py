@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from scipy import stats
 
-from restrictiveness.engine.inference import combination_estimate, ratio_estimate
+import restrictiveness as rx
+from restrictiveness.engine.inference import combination_estimate, normal_interval, ratio_estimate
 
 
 def _delta_method(D, B):
@@ -45,3 +48,41 @@ def test_rescaling_losses_leaves_estimate_and_se_unchanged(rng):
     r1, s1 = ratio_estimate(D, B)
     r2, s2 = ratio_estimate(7.5 * D, 7.5 * B)
     assert np.isclose(r1, r2) and np.isclose(s1, s2)
+
+
+def test_ratio_estimate_by_hand_and_refuses_one_replication():
+    # D = (1, 2, 6), B = (1, 1, 2): r = 3 / (4/3) = 9/4, psi = (D - r B) / (4/3)
+    r, se = ratio_estimate(np.array([1.0, 2.0, 6.0]), np.array([1.0, 1.0, 2.0]))
+    psi = (np.array([1.0, 2.0, 6.0]) - 2.25 * np.array([1.0, 1.0, 2.0])) * 0.75
+    assert r == pytest.approx(2.25)
+    assert se == pytest.approx(np.sqrt(((psi - psi.mean()) ** 2).sum() / 2 / 3), rel=1e-14)
+    with pytest.raises(ValueError, match="at least two"):
+        ratio_estimate(np.array([1.0]), np.array([1.0]))
+
+
+@pytest.mark.parametrize("level", [0.8, 0.9, 0.95, 0.99])
+def test_normal_interval_uses_the_two_sided_quantile(level):
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    lo, hi = normal_interval(np.array([1.0, -2.0]), np.array([0.5, 0.1]), level)
+    np.testing.assert_allclose(lo, [1.0 - 0.5 * z, -2.0 - 0.1 * z], rtol=1e-14)
+    np.testing.assert_allclose(hi, [1.0 + 0.5 * z, -2.0 + 0.1 * z], rtol=1e-14)
+    # the coverage of the interval is the level
+    assert stats.norm.cdf(z) - stats.norm.cdf(-z) == pytest.approx(level, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def small_results():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    return rx.Study(rx.MonotoneGP(F, n_eval=30), {"linear": rx.OLS("y ~ x"), "GP":
+                    rx.GPRegression()}, rx.Constant(), n=[8], replications=6,
+                    seed=3).run(progress=False)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_estimates_and_contrast_intervals_use_exact_quantiles(small_results, level):
+    z = stats.norm.ppf(0.5 + level / 2)
+    est = small_results.estimates(level)
+    np.testing.assert_allclose(est["lower"], est["estimate"] - z * est["se"], rtol=1e-13)
+    np.testing.assert_allclose(est["upper"], est["estimate"] + z * est["se"], rtol=1e-13)
+    c = small_results.contrast("linear", "GP", level=level)
+    np.testing.assert_allclose(c["upper"] - c["lower"], 2 * z * c["se"], rtol=1e-13)

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from scripted import Scripted, fenced
 
 from restrictiveness.ai.llm import (
     FINAL_MARKER,
@@ -152,11 +153,6 @@ def test_unknown_prompt_is_refused(sample):
 # ------------------------------------------------------------------ scripted clients
 
 
-def fenced(code: str, final: bool = False) -> str:
-    return (f"{FINAL_MARKER}\n" if final else "Let me run this.\n") + \
-        f"```python\n{code}```\nDone."
-
-
 OLS_CODE = """import numpy as np
 
 def predict(X_train, y_train, X):
@@ -172,21 +168,6 @@ def predict(X_train, y_train, X):
     d = ((X[:, None, :] - X_train[None, :, :]) ** 2).sum(axis=2)
     return y_train[d.argmin(axis=1)]
 """
-
-
-class Scripted:
-    """A fake model: replies from a script (the last one repeated), counting calls."""
-
-    model = "scripted-model"
-
-    def __init__(self, *replies: str) -> None:
-        self.replies, self.calls, self.seen = list(replies), 0, []
-
-    def __call__(self, messages):
-        self.seen.append(messages)
-        reply = self.replies[min(self.calls, len(self.replies) - 1)]
-        self.calls += 1
-        return reply
 
 
 def test_completion_ols_program_matches_ols(sample):

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 from llm_server import ChatServer, input_tokens, tool_results
+from scripted import fenced
 from test_ai_studies import GP_PROGRAM
 
 import restrictiveness as rx
@@ -21,8 +22,6 @@ from restrictiveness.cli import main
 from restrictiveness.engine.protocol import FunctionRule, Procedure
 from restrictiveness.shared.exceptions import ConfigurationError
 
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 
 LIMITS = SandboxLimits(wall_seconds=60)
@@ -34,10 +33,6 @@ MEAN_PROGRAM = """import numpy as np
 def predict(X_train, y_train, X):
     return np.full(len(X), float(np.mean(y_train)))
 """
-
-
-def fenced(code: str) -> str:
-    return f"Here is the program.\n```python\n{code}```\n"
 
 
 def adapter(server: ChatServer, model: str = "gp-model", **options):

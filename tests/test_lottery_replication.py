@@ -37,6 +37,27 @@ def test_common_random_numbers_across_n():
     assert lottery_prior_module.COLUMNS == ("z_hi", "z_lo", "p")
 
 
+def test_lottery_prior_configuration_is_the_papers():
+    """SPEC §6 pinned in the fast suite (Table 1 itself is a slow check): Matérn-3/2 with
+    variance 10 and length scale 1 in the domain's coordinates, jitter 1e-4, 1,000 evaluation
+    lotteries, row-major sweeps, and the normalised-prize box with z_lo <= z_hi."""
+    prior = rx.lottery.lottery_prior()
+    assert (prior.n_eval, prior.jitter, prior.order, prior.response) == (
+        1000, 1e-4, "row-major", "ce")
+    a, b = np.array([[0.2, 0.1, 0.5]]), np.array([[0.7, 0.3, 0.9]])
+    r = np.linalg.norm(a - b)
+    assert float(prior.kernel(a, b)[0, 0]) == pytest.approx(
+        10.0 * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r), rel=1e-12)
+    assert float(prior.kernel(a)[0, 0]) == pytest.approx(10.0)
+    domain = prior.eligible.domain
+    assert domain.columns == ("z_hi", "z_lo", "p")
+    np.testing.assert_allclose(domain.lower, [1 / 15, 0.0, 0.05], rtol=1e-15)
+    np.testing.assert_allclose(domain.upper, [1.0, 1 / 3, 0.95], rtol=1e-15)
+    X = prior.draw([10], np.random.default_rng(0)).eval_X
+    assert (X[:, 1] <= X[:, 0]).all()
+    np.testing.assert_array_equal(prior.eligible.sign, [1, 1, 1])
+
+
 def _paper():
     text = resources.files("restrictiveness").joinpath("data/reference_tables.json").read_text()
     ref = json.loads(text)

@@ -460,3 +460,26 @@ def test_in_a_study_and_quick_check():
     with pytest.raises(FormulaError, match="'z' is neither"):
         rx.Study(prior, {"bad": rx.NLS("y ~ b * z", bounds={"b": (0, 1)})}, rx.Constant(),
                  n=[20], replications=2)
+
+
+@pytest.mark.parametrize("cov_type", ["nonrobust", "HC1", "cluster"])
+def test_inference_equals_statsmodels_ols_on_a_linear_model(cov_type):
+    """A linear formula is its own linearisation: params, bse, t-based p-values, conf_int(alpha)
+    and R² equal statsmodels' OLS with ``use_t=True`` (df N − k, or G − 1 with clusters)."""
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"x": rng.random(60), "g": rng.integers(0, 7, 60)})
+    df["y"] = 0.1 + 0.3 * df["x"] + 0.3 * rng.standard_normal(60)
+    est = rx.NLS.from_formula("y ~ a + b * x", df, bounds={"a": (-10, 10), "b": (-10, 10)})
+    kw = {"groups": "g"} if cov_type == "cluster" else {}
+    res = est.fit(cov_type, **kw)
+    sm_kw = {"cov_kwds": {"groups": df["g"].to_numpy()}} if cov_type == "cluster" else {}
+    ols = sm.OLS(df["y"], sm.add_constant(df["x"])).fit(cov_type=cov_type, use_t=True, **sm_kw)
+    np.testing.assert_allclose(res.params, ols.params, rtol=1e-8)
+    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-8)
+    assert 1e-4 < ols.pvalues.min() and ols.pvalues.max() < 0.9  # p-values of moderate size
+    np.testing.assert_allclose(res.pvalues, ols.pvalues, rtol=1e-7)
+    for alpha in (0.1, 0.05, 0.01):
+        np.testing.assert_allclose(res.conf_int(alpha).to_numpy(),
+                                   ols.conf_int(alpha).to_numpy(), rtol=1e-8)
+    assert res.rsquared == pytest.approx(ols.rsquared, rel=1e-10)
+    assert res.df_inference == (df["g"].nunique() - 1 if cov_type == "cluster" else 58)

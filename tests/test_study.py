@@ -40,18 +40,6 @@ def test_known_answer_linear_projection_of_a_gp():
     assert se < 0.05 * expected  # the check has power
 
 
-def test_se_matches_spread_across_seeds():
-    prior, _, _ = _finite_gp()
-    est, ses = [], []
-    for seed in range(25):
-        res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2")}, rx.Constant(), n=[5],
-                       replications=80, seed=seed, fit_on="evaluation").run(progress=False)
-        est.append(float(res.restrictiveness.squeeze()))
-        ses.append(float(res.se.squeeze()))
-    ratio = np.std(est, ddof=1) / np.mean(ses)
-    assert 0.65 < ratio < 1.45  # 25 seeds: the SD estimate itself has ~14% relative error
-
-
 class Lookup(rx.Procedure):
     """Memorises the sample: returns the truth at its own points."""
 
@@ -145,7 +133,8 @@ def test_failure_protocol_uses_the_baseline_and_counts():
     assert int(ds["failed"].sel(procedure="outside").sum()) == 0
     assert int(ds["invalid"].sel(procedure="outside").sum()) == 0
     # clipped to the upper bound 1: loss is E[(1 - f)^2] > 0 and finite
-    assert np.isfinite(ds["loss"].sel(procedure="outside")).all()
+    outside = ds["loss"].sel(procedure="outside")
+    assert np.isfinite(outside).all() and (outside > 0).all()
     assert res.failures().loc[("raise", 10), "failed"] == 4
     text = res.summary().as_text()
     assert "raise: failed in 8 of 8 fits" in text and "first error: fit: RuntimeError: boom" in text
@@ -230,21 +219,6 @@ def test_a_baseline_with_non_finite_predictions_is_an_error():
         study.run(progress=False)
 
 
-def test_within_function_averaging_respects_procedure_draws():
-    prior = _lottery_like()
-
-    class Once(rx.OLS):
-        draws = 1
-
-    study = rx.Study(prior, {"GP": rx.GPRegression(), "once": Once("y ~ x1 + x2")},
-                     rx.Constant(), n=[10], replications=3, draws=3)
-    ds = study.run(progress=False).dataset
-    assert ds["loss"].dims[-1] == "draw"
-    assert np.isfinite(ds["loss"].sel(procedure="GP")).all()
-    once = ds["loss"].sel(procedure="once")
-    assert np.isfinite(once.sel(draw=0)).all() and np.isnan(once.sel(draw=[1, 2])).all()
-
-
 def test_summary_contrast_and_estimates():
     prior = _lottery_like()
     res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
@@ -315,7 +289,6 @@ def test_checkpoint_resumes_without_recomputing_and_matches_an_uninterrupted_run
 
 
 def test_dask_backend_gives_identical_results():
-    pytest.importorskip("distributed")
     prior = _lottery_like()
     study = rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[10], replications=3,
                      seed=2)

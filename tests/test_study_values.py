@@ -1,0 +1,204 @@
+"""The study runner against hand computations: which sample and which random stream each fit
+gets, failures counted over K draws, and discrepancies with non-uniform evaluation weights."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.eligible.truth import PseudoTruth
+from restrictiveness.engine.protocol import FunctionRule
+from restrictiveness.engine.study import procedure_rng, truth_rng
+
+SEED, N, M, K = 7, 12, 3, 3
+
+
+def _prior():
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    return rx.MonotoneGP(F, n_eval=40)
+
+
+class Spy(rx.Procedure):
+    """Records what each fit receives (serial runs fit in this process) and fits OLS by hand;
+    ``fail_later=k`` makes every fit but the first of each run of ``k`` fits raise."""
+
+    def __init__(self, label, fail_later=0, draws=None, sleep=0.0):
+        self.label, self.fail_later, self.sleep = label, fail_later, sleep
+        if draws is not None:
+            self.draws = draws
+        self.calls: list[tuple[np.ndarray, np.ndarray, float]] = []
+
+    def fit(self, sample, rng):
+        self.calls.append((sample.X.copy(), sample.y.copy(), rng.random()))
+        time.sleep(self.sleep)
+        if self.fail_later and (len(self.calls) - 1) % self.fail_later:
+            raise RuntimeError(f"call {len(self.calls)}")
+        beta = _ols(sample.X, sample.y)
+        return FunctionRule(lambda X: np.column_stack([np.ones(len(X)), X]) @ beta)
+
+
+def _ols(X, y):
+    return np.linalg.lstsq(np.column_stack([np.ones(len(X)), X]), y, rcond=None)[0]
+
+
+def _truths(prior, draws=K):
+    return [prior.draw([N], truth_rng(SEED, m), draws=draws) for m in range(M)]
+
+
+def test_draw_k_trains_on_sample_k_with_its_own_stream_and_loss():
+    prior = _prior()
+    spies = {"a": Spy("a"), "b": Spy("b")}
+    ds = rx.Study(prior, spies, rx.Constant(), n=[N], replications=M, seed=SEED,
+                  draws=K).run(progress=False).dataset
+    truths = _truths(prior)
+    for label, spy in spies.items():
+        assert len(spy.calls) == M * K
+        for m in range(M):
+            for k in range(K):
+                X, y, u = spy.calls[m * K + k]
+                sample = truths[m].sample(N, k)
+                np.testing.assert_array_equal(X, sample.X)
+                np.testing.assert_array_equal(y, sample.y)
+                assert u == procedure_rng(SEED, m, label, N, k).random()
+                # the loss of draw k: OLS on sample k, clipped to [0, 1], MSE on the evaluation set
+                truth = truths[m]
+                pred = np.clip(np.column_stack([np.ones(len(truth.eval_X)), truth.eval_X])
+                               @ _ols(X, y), 0, 1)
+                expected = truth.eval_weights @ (pred - truth.eval_y(N)) ** 2
+                got = float(ds["loss"].sel(procedure=label, discrepancy="mse", n=N,
+                                           replication=m, draw=k))
+                assert got == pytest.approx(expected, rel=1e-10)
+    # every fit has its own stream: replications, draws and labels all differ
+    streams = [u for spy in spies.values() for _, _, u in spy.calls]
+    assert len(set(streams)) == len(streams) == 2 * M * K
+    # every replication has its own pseudo-truth and every draw its own sample
+    firsts = {spies["a"].calls[i][1][0] for i in range(M * K)}
+    assert len(firsts) == M * K
+
+
+@pytest.mark.parametrize("fit_on", ["training", "evaluation"])
+def test_failures_are_counted_over_the_k_draws(fit_on):
+    """Draws 1..K-1 fail: ``failed`` counts K - 1 per replication, ``invalid`` counts every
+    evaluation row of those draws, their losses are the baseline's, and the first error is
+    kept. With ``fit_on="evaluation"`` there is a single fit (no draws to average)."""
+    prior = _prior()
+    k_fit = K if fit_on == "training" else 1
+    spy = Spy("s", fail_later=k_fit)
+    study = rx.Study(prior, {"s": spy}, rx.Constant(), n=[N], replications=M, seed=SEED,
+                     draws=K, fit_on=fit_on)
+    if fit_on == "training":
+        with pytest.warns(rx.FailureWarning):
+            ds = study.run(progress=False).dataset
+    else:
+        ds = study.run(progress=False).dataset
+    assert len(spy.calls) == M * k_fit
+    failed = ds["failed"].sel(procedure="s", n=N).values
+    invalid = ds["invalid"].sel(procedure="s", n=N).values
+    np.testing.assert_array_equal(failed, np.full(M, k_fit - 1))
+    np.testing.assert_array_equal(invalid, np.full(M, (k_fit - 1) * prior.n_eval))
+    loss = ds["loss"].sel(procedure="s", discrepancy="mse", n=N).values       # (M, K)
+    base = ds["baseline_loss"].sel(discrepancy="mse", n=N).values
+    np.testing.assert_array_equal(loss[:, 1:k_fit], base[:, 1:k_fit])
+    assert np.isnan(loss[:, k_fit:]).all()
+    if fit_on == "training":
+        assert (loss[:, 0] != base[:, 0]).all()
+        errors = ds["error"].sel(procedure="s", n=N).values
+        assert list(errors) == [f"fit: RuntimeError: call {m * K + 2}" for m in range(M)]
+
+
+@pytest.mark.parametrize("own", [1, 2, 3])
+def test_a_procedure_with_fewer_draws_averages_over_its_own(own):
+    """A procedure with ``draws = own`` < K fits the first ``own`` samples (NaN beyond); its
+    r̂ averages its losses over those draws and the baseline's over all K."""
+    prior = _prior()
+    spy = Spy("s", draws=own)
+    res = rx.Study(prior, {"s": spy, "all": Spy("all")}, rx.Constant(), n=[N], replications=M,
+                   seed=SEED, draws=K).run(progress=False)
+    assert len(spy.calls) == M * own
+    loss = res.dataset["loss"].sel(procedure="s", discrepancy="mse", n=N).values
+    assert np.isnan(loss[:, own:]).all()
+    hand = np.empty((M, own))
+    for m, truth in enumerate(_truths(prior)):
+        for k in range(own):
+            s = truth.sample(N, k)
+            pred = np.clip(np.column_stack([np.ones(len(truth.eval_X)), truth.eval_X])
+                           @ _ols(s.X, s.y), 0, 1)
+            hand[m, k] = truth.eval_weights @ (pred - truth.eval_y(N)) ** 2
+    np.testing.assert_allclose(loss[:, :own], hand, rtol=1e-10)
+    B = res.dataset["baseline_loss"].sel(discrepancy="mse", n=N).values.mean(axis=1)
+    r = float(res.restrictiveness.sel(procedure="s", discrepancy="mse", n=N))
+    assert r == pytest.approx(hand.mean(axis=1).mean() / B.mean(), rel=1e-10)
+
+
+def test_procedure_draws_are_capped_by_the_study_and_time_is_averaged():
+    prior = _prior()
+    spy = Spy("s", draws=5, sleep=0.05)
+    ds = rx.Study(prior, {"s": spy}, rx.Constant(), n=[N], replications=2, seed=SEED,
+                  draws=2).run(progress=False).dataset
+    assert len(spy.calls) == 2 * 2
+    seconds = ds["seconds"].sel(procedure="s", n=N).values
+    assert (seconds >= 0.05).all() and (seconds < 0.1).all()  # mean over 2 fits, not the sum
+
+
+def test_the_baseline_is_repaired_before_it_is_scored():
+    """A baseline predicting 5 everywhere is clipped to the bound 1: its loss is E[(1 - f)²]."""
+    prior = _prior()
+
+    class Five(rx.Procedure):
+        def fit(self, sample, rng):
+            return FunctionRule(lambda X: np.full(len(X), 5.0))
+
+    ds = rx.Study(prior, {"s": Spy("s")}, Five(), n=[N], replications=2,
+                  seed=SEED).run(progress=False).dataset
+    for m, truth in enumerate(_truths(prior, draws=1)[:2]):
+        expected = truth.eval_weights @ (1.0 - truth.eval_y(N)) ** 2
+        got = float(ds["baseline_loss"].sel(discrepancy="mse", n=N, replication=m))
+        assert got == pytest.approx(expected, rel=1e-12)
+
+
+class _Truth(PseudoTruth):
+    def __init__(self, y, weights):
+        super().__init__([np.zeros((1, 1))], np.arange(len(y), dtype=float)[:, None], weights,
+                         ("x",), "y")
+        self._y = y
+
+    def eval_y(self, n):
+        return self._y
+
+
+def test_weighted_mse_and_kl_against_a_hand_computation():
+    w = np.array([0.5, 0.3, 0.2])
+    # inside shares of 2 products in 3 markets (outside share 1 - sum appended by KL)
+    p = np.array([[0.2, 0.3], [0.1, 0.6], [0.25, 0.25]])
+    q = np.array([[0.3, 0.3], [0.2, 0.4], [0.25, 0.5]])
+    truth, rule = _Truth(p, w), FunctionRule(lambda X: q)
+    mse = sum(w[i] * np.mean((q[i] - p[i]) ** 2) for i in range(3))
+    assert rx.MSE()(rule, truth, 1) == pytest.approx(mse, rel=1e-14)
+
+    def full(s):
+        return [*s, 1 - sum(s)]
+
+    kl = sum(w[i] * sum(a * np.log(a / b) for a, b in zip(full(p[i]), full(q[i]), strict=True))
+             for i in range(3))
+    assert rx.KL()(rule, truth, 1) == pytest.approx(kl, rel=1e-12)
+    kl_inside = sum(w[i] * sum(a * np.log(a / b) for a, b in zip(p[i], q[i], strict=True))
+                    for i in range(3))
+    assert rx.KL(outside=False)(rule, truth, 1) == pytest.approx(kl_inside, rel=1e-12)
+
+
+def test_finite_set_weights_reach_the_discrepancy():
+    """FiniteSet(weights=...) weighs the evaluation points: the MSE of a constant rule is the
+    weighted mean of its squared errors (uniform weights would give another number)."""
+    points = np.array([[0.0], [0.5], [1.0]])
+    domain = rx.FiniteSet(points, ("x",), weights=np.array([1.0, 2.0, 7.0]))
+    prior = rx.MonotoneGP(rx.EligibleSet(domain, rx.Increasing("x")), jitter=1e-6)
+    truth = prior.draw([2], np.random.default_rng(0))
+    np.testing.assert_allclose(truth.eval_weights, [0.1, 0.2, 0.7])
+    rule = FunctionRule(lambda X: np.full(len(X), 0.25))
+    err = (0.25 - truth.eval_y(2)) ** 2
+    assert rx.MSE()(rule, truth, 2) == pytest.approx(0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2],
+                                                     rel=1e-12)
+    assert abs(err.mean() - (0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2])) > 1e-6

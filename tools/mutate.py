@@ -1,0 +1,369 @@
+# ruff: noqa: E501 - the mutants quote source lines verbatim, indentation included
+"""Mutation testing of the core over a curated list of plausible bugs.
+
+Each mutant is one textual edit (``old`` -> ``new``, ``old`` unique in its file) of the kind a
+tired author makes: an operator swapped, an off-by-one, a weight dropped, a wrong quantile, a
+wrong sign or axis, a random-stream key changed. General tools (mutmut, cosmic-ray) rewrite
+modules at import time or through a trampoline, which numba's ``@njit(cache=True)`` kernels
+defeat (the kernel is compiled from the file on disk and served from its on-disk cache), so
+the edits here are made on disk, in a private copy of the repository, with the copy's numba
+caches for the mutated module removed before and after each run: a stale cache would run the
+unmutated kernel and report a false kill or survival.
+
+For each mutant the tests most related to the mutated module run first with ``-x``; a failure
+there is a kill. Only survivors then run the whole fast suite with ``-x``. The working tree is
+never modified.
+
+Usage (from the repository root)::
+
+    nice -n 10 python tools/mutate.py              # every mutant; the score table at the end
+    python tools/mutate.py --list                  # the mutants, checked to apply
+    python tools/mutate.py --only inference        # mutants whose module name contains this
+    python tools/mutate.py --quick                 # related tests only (no full-suite pass)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = "restrictiveness"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str          # relative to restrictiveness/
+    old: str
+    new: str
+    why: str
+    tests: tuple[str, ...]  # related test files (run first)
+
+
+# Related tests, fastest and most targeted first (pytest -x stops at the first failure).
+STUDY = ("tests/test_study_values.py", "tests/test_study.py")
+INFER = ("tests/test_inference.py",)
+PROJ = ("tests/test_projection.py",)
+GP = ("tests/test_eligible_sets.py",)
+LSQ = ("tests/test_nls.py", "tests/test_lottery_models.py")
+LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
+DEMAND = ("tests/test_demand_models.py",)
+
+MUTANTS: list[Mutant] = [
+    # -- engine/study.py ---------------------------------------------------------------------
+    Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
+           "key = (0, 1, zlib.crc32(label.encode()), n, draw)",
+           "procedure stream ignores the replication", STUDY),
+    Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
+           "key = (replication, 1, zlib.crc32(label.encode()), n, 0)",
+           "procedure stream ignores the draw", STUDY),
+    Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
+           "key = (replication, 1, 0, n, draw)",
+           "procedure stream ignores the label", STUDY),
+    Mutant("engine/study.py", "spawn_key=(replication, 0)))", "spawn_key=(0, 0)))",
+           "pseudo-truth the same in every replication", STUDY),
+    Mutant("engine/study.py", "                failed[p, c] += int(o.failed)",
+           "                failed[p, c] = int(o.failed)",
+           "failure counts overwritten across draws", STUDY),
+    Mutant("engine/study.py", "                invalid[p, c] += o.replaced",
+           "                invalid[p, c] = o.replaced",
+           "replaced-row counts overwritten across draws", STUDY),
+    Mutant("engine/study.py", "                seconds[p, c] += o.seconds / k_p",
+           "                seconds[p, c] += o.seconds",
+           "fit time summed, not averaged, over draws", STUDY),
+    Mutant("engine/study.py", "                else truth.sample(n, k)",
+           "                else truth.sample(n, 0)",
+           "every draw trains on sample 0", STUDY),
+    Mutant("engine/study.py", "                base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]",
+           "                base_loss[:, c, k] = [d(base_rule, truth, n) for d in discs]",
+           "baseline losses without the constraint repair", STUDY),
+    Mutant("engine/study.py", "        k = self.draws if own is None else min(int(own), self.draws)",
+           "        k = self.draws if own is None else int(own)",
+           "procedure draws not capped by the study's", STUDY),
+    Mutant("engine/study.py", "        return 1 if self.fit_on == \"evaluation\" else k",
+           "        return k",
+           "fit_on='evaluation' fits K identical samples", STUDY),
+    Mutant("engine/study.py", "        loss[:] = [disc(guard, truth, n) for disc in discs]",
+           "        pass",
+           "partial failure keeps the losses computed before it", STUDY),
+    Mutant("engine/study.py", "                if o.error and not error[p, c]:",
+           "                if o.error:",
+           "last, not first, error message kept", STUDY),
+    # -- engine/inference.py -----------------------------------------------------------------
+    Mutant("engine/inference.py", "    psi = (D - r * B) / Bbar", "    psi = (D - B) / Bbar",
+           "influence without the ratio", INFER),
+    Mutant("engine/inference.py", "    psi = (D - r * B) / Bbar", "    psi = (D - r * B)",
+           "influence not divided by B-bar", INFER),
+    Mutant("engine/inference.py", "    return r, np.sqrt(psi.var(axis=-1, ddof=1) / M)",
+           "    return r, np.sqrt(psi.var(axis=-1, ddof=0) / M)",
+           "SE with divisor M", INFER),
+    Mutant("engine/inference.py", "    return r, np.sqrt(psi.var(axis=-1, ddof=1) / M)",
+           "    return r, np.sqrt(psi.var(axis=-1, ddof=1) / (2 * M))",
+           "SE off by sqrt 2", INFER),
+    Mutant("engine/inference.py", "    comb = (coefs.reshape(shape) * psi).sum(axis=0)",
+           "    comb = (np.abs(coefs.reshape(shape)) * psi).sum(axis=0)",
+           "contrast SE ignores the signs", INFER),
+    Mutant("engine/inference.py", "    z = stats.norm.ppf(0.5 + level / 2)",
+           "    z = stats.norm.ppf(level)", "one-sided quantile (90% labelled 95%)", INFER),
+    Mutant("engine/inference.py", "    if B.shape[-1] < 2:", "    if B.shape[-1] < 1:",
+           "one replication accepted", INFER),
+    Mutant("engine/inference.py", "    est = np.tensordot(coefs, r, axes=(0, 0))",
+           "    est = np.tensordot(np.abs(coefs), r, axes=(0, 0))",
+           "contrast estimate sums instead of differencing", INFER),
+    # -- engine/failures.py ------------------------------------------------------------------
+    Mutant("engine/failures.py", "                    pred[bad] = base[bad]",
+           "                    pass", "invalid rows not replaced", STUDY),
+    Mutant("engine/failures.py", "                    self.replaced += int(bad.sum())",
+           "                    self.replaced = int(bad.sum())",
+           "replaced rows overwritten across calls", STUDY),
+    Mutant("engine/failures.py", "        self.replaced += base.shape[0]",
+           "        self.replaced += 1", "failed fit counts one row", STUDY),
+    Mutant("engine/failures.py", "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)",
+           "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).any(axis=1)",
+           "row valid if any entry finite", STUDY),
+    Mutant("engine/failures.py", "        ok &= c.check(pred, X, columns)", "        pass",
+           "constraints never checked", STUDY),
+    Mutant("engine/failures.py", "        pred = c.repair(pred, X, columns)", "        pass",
+           "predictions never repaired", STUDY),
+    Mutant("engine/failures.py", "        self.error, self.failed, self.replaced = error, fitted is None, 0",
+           "        self.error, self.failed, self.replaced = error, False, 0",
+           "failed fit not flagged", STUDY),
+    # -- engine/discrepancies.py -------------------------------------------------------------
+    Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ err)",
+           "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
+    Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ _row_mean(kl))",
+           "        return float(_row_mean(kl).mean())", "KL ignores the evaluation weights",
+           STUDY),
+    Mutant("engine/discrepancies.py",
+           "            s = np.concatenate([s, 1.0 - s.sum(axis=-1, keepdims=True)], axis=-1)",
+           "            s = np.concatenate([s, 1.0 - s.sum(axis=0, keepdims=True)], axis=-1)",
+           "outside share summed over the wrong axis", STUDY),
+    Mutant("engine/discrepancies.py",
+           "            terms = np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)",
+           "            terms = np.where(p > 0, q * (np.log(q) - np.log(p)), 0.0)",
+           "KL the wrong way round", STUDY),
+    Mutant("engine/discrepancies.py", "    return a.reshape(a.shape[0], -1).mean(axis=1)",
+           "    return a.reshape(a.shape[0], -1).sum(axis=1)",
+           "trailing axes summed, not averaged", STUDY),
+    # -- eligible/projection.py, _projection_nb.py, monotone_gp.py ----------------------------
+    Mutant("eligible/projection.py", "    sign = 1.0 if direction == \"increasing\" else -1.0",
+           "    sign = 1.0", "direction ignored", PROJ),
+    Mutant("eligible/projection.py", "        first, second = first[perm], second[perm]",
+           "        first, second = first[perm], second", "random order breaks the pairs", PROJ),
+    Mutant("eligible/projection.py", "    return int(np.count_nonzero(g[i] > g[j] + tol))",
+           "    return int(np.count_nonzero(g[i] > g[j] - tol))", "violation count tolerance sign",
+           PROJ),
+    Mutant("eligible/_projection_nb.py", "                avg = 0.5 * (out[a] + out[b])",
+           "                avg = 0.5 * (out[a] + out[a])", "average of the wrong pair", PROJ),
+    Mutant("eligible/_projection_nb.py", "            if sign * out[a] > sign * out[b]:\n"
+           "                avg", "            if sign * out[a] < sign * out[b]:\n                avg",
+           "kernel fixes the wrong violations", PROJ),
+    Mutant("eligible/_projection_nb.py", "        if np.sqrt(change) < tol:\n            break\n"
+           "    return out, sweeps\n\n\ndef sweep_project_numpy",
+           "        if np.sqrt(change) < 1e3:\n            break\n"
+           "    return out, sweeps\n\n\ndef sweep_project_numpy",
+           "kernel stops after one sweep", PROJ),
+    Mutant("eligible/_projection_nb.py",
+           "        if (sign[k] > 0 and d < 0) or (sign[k] < 0 and d > 0) or (sign[k] == 0 and d != 0):",
+           "        if (sign[k] > 0 and d < 0) or (sign[k] < 0 and d > 0):",
+           "unconstrained coordinates ignored in the order", PROJ),
+    Mutant("eligible/_projection_nb.py", "    for i in range(n):\n        for j in range(n):\n"
+           "            if i != j and _ordered(X, sign, i, j):\n                count += 1",
+           "    for i in range(n):\n        for j in range(n):\n"
+           "            if _ordered(X, sign, i, j):\n                count += 1",
+           "count pass includes i == j", PROJ),
+    Mutant("eligible/monotone_gp.py", "        g_tilde = (1.0 - w) * g_up - w * g_down",
+           "        g_tilde = (1.0 - w) * g_up + w * g_down", "blend adds the decreasing part",
+           GP),
+    Mutant("eligible/monotone_gp.py",
+           "        w = e_up / (e_up + e_down) if e_up + e_down > 0 else 0.0",
+           "        w = e_down / (e_up + e_down) if e_up + e_down > 0 else 0.0",
+           "blend weight on the wrong projection", GP),
+    Mutant("eligible/monotone_gp.py",
+           "        e_up, e_down = np.sum((g_up - g) ** 2), np.sum((g_down - g) ** 2)",
+           "        e_up, e_down = np.sum(np.abs(g_up - g)), np.sum(np.abs(g_down - g))",
+           "blend weight from L1 distances", GP),
+    # -- procedures/estimation.py ------------------------------------------------------------
+    Mutant("procedures/estimation.py", "        return pd.Series(2 * scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
+           "        return pd.Series(scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
+           "one-sided p-values", LSQ),
+    Mutant("procedures/estimation.py", "        q = scipy.stats.t.ppf(1 - alpha / 2, self.df_inference)",
+           "        q = scipy.stats.t.ppf(1 - alpha, self.df_inference)",
+           "one-sided conf_int quantile", LSQ),
+    Mutant("procedures/estimation.py", "        q = scipy.stats.t.ppf(1 - alpha / 2, self.df_inference)",
+           "        q = scipy.stats.norm.ppf(1 - alpha / 2)", "normal instead of t", LSQ),
+    Mutant("procedures/estimation.py", "            s2 = self.ssr / self.df_resid if self.df_resid > 0 else np.nan",
+           "            s2 = self.ssr / self.nobs if self.df_resid > 0 else np.nan",
+           "s^2 with divisor N", LSQ),
+    Mutant("procedures/estimation.py", "            factor = N / (N - k) if N > k else np.nan",
+           "            factor = 1.0 if N > k else np.nan", "HC0 labelled HC1", LSQ),
+    Mutant("procedures/estimation.py", "        factor = G / (G - 1) * (N - 1) / (N - k) if N > k else np.nan",
+           "        factor = G / (G - 1) if N > k else np.nan", "cluster factor without (N-1)/(N-k)",
+           LSQ),
+    Mutant("procedures/estimation.py", "        return self.n_clusters - 1 if self.cov_type == \"cluster\" else self.df_resid",
+           "        return self.df_resid", "cluster inference with N - k df", LSQ),
+    Mutant("procedures/estimation.py", "        return pd.DataFrame(D @ self._cov_estimated @ D.T, index=self._names,",
+           "        return pd.DataFrame(self._cov_estimated, index=self._names,",
+           "delta method dropped", LSQ),
+    Mutant("procedures/estimation.py", "        return 1.0 - self.ssr / tss if tss > 0 else np.nan",
+           "        return self.ssr / tss if tss > 0 else np.nan", "R^2 is SSR/TSS", LSQ),
+    # -- lottery/estimation.py ---------------------------------------------------------------
+    Mutant("lottery/estimation.py",
+           "        free = [a for a, q in enumerate((\"alpha\", \"gamma\", \"delta\")) if q in rdu.free]",
+           "        free = [a for a, q in enumerate((\"alpha\", \"delta\", \"gamma\")) if q in rdu.free]",
+           "Jacobian columns of the wrong parameters",
+           LOTTERY),
+    Mutant("lottery/estimation.py",
+           "        return self.model.model._reported_jacobian(self.fitted.theta)",
+           "        return np.eye(self.df_model)", "log-delta SE not carried to delta",
+           LOTTERY),
+    # -- demand/estimation.py ----------------------------------------------------------------
+    Mutant("demand/estimation.py", "        s2 = self.ssr / max(self.nobs - Jm.shape[1], 1)",
+           "        s2 = self.ssr / max(self.nobs, 1)", "demand s^2 with divisor N", DEMAND),
+    Mutant("demand/estimation.py", "        return pd.Series(2 * scipy.stats.norm.sf(np.abs(self.tvalues)),",
+           "        return pd.Series(scipy.stats.norm.sf(np.abs(self.tvalues)),",
+           "demand one-sided p-values", DEMAND),
+    Mutant("demand/estimation.py", "        q = scipy.stats.norm.ppf(1 - alpha / 2)",
+           "        q = scipy.stats.norm.ppf(1 - alpha)", "demand one-sided conf_int", DEMAND),
+    # -- numba kernels (besides the projection's) -------------------------------------------------
+    Mutant("lottery/_rdu_nb.py", "    return w, -math.expm1(-e), -e * w, h",
+           "    return w, -math.expm1(-e), e * w, h", "Prelec weight derivative sign", LOTTERY),
+    Mutant("lottery/_rdu_nb.py", "        J[i, 1] = dFdw * dwdt * h", "        J[i, 1] = dFdw * dwdt",
+           "gamma column of the Jacobian drops h(p)", LOTTERY),
+    Mutant("lottery/_rdu_nb.py", "            w, wc = 1.0 / (1.0 + e), e / (1.0 + e)",
+           "            w, wc = e / (1.0 + e), 1.0 / (1.0 + e)",
+           "odds weight branch swapped", LOTTERY),
+    Mutant("shared/_vecmath.py", "    k = 1.0 if t > 0.41421356237309503 else 0.0",
+           "    k = 1.0 if t > 0.5 else 0.0", "softplus series switch moved (accuracy)",
+           ("tests/test_vecmath.py",)),
+    Mutant("shared/_vecmath.py", "    x = min(max(x, -700.0), 700.0)",
+           "    x = min(max(x, -70.0), 70.0)", "exp clamp too tight", ("tests/test_vecmath.py",)),
+    # -- results (engine/results.py) ----------------------------------------------------------
+    Mutant("engine/results.py", "        df[\"lower\"], df[\"upper\"] = normal_interval(df[\"estimate\"], df[\"se\"], level)",
+           "        df[\"lower\"], df[\"upper\"] = normal_interval(df[\"estimate\"], df[\"se\"], 0.95)",
+           "estimates() ignores level", INFER),
+]
+
+
+def _clear_numba_cache(root: Path, rel: str) -> None:
+    """Remove numba's on-disk cache of one module (``<stem>.*.nbi`` / ``.nbc``)."""
+    src = root / PKG / rel
+    cache = src.parent / "__pycache__"
+    if cache.is_dir():
+        for f in cache.glob(f"{src.stem}.*.nb[ic]"):
+            f.unlink()
+
+
+def _apply(root: Path, m: Mutant) -> str:
+    """Write the mutant into the copy; return the original text (raises if it does not apply)."""
+    path = root / PKG / m.path
+    text = path.read_text()
+    if text.count(m.old) != 1:
+        raise LookupError(f"{m.path}: {m.why!r}: the original text occurs "
+                          f"{text.count(m.old)} times (must be once)")
+    path.write_text(text.replace(m.old, m.new))
+    return text
+
+
+def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool, float]:
+    """Run pytest in the copy: (killed, seconds)."""
+    args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+            "--no-header"]
+    args += list(files or [])
+    start = time.perf_counter()
+    proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    # exit 1: a test failed; 2-4: collection/usage errors (an import broken by the mutant);
+    # 5: nothing collected (a wrong file list) is an error of this script, not a kill
+    if proc.returncode == 5:
+        raise RuntimeError(f"no tests collected for {files}")
+    return proc.returncode != 0, time.perf_counter() - start
+
+
+def _copy_repo(dest: Path) -> Path:
+    root = dest / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", "*.egg-info", ".mutants")
+    root.mkdir()
+    for item in ("restrictiveness", "tests", "setup.cfg", "pyproject.toml", "vignettes",
+                 "benchmarks", "README.md"):
+        src = REPO / item
+        if src.is_dir():
+            shutil.copytree(src, root / item, ignore=ignore)
+        elif src.exists():
+            shutil.copy2(src, root / item)
+    # the tests read the shared data beside the repository
+    shared = REPO.parent / "shared"
+    if shared.exists():
+        (dest / "shared").symlink_to(shared.resolve())
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
+    ap.add_argument("--only", default="", help="only mutants whose module path contains this")
+    ap.add_argument("--exclude", default=None,
+                    help="skip mutants whose module path contains this (to split a run)")
+    ap.add_argument("--quick", action="store_true",
+                    help="related tests only: survivors do not get the full-suite pass")
+    opts = ap.parse_args(argv)
+    # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    mutants = [m for m in MUTANTS if opts.only in m.path
+               and (opts.exclude is None or opts.exclude not in m.path)]
+    with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
+        root = _copy_repo(Path(tmp))
+        for m in mutants:  # check every mutant applies before spending any time
+            original = _apply(root, m)
+            (root / PKG / m.path).write_text(original)
+        if opts.list:
+            for m in mutants:
+                print(f"{m.path:32s} {m.why}")
+            print(f"{len(mutants)} mutants apply")
+            return 0
+        env = dict(os.environ, PYTHONPATH=str(root))
+        results: dict[str, list[tuple[Mutant, bool]]] = defaultdict(list)
+        for i, m in enumerate(mutants, 1):
+            _clear_numba_cache(root, m.path)
+            original = _apply(root, m)
+            try:
+                killed, secs = _pytest(root, m.tests, env)
+                where = "related"
+                if not killed and not opts.quick:
+                    killed, more = _pytest(root, None, env)
+                    secs += more
+                    where = "full suite"
+            finally:
+                (root / PKG / m.path).write_text(original)
+                _clear_numba_cache(root, m.path)
+            verdict = "killed" if killed else "SURVIVED"
+            print(f"[{i:2d}/{len(mutants)}] {verdict:8s} ({where}, {secs:5.0f} s) "
+                  f"{m.path}: {m.why}", flush=True)
+            results[m.path].append((m, killed))
+    print("\nmodule                           mutants  killed  survived")
+    total = caught = 0
+    for path, rows in sorted(results.items()):
+        k = sum(killed for _, killed in rows)
+        total, caught = total + len(rows), caught + k
+        print(f"{path:32s} {len(rows):7d} {k:7d} {len(rows) - k:9d}")
+    print(f"{'total':32s} {total:7d} {caught:7d} {total - caught:9d}   "
+          f"score {100 * caught / max(total, 1):.0f}%")
+    survivors = [m for rows in results.values() for m, killed in rows if not killed]
+    if survivors:
+        print("\nsurvivors:")
+        for m in survivors:
+            print(f"  {m.path}: {m.why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
