@@ -35,7 +35,7 @@ from statsmodels.iolib.table import SimpleTable
 
 from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError
-from ..shared.files import atomic_output
+from ..shared.files import CONVENTIONS, atomic_output
 from ..shared.plotting import new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
@@ -106,12 +106,16 @@ class Results(SensitivityMixin):
             data[f"truth_{name}"] = (("n", "replication"),
                                      np.stack([r.diagnostics[name] for r in records], axis=-1))
         ds = xr.Dataset(data, coords=coords)
+        params = fitted_params(ds["fit_info"])
+        if params is not None:
+            ds["params"] = params
+        describe(ds, VARIABLE_ATTRS)
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
         ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
                                               "all predictions the discrepancies requested")
-        ds["seconds"].attrs["units"] = "s"
         ds.attrs.update({
+            "Conventions": CONVENTIONS,
             "title": "restrictiveness study",
             "configuration": json.dumps(study.configuration()),
             "seed": study.seed,
@@ -182,22 +186,56 @@ class Results(SensitivityMixin):
         r, se = ratio_estimate(D.values, B.values[None])
         dims = ("procedure", "discrepancy", "n")
         coords = {d: D[d] for d in dims}
-        return xr.DataArray(r, coords, dims), xr.DataArray(se, coords, dims)
+        # Named, with attributes, so ``to_dataframe()`` and ``xr.merge`` work as in xarray.
+        return (xr.DataArray(r, coords, dims, name="restrictiveness",
+                             attrs={"long_name": "restrictiveness r̂ = D̄ / B̄", "units": "1"}),
+                xr.DataArray(se, coords, dims, name="se",
+                             attrs={"long_name": "delta-method standard error of r̂",
+                                    "units": "1"}))
 
     @property
     def restrictiveness(self) -> xr.DataArray:
-        """r̂ = D̄ / B̄ by procedure, discrepancy and n."""
+        """r̂ = D̄ / B̄ by procedure, discrepancy and n (a DataArray named ``restrictiveness``)."""
         return self._estimates[0]
 
     @property
     def se(self) -> xr.DataArray:
-        """Delta-method standard errors of :attr:`restrictiveness`."""
+        """Delta-method standard errors of :attr:`restrictiveness` (a DataArray named ``se``)."""
         return self._estimates[1]
 
-    def estimates(self, level: float = 0.95) -> pd.DataFrame:
-        """Long table of r̂, se and the normal confidence interval.
+    @property
+    def params(self) -> xr.DataArray | None:
+        """Fitted parameters of the first training draw, by procedure, parameter, n and
+        replication (NaN where a procedure lacks the parameter), or None when no procedure
+        reports named parameters. Files written before this variable existed derive it from
+        ``fit_info``."""
+        if "params" in self.dataset:
+            return self.dataset["params"]
+        return fitted_params(self.dataset["fit_info"])
 
-        Index: (discrepancy, procedure, n).
+    def estimates(self, level: float = 0.95) -> pd.DataFrame:
+        """Tidy table of r̂, se and the normal confidence interval: one row per
+        (discrepancy, procedure, n), one column per statistic.
+
+        Parameters
+        ----------
+        level : float
+            Coverage of the normal interval (columns ``lower``, ``upper``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index (discrepancy, procedure, n); columns ``estimate``, ``se``, ``lower``,
+            ``upper`` (``reset_index()`` gives a flat long table).
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50), {"linear": rx.OLS("y ~ x")},
+        ...                baseline=rx.Constant(), n=[10], replications=3).run(progress=False)
+        >>> res.estimates().reset_index().columns.tolist()
+        ['discrepancy', 'procedure', 'n', 'estimate', 'se', 'lower', 'upper']
         """
         r = self.restrictiveness.to_series().rename("estimate")
         se = self.se.to_series().rename("se")
@@ -436,7 +474,94 @@ class Results(SensitivityMixin):
                 f"{self.replications} replications; discrepancies {self.discrepancies}>")
 
     def _repr_html_(self) -> str:
+        """The summary as HTML tables (Jupyter's rich display)."""
         return self.summary().as_html()
+
+
+#: ``long_name`` and ``units`` of the study Dataset's variables.
+VARIABLE_ATTRS = {
+    "loss": ("discrepancy d(Â, f) between the fitted rule and the truth", None),
+    "baseline_loss": ("discrepancy d(baseline, f) of the baseline rule", None),
+    "failed": ("fits that failed and used the baseline", "1"),
+    "invalid": ("prediction rows replaced by the baseline's", "1"),
+    "seconds": ("mean wall time of one fit", "s"),
+    "baseline_seconds": ("wall time of the baseline fit", "s"),
+    "error": ("first failure message", None),
+    "fit_info": ("JSON record of the first training draw's fit", None),
+    "params": ("fitted parameter (first training draw)", None),
+}
+
+
+def describe(ds: xr.Dataset, attrs: Mapping[str, tuple[str, str | None]]) -> None:
+    """Set ``long_name`` (and ``units`` when given) on the variables of ``ds`` named in
+    ``attrs``; variables ``ds`` lacks are skipped.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Changed in place.
+    attrs : mapping of variable name to (long_name, units or None)
+        The descriptions.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"seconds": ("n", [1.0])})
+    >>> describe(ds, {"seconds": ("wall time", "s")})
+    >>> ds["seconds"].attrs
+    {'long_name': 'wall time', 'units': 's'}
+    """
+    for name, (long_name, units) in attrs.items():
+        if name in ds.variables:
+            ds[name].attrs["long_name"] = long_name
+            if units is not None:
+                ds[name].attrs["units"] = units
+
+
+def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:
+    """Numeric ``params`` (procedure, parameter, n, replication) from the JSON fit records.
+
+    Only named parameters (``info["params"]`` a mapping) are collected; a procedure without
+    them, or a failed fit, has NaN.
+
+    Parameters
+    ----------
+    fit_info : xarray.DataArray
+        JSON strings, first dimension ``procedure``.
+
+    Returns
+    -------
+    xarray.DataArray or None
+        Named ``params``, with a ``parameter`` dimension after the first; None when no fit has
+        named parameters.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> info = xr.DataArray([['{"params": {"a": 1.5}}', '{}']], dims=("procedure", "n"),
+    ...                     coords={"procedure": ["m"], "n": [10, 20]})
+    >>> fitted_params(info).sel(parameter="a").values.tolist()
+    [[1.5, nan]]
+    """
+    records = [json.loads(str(t) or "{}") for t in fit_info.values.ravel()]
+    dicts = [r.get("params") if isinstance(r, dict) else None for r in records]
+    names: list[str] = []
+    for d in dicts:
+        if isinstance(d, dict):
+            names += [k for k in d if k not in names]
+    if not names:
+        return None
+    values = np.full((len(dicts), len(names)), np.nan)
+    for i, d in enumerate(dicts):
+        if isinstance(d, dict):
+            for j, k in enumerate(names):
+                v = d.get(k)
+                values[i, j] = float(v) if isinstance(v, (int, float)) else np.nan
+    values = np.moveaxis(values.reshape(*fit_info.shape, len(names)), -1, 1)
+    dims = (fit_info.dims[0], "parameter", *fit_info.dims[1:])
+    coords = {d: fit_info[d] for d in fit_info.dims if d in fit_info.coords}
+    return xr.DataArray(values, coords={**coords, "parameter": names}, dims=dims, name="params",
+                        attrs={"long_name": VARIABLE_ATTRS["params"][0]})
 
 
 #: How to read the estimates: the first note of every summary.

@@ -32,6 +32,7 @@ import xarray as xr
 from numpy.typing import ArrayLike
 
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.files import CONVENTIONS
 from ..shared.plotting import new_axes
 from . import sensitivity as _sens
 
@@ -501,7 +502,13 @@ class SensitivityMixin:
         ds["upper"].attrs["description"] = f"upper bound over W_Γ,M at Γ = {float(g):g}"
         ds["critical_gamma"].attrs["description"] = (
             f"smallest Γ with lower bound ≤ 0; inf: positive through Γ = {gamma_max:g}")
-        ds.attrs.update({"title": "sensitivity to the evaluation distribution (SPEC §4)",
+        for k, long_name in (("estimate", "comparison under uniform weights"),
+                             ("lower", "lower sensitivity bound"),
+                             ("upper", "upper sensitivity bound"),
+                             ("critical_gamma", "critical density-ratio bound Γ*")):
+            ds[k].attrs.update({"long_name": long_name, "units": "1"})
+        ds.attrs.update({"Conventions": CONVENTIONS,
+                         "title": "sensitivity to the evaluation distribution (SPEC §4)",
                          "gamma": float(g), "gamma_max": float(gamma_max),
                          "discrepancy": disc, "weights": json.dumps(weights)})
         return ds

@@ -183,7 +183,9 @@ class LeastSquaresResults:
     @cached_property
     def bse(self) -> pd.Series:
         """Standard errors."""
-        return pd.Series(np.sqrt(np.diag(self.cov_params().to_numpy())), index=self._names,
+        # A pseudo-inverse of a near-singular JᵀJ can round a zero variance slightly negative.
+        var = np.clip(np.diag(self.cov_params().to_numpy()), 0.0, None)
+        return pd.Series(np.sqrt(var), index=self._names,
                          name="std_err")
 
     @cached_property
