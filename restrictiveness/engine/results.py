@@ -36,7 +36,7 @@ from statsmodels.iolib.table import SimpleTable
 from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.files import CONVENTIONS, atomic_output
-from ..shared.plotting import new_axes
+from ..shared.plotting import greek, interval_label, new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 from .usage import USAGE_KEYS, price_per_token
@@ -389,7 +389,8 @@ class Results(SensitivityMixin):
 
     # -- reporting ------------------------------------------------------------------------
     def plot_profile(self, discrepancy: str | None = None,
-                     procedures: Sequence[str] | None = None, ax=None, level: float = 0.95):
+                     procedures: Sequence[str] | None = None, ax=None, level: float = 0.95,
+                     log_n: bool = False):
         """Learning-curve profiles: r̂ against n for each procedure, with confidence bands.
 
         Parameters
@@ -399,25 +400,48 @@ class Results(SensitivityMixin):
         procedures : sequence of str, optional
             Default: all.
         ax : matplotlib Axes, optional
+            Drawn into; a new figure's Axes otherwise.
         level : float
-            Coverage of the normal bands.
+            Coverage of the normal bands (stated in the legend's title).
+        log_n : bool
+            Sample sizes on a logarithmic axis.
 
         Returns
         -------
         matplotlib Axes
+            Lines: one per procedure (labelled with Greek letters), then the baseline's
+            r = 1 reference line.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from restrictiveness.analysis.quick import demo_study
+        >>> res = demo_study(n=[10, 20], replications=4).run(progress=False)
+        >>> ax = res.plot_profile(log_n=True)
+        >>> ax.get_xscale(), list(ax.lines[-1].get_ydata())
+        ('log', [1.0, 1.0])
         """
+        if not 0 < level < 1:
+            raise ConfigurationError(f"level must lie in (0, 1); got {level}")
         disc = self._discrepancy(discrepancy)
         labels = [self._procedure(p) for p in (procedures or self.procedures)]
         ax = new_axes(ax)
         est = self.estimates(level).xs(disc, level="discrepancy")
         for label in labels:
             e = est.xs(label, level="procedure")
-            line, = ax.plot(e.index, e["estimate"], marker="o", label=label)
+            line, = ax.plot(e.index, e["estimate"], marker="o", label=greek(label))
             ax.fill_between(e.index, e["lower"], e["upper"], color=line.get_color(), alpha=0.15)
-        ax.set_xlabel("training sample size n")
+        ax.axhline(1.0, color="black", lw=0.8, ls="--",
+                   label=f"baseline, r = 1 ({self.dataset.attrs.get('baseline', 'baseline')})")
+        if log_n:
+            ax.set_xscale("log")
+            ax.minorticks_off()
+        ax.set_xlabel("training sample size n" + (" (log scale)" if log_n else ""))
         ax.set_ylabel(f"restrictiveness r̂ ({disc})")
-        ax.set_xticks(self.ns)
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.set_xticks(self.ns, [str(n) for n in self.ns])
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                  title=f"bands: {interval_label(level)}", title_fontsize=8)
         return ax
 
     def summary(self, discrepancy: str | Sequence[str] | None = None,

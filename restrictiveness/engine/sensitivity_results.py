@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.files import CONVENTIONS
-from ..shared.plotting import new_axes
+from ..shared.plotting import greek, new_axes
 from . import sensitivity as _sens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -644,10 +644,18 @@ class SensitivityMixin:
         ax.hlines([e for e, _ in estimates], 1.0, gmax, colors=[c for _, c in estimates],
                   linestyles="dotted", linewidth=1.0)
         ax.hlines(0.0, 1.0, gmax, colors="black", linewidth=0.8)
+        # Γ*: where the lower bound first reaches 0 (marked only inside the drawn range).
+        crit = self.critical_gamma(comparison, discrepancy=discrepancy, gamma_max=gmax)
+        for i, n in enumerate(ns):
+            g = float(crit.loc[n])
+            if np.isfinite(g) and 1.0 <= g <= gmax:
+                ax.scatter([g], [0.0], marker="v", s=40, color=f"C{i % 10}", zorder=3,
+                           label=f"Γ* = {g:.2f} (n={n})")
         ax.set_xlim(1.0, gmax)
-        ax.set_xlabel("Γ")
-        ax.set_ylabel("bounds")
-        ax.set_title(comparison if isinstance(comparison, str) else
-                     " ".join(f"{c:+g}·{k}" for k, c in comparison.items()))
-        ax.legend(frameon=False)
+        ax.set_xlabel("Γ, bound on the density ratio of the evaluation distribution")
+        what = (greek(comparison) if isinstance(comparison, str) else
+                " ".join(f"{c:+g}·{greek(k)}" for k, c in comparison.items()))
+        ax.set_ylabel(f"{what}: lower and upper bounds")
+        ax.set_title(f"Sensitivity of {what} to the evaluation distribution")
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
         return ax
