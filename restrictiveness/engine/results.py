@@ -644,6 +644,16 @@ _KINDS = {
 def load(path) -> Results:
     """Load results written by :meth:`Results.to_netcdf`.
 
+    Parameters
+    ----------
+    path : str or path-like
+        A NetCDF file written by :meth:`Results.to_netcdf` (any version of the package).
+
+    Returns
+    -------
+    Results
+        The study's results, as when they were written.
+
     Raises
     ------
     DataError

@@ -194,6 +194,16 @@ COMPLETENESS_ATTRS = {
 def load_completeness(path) -> CompletenessResults:
     """Load results written by :meth:`CompletenessResults.to_netcdf`.
 
+    Parameters
+    ----------
+    path : str or path-like
+        A NetCDF file written by :meth:`CompletenessResults.to_netcdf`.
+
+    Returns
+    -------
+    CompletenessResults
+        The completeness estimates, as when they were written.
+
     Examples
     --------
     >>> res = load_completeness("lottery_completeness.nc")  # doctest: +SKIP
