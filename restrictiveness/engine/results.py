@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ from .usage import USAGE_KEYS, price_per_token
 
 __all__ = ["Results", "load"]
 
-NETCDF_ENGINE = "netcdf4"
+NETCDF_ENGINE: Final = "netcdf4"
 
 
 class Results(SensitivityMixin):
@@ -78,6 +79,8 @@ class Results(SensitivityMixin):
         K = study.draws
         loss = np.stack([r.loss for r in records], axis=3)  # (P, D, N, M, K)
         base = np.stack([r.baseline_loss for r in records], axis=2)  # (D, N, M, K)
+        ldims: tuple[str, ...]
+        bdims: tuple[str, ...]
         if K > 1:
             coords["draw"] = np.arange(K)
             ldims = ("procedure", "discrepancy", "n", "replication", "draw")
@@ -281,9 +284,9 @@ class Results(SensitivityMixin):
         loss = ds["loss"].isel(discrepancy=0)
         fits = loss.notnull().sum([d for d in loss.dims if d in ("replication", "draw")])
         errors = ds["error"].transpose("procedure", "n", "replication").values
-        first = [[next((str(e) for e in errors[i, j] if str(e)), "")
-                  for j in range(errors.shape[1])] for i in range(errors.shape[0])]
-        first = xr.DataArray(np.array(first, dtype=object), dims=("procedure", "n"),
+        messages = [[next((str(e) for e in errors[i, j] if str(e)), "")
+                     for j in range(errors.shape[1])] for i in range(errors.shape[0])]
+        first = xr.DataArray(np.array(messages, dtype=object), dims=("procedure", "n"),
                              coords={"procedure": ds["procedure"], "n": ds["n"]})
         return pd.DataFrame({
             "failed": ds["failed"].sum("replication").to_series(),

@@ -140,7 +140,7 @@ def _term(text: str, procedures: Sequence[str], contributions: Contributions | N
     if len(loose) == 1:
         return {loose[0]: 1.0}
     q = contributions.parameter(squeezed) if contributions is not None else None
-    if q is None:
+    if q is None or contributions is None:
         return None
     sub, full = contributions.submodels[q], contributions.full
     missing = [p for p in (sub, full) if p not in procedures]
@@ -261,6 +261,15 @@ class SensitivityMixin:
     """
 
     dataset: xr.Dataset
+
+    if TYPE_CHECKING:  # provided by the host class (Results); declared for the type checker
+        def __init__(self, dataset: xr.Dataset) -> None: ...
+        @property
+        def ns(self) -> list[int]: ...
+        def _discrepancy(self, discrepancy: str | None) -> str: ...
+        def losses(self) -> tuple[xr.DataArray, xr.DataArray]: ...
+        def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
+                        level: float = 0.95) -> pd.DataFrame: ...
 
     @property
     def contribution_spec(self) -> Contributions | None:

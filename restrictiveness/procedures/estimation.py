@@ -131,6 +131,8 @@ class LeastSquaresResults:
 
     #: Summary title and the name of the estimated model (set by subclasses).
     _title = "Least Squares Estimation Results"
+    #: Estimates on the reported scale (set by subclasses).
+    params: pd.Series
 
     def _set_fit(self, jacobian: np.ndarray, endog: np.ndarray, fittedvalues: np.ndarray,
                  names: Sequence[str], cov_type: str, codes: np.ndarray | None,
@@ -168,9 +170,10 @@ class LeastSquaresResults:
             scores = J * e[:, None]
             factor = N / (N - k) if N > k else np.nan
             return factor * bread @ (scores.T @ scores) @ bread
-        G = self.n_clusters
+        G, codes = self.n_clusters, self._codes
+        assert G is not None and codes is not None  # cov_type "cluster" set both in _set_fit
         scores = np.zeros((G, k))
-        np.add.at(scores, self._codes, J * e[:, None])
+        np.add.at(scores, codes, J * e[:, None])
         factor = G / (G - 1) * (N - 1) / (N - k) if N > k else np.nan
         return factor * bread @ (scores.T @ scores) @ bread
 
@@ -196,7 +199,9 @@ class LeastSquaresResults:
     @property
     def df_inference(self) -> int:
         """Degrees of freedom of the t distribution: N − k, or G − 1 with clusters."""
-        return self.n_clusters - 1 if self.cov_type == "cluster" else self.df_resid
+        if self.cov_type == "cluster" and self.n_clusters is not None:
+            return self.n_clusters - 1
+        return self.df_resid
 
     @cached_property
     def pvalues(self) -> pd.Series:

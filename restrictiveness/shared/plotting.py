@@ -62,7 +62,8 @@ def greek(label: str) -> str:
     return re.sub(r"(?<=\S)-(?=\S)", " − ", text) if "$" in text else text
 
 
-def place_labels(ax, x: Sequence[float], y: Sequence[float], labels: Sequence[str],
+def place_labels(ax, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                 labels: Sequence[str],
                  fontsize: float = 8) -> list:
     """Annotate points so no two labels overlap (and no label covers a point).
 
@@ -111,7 +112,8 @@ def place_labels(ax, x: Sequence[float], y: Sequence[float], labels: Sequence[st
                               (0, -1))]
     placed = []
     for (px, py), label in zip(pts, labels, strict=True):
-        best, best_cost = None, np.inf
+        best: tuple | None = None
+        best_cost = np.inf
         for dx, dy in offsets:
             ha = "left" if dx > 0 else "right" if dx < 0 else "center"
             va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
@@ -128,6 +130,7 @@ def place_labels(ax, x: Sequence[float], y: Sequence[float], labels: Sequence[st
                 ann.remove()
             if cost == 0:
                 break
+        assert best is not None  # the first offset always becomes the best so far
         obstacles.append(best[1])
         placed.append(best[0])
     return placed
