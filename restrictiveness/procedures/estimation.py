@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ COV_TYPES = {"nonrobust": "Nonrobust", "HC1": "HC1", "cluster": "Clustered"}
 
 
 def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = None,
-                  aliases: dict[str, str] | None = None) -> tuple[str, np.ndarray | None]:
+                  aliases: dict[str, str] | None = None) -> tuple[CovType, np.ndarray | None]:
     """Validate ``cov_type`` and ``groups``; return the canonical type and cluster codes.
 
     Parameters
@@ -77,14 +77,15 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     >>> cluster_codes("cluster", ["a", "b", "a"], 3)[1].tolist()
     [0, 1, 0]
     """
-    cov_type = (aliases or {}).get(cov_type, cov_type)
-    if cov_type not in COV_TYPES:
+    name = (aliases or {}).get(cov_type, cov_type)
+    if name not in COV_TYPES:
         names = [*COV_TYPES, *(aliases or {})]
         raise ConfigurationError(f"cov_type must be one of {names}, got {cov_type!r}")
-    if cov_type != "cluster":
+    canonical = cast(CovType, name)  # checked against COV_TYPES just above
+    if canonical != "cluster":
         if groups is not None:
             raise ConfigurationError("groups is only used with cov_type='cluster'")
-        return cov_type, None
+        return canonical, None
     if groups is None:
         raise ConfigurationError("groups is required when cov_type='cluster' (a column name "
                                  "or one cluster identifier per observation)")
@@ -101,7 +102,7 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     codes = pd.factorize(groups)[0]
     if codes.max() < 1:
         raise DataError("cov_type='cluster' needs at least two clusters")
-    return cov_type, codes
+    return canonical, codes
 
 
 class LeastSquaresResults:
