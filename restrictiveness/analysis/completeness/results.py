@@ -39,7 +39,10 @@ class CompletenessResults:
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
-        self.dataset = dataset
+        # CF descriptions on a shallow copy, so a written file and these results agree.
+        self.dataset = dataset.copy()
+        describe(self.dataset, COMPLETENESS_ATTRS)
+        self.dataset.attrs.setdefault("Conventions", CONVENTIONS)
 
     @property
     def procedures(self) -> list[str]:
@@ -150,7 +153,7 @@ class CompletenessResults:
 
     def to_netcdf(self, path) -> None:
         """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`),
-        with CF ``long_name``/``units`` on its variables and a ``Conventions`` attribute.
+        with its CF ``long_name``/``units`` and ``Conventions`` attribute.
 
         Parameters
         ----------
@@ -161,11 +164,8 @@ class CompletenessResults:
         --------
         >>> res.to_netcdf("completeness.nc")  # doctest: +SKIP
         """
-        ds = self.dataset.copy()
-        describe(ds, COMPLETENESS_ATTRS)
-        ds.attrs.setdefault("Conventions", CONVENTIONS)
         with atomic_output(path) as tmp:
-            ds.to_netcdf(tmp, engine=NETCDF_ENGINE)
+            self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
     def __repr__(self) -> str:
         return (f"<CompletenessResults: {len(self.procedures)} procedures, "
