@@ -306,6 +306,8 @@ def test_profile_plot_draws_one_line_per_procedure():
     res = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
                    rx.Constant(), n=[10, 30], replications=3).run(progress=False)
     ax = res.plot_profile()
-    assert [line.get_label() for line in ax.lines] == ["linear", "GP"]
+    # one line per procedure, then the baseline's r = 1 reference
+    assert [line.get_label() for line in ax.lines][:2] == ["linear", "GP"]
+    assert ax.lines[2].get_label().startswith("baseline, r = 1")
     np.testing.assert_allclose(ax.lines[1].get_ydata(),
                                res.restrictiveness.sel(procedure="GP", discrepancy="mse"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -78,7 +79,10 @@ def plan_calls(study: Study, prices: Mapping | None = None,
     [3, 0, 3, 3]
     """
     reps = list(range(study.replications)) if replications is None else list(replications)
-    llm = {label: p for label, p in study.procedures.items() if hasattr(p, "first_request")}
+    # Language-model procedures, found by duck typing (first_request, cache, identity,
+    # max_calls, model): not part of the Procedure protocol, so typed as Any.
+    llm: dict[str, Any] = {label: p for label, p in study.procedures.items()
+                           if hasattr(p, "first_request")}
     caches = {label: ResponseCache(p.cache) for label, p in llm.items()
               if getattr(p, "cache", None) is not None}
     drawn = reps if caches else reps[:1]

@@ -58,6 +58,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -106,7 +107,10 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
     Fences pair up line by line, so a bare closing fence is never taken for an opening one.
     An unterminated last block is not a block.
     """
-    blocks, outside, lang, body = [], [], None, []
+    blocks: list = []
+    outside: list[str] = []
+    body: list[str] = []
+    lang: str | None = None
     for line in text.replace("\r\n", "\n").splitlines(keepends=True):
         if lang is None:
             m = _OPEN.match(line)
@@ -597,12 +601,14 @@ class _LanguageModelProcedure(Procedure):
         self.run_at_fit = bool(run_at_fit)
 
     def _ask(self, messages: list[dict], log: _CallLog, tools: Sequence[Tool] | None = None,
-             tool_choice: str = "auto") -> ChatReply:
+             tool_choice: Literal["auto", "none"] = "auto") -> ChatReply:
         """One model reply (from the cache when it holds it); raises ClientError."""
         request = _request(tools, tool_choice)
-        cache = ResponseCache(self.cache) if self.cache is not None else None
-        if cache is not None:
-            hit = cache.get(self.identity, messages, request)
+        identity = self.identity  # never None with a cache: __init__ refuses a cache without it
+        cache = (ResponseCache(self.cache) if self.cache is not None and identity is not None
+                 else None)
+        if cache is not None and identity is not None:
+            hit = cache.get(identity, messages, request)
             if hit is not None:
                 log.add(hit, cached=True)
                 return hit
@@ -612,8 +618,8 @@ class _LanguageModelProcedure(Procedure):
             log.add_failure(exc)
             raise
         log.add(reply, cached=False)
-        if cache is not None:
-            cache.put(self.identity, messages, reply, request)
+        if cache is not None and identity is not None:
+            cache.put(identity, messages, reply, request)
         return reply
 
     def _prompt_name(self) -> str:

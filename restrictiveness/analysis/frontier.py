@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from ..shared.exceptions import ConfigurationError
-from ..shared.plotting import new_axes
+from ..shared.plotting import greek, interval_label, new_axes, place_labels
 
 __all__ = ["frontier_table", "plot_frontier"]
 
@@ -72,33 +73,57 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     return table
 
 
-def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True):
-    """Restrictiveness (vertical) against completeness (horizontal) with ±1.96 se error bars.
+def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True, level: float = 0.95):
+    """Restrictiveness (vertical) against completeness (horizontal) with normal intervals.
+
+    The baseline (κ = 0, r = 1) and the benchmark (κ = 1) are marked by reference lines;
+    labels are typeset with Greek letters and placed so that none overlaps another or a point.
 
     Parameters
     ----------
     table : DataFrame
         From :func:`frontier_table`.
     ax : matplotlib Axes, optional
+        Drawn into; a new figure's Axes otherwise.
+    annotate : bool
+        Label each point with its procedure.
+    level : float
+        Coverage of the error bars (normal intervals), stated in the legend.
 
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> table = pd.DataFrame({"restrictiveness": [0.2, 0.21], "restrictiveness_se": [0.01, 0.01],
+    ...                       "completeness": [0.9, 0.91], "completeness_se": [0.02, 0.02],
+    ...                       "frontier": [True, True]},
+    ...                      index=pd.Index(["CPT(delta)", "CPT(alpha,delta)"], name="procedure"))
+    >>> [t.get_text() for t in plot_frontier(table).texts]
+    ['CPT(δ)', 'CPT(α,δ)']
     """
+    if not 0 < level < 1:
+        raise ConfigurationError(f"level must lie in (0, 1); got {level}")
     ax = new_axes(ax, figsize=(6, 4.5))
+    z = scipy.stats.norm.ppf(0.5 + level / 2)
+    ax.axvline(0.0, color="grey", lw=0.8, ls=":", label="baseline (κ = 0, r = 1)")
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+    ax.axvline(1.0, color="black", lw=0.8, ls="--", label="benchmark (κ = 1)")
     on = table["frontier"].to_numpy()
-    for mask, style in ((on, dict(color="C0", label="frontier")),
+    for mask, style in ((on, dict(color="C0", label=f"frontier ({interval_label(level)}s)")),
                         (~on, dict(color="C7", label="dominated"))):
         if mask.any():
             t = table[mask]
             ax.errorbar(t["completeness"], t["restrictiveness"],
-                        xerr=1.96 * t["completeness_se"], yerr=1.96 * t["restrictiveness_se"],
+                        xerr=z * t["completeness_se"], yerr=z * t["restrictiveness_se"],
                         fmt="o", capsize=2, **style)
-    if annotate:
-        for label, row in table.iterrows():
-            ax.annotate(str(label), (row["completeness"], row["restrictiveness"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel("completeness κ̂ (real data)")
     ax.set_ylabel(f"restrictiveness r̂ (n = {table.attrs.get('n', '?')})")
     ax.legend(loc="best", fontsize=8)
+    if annotate:
+        place_labels(ax, table["completeness"].to_numpy(), table["restrictiveness"].to_numpy(),
+                     [greek(str(p)) for p in table.index])
     return ax

@@ -42,13 +42,14 @@ def run(args: argparse.Namespace) -> int:
                                  "shipped Nevo cereal data)")
     with Outputs(args) as outputs:
         if args.application == "lottery":
-            from ..lottery import completeness
+            from ..lottery import completeness as lottery_completeness
 
-            res = completeness(args.data, folds=args.folds or 10, seed=args.seed)
+            res = lottery_completeness(args.data, folds=args.folds or 10, seed=args.seed)
         else:
-            from ..demand import completeness
+            from ..demand import completeness as demand_completeness
 
-            res = completeness(folds=args.folds or 5, repeats=args.repeats or 5, seed=args.seed)
+            res = demand_completeness(folds=args.folds or 5, repeats=args.repeats or 5,
+                                      seed=args.seed)
         print(res.summary())
         outputs.write(res, res.summary(), table=res.estimates,
                       plot=lambda ax: res.plot_estimates(ax=ax))

@@ -6,7 +6,7 @@ columns and the shares), like pyblp's product data. Every market must list the s
 products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are the
 classical nonlinear-least-squares ones, ``s² (JᵀJ)⁻¹`` with ``s² = SSR / (N − P)`` and ``J`` the
 Jacobian of the share residuals at the estimate (valid for interior estimates; a parameter at a
-bound is flagged in the summary notes).
+bound is flagged in the summary notes), with Student-t inference on ``N − P`` degrees of freedom.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import scipy.stats
 
+from ..procedures.estimation import LeastSquaresResults
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -115,98 +115,93 @@ class DemandModel:
         return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)))
 
 
-class DemandResults:
-    """Estimates of a demand model.
+class DemandResults(LeastSquaresResults):
+    """Estimates of a demand model, with the statsmodels interface of
+    :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`.
+
+    Standard errors are the classical NLS ones, ``s² (JᵀJ)⁻¹`` on the linearised share
+    equations; inference is Student-t with ``N − k`` degrees of freedom, like every other
+    least-squares result in the package (the lottery's and ``rx.NLS``'s), so that a demand
+    table and a lottery table read alike (with N in the thousands, t and normal agree to the
+    printed digits).
+
+    Parameters
+    ----------
+    model : DemandModel
+        The model and its data.
+    fitted : DemandFit
+        The fit on ``model``'s data.
 
     Attributes
     ----------
     params : Series
         Estimates by name (utility coefficients, then ``rho[...]`` or ``L[a,b]``).
-    bse : Series
-        Classical NLS standard errors.
-    tvalues, pvalues : Series
-        ``params / bse`` and two-sided normal p-values.
+    bse, tvalues, pvalues : Series
+        Standard errors, t statistics and two-sided t p-values (``N − k`` degrees of freedom).
     nobs : int
         Number of shares fitted (markets × products).
     ssr : float
         Sum of squared share residuals.
     fitted : DemandFit
         The fitted share function (``predict``, ``elasticities``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from restrictiveness.demand.models import MNL
+    >>> df = pd.DataFrame({"market_ids": [1, 1, 2, 2, 3, 3, 4, 4],
+    ...                    "prices": [1., 2., 1.5, 3., 2., 1., 2.5, 1.5],
+    ...                    "shares": [.3, .2, .3, .1, .2, .35, .15, .3]})
+    >>> res = MNL.from_formula("shares ~ prices", df).fit()
+    >>> res.cov_params().shape, res.predict().shape
+    ((2, 2), (4, 2))
     """
+
+    _title = "Demand Estimation Results"
 
     def __init__(self, model: DemandModel, fitted) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
-        self.nobs = int(model.y.size)
-        self.ssr = float(2 * fitted.info["cost"])
+        self._set_fit(self._jacobian, model.y.ravel(), fitted.predict(model.X).ravel(),
+                      fitted.names, "nonrobust", None, fitted.at_bounds())
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
         return self.fitted.jacobian(self.model.X, self.model.y)
 
-    @cached_property
-    def cov_params(self) -> pd.DataFrame:
-        """``s² (JᵀJ)⁻¹`` (pseudo-inverse when ``JᵀJ`` is singular)."""
-        Jm = self._jacobian
-        s2 = self.ssr / max(self.nobs - Jm.shape[1], 1)
-        cov = s2 * np.linalg.pinv(Jm.T @ Jm)
-        return pd.DataFrame(cov, index=self.params.index, columns=self.params.index)
+    def predict(self, X: np.ndarray | None = None) -> np.ndarray:
+        """Inside shares ``(m, J)`` at the estimate.
 
-    @cached_property
-    def bse(self) -> pd.Series:
-        return pd.Series(np.sqrt(np.clip(np.diag(self.cov_params), 0, None)),
-                         index=self.params.index, name="bse")
+        Parameters
+        ----------
+        X : ndarray, optional
+            Markets ``(m, J, C)`` in the model's columns; default: the estimation data.
 
-    @property
-    def tvalues(self) -> pd.Series:
-        return (self.params / self.bse).rename("t")
+        Returns
+        -------
+        ndarray
+            Predicted inside shares.
 
-    @property
-    def pvalues(self) -> pd.Series:
-        return pd.Series(2 * scipy.stats.norm.sf(np.abs(self.tvalues)),
-                         index=self.params.index, name="P>|t|")
+        Examples
+        --------
+        >>> res.predict().shape  # doctest: +SKIP
+        (94, 24)
+        """
+        return self.fitted.predict(self.model.X if X is None else X)
 
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Normal confidence intervals ``params ± z_{1−α/2} bse``."""
-        q = scipy.stats.norm.ppf(1 - alpha / 2)
-        return pd.DataFrame({"lower": self.params - q * self.bse,
-                             "upper": self.params + q * self.bse})
-
-    def summary(self, alpha: float = 0.05):
-        """A statsmodels ``Summary`` (text, HTML, LaTeX) of the estimates."""
-        from statsmodels.iolib.summary import Summary
-        from statsmodels.iolib.table import SimpleTable
-
+    def _summary_model(self) -> list[tuple[str, str]]:
         proc = self.model.procedure
-        title = _TITLES[proc.model]
-        left = [("Model:", title), ("Formula:", proc.formula),
+        rows = [("Model:", _TITLES[proc.model]), ("Dep. Variable:", self.model.response),
                 ("Markets:", str(self.model.X.shape[0])),
                 ("Products per market:", str(self.model.X.shape[1]))]
-        right = [("No. shares:", str(self.nobs)), ("SSR:", f"{self.ssr:.6g}"),
-                 ("Residual evals:", str(self.fitted.info.get("nfev", ""))),
-                 ("Best start:", str(self.fitted.info.get("start", "")))]
         if proc.model == "NL":
-            left.append(("Nests by:", proc.nest))
+            rows.append(("Nests by:", proc.nest))
         if proc.model == "MXL":
-            left.append(("Integration:", f"{proc.nodes} antithetic Sobol nodes"))
-        while len(right) < len(left):
-            right.append(("", ""))
-        header = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
-                             title=f"{title} — least squares on inside shares")
-        ci = self.conf_int(alpha)
-        rows = [[f"{self.params[k]:.4f}", f"{self.bse[k]:.4f}", f"{self.tvalues[k]:.3f}",
-                 f"{self.pvalues[k]:.3f}", f"{ci.loc[k, 'lower']:.4f}",
-                 f"{ci.loc[k, 'upper']:.4f}"] for k in self.params.index]
-        lo, hi = alpha / 2, 1 - alpha / 2
-        table = SimpleTable(rows, headers=["coef", "std err", "t", "P>|t|", f"[{lo:.3g}",
-                                           f"{hi:.3g}]"],
-                            stubs=list(self.params.index), title="")
-        smry = Summary()
-        smry.tables.append(header)
-        smry.tables.append(table)
-        notes = ["[1] Standard errors: classical nonlinear least squares s²(JᵀJ)⁻¹."]
-        bounded = self.fitted.at_bounds()
-        if bounded:
-            notes.append(f"[2] At a bound (standard errors not valid): {', '.join(bounded)}.")
-        smry.add_extra_txt(notes)
-        return smry
+            rows.append(("Integration:", f"{proc.nodes} antithetic Sobol nodes"))
+        return rows
+
+    def _summary_notes(self) -> list[str]:
+        info = self.fitted.info
+        return [f"{_TITLES[self.model.procedure.model]}: {self.model.procedure.formula}; least "
+                f"squares on inside shares ({info.get('nfev', '?')} residual evaluations, "
+                f"best start {info.get('start', '?')})."]

@@ -216,9 +216,10 @@ class MonotoneGP(EvaluationDistribution):
         if not self.eligible.sign.any():
             return g, 0
         pairs = ordered_pairs(X, self.eligible.sign)
-        kw = dict(order=self.order, rng=rng, tol=self.tol, max_sweeps=self.max_sweeps)
-        g_up, _ = monotone_project(g, pairs, "increasing", **kw)
-        g_down, _ = monotone_project(g, pairs, "decreasing", **kw)
+        g_up, _ = monotone_project(g, pairs, "increasing", order=self.order, rng=rng,
+                                   tol=self.tol, max_sweeps=self.max_sweeps)
+        g_down, _ = monotone_project(g, pairs, "decreasing", order=self.order, rng=rng,
+                                     tol=self.tol, max_sweeps=self.max_sweeps)
         e_up, e_down = np.sum((g_up - g) ** 2), np.sum((g_down - g) ** 2)
         w = e_up / (e_up + e_down) if e_up + e_down > 0 else 0.0
         g_tilde = (1.0 - w) * g_up - w * g_down

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -35,15 +36,15 @@ from statsmodels.iolib.table import SimpleTable
 
 from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError
-from ..shared.files import atomic_output
-from ..shared.plotting import new_axes
+from ..shared.files import CONVENTIONS, atomic_output
+from ..shared.plotting import greek, interval_label, new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 from .usage import USAGE_KEYS, price_per_token
 
 __all__ = ["Results", "load"]
 
-NETCDF_ENGINE = "netcdf4"
+NETCDF_ENGINE: Final = "netcdf4"
 
 
 class Results(SensitivityMixin):
@@ -78,6 +79,8 @@ class Results(SensitivityMixin):
         K = study.draws
         loss = np.stack([r.loss for r in records], axis=3)  # (P, D, N, M, K)
         base = np.stack([r.baseline_loss for r in records], axis=2)  # (D, N, M, K)
+        ldims: tuple[str, ...]
+        bdims: tuple[str, ...]
         if K > 1:
             coords["draw"] = np.arange(K)
             ldims = ("procedure", "discrepancy", "n", "replication", "draw")
@@ -106,12 +109,16 @@ class Results(SensitivityMixin):
             data[f"truth_{name}"] = (("n", "replication"),
                                      np.stack([r.diagnostics[name] for r in records], axis=-1))
         ds = xr.Dataset(data, coords=coords)
+        params = fitted_params(ds["fit_info"])
+        if params is not None:
+            ds["params"] = params
+        describe(ds, VARIABLE_ATTRS)
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
         ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
                                               "all predictions the discrepancies requested")
-        ds["seconds"].attrs["units"] = "s"
         ds.attrs.update({
+            "Conventions": CONVENTIONS,
             "title": "restrictiveness study",
             "configuration": json.dumps(study.configuration()),
             "seed": study.seed,
@@ -182,22 +189,56 @@ class Results(SensitivityMixin):
         r, se = ratio_estimate(D.values, B.values[None])
         dims = ("procedure", "discrepancy", "n")
         coords = {d: D[d] for d in dims}
-        return xr.DataArray(r, coords, dims), xr.DataArray(se, coords, dims)
+        # Named, with attributes, so ``to_dataframe()`` and ``xr.merge`` work as in xarray.
+        return (xr.DataArray(r, coords, dims, name="restrictiveness",
+                             attrs={"long_name": "restrictiveness r̂ = D̄ / B̄", "units": "1"}),
+                xr.DataArray(se, coords, dims, name="se",
+                             attrs={"long_name": "delta-method standard error of r̂",
+                                    "units": "1"}))
 
     @property
     def restrictiveness(self) -> xr.DataArray:
-        """r̂ = D̄ / B̄ by procedure, discrepancy and n."""
+        """r̂ = D̄ / B̄ by procedure, discrepancy and n (a DataArray named ``restrictiveness``)."""
         return self._estimates[0]
 
     @property
     def se(self) -> xr.DataArray:
-        """Delta-method standard errors of :attr:`restrictiveness`."""
+        """Delta-method standard errors of :attr:`restrictiveness` (a DataArray named ``se``)."""
         return self._estimates[1]
 
-    def estimates(self, level: float = 0.95) -> pd.DataFrame:
-        """Long table of r̂, se and the normal confidence interval.
+    @property
+    def params(self) -> xr.DataArray | None:
+        """Fitted parameters of the first training draw, by procedure, parameter, n and
+        replication (NaN where a procedure lacks the parameter), or None when no procedure
+        reports named parameters. Files written before this variable existed derive it from
+        ``fit_info``."""
+        if "params" in self.dataset:
+            return self.dataset["params"]
+        return fitted_params(self.dataset["fit_info"])
 
-        Index: (discrepancy, procedure, n).
+    def estimates(self, level: float = 0.95) -> pd.DataFrame:
+        """Tidy table of r̂, se and the normal confidence interval: one row per
+        (discrepancy, procedure, n), one column per statistic.
+
+        Parameters
+        ----------
+        level : float
+            Coverage of the normal interval (columns ``lower``, ``upper``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index (discrepancy, procedure, n); columns ``estimate``, ``se``, ``lower``,
+            ``upper`` (``reset_index()`` gives a flat long table).
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50), {"linear": rx.OLS("y ~ x")},
+        ...                baseline=rx.Constant(), n=[10], replications=3).run(progress=False)
+        >>> res.estimates().reset_index().columns.tolist()
+        ['discrepancy', 'procedure', 'n', 'estimate', 'se', 'lower', 'upper']
         """
         r = self.restrictiveness.to_series().rename("estimate")
         se = self.se.to_series().rename("se")
@@ -243,9 +284,9 @@ class Results(SensitivityMixin):
         loss = ds["loss"].isel(discrepancy=0)
         fits = loss.notnull().sum([d for d in loss.dims if d in ("replication", "draw")])
         errors = ds["error"].transpose("procedure", "n", "replication").values
-        first = [[next((str(e) for e in errors[i, j] if str(e)), "")
-                  for j in range(errors.shape[1])] for i in range(errors.shape[0])]
-        first = xr.DataArray(np.array(first, dtype=object), dims=("procedure", "n"),
+        messages = [[next((str(e) for e in errors[i, j] if str(e)), "")
+                     for j in range(errors.shape[1])] for i in range(errors.shape[0])]
+        first = xr.DataArray(np.array(messages, dtype=object), dims=("procedure", "n"),
                              coords={"procedure": ds["procedure"], "n": ds["n"]})
         return pd.DataFrame({
             "failed": ds["failed"].sum("replication").to_series(),
@@ -351,7 +392,8 @@ class Results(SensitivityMixin):
 
     # -- reporting ------------------------------------------------------------------------
     def plot_profile(self, discrepancy: str | None = None,
-                     procedures: Sequence[str] | None = None, ax=None, level: float = 0.95):
+                     procedures: Sequence[str] | None = None, ax=None, level: float = 0.95,
+                     log_n: bool = False):
         """Learning-curve profiles: r̂ against n for each procedure, with confidence bands.
 
         Parameters
@@ -361,25 +403,48 @@ class Results(SensitivityMixin):
         procedures : sequence of str, optional
             Default: all.
         ax : matplotlib Axes, optional
+            Drawn into; a new figure's Axes otherwise.
         level : float
-            Coverage of the normal bands.
+            Coverage of the normal bands (stated in the legend's title).
+        log_n : bool
+            Sample sizes on a logarithmic axis.
 
         Returns
         -------
         matplotlib Axes
+            Lines: one per procedure (labelled with Greek letters), then the baseline's
+            r = 1 reference line.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from restrictiveness.analysis.quick import demo_study
+        >>> res = demo_study(n=[10, 20], replications=4).run(progress=False)
+        >>> ax = res.plot_profile(log_n=True)
+        >>> ax.get_xscale(), list(ax.lines[-1].get_ydata())
+        ('log', [1.0, 1.0])
         """
+        if not 0 < level < 1:
+            raise ConfigurationError(f"level must lie in (0, 1); got {level}")
         disc = self._discrepancy(discrepancy)
         labels = [self._procedure(p) for p in (procedures or self.procedures)]
         ax = new_axes(ax)
         est = self.estimates(level).xs(disc, level="discrepancy")
         for label in labels:
             e = est.xs(label, level="procedure")
-            line, = ax.plot(e.index, e["estimate"], marker="o", label=label)
+            line, = ax.plot(e.index, e["estimate"], marker="o", label=greek(label))
             ax.fill_between(e.index, e["lower"], e["upper"], color=line.get_color(), alpha=0.15)
-        ax.set_xlabel("training sample size n")
+        ax.axhline(1.0, color="black", lw=0.8, ls="--",
+                   label=f"baseline, r = 1 ({self.dataset.attrs.get('baseline', 'baseline')})")
+        if log_n:
+            ax.set_xscale("log")
+            ax.minorticks_off()
+        ax.set_xlabel("training sample size n" + (" (log scale)" if log_n else ""))
         ax.set_ylabel(f"restrictiveness r̂ ({disc})")
-        ax.set_xticks(self.ns)
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.set_xticks(self.ns, [str(n) for n in self.ns])
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                  title=f"bands: {interval_label(level)}", title_fontsize=8)
         return ax
 
     def summary(self, discrepancy: str | Sequence[str] | None = None,
@@ -436,7 +501,94 @@ class Results(SensitivityMixin):
                 f"{self.replications} replications; discrepancies {self.discrepancies}>")
 
     def _repr_html_(self) -> str:
+        """The summary as HTML tables (Jupyter's rich display)."""
         return self.summary().as_html()
+
+
+#: ``long_name`` and ``units`` of the study Dataset's variables.
+VARIABLE_ATTRS = {
+    "loss": ("discrepancy d(Â, f) between the fitted rule and the truth", None),
+    "baseline_loss": ("discrepancy d(baseline, f) of the baseline rule", None),
+    "failed": ("fits that failed and used the baseline", "1"),
+    "invalid": ("prediction rows replaced by the baseline's", "1"),
+    "seconds": ("mean wall time of one fit", "s"),
+    "baseline_seconds": ("wall time of the baseline fit", "s"),
+    "error": ("first failure message", None),
+    "fit_info": ("JSON record of the first training draw's fit", None),
+    "params": ("fitted parameter (first training draw)", None),
+}
+
+
+def describe(ds: xr.Dataset, attrs: Mapping[str, tuple[str, str | None]]) -> None:
+    """Set ``long_name`` (and ``units`` when given) on the variables of ``ds`` named in
+    ``attrs``; variables ``ds`` lacks are skipped.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Changed in place.
+    attrs : mapping of variable name to (long_name, units or None)
+        The descriptions.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"seconds": ("n", [1.0])})
+    >>> describe(ds, {"seconds": ("wall time", "s")})
+    >>> ds["seconds"].attrs
+    {'long_name': 'wall time', 'units': 's'}
+    """
+    for name, (long_name, units) in attrs.items():
+        if name in ds.variables:
+            ds[name].attrs["long_name"] = long_name
+            if units is not None:
+                ds[name].attrs["units"] = units
+
+
+def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:
+    """Numeric ``params`` (procedure, parameter, n, replication) from the JSON fit records.
+
+    Only named parameters (``info["params"]`` a mapping) are collected; a procedure without
+    them, or a failed fit, has NaN.
+
+    Parameters
+    ----------
+    fit_info : xarray.DataArray
+        JSON strings, first dimension ``procedure``.
+
+    Returns
+    -------
+    xarray.DataArray or None
+        Named ``params``, with a ``parameter`` dimension after the first; None when no fit has
+        named parameters.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> info = xr.DataArray([['{"params": {"a": 1.5}}', '{}']], dims=("procedure", "n"),
+    ...                     coords={"procedure": ["m"], "n": [10, 20]})
+    >>> fitted_params(info).sel(parameter="a").values.tolist()
+    [[1.5, nan]]
+    """
+    records = [json.loads(str(t) or "{}") for t in fit_info.values.ravel()]
+    dicts = [r.get("params") if isinstance(r, dict) else None for r in records]
+    names: list[str] = []
+    for d in dicts:
+        if isinstance(d, dict):
+            names += [k for k in d if k not in names]
+    if not names:
+        return None
+    values = np.full((len(dicts), len(names)), np.nan)
+    for i, d in enumerate(dicts):
+        if isinstance(d, dict):
+            for j, k in enumerate(names):
+                v = d.get(k)
+                values[i, j] = float(v) if isinstance(v, (int, float)) else np.nan
+    values = np.moveaxis(values.reshape(*fit_info.shape, len(names)), -1, 1)
+    dims = (fit_info.dims[0], "parameter", *fit_info.dims[1:])
+    coords = {d: fit_info[d] for d in fit_info.dims if d in fit_info.coords}
+    return xr.DataArray(values, coords={**coords, "parameter": names}, dims=dims, name="params",
+                        attrs={"long_name": VARIABLE_ATTRS["params"][0]})
 
 
 #: How to read the estimates: the first note of every summary.
@@ -494,6 +646,16 @@ _KINDS = {
 
 def load(path) -> Results:
     """Load results written by :meth:`Results.to_netcdf`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A NetCDF file written by :meth:`Results.to_netcdf` (any version of the package).
+
+    Returns
+    -------
+    Results
+        The study's results, as when they were written.
 
     Raises
     ------

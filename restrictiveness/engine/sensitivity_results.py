@@ -32,7 +32,8 @@ import xarray as xr
 from numpy.typing import ArrayLike
 
 from ..shared.exceptions import ConfigurationError, DataError
-from ..shared.plotting import new_axes
+from ..shared.files import CONVENTIONS
+from ..shared.plotting import greek, new_axes
 from . import sensitivity as _sens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,7 +140,7 @@ def _term(text: str, procedures: Sequence[str], contributions: Contributions | N
     if len(loose) == 1:
         return {loose[0]: 1.0}
     q = contributions.parameter(squeezed) if contributions is not None else None
-    if q is None:
+    if q is None or contributions is None:
         return None
     sub, full = contributions.submodels[q], contributions.full
     missing = [p for p in (sub, full) if p not in procedures]
@@ -260,6 +261,15 @@ class SensitivityMixin:
     """
 
     dataset: xr.Dataset
+
+    if TYPE_CHECKING:  # provided by the host class (Results); declared for the type checker
+        def __init__(self, dataset: xr.Dataset) -> None: ...
+        @property
+        def ns(self) -> list[int]: ...
+        def _discrepancy(self, discrepancy: str | None) -> str: ...
+        def losses(self) -> tuple[xr.DataArray, xr.DataArray]: ...
+        def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
+                        level: float = 0.95) -> pd.DataFrame: ...
 
     @property
     def contribution_spec(self) -> Contributions | None:
@@ -501,7 +511,13 @@ class SensitivityMixin:
         ds["upper"].attrs["description"] = f"upper bound over W_Γ,M at Γ = {float(g):g}"
         ds["critical_gamma"].attrs["description"] = (
             f"smallest Γ with lower bound ≤ 0; inf: positive through Γ = {gamma_max:g}")
-        ds.attrs.update({"title": "sensitivity to the evaluation distribution (SPEC §4)",
+        for k, long_name in (("estimate", "comparison under uniform weights"),
+                             ("lower", "lower sensitivity bound"),
+                             ("upper", "upper sensitivity bound"),
+                             ("critical_gamma", "critical density-ratio bound Γ*")):
+            ds[k].attrs.update({"long_name": long_name, "units": "1"})
+        ds.attrs.update({"Conventions": CONVENTIONS,
+                         "title": "sensitivity to the evaluation distribution (SPEC §4)",
                          "gamma": float(g), "gamma_max": float(gamma_max),
                          "discrepancy": disc, "weights": json.dumps(weights)})
         return ds
@@ -637,10 +653,18 @@ class SensitivityMixin:
         ax.hlines([e for e, _ in estimates], 1.0, gmax, colors=[c for _, c in estimates],
                   linestyles="dotted", linewidth=1.0)
         ax.hlines(0.0, 1.0, gmax, colors="black", linewidth=0.8)
+        # Γ*: where the lower bound first reaches 0 (marked only inside the drawn range).
+        crit = self.critical_gamma(comparison, discrepancy=discrepancy, gamma_max=gmax)
+        for i, n in enumerate(ns):
+            g = float(crit.loc[n])
+            if np.isfinite(g) and 1.0 <= g <= gmax:
+                ax.scatter([g], [0.0], marker="v", s=40, color=f"C{i % 10}", zorder=3,
+                           label=f"Γ* = {g:.2f} (n={n})")
         ax.set_xlim(1.0, gmax)
-        ax.set_xlabel("Γ")
-        ax.set_ylabel("bounds")
-        ax.set_title(comparison if isinstance(comparison, str) else
-                     " ".join(f"{c:+g}·{k}" for k, c in comparison.items()))
-        ax.legend(frameon=False)
+        ax.set_xlabel("Γ, bound on the density ratio of the evaluation distribution")
+        what = (greek(comparison) if isinstance(comparison, str) else
+                " ".join(f"{c:+g}·{greek(k)}" for k, c in comparison.items()))
+        ax.set_ylabel(f"{what}: lower and upper bounds")
+        ax.set_title(f"Sensitivity of {what} to the evaluation distribution")
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
         return ax

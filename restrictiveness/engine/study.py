@@ -371,8 +371,9 @@ class Study:
                 f"model procedures {sorted(io)} would run in worker processes; pass "
                 "concurrency=N (they then run on threads here) or n_jobs=1")
         if remote:
-            shipped = {f"procedure {label!r}": p for label, p in self.procedures.items()
-                       if label not in threaded}
+            shipped: dict[str, object] = {f"procedure {label!r}": p
+                                          for label, p in self.procedures.items()
+                                          if label not in threaded}
             if shipped:
                 shipped.update({f"baseline {self.baseline_label!r}": self.baseline,
                                 "the evaluation distribution": self.evaluation,

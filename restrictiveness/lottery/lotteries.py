@@ -38,10 +38,10 @@ def lottery_columns(formula: str | None) -> tuple[str, str, str]:
         raise FormulaError(f"formula {formula!r} must name three covariates playing "
                            "(z_hi, z_lo, p), in that order, as bare column names (lottery "
                            "models cannot honour transforms or other terms)")
-    return f.covariates  # type: ignore[return-value]
+    return f.covariates
 
 
-def lottery_matrix(X: np.ndarray, columns: Sequence[str] | None = None,
+def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None = None,
                    names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0) -> np.ndarray:
     """Validated contiguous ``(n, 3)`` array of ``(z_hi, z_lo, p)`` from named covariates.
 

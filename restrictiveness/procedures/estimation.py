@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ COV_TYPES = {"nonrobust": "Nonrobust", "HC1": "HC1", "cluster": "Clustered"}
 
 
 def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = None,
-                  aliases: dict[str, str] | None = None) -> tuple[str, np.ndarray | None]:
+                  aliases: dict[str, str] | None = None) -> tuple[CovType, np.ndarray | None]:
     """Validate ``cov_type`` and ``groups``; return the canonical type and cluster codes.
 
     Parameters
@@ -77,14 +77,15 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     >>> cluster_codes("cluster", ["a", "b", "a"], 3)[1].tolist()
     [0, 1, 0]
     """
-    cov_type = (aliases or {}).get(cov_type, cov_type)
-    if cov_type not in COV_TYPES:
+    name = (aliases or {}).get(cov_type, cov_type)
+    if name not in COV_TYPES:
         names = [*COV_TYPES, *(aliases or {})]
         raise ConfigurationError(f"cov_type must be one of {names}, got {cov_type!r}")
-    if cov_type != "cluster":
+    canonical = cast(CovType, name)  # checked against COV_TYPES just above
+    if canonical != "cluster":
         if groups is not None:
             raise ConfigurationError("groups is only used with cov_type='cluster'")
-        return cov_type, None
+        return canonical, None
     if groups is None:
         raise ConfigurationError("groups is required when cov_type='cluster' (a column name "
                                  "or one cluster identifier per observation)")
@@ -101,7 +102,7 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     codes = pd.factorize(groups)[0]
     if codes.max() < 1:
         raise DataError("cov_type='cluster' needs at least two clusters")
-    return cov_type, codes
+    return canonical, codes
 
 
 class LeastSquaresResults:
@@ -131,6 +132,8 @@ class LeastSquaresResults:
 
     #: Summary title and the name of the estimated model (set by subclasses).
     _title = "Least Squares Estimation Results"
+    #: Estimates on the reported scale (set by subclasses).
+    params: pd.Series
 
     def _set_fit(self, jacobian: np.ndarray, endog: np.ndarray, fittedvalues: np.ndarray,
                  names: Sequence[str], cov_type: str, codes: np.ndarray | None,
@@ -168,9 +171,10 @@ class LeastSquaresResults:
             scores = J * e[:, None]
             factor = N / (N - k) if N > k else np.nan
             return factor * bread @ (scores.T @ scores) @ bread
-        G = self.n_clusters
+        G, codes = self.n_clusters, self._codes
+        assert G is not None and codes is not None  # cov_type "cluster" set both in _set_fit
         scores = np.zeros((G, k))
-        np.add.at(scores, self._codes, J * e[:, None])
+        np.add.at(scores, codes, J * e[:, None])
         factor = G / (G - 1) * (N - 1) / (N - k) if N > k else np.nan
         return factor * bread @ (scores.T @ scores) @ bread
 
@@ -183,7 +187,9 @@ class LeastSquaresResults:
     @cached_property
     def bse(self) -> pd.Series:
         """Standard errors."""
-        return pd.Series(np.sqrt(np.diag(self.cov_params().to_numpy())), index=self._names,
+        # A pseudo-inverse of a near-singular JᵀJ can round a zero variance slightly negative.
+        var = np.clip(np.diag(self.cov_params().to_numpy()), 0.0, None)
+        return pd.Series(np.sqrt(var), index=self._names,
                          name="std_err")
 
     @cached_property
@@ -194,7 +200,9 @@ class LeastSquaresResults:
     @property
     def df_inference(self) -> int:
         """Degrees of freedom of the t distribution: N − k, or G − 1 with clusters."""
-        return self.n_clusters - 1 if self.cov_type == "cluster" else self.df_resid
+        if self.cov_type == "cluster" and self.n_clusters is not None:
+            return self.n_clusters - 1
+        return self.df_resid
 
     @cached_property
     def pvalues(self) -> pd.Series:

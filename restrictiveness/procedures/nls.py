@@ -62,7 +62,12 @@ from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.expression import callback_type, compile_expression, parse_nonlinear
+from ..shared.expression import (
+    NonlinearFormula,
+    callback_type,
+    compile_expression,
+    parse_nonlinear,
+)
 from ..shared.sample import Sample
 from .estimation import LeastSquaresResults, cluster_codes
 
@@ -132,6 +137,9 @@ class NLS(Procedure):
             raise ConfigurationError(f"params must be a sequence of names, not the string "
                                      f"{params!r}")
         bounds = dict(bounds or {})
+        self._formula: NonlinearFormula | None
+        self.formula: str | None
+        self.response: str | None
         if isinstance(model, str):
             if jac is not None:
                 raise ConfigurationError("jac is for function models; a formula is "
@@ -407,7 +415,8 @@ class NLS(Procedure):
 
     def __repr__(self) -> str:
         what = repr(self.formula) if self.formula is not None else \
-            f"{getattr(self.function, '__module__', '?')}.{self.function.__qualname__}"
+            f"{getattr(self.function, '__module__', '?')}." \
+            f"{getattr(self.function, '__qualname__', '?')}"
         extra = "" if self.jac is None else \
             f", jac={getattr(self.jac, '__module__', '?')}.{self.jac.__qualname__}"
         opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in
@@ -612,13 +621,13 @@ class NLSResults(LeastSquaresResults):
 
     def _summary_model(self) -> list[tuple[str, str]]:
         nls = self.model.model
-        return [("Model:", nls.label), ("Dep. Variable:", nls.response),
+        return [("Model:", nls.label), ("Dep. Variable:", nls.response or ""),
                 ("Method:", "Least Squares")]
 
     def _summary_notes(self) -> list[str]:
         nls, info = self.model.model, self.fitted.info
         what = nls.formula if nls.formula is not None else \
-            f"function {nls.function.__qualname__}"
+            f"function {getattr(nls.function, '__qualname__', '?')}"
         box = ", ".join(f"{q} in [{lo:g}, {hi:g}]" for q, (lo, hi) in nls.bounds.items())
         return [f"Model: {what}; bounds {box}.",
                 f"Fit: {len(info['starts'])} refinements from {info['screened']} screening "

@@ -20,7 +20,11 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
+__all__ = ["CONVENTIONS", "atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
+
+#: The metadata convention of every NetCDF file the package writes (CF where it fits:
+#: ``long_name`` on variables, ``units`` "1" for dimensionless ratios and "s" for seconds).
+CONVENTIONS = "CF-1.8"
 
 
 #: Locks this process holds; a forked child drops its copies (see :func:`_drop_in_child`).

@@ -12,8 +12,8 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
-from ...engine.results import NETCDF_ENGINE, read_netcdf
-from ...shared.files import atomic_output
+from ...engine.results import NETCDF_ENGINE, describe, read_netcdf
+from ...shared.files import CONVENTIONS, atomic_output
 from ...shared.plotting import new_axes
 from .inference import clustered_se, repeated_fold_se
 
@@ -39,7 +39,10 @@ class CompletenessResults:
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
-        self.dataset = dataset
+        # CF descriptions on a shallow copy, so a written file and these results agree.
+        self.dataset = dataset.copy()
+        describe(self.dataset, COMPLETENESS_ATTRS)
+        self.dataset.attrs.setdefault("Conventions", CONVENTIONS)
 
     @property
     def procedures(self) -> list[str]:
@@ -149,7 +152,18 @@ class CompletenessResults:
         return ax
 
     def to_netcdf(self, path) -> None:
-        """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`)."""
+        """Write the Dataset to NetCDF-4 atomically (reload with :func:`load_completeness`),
+        with its CF ``long_name``/``units`` and ``Conventions`` attribute.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (replaced atomically).
+
+        Examples
+        --------
+        >>> res.to_netcdf("completeness.nc")  # doctest: +SKIP
+        """
         with atomic_output(path) as tmp:
             self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
@@ -158,11 +172,37 @@ class CompletenessResults:
                 f"{self.dataset.attrs['design']}, {self.dataset.sizes['unit']} units>")
 
     def _repr_html_(self) -> str:
+        """The summary as HTML tables (Jupyter's rich display)."""
         return self.summary().as_html()
+
+
+#: ``long_name`` and ``units`` of the completeness Dataset's variables.
+COMPLETENESS_ATTRS = {
+    "loss": ("held-out loss of the procedure", None),
+    "influence": ("influence value of each held-out unit on κ̂", "1"),
+    "failed": ("folds whose fit failed and used the baseline", "1"),
+    "invalid": ("prediction rows replaced by the baseline's", "1"),
+    "seconds": ("wall time of one fit", "s"),
+    "error": ("first failure message", None),
+    "info": ("JSON record of the fit", None),
+    "kappa": ("completeness κ̂", "1"),
+    "kappa_se": ("standard error of κ̂", "1"),
+    "mean_loss": ("mean held-out loss", None),
+}
 
 
 def load_completeness(path) -> CompletenessResults:
     """Load results written by :meth:`CompletenessResults.to_netcdf`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A NetCDF file written by :meth:`CompletenessResults.to_netcdf`.
+
+    Returns
+    -------
+    CompletenessResults
+        The completeness estimates, as when they were written.
 
     Examples
     --------

@@ -105,7 +105,7 @@ def relay(pid: int, exit_fd: int) -> None:
                 break
             if done == pid:
                 status, usage = st, ru
-        if status is not None:
+        if status is not None and usage is not None:
             record = [status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss]
             os.write(exit_fd, json.dumps(record).encode())
     finally:

@@ -35,6 +35,8 @@ def drop(uid: int | None, gid: int | None) -> None:
     sc.prctl(sc.PR_CAP_AMBIENT, sc.PR_CAP_AMBIENT_CLEAR_ALL)
     if os.geteuid() == 0 and uid is not None:
         os.setgroups([])
+        # No gid given: the uid's own number, never root's group 0 left behind.
+        gid = uid if gid is None else gid
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)  # leaving uid 0 clears the permitted and effective sets
     sc.clear_capabilities()

@@ -1,0 +1,79 @@
+"""numpydoc validation of the public API: every public function and class (and their public
+methods) in ``rx.__all__``, ``rx.llm``, ``rx.lottery``, ``rx.demand`` and ``rx.datasets``.
+
+Checks (numpydoc's codes):
+
+* GL08 — the object has a docstring;
+* SS01, SS02, SS03 — a one-line summary, starting with a capital, ending with a period;
+* PR01, PR02 — every parameter documented, and only real parameters;
+* RT01 — a Returns section on functions that return something;
+* EX01 — an Examples section (the doctests themselves run under ``--doctest-modules``).
+
+``KNOWN`` lists the violations present when this test was written; it may only shrink: a new
+object that fails, or a fixed one still listed, fails the test.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+numpydoc_validate = pytest.importorskip("numpydoc.validate")
+
+import restrictiveness as rx  # noqa: E402
+
+CHECKS = {"GL08", "SS01", "SS02", "SS03", "PR01", "PR02", "RT01", "EX01"}
+MODULES = ("", "llm", "lottery", "demand", "datasets")
+KNOWN_FILE = Path(__file__).parent / "docstring_baseline.json"
+
+
+def _public_objects():
+    names = []
+    for mod_name in MODULES:
+        mod = getattr(rx, mod_name) if mod_name else rx
+        prefix = f"restrictiveness.{mod_name}." if mod_name else "restrictiveness."
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            names.append(prefix + name)
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_"):
+                        continue
+                    if isinstance(member, (classmethod, staticmethod)):
+                        member = member.__func__
+                    if inspect.isfunction(member) or isinstance(member, property):
+                        names.append(f"{prefix}{name}.{attr}")
+    return sorted(set(names))
+
+
+def _violations():
+    out = {}
+    for name in _public_objects():
+        try:
+            result = numpydoc_validate.validate(name)
+        except Exception as exc:  # noqa: BLE001 - an object numpydoc cannot import/inspect
+            out[name] = [f"error: {type(exc).__name__}"]
+            continue
+        codes = sorted({code for code, _ in result["errors"] if code in CHECKS})
+        # RT01 does not apply to properties (they document their value in the summary).
+        if result.get("type") == "property":
+            codes = [c for c in codes if c not in ("RT01", "PR01", "EX01")]
+        if codes:
+            out[name] = codes
+    return out
+
+
+def test_public_api_docstrings():
+    found = _violations()
+    known = json.loads(KNOWN_FILE.read_text())
+    new = {k: sorted(set(v) - set(known.get(k, []))) for k, v in found.items()}
+    new = {k: v for k, v in new.items() if v}
+    fixed = {k: sorted(set(v) - set(found.get(k, []))) for k, v in known.items()}
+    fixed = {k: v for k, v in fixed.items() if v}
+    assert not new, f"docstring violations (numpydoc codes) not in the baseline: {new}"
+    assert not fixed, f"fixed violations still in {KNOWN_FILE.name}; remove them: {fixed}"
