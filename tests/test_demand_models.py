@@ -423,11 +423,12 @@ def test_estimators_on_nevo_data(nevo):
     s2 = (r ** 2).sum() / (y.size - 4)
     np.testing.assert_allclose(res.bse, np.sqrt(np.diag(s2 * np.linalg.inv(Jfd.T @ Jfd))),
                                rtol=1e-4)
-    # normal inference: two-sided p-values and z quantiles
-    z = res.params / res.bse
-    np.testing.assert_allclose(res.pvalues, 2 * scipy.stats.norm.sf(np.abs(z)), rtol=1e-12)
+    # t inference with N - k degrees of freedom: two-sided p-values and t quantiles
+    t, df = res.params / res.bse, y.size - 4
+    assert res.df_inference == df
+    np.testing.assert_allclose(res.pvalues, 2 * scipy.stats.t.sf(np.abs(t), df), rtol=1e-12)
     for alpha in (0.1, 0.01):
-        q = scipy.stats.norm.ppf(1 - alpha / 2)
+        q = scipy.stats.t.ppf(1 - alpha / 2, df)
         np.testing.assert_allclose(res.conf_int(alpha)["upper"], res.params + q * res.bse)
         np.testing.assert_allclose(res.conf_int(alpha)["lower"], res.params - q * res.bse)
     text = str(res.summary())
