@@ -200,7 +200,9 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
 
     Raises ``RuntimeError`` when no start reaches a finite objective.
     """
-    left = max_nfev
+    # max_nfev is None only with budget="converge" (check_options), where no cap is per fit
+    per_start = CONVERGE_CAP if max_nfev is None else max_nfev
+    left = per_start
     best, records = None, []
 
     def run(todo) -> bool:
@@ -208,12 +210,7 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
         improved = False
         for name, x0 in todo:
             x0 = np.asarray(x0, dtype=float)
-            if budget == "converge":
-                cap = CONVERGE_CAP
-            elif budget == "start":
-                cap = max_nfev
-            else:
-                cap = left
+            cap = {"converge": CONVERGE_CAP, "start": per_start}.get(budget, left)
             if cap <= 0:
                 records.append((name, np.inf, 0, NOT_RUN))
                 continue
@@ -231,8 +228,8 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
     # threaded BLAS on small least-squares steps is many times slower on a busy machine
     with threadpoolctl.threadpool_limits(1):
         run(starts)
-        for _ in range(MAX_FOLLOWUP_ROUNDS if followups is not None and best is not None else 0):
-            if not run(followups(best[0])):
+        for _ in range(MAX_FOLLOWUP_ROUNDS):
+            if followups is None or best is None or not run(followups(best[0])):
                 break
     if best is None:
         raise RuntimeError("every least-squares start failed (non-finite objective)")
