@@ -83,6 +83,14 @@ def test_frontier_labels_greek_apart_and_references_marked():
     for t in ax.texts:
         box = t.get_window_extent(renderer)
         assert not any(box.contains(x, y) for x, y in pts), t.get_text()
+    # each label is nearest its own point (CPT(α,γ,δ) once sat beside CPT(γ,δ)'s marker),
+    # and inside the axes
+    for i, t in enumerate(ax.texts):
+        box = t.get_window_extent(renderer)
+        gaps = [np.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1))
+                for x, y in pts]
+        assert int(np.argmin(gaps)) == i, (t.get_text(), gaps)
+        assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1, t.get_text()
     verticals = sorted(ln.get_xdata()[0] for ln in ax.lines
                        if np.ptp(ln.get_xdata()) == 0 and len(ln.get_xdata()) == 2)
     horizontals = [ln.get_ydata()[0] for ln in ax.lines

@@ -65,11 +65,13 @@ def greek(label: str) -> str:
 def place_labels(ax, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
                  labels: Sequence[str],
                  fontsize: float = 8) -> list:
-    """Annotate points so no two labels overlap (and no label covers a point).
+    """Annotate points so no two labels overlap, no label covers a point, and every label is
+    nearer its own point than any other.
 
     Each label tries offsets around its point, nearest first, in display coordinates, and
     takes the first whose box is clear of the labels already placed and of every point's
-    marker; when none is clear, the one with the least overlap.
+    marker, lies inside the axes and is unambiguous (no other point nearer the box than its
+    own); when none qualifies, the one with the least overlap, then the fewest nearer points.
 
     Parameters
     ----------
@@ -121,7 +123,11 @@ def place_labels(ax, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
                               textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
                               fontsize=fontsize)
             box = ann.get_window_extent(renderer).padded(1.0)
-            cost = sum(_overlap(box, o) for o in obstacles)
+            # a label beside a neighbour's point reads as that neighbour's label
+            own = _distance(box, px, py)
+            ambiguous = sum(_distance(box, qx, qy) < own for qx, qy in pts)
+            outside = box.width * box.height - _overlap(box, ax.bbox)
+            cost = sum(_overlap(box, o) for o in obstacles) + outside + ambiguous * _AMBIGUITY
             if cost < best_cost:
                 if best is not None:
                     best[0].remove()
@@ -134,6 +140,16 @@ def place_labels(ax, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
         obstacles.append(best[1])
         placed.append(best[0])
     return placed
+
+
+#: Cost of one point nearer a label than the label's own point, in squared display pixels: a
+#: label overlapping another by less than this area is preferred to an ambiguous one.
+_AMBIGUITY = 100.0
+
+
+def _distance(box, x: float, y: float) -> float:
+    """Display distance from the point (x, y) to the box (0 inside it)."""
+    return float(np.hypot(max(box.x0 - x, 0.0, x - box.x1), max(box.y0 - y, 0.0, y - box.y1)))
 
 
 def _overlap(a, b) -> float:
