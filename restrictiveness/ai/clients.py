@@ -326,7 +326,7 @@ class ChatAdapter:
         return getattr(module, self.sdk_client)(api_key=api_key, base_url=self.base_url,
                                                 max_retries=0, timeout=self.timeout)
 
-    def _request(self, client, messages: list[dict], tools: Sequence[Tool] | None,
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
                  tool_choice: str):
         raise NotImplementedError
 
@@ -447,7 +447,7 @@ class OpenAIChat(ChatAdapter):
                          timeout, max_retries, extra_body, backoff, backoff_max)
 
     @staticmethod
-    def _messages(messages: list[dict]) -> list[dict]:
+    def _messages(messages: Sequence[Mapping]) -> list[dict]:
         out = []
         for m in messages:
             if m["role"] == "assistant" and m.get("tool_calls"):
@@ -463,7 +463,8 @@ class OpenAIChat(ChatAdapter):
                 out.append({"role": m["role"], "content": m["content"]})
         return out
 
-    def _request(self, client, messages, tools, tool_choice):
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
+                 tool_choice: str):
         kwargs: dict[str, Any] = {"model": self.model, "messages": self._messages(messages)}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -518,7 +519,7 @@ class AnthropicChat(ChatAdapter):
                          timeout, max_retries, extra_body, backoff, backoff_max)
 
     @staticmethod
-    def _messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:
         system = [m["content"] for m in messages if m["role"] == "system"]
         out: list[dict] = []
         for m in messages:
@@ -541,7 +542,8 @@ class AnthropicChat(ChatAdapter):
                 out.append({"role": role, "content": blocks})
         return ("\n\n".join(system) if system else None), out
 
-    def _request(self, client, messages, tools, tool_choice):
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
+                 tool_choice: str):
         system, msgs = self._messages(messages)
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs,
                                   "max_tokens": self.max_tokens}

@@ -132,7 +132,7 @@ class ProgramRule(Fitted):
 
     def _check(self, result: SandboxResult, m: int) -> np.ndarray:
         if not result.ok:
-            raise self._fail(result.reason, result.message)
+            raise self._fail(result.reason or "crash", result.message)
         if "pred" not in result.outputs:
             raise self._fail("invalid-output", "the program produced no predictions")
         pred = np.asarray(result.outputs["pred"])

@@ -133,7 +133,7 @@ class GridGP:
         r = cdist(X[:, rest], Y[:, rest], "sqeuclidean") if rest.size else np.zeros_like(f)
         return f, r
 
-    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | None = None, *,
+    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | np.ndarray | None = None, *,
             sq_distances: np.ndarray | None = None) -> GridGP:
         """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self.
 

@@ -263,6 +263,7 @@ class DemandFit(Fitted):
         """Jacobian of the flattened inside shares with respect to the parameters at the
         estimate, ``(m·J, len(params))`` (for standard errors)."""
         X = check_markets(X, self.columns)
+        assert self.design is not None  # only MNL, NL and MXL fits are estimated (DemandModel)
         extra = dict(self.extra)
         if self.model == "NL":
             extra["g"] = _nest_index(X, self.columns, self.extra["nest"])

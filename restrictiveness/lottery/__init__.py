@@ -149,7 +149,8 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     frame = data if hasattr(data, "columns") else load_bruhin(data)
     procs = dict(procedures) if procedures is not None else table1_procedures()
     base = baseline if baseline is not None else ExpectedValue()
-    bench = benchmark if benchmark is not None else procs.get("GP regression", gp_regression())
+    bench: Procedure | str = benchmark if benchmark is not None \
+        else procs.get("GP regression", gp_regression())
     if "GP regression" in procs and bench is procs["GP regression"]:
         bench = "GP regression"
     return estimate_completeness(

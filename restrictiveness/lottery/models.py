@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 import pandas as pd
@@ -380,8 +380,17 @@ class RDU(Procedure):
                                              self.n_starts, 200, 1e-10)
         return RDUFitted(self, theta, ssr, starts, columns, names)
 
+    # A Sample gives the fitted rule of the procedure protocol, a DataFrame estimation results.
+    @overload
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None,
+            **estimation: Any) -> RDUFitted: ...
+
+    @overload
+    def fit(self, sample: pd.DataFrame, rng: np.random.Generator | None = None,
+            **estimation: Any) -> LotteryNLSResults: ...
+
     def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None,
-            **estimation) -> RDUFitted | LotteryNLSResults:
+            **estimation: Any) -> RDUFitted | LotteryNLSResults:
         """Fit to a training sample (``rng`` is unused: the fit is deterministic); on a
         DataFrame, estimation: ``LotteryNLS.from_formula(formula, data, self).fit(**estimation)``
         (the formula defaults to ``"ce ~ z_hi + z_lo + p"``)."""
