@@ -66,7 +66,9 @@ def encode_record(record: ReplicationRecord, configuration_hash: str,
             "error_shape": list(np.shape(record.error))}
     meta["sha256"] = _digest(arrays, meta)
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **arrays, **{_META: np.array(json.dumps(meta))})
+    # The names are ours (never allow_pickle, a keyword only from numpy 2.1, which numpy's
+    # stubs let **arrays fill); passing it would add an array under numpy 1.26.
+    np.savez(buf, **arrays, **{_META: np.array(json.dumps(meta))})  # type: ignore[arg-type]
     return buf.getvalue()
 
 
