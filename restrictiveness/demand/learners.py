@@ -280,7 +280,7 @@ class GridGP:
         >>> import numpy as np
         >>> X = np.random.default_rng(0).random((20, 2))
         >>> Y = np.column_stack([np.sin(3 * X[:, 0]), X[:, 1]])
-        >>> pred = GridGP().fit(X, Y).predict(X[:2])
+        >>> pred = GridGP(scales=(1.0, 2.0), nuggets=(1e-6,)).fit(X, Y).predict(X[:2])
         >>> pred.shape, bool(np.abs(pred - Y[:2]).max() < 1e-2)
         ((2, 2), True)
         """
