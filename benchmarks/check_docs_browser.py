@@ -9,10 +9,11 @@ Build the docs first (``python -m sphinx -W -b html docs docs/_build/html``), th
 
     python benchmarks/check_docs_browser.py [--html docs/_build/html] [--screens DIR]
 
-Needs ``pip install playwright`` and a Chromium binary (Debian: ``apt-get install chromium``;
-``--chromium PATH``, default ``/usr/bin/chromium``); ``playwright install`` is not needed.
-Exits 0 when every check passes, 1 when one fails, and 2 (skipped) without Chromium or
-Playwright.
+Needs ``pip install playwright`` and a Chromium: the system's (Debian: ``apt-get install
+chromium``; found on PATH, or ``--chromium PATH``), else the one ``python -m playwright install
+chromium`` downloads, which ``--install`` runs when no Chromium is found (at most
+``--install-timeout`` seconds). Exits 0 when every check passes, 1 when one fails, and 2
+(skipped) when Playwright or a Chromium that starts cannot be had.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ import argparse
 import functools
 import http.server
 import shutil
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Debian's MathJax 2 (apt-get install libjs-mathjax), used when the pages' MathJax CDN is
 #: unreachable (an offline machine): the TeX the pages contain is still what gets typeset.
 LOCAL_MATHJAX = Path("/usr/share/javascript/mathjax")
+#: System Chromium binaries tried, in order, when ``--chromium`` is not given.
+SYSTEM_CHROMIUMS = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -118,36 +123,85 @@ def check(page, url: str, screens: Path) -> list[str]:
     return failures
 
 
+def system_chromium(path: str | None) -> str | None:
+    """The Chromium binary to use: ``path`` if given (None when it does not exist), else the
+    first of :data:`SYSTEM_CHROMIUMS` present."""
+    for candidate in (path,) if path else SYSTEM_CHROMIUMS:
+        found = candidate if Path(candidate).is_file() else shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def install_chromium(timeout: float) -> bool:
+    """``python -m playwright install chromium`` (downloads Playwright's Chromium); False when
+    it fails or takes longer than ``timeout`` seconds (e.g. no network)."""
+    print(f"note  no system Chromium: python -m playwright install chromium "
+          f"(at most {timeout:g} s)")
+    try:
+        done = subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        print(f"note  playwright install chromium did not finish in {timeout:g} s")
+        return False
+    if done.returncode != 0:
+        print("note  playwright install chromium failed: "
+              + (done.stderr or done.stdout).strip()[-300:])
+    return done.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "docs/_build/html")
     parser.add_argument("--screens", type=Path, default=Path("/work/notes/screens"))
-    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--chromium", default=None,
+                        help="Chromium binary (default: the first of "
+                             f"{', '.join(SYSTEM_CHROMIUMS)} found, else Playwright's own)")
+    parser.add_argument("--install", action="store_true",
+                        help="without a Chromium, download Playwright's (playwright install)")
+    parser.add_argument("--install-timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
+    start = time.perf_counter()
     try:
+        from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
         print("skipped: playwright is not installed (pip install playwright)")
-        return 2
-    if not (Path(args.chromium).is_file() or shutil.which(args.chromium)):
-        print(f"skipped: no Chromium at {args.chromium} (apt-get install chromium)")
         return 2
     if not (args.html / "index.html").is_file():
         print(f"no built documentation at {args.html}: run "
               "python -m sphinx -W -b html docs docs/_build/html first")
         return 1
-    args.screens.mkdir(parents=True, exist_ok=True)
-    server, url = serve(args.html)
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=args.chromium, args=ARGS)
+    executable = system_chromium(args.chromium)
+    if executable is None and args.chromium:
+        print(f"skipped: no Chromium at {args.chromium} (apt-get install chromium)")
+        return 2
+    with sync_playwright() as pw:
+        if executable is None and not Path(pw.chromium.executable_path).is_file() and \
+                not (args.install and install_chromium(args.install_timeout)):
+            print("skipped: no Chromium (apt-get install chromium, or python -m playwright "
+                  "install chromium; --install does it)")
+            return 2
+        try:
+            # executable_path=None: the Chromium Playwright downloaded
+            browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        except PlaywrightError as exc:
+            print(f"skipped: Chromium ({executable or pw.chromium.executable_path}) does not "
+                  f"start: {str(exc).strip().splitlines()[0]}")
+            return 2
+        print(f"note  {browser.browser_type.name} {browser.version} "
+              f"({executable or 'Playwright-managed'})")
+        args.screens.mkdir(parents=True, exist_ok=True)
+        server, url = serve(args.html)
+        try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             failures = check(page, url, args.screens)
+        finally:
             browser.close()
-    finally:
-        server.shutdown()
+            server.shutdown()
     print(f"screenshots in {args.screens}")
     print("all checks passed" if not failures else f"{len(failures)} check(s) failed")
+    print(f"browser check: {time.perf_counter() - start:.1f} s")
     return 1 if failures else 0
 
 

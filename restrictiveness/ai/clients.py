@@ -68,12 +68,34 @@ class ClientError(RestrictivenessError, RuntimeError):
     the message says what the endpoint answered. Check the endpoint, the model name and the
     API key, or raise ``max_retries`` / ``timeout`` for a busy endpoint.
 
+    Parameters
+    ----------
+    message : str
+        What failed and what the endpoint answered.
+    retries : int
+        Retries made before giving up.
+    status : int, optional
+        The last HTTP status, if the endpoint answered.
+
     Attributes
     ----------
     retries : int
         Retries made before giving up.
     status : int or None
         The last HTTP status, if the endpoint answered.
+
+    Examples
+    --------
+    A plain callable client that raises is reported as a ClientError:
+
+    >>> def unreachable(messages):
+    ...     raise TimeoutError("no answer in 120 s")
+    >>> call_client(unreachable, [{"role": "user", "content": "Hi"}])
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.clients.ClientError: the client raised TimeoutError: no answer in 120 s
+    >>> ClientError("HTTP 429 after 6 retries", retries=6, status=429).status
+    429
     """
 
     def __init__(self, message: str, retries: int = 0, status: int | None = None) -> None:
@@ -83,25 +105,83 @@ class ClientError(RestrictivenessError, RuntimeError):
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool call requested by the model: its id, the tool's name and its arguments."""
+    """One tool call requested by the model: its id, the tool's name and its arguments.
+
+    Parameters
+    ----------
+    id : str
+        The call's id, which the tool's result message quotes (``tool_call_id``).
+    name : str
+        The tool called.
+    arguments : dict
+        The arguments, decoded from the model's JSON.
+
+    Examples
+    --------
+    >>> call = ToolCall("call_1", "run_python", {"code": "print(1)"})
+    >>> call.to_json()
+    {'id': 'call_1', 'name': 'run_python', 'arguments': {'code': 'print(1)'}}
+    """
 
     id: str
     name: str
     arguments: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
+        """The call as a provider-neutral dict (the ``tool_calls`` entry of a message).
+
+        Returns
+        -------
+        dict
+            ``{"id", "name", "arguments"}``.
+
+        Examples
+        --------
+        >>> ToolCall("call_1", "stop").to_json()
+        {'id': 'call_1', 'name': 'stop', 'arguments': {}}
+        """
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 @dataclass(frozen=True)
 class Tool:
-    """A function tool offered to the model: name, description and JSON-schema parameters."""
+    """A function tool offered to the model: name, description and JSON-schema parameters.
+
+    Parameters
+    ----------
+    name : str
+        The name the model calls the tool by.
+    description : str
+        What the tool does, for the model.
+    parameters : dict
+        A JSON schema of the tool's arguments.
+
+    Examples
+    --------
+    >>> tool = Tool("run_python", "Run Python code and return its output.",
+    ...             {"type": "object", "properties": {"code": {"type": "string"}},
+    ...              "required": ["code"]})
+    >>> sorted(tool.to_json())
+    ['description', 'name', 'parameters']
+    """
 
     name: str
     description: str
     parameters: dict
 
     def to_json(self) -> dict:
+        """The tool as a provider-neutral dict (the adapters map it to each API's format).
+
+        Returns
+        -------
+        dict
+            ``{"name", "description", "parameters"}``.
+
+        Examples
+        --------
+        >>> Tool("stop", "End the session.", {"type": "object"}).to_json()["name"]
+        'stop'
+        """
         return {"name": self.name, "description": self.description,
                 "parameters": self.parameters}
 
@@ -110,19 +190,19 @@ class Tool:
 class ChatReply:
     """A model's reply and what the call cost.
 
-    Attributes
+    Parameters
     ----------
     text : str
         The reply text (text blocks joined).
     tool_calls : tuple of ToolCall
         Tool calls the model requested (native tool protocol only).
-    input_tokens, output_tokens : int or None
+    input_tokens, output_tokens : int, optional
         Token counts reported by the endpoint (None when it reports none).
     seconds : float
         Wall time of the call, retries and waits included.
     retries : int
         Retries the call needed.
-    stop_reason : str or None
+    stop_reason : str, optional
         Why the model stopped ("stop", "length", "tool_calls", "end_turn", "max_tokens", ...).
 
     Examples
@@ -143,13 +223,38 @@ class ChatReply:
     stop_reason: str | None = None
 
     def message(self) -> dict:
-        """The reply as a provider-neutral assistant message."""
+        """The reply as a provider-neutral assistant message.
+
+        Returns
+        -------
+        dict
+            ``{"role": "assistant", "content": text}``, with ``"tool_calls"`` when the model
+            requested any.
+
+        Examples
+        --------
+        >>> msg = ChatReply("", (ToolCall("c1", "stop"),)).message()
+        >>> msg["role"], msg["tool_calls"]
+        ('assistant', [{'id': 'c1', 'name': 'stop', 'arguments': {}}])
+        """
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             msg["tool_calls"] = [c.to_json() for c in self.tool_calls]
         return msg
 
     def to_json(self) -> dict:
+        """The reply as a JSON-serialisable dict (how reply caches store it).
+
+        Returns
+        -------
+        dict
+            Every field; tool calls as :meth:`ToolCall.to_json` dicts.
+
+        Examples
+        --------
+        >>> ChatReply("hi", input_tokens=3).to_json()["input_tokens"]
+        3
+        """
         return {"text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "seconds": self.seconds, "retries": self.retries,
@@ -157,6 +262,23 @@ class ChatReply:
 
     @classmethod
     def from_json(cls, data: Mapping) -> ChatReply:
+        """The reply stored by :meth:`to_json`.
+
+        Parameters
+        ----------
+        data : mapping
+            A dict from :meth:`to_json` (absent counts read as None, absent timings as 0).
+
+        Returns
+        -------
+        ChatReply
+
+        Examples
+        --------
+        >>> r = ChatReply.from_json({"text": "hi", "tool_calls": [{"id": "c1", "name": "stop"}]})
+        >>> r.tool_calls, r.input_tokens, r.seconds
+        ((ToolCall(id='c1', name='stop', arguments={}),), None, 0.0)
+        """
         calls = tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
                       for c in data.get("tool_calls") or ())
         return cls(str(data["text"]), calls, data.get("input_tokens"),
@@ -217,7 +339,43 @@ class ChatAdapter:
     """Shared machinery of the SDK adapters: configuration, lazy SDK client, retries.
 
     Subclasses set ``provider``, ``sdk`` (the module name) and ``sdk_client`` (its client
-    class) and implement ``_request`` and ``_parse``.
+    class) and implement ``_request`` and ``_parse``; each documents its defaults.
+
+    Parameters
+    ----------
+    model : str
+        Model id.
+    base_url : str or None
+        Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's).
+    api_key : str or None
+        None reads the environment variable ``api_key_env``.
+    api_key_env : str
+        Where the key is read (in each process that calls the model).
+    temperature : float or None
+        Sampling temperature in [0, 2] (None: the endpoint's).
+    max_tokens : int or None
+        Output-token limit per reply.
+    timeout : float
+        Seconds per HTTP request.
+    max_retries : int
+        Retries of a failed request (see the module docstring for which errors).
+    extra_body : dict or None
+        Extra JSON request fields, sent with every request (they key the cache too).
+    backoff, backoff_max : float
+        First retry wait and its cap, in seconds.
+
+    Examples
+    --------
+    An adapter holds configuration only, so it pickles (to worker processes) and never shows
+    its key:
+
+    >>> import pickle
+    >>> llm = OpenAIChat("gpt-4o", base_url="https://api.openai.com/v1", api_key="sk-secret",
+    ...                  temperature=0.0)
+    >>> isinstance(llm, ChatAdapter), llm
+    (True, OpenAIChat('gpt-4o', base_url='https://api.openai.com/v1', temperature=0.0))
+    >>> pickle.loads(pickle.dumps(llm)).cache_identity() == llm.cache_identity()
+    True
     """
 
     provider: str = ""
@@ -284,7 +442,20 @@ class ChatAdapter:
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def cache_identity(self) -> dict:
-        """What determines a reply besides the messages: provider, endpoint, model, sampling."""
+        """What determines a reply besides the messages: provider, endpoint, model, sampling.
+
+        Returns
+        -------
+        dict
+            ``provider``, ``base_url``, ``model``, ``temperature``, ``max_tokens`` and
+            ``extra_body``; reply caches key on it.
+
+        Examples
+        --------
+        >>> ident = AnthropicChat("claude-sonnet-4-5", max_tokens=8000).cache_identity()
+        >>> ident["provider"], ident["model"], ident["max_tokens"]
+        ('anthropic', 'claude-sonnet-4-5', 8000)
+        """
         return {"provider": self.provider, "base_url": self.base_url, "model": self.model,
                 "temperature": self.temperature, "max_tokens": self.max_tokens,
                 "extra_body": self.extra_body}
@@ -302,7 +473,19 @@ class ChatAdapter:
                           f"{self.api_key_env} or pass api_key=")
 
     def check_api_key(self) -> None:
-        """Raise ConfigurationError now if no API key can be found (calls would all fail)."""
+        """Raise ConfigurationError now if no API key can be found (calls would all fail).
+
+        Examples
+        --------
+        >>> OpenAIChat("gpt-4o", base_url="https://api.openai.com/v1",
+        ...            api_key_env="RX_EXAMPLE_NO_KEY").check_api_key()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.ConfigurationError: no API key ... RX_EXAMPLE_NO_KEY ...
+        >>> OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1").check_api_key()
+
+        (A server other than the provider's needs no key.)
+        """
         try:
             self._key()
         except ClientError as exc:
@@ -326,7 +509,7 @@ class ChatAdapter:
         return getattr(module, self.sdk_client)(api_key=api_key, base_url=self.base_url,
                                                 max_retries=0, timeout=self.timeout)
 
-    def _request(self, client, messages: list[dict], tools: Sequence[Tool] | None,
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
                  tool_choice: str):
         raise NotImplementedError
 
@@ -358,6 +541,20 @@ class ChatAdapter:
             Tools the model may call (native tool protocol).
         tool_choice : {"auto", "none"}
             ``"none"`` forbids tool calls in this reply (messages may still hold earlier ones).
+
+        Returns
+        -------
+        ChatReply
+            The text, any tool calls, the token counts, the call's wall time and retries.
+
+        Examples
+        --------
+        Needs a running endpoint (here a local OpenAI-compatible server):
+
+        >>> llm = OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1")
+        >>> reply = llm.chat([{"role": "user", "content": "Say hi"}])  # doctest: +SKIP
+        >>> reply.text, reply.retries  # doctest: +SKIP
+        ('Hi!', 0)
         """
         if tool_choice not in ("auto", "none"):
             raise ConfigurationError("tool_choice must be 'auto' or 'none'")
@@ -447,7 +644,7 @@ class OpenAIChat(ChatAdapter):
                          timeout, max_retries, extra_body, backoff, backoff_max)
 
     @staticmethod
-    def _messages(messages: list[dict]) -> list[dict]:
+    def _messages(messages: Sequence[Mapping]) -> list[dict]:
         out = []
         for m in messages:
             if m["role"] == "assistant" and m.get("tool_calls"):
@@ -463,7 +660,8 @@ class OpenAIChat(ChatAdapter):
                 out.append({"role": m["role"], "content": m["content"]})
         return out
 
-    def _request(self, client, messages, tools, tool_choice):
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
+                 tool_choice: str):
         kwargs: dict[str, Any] = {"model": self.model, "messages": self._messages(messages)}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -491,12 +689,33 @@ class OpenAIChat(ChatAdapter):
 class AnthropicChat(ChatAdapter):
     """A Claude model behind Anthropic's Messages API (or a compatible endpoint).
 
-    Parameters as :class:`OpenAIChat`, except: ``api_key_env`` defaults to
-    ``ANTHROPIC_API_KEY``; ``max_tokens`` is required by the API and defaults to 32,000 (the
-    paper's output limit, S.1.2); ``timeout`` defaults to 600 s, since long replies are slow.
     System messages become the request's ``system`` text; tool calls become ``tool_use`` and
-    ``tool_result`` blocks. Thinking settings go in ``extra_body``, e.g.
-    ``{"thinking": {"type": "adaptive"}}``.
+    ``tool_result`` blocks.
+
+    Parameters
+    ----------
+    model : str
+        Model id, e.g. ``"claude-sonnet-4-5"``.
+    base_url : str, optional
+        Endpoint (default: ``ANTHROPIC_BASE_URL`` or Anthropic's).
+    api_key : str, optional
+        Default: the environment variable ``api_key_env``.
+    api_key_env : str
+        Where the key is read (in each process that calls the model).
+    temperature : float, optional
+        Sampling temperature (default: the endpoint's).
+    max_tokens : int
+        Output-token limit per reply, required by the API; the default is the paper's limit
+        (S.1.2).
+    timeout : float
+        Seconds per HTTP request (long replies are slow).
+    max_retries : int
+        Retries of a failed request (see the module docstring for which errors).
+    extra_body : dict, optional
+        Extra request fields, e.g. thinking settings ``{"thinking": {"type": "adaptive"}}``.
+    backoff, backoff_max : float
+        First retry wait and its cap, in seconds (doubling, with jitter); a ``retry-after``
+        header overrides them.
 
     Examples
     --------
@@ -518,7 +737,7 @@ class AnthropicChat(ChatAdapter):
                          timeout, max_retries, extra_body, backoff, backoff_max)
 
     @staticmethod
-    def _messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:
         system = [m["content"] for m in messages if m["role"] == "system"]
         out: list[dict] = []
         for m in messages:
@@ -541,7 +760,8 @@ class AnthropicChat(ChatAdapter):
                 out.append({"role": role, "content": blocks})
         return ("\n\n".join(system) if system else None), out
 
-    def _request(self, client, messages, tools, tool_choice):
+    def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
+                 tool_choice: str):
         system, msgs = self._messages(messages)
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs,
                                   "max_tokens": self.max_tokens}

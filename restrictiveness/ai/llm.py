@@ -136,6 +136,16 @@ def extract_code(response: str) -> str | None:
     unterminated block. Indentation common to the block (a fence inside a list
     item) is removed and line endings become ``\\n``.
 
+    Parameters
+    ----------
+    response : str
+        The model's reply text (anything else gives None).
+
+    Returns
+    -------
+    str or None
+        The code of the last Python block.
+
     Examples
     --------
     >>> extract_code("Try:\\n```python\\nx = 1\\n```\\nthen\\n```py\\ny = 2\\n```")
@@ -163,6 +173,16 @@ class PromptDesign:
     ``{target}`` in the instruction is replaced by what is predicted ("certainty equivalents"
     in the paper's lottery application).
 
+    Parameters
+    ----------
+    name : str
+        The design's label (results name procedures after it).
+    role : str or None
+        The role message, sent as a system message before the task (None: no role).
+    instruction : str
+        The prediction instruction inside the task, with ``{target}`` where the predicted
+        quantity goes.
+
     Examples
     --------
     >>> PROMPTS["neutral"].instruction_for("shares")
@@ -174,6 +194,23 @@ class PromptDesign:
     instruction: str
 
     def instruction_for(self, target: str) -> str:
+        """The instruction with ``{target}`` replaced.
+
+        Parameters
+        ----------
+        target : str
+            What is predicted, e.g. ``"certainty equivalents"``.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> design = PromptDesign("terse", None, "Predict {target}.")
+        >>> design.instruction_for("market shares")
+        'Predict market shares.'
+        """
         return self.instruction.replace("{target}", target)
 
 
@@ -202,6 +239,17 @@ PROMPTS: dict[str, PromptDesign] = {
 def sample_csv(sample: Sample) -> str:
     """The training sample as CSV text: one row per observation (per market × product for
     covariates with more than two axes, with index columns first).
+
+    Parameters
+    ----------
+    sample : Sample
+        The training sample; its columns and response name the CSV columns (a response with
+        several columns per row is numbered: ``share0``, ``share1``, ...).
+
+    Returns
+    -------
+    str
+        A header line, then one line per row; numbers with 10 significant digits.
 
     Examples
     --------
@@ -318,6 +366,12 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
     tool_protocol : {"text", "native"}
         How the agent is told to run code: fenced blocks, or the ``run_python`` tool.
 
+    Returns
+    -------
+    list of dict
+        Provider-neutral messages: the role as a system message (if the design has one), then
+        the task as one user message.
+
     Examples
     --------
     >>> import numpy as np
@@ -422,7 +476,32 @@ class ResponseCache:
     @classmethod
     def key(cls, identity: Mapping | str, messages: Sequence[Mapping],
             request: Mapping | None = None) -> str:
-        """The sha256 hex digest of the canonical JSON of identity, request and messages."""
+        """The sha256 hex digest of the canonical JSON of identity, request and messages.
+
+        Parameters
+        ----------
+        identity : mapping or str
+            The client's :meth:`~restrictiveness.ai.clients.ChatAdapter.cache_identity`, or a
+            model id (``{"model": id}``).
+        messages : sequence of dict
+            The messages sent.
+        request : mapping, optional
+            Request options (tools offered, tool choice).
+
+        Returns
+        -------
+        str
+            64 hex digits; the entry's file name is ``<key>.json``.
+
+        Examples
+        --------
+        >>> msgs = [{"role": "user", "content": "hi"}]
+        >>> ResponseCache.key("m", msgs) == ResponseCache.key({"model": "m"}, msgs)
+        True
+        >>> ResponseCache.key({"model": "m", "temperature": 0.0}, msgs) == ResponseCache.key(
+        ...     {"model": "m", "temperature": 1.0}, msgs)
+        False
+        """
         return hashlib.sha256(_canonical(
             {"format": cls.FORMAT, "client": cls._identity(identity),
              "request": dict(request or {}), "messages": list(messages)}
@@ -430,7 +509,30 @@ class ResponseCache:
 
     def get(self, identity: Mapping | str, messages: Sequence[Mapping],
             request: Mapping | None = None) -> ChatReply | None:
-        """The stored reply, or None (also for an unreadable or mismatching entry)."""
+        """The stored reply, or None (also for an unreadable or mismatching entry).
+
+        Parameters
+        ----------
+        identity : mapping or str
+            The client's cache identity, or a model id.
+        messages : sequence of dict
+            The messages sent.
+        request : mapping, optional
+            Request options (tools offered, tool choice).
+
+        Returns
+        -------
+        ChatReply or None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> cache = ResponseCache(tempfile.mkdtemp())
+        >>> msgs = [{"role": "user", "content": "hi"}]
+        >>> cache.put("m", msgs, ChatReply("hello", input_tokens=1, output_tokens=1))
+        >>> cache.get("m", msgs).output_tokens, cache.get("m", msgs, {"tools": ["x"]})
+        (1, None)
+        """
         ident = self._identity(identity)
         try:
             with open(self.path / f"{self.key(ident, messages, request)}.json",
@@ -445,7 +547,27 @@ class ResponseCache:
 
     def put(self, identity: Mapping | str, messages: Sequence[Mapping],
             reply: ChatReply | str, request: Mapping | None = None) -> None:
-        """Store a reply (atomically: concurrent workers never see half a file)."""
+        """Store a reply (atomically: concurrent workers never see half a file).
+
+        Parameters
+        ----------
+        identity : mapping or str
+            The client's cache identity, or a model id.
+        messages : sequence of dict
+            The messages sent.
+        reply : ChatReply or str
+            The reply (a string is a reply without usage counts).
+        request : mapping, optional
+            Request options (tools offered, tool choice).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> cache = ResponseCache(tempfile.mkdtemp())
+        >>> cache.put({"model": "m"}, [{"role": "user", "content": "hi"}], "hello")
+        >>> len(cache)
+        1
+        """
         ident = self._identity(identity)
         reply = ChatReply(reply) if isinstance(reply, str) else reply
         entry = {"client": ident, "request": dict(request or {}), "messages": list(messages),
@@ -467,10 +589,30 @@ class ResponseCache:
         stored under ``client``'s full identity (endpoint and sampling parameters), the caller
         vouching that they came from it; the others are left out. The old files are removed.
 
+        Parameters
+        ----------
+        path : str or PathLike
+            The old cache directory.
+        client : ChatAdapter, callable, mapping or str
+            The client that wrote the replies (its cache identity is used), or its identity.
+
         Returns
         -------
         int
             Replies kept.
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile
+        >>> old = pathlib.Path(tempfile.mkdtemp())
+        >>> msgs = [{"role": "user", "content": "hi"}]
+        >>> for i, model in enumerate(["m", "other"]):
+        ...     entry = {"model": model, "messages": msgs, "response": "hello"}
+        ...     _ = (old / f"{i}.json").write_text(json.dumps(entry))
+        >>> ResponseCache.migrate(old, {"model": "m", "temperature": 0.0})
+        1
+        >>> ResponseCache(old).get({"model": "m", "temperature": 0.0}, msgs).text
+        'hello'
         """
         ident = cls._identity(client if isinstance(client, (str, Mapping))
                               else _client_identity(client, None) or {})
@@ -715,12 +857,64 @@ class Completion(_LanguageModelProcedure):
 
     def first_request(self, sample: Sample) -> tuple[list[dict], dict | None]:
         """The messages of the fit's first model call and its request options (for cache
-        keys and call planning)."""
+        keys and call planning).
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample.
+
+        Returns
+        -------
+        messages : list of dict
+            As :func:`build_messages`.
+        request : None
+            A completion offers no tools.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+        >>> messages, request = Completion(print, "econometrician").first_request(s)
+        >>> [m["role"] for m in messages], request
+        (['system', 'user'], None)
+        """
         return build_messages(sample, self.prompt, target=self.target,
                               description=self.description,
                               program_seconds=self.limits.wall_seconds), None
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        """Ask the model once and return its program as the fitted rule.
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample, sent as CSV inside the task.
+        rng : Generator
+            Seeds the program's sandboxed runs.
+
+        Returns
+        -------
+        Fitted
+            A :class:`~restrictiveness.ai.programs.ProgramRule`, or a rule whose ``predict``
+            raises :class:`~restrictiveness.ai.programs.ProgramError` when the reply holds no
+            code (reason ``"invalid-output"``) or the model call failed (``"client"``);
+            ``info`` records the calls, their usage and the reply's sha256.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+        >>> reply = ("```python\\ndef predict(X_train, y_train, X):\\n"
+        ...          "    return [2.0] * len(X)\\n```")
+        >>> proc = Completion(lambda messages: reply, model="fake", run_at_fit=False)
+        >>> rule = proc.fit(s, np.random.default_rng(0))
+        >>> rule.info["client_calls"], rule.info["program"].splitlines()[0]
+        (1, 'def predict(X_train, y_train, X):')
+        >>> no_code = Completion(lambda messages: "I cannot help.", model="fake")
+        >>> no_code.fit(s, np.random.default_rng(0)).info["reason"]
+        'invalid-output'
+        """
         messages, _ = self.first_request(sample)
         log = _CallLog()
         info = {"procedure": "Completion", "model": self.model, "prompt": self._prompt_name(),
@@ -880,7 +1074,28 @@ class Agent(_LanguageModelProcedure):
         return self.rounds + 1
 
     def first_request(self, sample: Sample) -> tuple[list[dict], dict | None]:
-        """The messages of the fit's first model call and its request options."""
+        """The messages of the fit's first model call and its request options.
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample.
+
+        Returns
+        -------
+        messages : list of dict
+            As :func:`build_messages` with the agent's tool instructions.
+        request : dict or None
+            The tools offered and the tool choice (native tool protocol), else None.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+        >>> messages, request = Agent(print, rounds=3).first_request(s)
+        >>> [m["role"] for m in messages], request
+        (['user'], None)
+        """
         messages = build_messages(sample, self.prompt, target=self.target,
                                   description=self.description,
                                   program_seconds=self.limits.wall_seconds, agent=True,
@@ -892,6 +1107,34 @@ class Agent(_LanguageModelProcedure):
             if native else None
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        """Run the agent's tool phase on ``sample`` and return its final program.
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample, in the task as CSV and in the working directory as
+            ``train.csv``, ``X_train.npy`` and ``y_train.npy``.
+        rng : Generator
+            Seeds the tool runs and the program's runs.
+
+        Returns
+        -------
+        Fitted
+            As :meth:`Completion.fit`; ``info`` adds the tool phase (see Notes of the class).
+
+        Examples
+        --------
+        A model that answers at once, without running code:
+
+        >>> import numpy as np
+        >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+        >>> final = ("FINAL PROGRAM\\n```python\\ndef predict(X_train, y_train, X):\\n"
+        ...          "    return [2.0] * len(X)\\n```")
+        >>> agent = Agent(lambda messages: final, model="fake", run_at_fit=False)
+        >>> rule = agent.fit(s, np.random.default_rng(0))
+        >>> rule.info["rounds_used"], rule.info["client_calls"], rule.info["tool_protocol"]
+        (0, 1, 'text')
+        """
         native = self.tool_protocol == "native"
         messages, _ = self.first_request(sample)
         log = _CallLog()

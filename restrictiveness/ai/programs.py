@@ -81,10 +81,33 @@ class ProgramError(RestrictivenessError, RuntimeError):
     failure is recorded and the baseline's predictions are used; to debug, run the program with
     :func:`restrictiveness.ai.sandbox.run_python` and read ``stdout``/``stderr``.
 
+    Parameters
+    ----------
+    reason : str
+        The failure reason.
+    message : str
+        What happened (the exception, the refused operation, the limit hit).
+
     Attributes
     ----------
     reason : str
         The failure reason.
+
+    Examples
+    --------
+    Predicting with the rule of a language model whose reply held no code:
+
+    >>> import numpy as np
+    >>> from restrictiveness import Completion, Sample
+    >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+    >>> rule = Completion(lambda messages: "I cannot help.", model="fake").fit(
+    ...     s, np.random.default_rng(0))
+    >>> rule.predict(s.X)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.programs.ProgramError: invalid-output: the response contains no Python ...
+    >>> ProgramError("timeout", "ran longer than 600 s").reason
+    'timeout'
     """
 
     def __init__(self, reason: str, message: str) -> None:
@@ -132,7 +155,7 @@ class ProgramRule(Fitted):
 
     def _check(self, result: SandboxResult, m: int) -> np.ndarray:
         if not result.ok:
-            raise self._fail(result.reason, result.message)
+            raise self._fail(result.reason or "crash", result.message)
         if "pred" not in result.outputs:
             raise self._fail("invalid-output", "the program produced no predictions")
         pred = np.asarray(result.outputs["pred"])
@@ -243,6 +266,31 @@ class ProgramProcedure(Procedure):
 
         With ``run_at_fit`` the program is run once now; a failure is recorded in ``info`` and
         re-raised by every ``predict`` call, so studies keep the program and the reason.
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample the program is run on.
+        rng : Generator
+            Draws the seed of the program's runs.
+        info : mapping, optional
+            Entries added to the rule's ``info`` (e.g. the model calls that produced the
+            program).
+
+        Returns
+        -------
+        ProgramRule
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> src = "def predict(X_train, y_train, X):\\n    return [y_train.mean()] * len(X)\\n"
+        >>> s = Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]), ("x",))
+        >>> proc = ProgramProcedure(src, run_at_fit=False)
+        >>> rule = proc.fit(s, np.random.default_rng(0), info={"model": "hand-written"})
+        >>> rule.info["runs"], rule.info["model"], rule.info["reason"] is None
+        (0, 'hand-written', True)
         """
         rule = ProgramRule(self, sample, int(rng.integers(2**31 - 1)), info)
         if self.run_at_fit:

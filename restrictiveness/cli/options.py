@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..shared.exceptions import ConfigurationError
 from ..shared.files import FileLock, LockBusy, atomic_output
@@ -311,7 +312,7 @@ class Outputs:
     def __exit__(self, *exc) -> None:
         self.release()
 
-    def write(self, results, summary, table: Callable | None = None,
+    def write(self, results, summary, table: Callable[[], Any],
               plot: Callable | None = None, netcdf: Callable[[Path], None] | None = None
               ) -> None:
         """Write ``--out`` (``results.to_netcdf`` or ``netcdf``), ``--table`` (latex and html:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine.protocol import Procedure
 from ..engine.results import all_failed
 from ..shared.exceptions import ConfigurationError
 from .options import (
@@ -138,7 +139,7 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
     if args.rounds is not None and not args.agent:
         raise ConfigurationError("--rounds: only with --agent")
     target = LLM_TARGETS[application]
-    procs = {}
+    procs: dict[str, Procedure] = {}
     for design in designs:
         suffix = "" if design == "neutral" else f" ({design})"
         procs[f"Completion{suffix}"] = llm.Completion(client, design, target=target,
@@ -195,6 +196,8 @@ def load_procedures(path: str) -> dict:
     if file.suffix != ".py":
         raise ConfigurationError(f"--procedures: {path!r} is not a Python file (.py)")
     spec = importlib.util.spec_from_file_location(f"user_procedures_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise ConfigurationError(f"--procedures: Python cannot load {path!r}")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -222,8 +225,9 @@ def _paper_lottery() -> dict[str, dict[int, tuple[float, float | None]]]:
     """``{label: {n: (r, se)}}``: Table 1 (no se) and Table A.3 (n = 100, with se)."""
     ref = reference_tables()
     table = ref["table_1_restrictiveness_lottery"]
-    out = {k: {n: (v, None) for n, v in zip(table["n"], row, strict=True)}
-           for k, row in table["values"].items()}
+    out: dict[str, dict[int, tuple[float, float | None]]] = {
+        k: {n: (v, None) for n, v in zip(table["n"], row, strict=True)}
+        for k, row in table["values"].items()}
     for label, row in ref["table_A3_lottery_n100"]["values"].items():
         out.setdefault(label, {})[100] = (row[0], row[1])
     for proc, designs in ref["table_A7_prompts_lottery_n100"]["values"].items():
@@ -380,7 +384,7 @@ def _within_function_report(res, draws: int) -> None:
                 print(f"  {comp + ', ' + disc:<16} K=1 {cells[0]}   {k} {cells[1]}{paper}")
 
 
-def _procedures(args: argparse.Namespace, app) -> dict:
+def _procedures(args: argparse.Namespace, app) -> tuple[dict, bool]:
     """The built-in procedures (``--only``), the language-model ones (``--llm``) and the
     user's (``--procedures``); and whether the run has language-model procedures."""
     extra = load_procedures(args.procedures) if args.procedures else {}
@@ -402,10 +406,9 @@ def _procedures(args: argparse.Namespace, app) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     check_study_args(args)
-    if args.application == "lottery":
-        from .. import lottery as app
-    else:
-        from .. import demand as app
+    # imported on demand: the CLI loads only the application it runs
+    app = importlib.import_module("..lottery" if args.application == "lottery" else "..demand",
+                                  __package__)
     quick = args.replications is None and args.application == "demand"
     replications = args.replications or QUICK_M[args.application]
     procedures, has_llm = _procedures(args, app)

@@ -127,6 +127,6 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
     for c in ("participant", "lottery"):
         if (data[c] == data[c].round()).all():
             data[c] = data[c].astype(np.int64)
-    first = ["participant", "lottery", "z_hi", "z_lo", "p", "ce"]
-    data = data[first + [c for c in data.columns if c not in first]]
+    leading = ["participant", "lottery", "z_hi", "z_lo", "p", "ce"]
+    data = data[leading + [c for c in data.columns if c not in leading]]
     return data.sort_values(["participant", "lottery"], kind="stable").reset_index(drop=True)

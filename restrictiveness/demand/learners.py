@@ -99,12 +99,45 @@ class GridGP:
         self.relevance = tuple(relevance)
 
     def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters (scikit-learn's cloning protocol)."""
+        """Constructor parameters (scikit-learn's cloning protocol).
+
+        Parameters
+        ----------
+        deep : bool
+            Unused (no sub-estimators); part of scikit-learn's signature.
+
+        Returns
+        -------
+        dict
+            ``kernel``, ``scales``, ``nuggets`` and ``relevance``.
+
+        Examples
+        --------
+        >>> GridGP(scales=(1.0, 2.0)).get_params()["scales"]
+        (1.0, 2.0)
+        """
         return {"kernel": self.kernel, "scales": self.scales, "nuggets": self.nuggets,
                 "relevance": self.relevance}
 
     def set_params(self, **params) -> GridGP:
-        """Set constructor parameters (scikit-learn's cloning protocol)."""
+        """Set constructor parameters (scikit-learn's cloning protocol).
+
+        Parameters
+        ----------
+        **params
+            New values of constructor parameters (grids as sequences of float).
+
+        Returns
+        -------
+        GridGP
+            ``self``.
+
+        Examples
+        --------
+        >>> gp = GridGP().set_params(kernel="matern32", nuggets=[1e-4])
+        >>> gp.kernel, gp.nuggets
+        ('matern32', (0.0001,))
+        """
         for k, v in params.items():
             if k not in self.get_params():
                 raise ValueError(f"GridGP has no parameter {k!r}")
@@ -133,14 +166,38 @@ class GridGP:
         r = cdist(X[:, rest], Y[:, rest], "sqeuclidean") if rest.size else np.zeros_like(f)
         return f, r
 
-    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | None = None, *,
+    def fit(self, X: np.ndarray, y: np.ndarray, focus: Sequence[int] | np.ndarray | None = None, *,
             sq_distances: np.ndarray | None = None) -> GridGP:
         """Fit to inputs ``X (n, d)`` and outputs ``y (n,)`` or ``(n, k)``; returns self.
 
-        ``focus`` lists the indices of the features at full weight; the others get a relevance
-        ``η`` chosen from the grid (default: no split, Euclidean distance on all features).
-        ``sq_distances``, the squared Euclidean distances ``(n, n)`` between the rows of ``X``
-        over all features, saves recomputing them when several fits share ``X``.
+        Parameters
+        ----------
+        X : ndarray
+            Inputs ``(n, d)``, standardised.
+        y : ndarray
+            Outputs ``(n,)`` or ``(n, k)``; each column gets its own hyperparameters.
+        focus : sequence of int, optional
+            Indices of the features at full weight; the others get a relevance ``η`` chosen
+            from the grid (default: no split, Euclidean distance on all features).
+        sq_distances : ndarray, optional
+            The squared Euclidean distances ``(n, n)`` between the rows of ``X`` over all
+            features; saves recomputing them when several fits share ``X``.
+
+        Returns
+        -------
+        GridGP
+            ``self``, with ``lengthscale_``, ``nugget_``, ``relevance_`` and
+            ``log_marginal_likelihood_`` set.
+
+        Examples
+        --------
+        An output that depends on the focus feature only: the other features get relevance 0.
+
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).random((20, 3))
+        >>> gp = GridGP().fit(X, np.sin(3 * X[:, 0]), focus=[0])
+        >>> gp.relevance_, gp.nugget_
+        (array([0.]), array([1.e-06]))
         """
         corr = self._correlation()
         if not self.scales or min(self.scales) <= 0:
@@ -205,8 +262,27 @@ class GridGP:
     def predict(self, X: np.ndarray, *, sq_distances: np.ndarray | None = None) -> np.ndarray:
         """Posterior mean at ``X (m, d)``: ``(m,)`` or ``(m, k)`` like the training outputs.
 
-        ``sq_distances``: optional squared Euclidean distances ``(m, n)`` from ``X`` to the
-        training inputs over all features (shared by several fits on the same inputs).
+        Parameters
+        ----------
+        X : ndarray
+            Inputs ``(m, d)``, standardised as the training inputs.
+        sq_distances : ndarray, optional
+            Squared Euclidean distances ``(m, n)`` from ``X`` to the training inputs over all
+            features (shared by several fits on the same inputs).
+
+        Returns
+        -------
+        ndarray
+            ``(m,)`` after a fit to ``(n,)`` outputs, else ``(m, k)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).random((20, 2))
+        >>> Y = np.column_stack([np.sin(3 * X[:, 0]), X[:, 1]])
+        >>> pred = GridGP(scales=(1.0, 2.0), nuggets=(1e-6,)).fit(X, Y).predict(X[:2])
+        >>> pred.shape, bool(np.abs(pred - Y[:2]).max() < 1e-2)
+        ((2, 2), True)
         """
         corr = self._correlation()
         X = np.asarray(X, dtype=float)
@@ -322,6 +398,34 @@ class LogShareRegressor(Procedure):
             self.label = f"log-share {type(regressor).__name__}"
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        """Fit one regressor of log share ratios per product position.
+
+        Parameters
+        ----------
+        sample : Sample
+            Markets ``X (m, J, C)`` and positive inside shares ``y (m, J)``.
+        rng : Generator
+            Seeds regressors with a ``random_state`` (GridGP has none).
+
+        Returns
+        -------
+        Fitted
+            ``predict(X) -> (m, J)`` shares; ``info`` holds the numbers of features and
+            products and, with GridGP, each product's chosen relevance, length scale and
+            nugget.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((12, 2, 3))
+        >>> v = 0.5 - 2 * X[..., 0] + X[..., 1]
+        >>> y = np.exp(v) / (1 + np.exp(v).sum(axis=1, keepdims=True))
+        >>> rule = LogShareRegressor().fit(Sample(X, y, ("prices", "sugar", "mushy")), rng)
+        >>> rule.info["features"], rule.info["products"], rule.predict(X[:1]).shape
+        (6, 2, (1, 2))
+        """
         X = check_markets(sample.X, sample.columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         if (y <= 0).any():

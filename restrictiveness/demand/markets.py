@@ -161,6 +161,30 @@ class MarketDistribution:
 
         Markets are drawn one after another from ``rng``, so the first ``k`` markets of a draw
         of ``n > k`` are a draw of ``k`` (nested samples).
+
+        Parameters
+        ----------
+        n_markets : int
+            Markets to draw (nonnegative).
+        rng : Generator
+            The random stream.
+
+        Returns
+        -------
+        ndarray
+            ``(n_markets, J, 3)``: price, sugar and mushy (0 or 1) of each product, with
+            (price, sugar) uniform on the hull of the product's mushy status.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> md = MarketDistribution()
+        >>> X3, X5 = md.sample(3, np.random.default_rng(1)), md.sample(5, np.random.default_rng(1))
+        >>> X5.shape, bool(np.array_equal(X3, X5[:3]))
+        ((5, 24, 3), True)
+        >>> soggy = X5[X5[..., 2] == 1]
+        >>> bool(md.hulls[1].contains(soggy[:, :2]).all())
+        True
         """
         n_markets = int(n_markets)
         if n_markets < 0:
@@ -176,6 +200,17 @@ class MarketDistribution:
 
     def standardize(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Standardised price and sugar ``(z^p, z^s)`` of markets ``X`` (shape ``(..., 3)``).
+
+        Parameters
+        ----------
+        X : ndarray
+            Markets ``(..., 3)`` in raw units (price, sugar, mushy).
+
+        Returns
+        -------
+        zp, zs : ndarray
+            ``(price − price_mean) / price_sd`` and ``(sugar − sugar_mean) / sugar_sd``, each
+            of shape ``X.shape[:-1]``.
 
         Examples
         --------

@@ -263,6 +263,7 @@ class DemandFit(Fitted):
         """Jacobian of the flattened inside shares with respect to the parameters at the
         estimate, ``(m·J, len(params))`` (for standard errors)."""
         X = check_markets(X, self.columns)
+        assert self.design is not None  # only MNL, NL and MXL fits are estimated (DemandModel)
         extra = dict(self.extra)
         if self.model == "NL":
             extra["g"] = _nest_index(X, self.columns, self.extra["nest"])
@@ -528,6 +529,12 @@ class Logit(Procedure):
     Its least-squares fit to inside shares is the mean inside share (closed form); its
     elasticities are 0.
 
+    Parameters
+    ----------
+    formula : str, optional
+        Unused: the common intercept depends on no covariate (accepted so that the baseline is
+        built like the structural models).
+
     Examples
     --------
     >>> import numpy as np
@@ -544,6 +551,30 @@ class Logit(Procedure):
         self.formula = formula
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        """The least-squares common intercept: ``b`` is the mean inside share.
+
+        Parameters
+        ----------
+        sample : Sample
+            Markets ``X (m, J, C)`` in the formula's columns and inside shares ``y (m, J)``.
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        DemandFit
+            Parameter ``gamma = log(b / (1 − J b))``; ``info`` holds ``b`` and the cost (half
+            the sum of squared residuals).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> y = np.array([[0.1, 0.3], [0.2, 0.2]])
+        >>> fit = Logit().fit(Sample(np.ones((2, 2, 3)), y, MARKET_COLUMNS, "shares"))
+        >>> fit.info["b"], bool(np.isclose(fit.params[0], np.log(0.2 / (1 - 2 * 0.2))))
+        (0.2, True)
+        """
         columns = tuple(sample.columns)
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
@@ -592,6 +623,36 @@ class MNL(_DemandProcedure):
     model = "MNL"
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        """Least squares on the inside shares from the baseline and Berry starts.
+
+        Parameters
+        ----------
+        sample : Sample
+            Markets ``X (m, J, C)`` in the formula's columns and inside shares ``y (m, J)``.
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        DemandFit
+            Parameters named by the design columns; ``info`` records the optimiser's cost,
+            evaluations, winning start and status.
+
+        Examples
+        --------
+        Shares of an MNL with β = (−1, −10, 0.05, 0.3) are fitted exactly:
+
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.stack([rng.uniform(.05, .2, (10, 4)), rng.uniform(0, 20, (10, 4)),
+        ...               np.tile([0., 0., 1., 1.], (10, 1))], axis=2)
+        >>> e = np.exp(market_design(DEFAULT_FORMULA, X)[0] @ [-1., -10., .05, .3])
+        >>> sample = Sample(X, e / (1 + e.sum(axis=1, keepdims=True)), MARKET_COLUMNS, "shares")
+        >>> fit = MNL().fit(sample)
+        >>> fit.names, np.round(fit.params, 6).tolist()
+        (['Intercept', 'prices', 'sugar', 'mushy'], [-1.0, -10.0, 0.05, 0.3])
+        """
         X, y, design, W, columns = self._prepare(sample)
         sol = self._mnl(W, y, design.names)
         return DemandFit("MNL", sol.x, design.names, design, columns, info=sol.info())
@@ -628,6 +689,35 @@ class NestedLogit(_DemandProcedure):
         self.nest = nest
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        """Least squares on the inside shares from the starts above.
+
+        Parameters
+        ----------
+        sample : Sample
+            Markets ``X (m, J, C)`` in the formula's columns and inside shares ``y (m, J)``.
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        DemandFit
+            Parameters β, then ``rho[<nest>=0]`` and ``rho[<nest>=1]``.
+
+        Examples
+        --------
+        Shares of an MNL are a nested logit with ρ = 0 in both nests:
+
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.stack([rng.uniform(.05, .2, (10, 4)), rng.uniform(0, 20, (10, 4)),
+        ...               np.tile([0., 0., 1., 1.], (10, 1))], axis=2)
+        >>> e = np.exp(market_design(DEFAULT_FORMULA, X)[0] @ [-1., -10., .05, .3])
+        >>> sample = Sample(X, e / (1 + e.sum(axis=1, keepdims=True)), MARKET_COLUMNS, "shares")
+        >>> fit = NestedLogit(nest="mushy").fit(sample)
+        >>> fit.names[-2:], np.round(fit.params, 6).tolist()
+        (['rho[mushy=0]', 'rho[mushy=1]'], [-1.0, -10.0, 0.05, 0.3, 0.0, 0.0])
+        """
         X, y, design, W, columns = self._prepare(sample)
         if self.nest not in columns:
             raise FormulaError(f"nest column {self.nest!r} is not among the market columns "
@@ -724,13 +814,59 @@ class MixedLogit(_DemandProcedure):
                 "z": _standard_nodes(len(ridx), self.nodes // 2, self.seed)}
 
     def parameter_names(self, names: list[str]) -> list[str]:
-        """Names of (β, L): ``L[a,b]`` is row ``a``, column ``b`` of the Cholesky factor."""
+        """Names of (β, L): ``L[a,b]`` is row ``a``, column ``b`` of the Cholesky factor.
+
+        Parameters
+        ----------
+        names : list of str
+            The design columns (β's names).
+
+        Returns
+        -------
+        list of str
+            ``names``, then the lower triangle of ``L`` row by row over the random terms.
+
+        Examples
+        --------
+        >>> MixedLogit(random=["prices", "sugar"]).parameter_names(["Intercept", "prices", "sugar"])
+        ['Intercept', 'prices', 'sugar', 'L[prices,prices]', 'L[sugar,prices]', 'L[sugar,sugar]']
+        """
         ex = self._extra(names)
         rnd = ex["random"]
         return list(names) + [f"L[{rnd[a]},{rnd[b]}]" for a, b in
                               zip(ex["lrow"], ex["lcol"], strict=True)]
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
+        """The MNL fit, then least squares in (β, L) from the starts above.
+
+        Parameters
+        ----------
+        sample : Sample
+            Markets ``X (m, J, C)`` in the formula's columns and inside shares ``y (m, J)``.
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        DemandFit
+            Parameters named by :meth:`parameter_names`; ``info`` adds the random terms and
+            the MNL stage's parameters, cost and evaluations.
+
+        Examples
+        --------
+        Shares of an MNL are a mixed logit with ``L = 0``:
+
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.stack([rng.uniform(.05, .2, (10, 4)), rng.uniform(0, 20, (10, 4)),
+        ...               np.tile([0., 0., 1., 1.], (10, 1))], axis=2)
+        >>> e = np.exp(market_design(DEFAULT_FORMULA, X)[0] @ [-1., -10., .05, .3])
+        >>> sample = Sample(X, e / (1 + e.sum(axis=1, keepdims=True)), MARKET_COLUMNS, "shares")
+        >>> fit = MixedLogit(random=["prices"], nodes=16).fit(sample)
+        >>> fit.names[-1], np.round(fit.params, 6).tolist()
+        ('L[prices,prices]', [-1.0, -10.0, 0.05, 0.3, 0.0])
+        """
         X, y, design, W, columns = self._prepare(sample)
         ex = self._extra(design.names)
         mnl = self._mnl(W, y, design.names)

@@ -263,6 +263,30 @@ class DemandPrior(EvaluationDistribution):
         ``L = (H̃_C + H̃_I)/s_L`` and ``Λ = (G̃_C + G̃_I)/s_Λ`` have mean 0 and s.d. 1 on the grid
         (``ddof=0``; the price fields take each observation's own standardised price as ``v``)
         and ``softplus(Λ)/c`` has mean 1 there.
+
+        Parameters
+        ----------
+        fields : ndarray
+            Raw random-Fourier-feature parameters of the four fields ``(H_C, H_I, G_C, G_I)``.
+
+        Returns
+        -------
+        fields : ndarray
+            A rescaled copy.
+        scal : ndarray
+            ``[l0, λ0, 1/c]``.
+
+        Examples
+        --------
+        The fields of a drawn system are standardised already, so standardising them again
+        changes nothing:
+
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20)
+        >>> system = prior.draw_system(np.random.default_rng(0))
+        >>> fields, scal = prior.standardize_fields(system.fields)
+        >>> bool(np.allclose(fields, system.fields) and np.allclose(scal, system.scal))
+        True
         """
         fields = np.array(fields, dtype=float)
         zp, zs, m, nu = self.grid_zp, self.grid_zs, self.grid_mushy, self.reference_types
@@ -284,19 +308,86 @@ class DemandPrior(EvaluationDistribution):
         return fields, np.array([offsets[0], offsets[1], 1.0 / c])
 
     def draw_system(self, rng: np.random.Generator) -> DemandSystem:
-        """Draw one demand system (the four fields), standardised on the reference grid."""
+        """Draw one demand system (the four fields), standardised on the reference grid.
+
+        Parameters
+        ----------
+        rng : Generator
+            The random stream (the fields' random Fourier features).
+
+        Returns
+        -------
+        DemandSystem
+
+        Examples
+        --------
+        On the reference grid the utility field ``L`` has mean 0 and s.d. 1, and the price
+        sensitivity mean 1:
+
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20)
+        >>> system = prior.draw_system(np.random.default_rng(0))
+        >>> grid = (prior.grid_zp, prior.grid_zs, prior.grid_mushy, prior.reference_types)
+        >>> L, _ = system.latent_fields(*grid)
+        >>> round(abs(float(L.mean())), 9), round(float(L.std()), 9)
+        (0.0, 1.0)
+        >>> round(float(system.price_sensitivity(*grid).mean()), 9)
+        1.0
+        """
         fields, scal = self.standardize_fields(self._draw_fields(rng))
         return DemandSystem(fields, scal, self.market, self.types, self.nodes, self.short_nodes,
                             self.engine)
 
     def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
-        """At least the training markets' characteristics and shares (float64; 24 products)."""
+        """At least the training markets' characteristics and shares (float64; 24 products).
+
+        Parameters
+        ----------
+        ns : sequence of int
+            The study's sample sizes.
+        draws : int
+            Training draws per replication.
+
+        Returns
+        -------
+        int
+            Bytes: ``8 × max(n_train, max(ns)) × draws × 24 × 4``.
+
+        Examples
+        --------
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20)
+        >>> prior.memory_bytes([50, 100], draws=2)  # 8 bytes × 100 markets × 2 × 24 × 4
+        153600
+        """
         size = max(self.n_train, max(int(n) for n in ns))
         return 8 * size * int(draws) * 24 * (len(MARKET_COLUMNS) + 1)
 
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1) -> DemandTruth:
         """One demand system, ``draws`` nested sequences of training markets (the first ``n``
-        are the size-``n`` sample) and ``n_eval`` evaluation markets."""
+        are the size-``n`` sample) and ``n_eval`` evaluation markets.
+
+        Parameters
+        ----------
+        ns : sequence of int
+            The sample sizes (training markets) the truth must serve.
+        rng : Generator
+            The replication's random stream.
+        draws : int
+            Training samples per size.
+
+        Returns
+        -------
+        DemandTruth
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20,
+        ...                     n_eval=5)
+        >>> truth = prior.draw([10, 20], np.random.default_rng(0))
+        >>> bool(np.array_equal(truth.train_X(20)[:10], truth.train_X(10))), truth.eval_X.shape
+        (True, (5, 24, 3))
+        """
         ns = [int(n) for n in np.atleast_1d(ns)]
         if not ns or min(ns) < 1:
             raise ConfigurationError(f"ns must be positive sample sizes, got {ns}")
@@ -309,6 +400,17 @@ class DemandPrior(EvaluationDistribution):
         return DemandTruth(system, train, eval_X)
 
     def describe(self) -> str:
+        """A one-line description for summaries.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> DemandPrior(n_features=8, n_types=16, n_reference_types=16).describe()[:60]
+        'random-utility demand prior: 8 Matérn-3/2 features per field'
+        """
         return (f"random-utility demand prior: {self.n_features} Matérn-3/2 features per field, "
                 f"length scales {self.lengthscales}, {self.n_types} consumer types, "
                 f"{self.n_nodes} Gauss–Legendre nodes; {self.market!r}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -211,6 +212,7 @@ class Between(Constraint):
 @dataclass(frozen=True)
 class _Monotone(Constraint):
     columns: tuple[str, ...]
+    sign: ClassVar[int]  # +1 nondecreasing, -1 nonincreasing (set by each subclass)
 
     def __init__(self, *columns: str) -> None:
         if not columns:

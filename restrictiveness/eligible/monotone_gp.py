@@ -175,6 +175,7 @@ class MonotoneGP(EvaluationDistribution):
                  order: SweepOrder = "row-major", tol: float = 1e-6,
                  max_sweeps: int = 50) -> None:
         self.eligible = eligible
+        self.columns, self.constraints = eligible.columns, eligible.constraints
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.jitter, self.n_eval, self.response = float(jitter), int(n_eval), response
         self.order, self.tol, self.max_sweeps = order, float(tol), int(max_sweeps)
@@ -184,14 +185,6 @@ class MonotoneGP(EvaluationDistribution):
         #: constraints imposed by their own projection, after the link
         self.projected = tuple(c for c in eligible.constraints
                                if not isinstance(c, self.imposes))
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return self.eligible.columns
-
-    @property
-    def constraints(self) -> tuple[Constraint, ...]:
-        return self.eligible.constraints
 
     def link(self, g: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Map latent values onto the ``Between`` range (identity without one)."""

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import pickle
 import queue
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Generic, TypeVar
 
 from ..shared.exceptions import ConfigurationError
 
@@ -100,16 +101,20 @@ def check_picklable(objects: Mapping[str, Any], remedy: str) -> None:
                 f"({type(exc).__name__}: {exc}). {remedy}") from None
 
 
-class KeyedOnce:
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class KeyedOnce(Generic[K, V]):
     """Compute ``factory(key)`` once per key, whichever thread asks first; others wait."""
 
-    def __init__(self, factory: Callable[[Hashable], Any]) -> None:
+    def __init__(self, factory: Callable[[K], V]) -> None:
         self.factory = factory
-        self._values: dict = {}
-        self._locks: dict = {}
+        self._values: dict[K, V] = {}
+        self._locks: dict[K, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> Any:
+    def get(self, key: K) -> V:
         with self._lock:
             if key in self._values:
                 return self._values[key]
@@ -123,7 +128,7 @@ class KeyedOnce:
                 self._values[key] = value
             return value
 
-    def drop(self, key: Hashable) -> None:
+    def drop(self, key: K) -> None:
         with self._lock:
             self._values.pop(key, None)
             self._locks.pop(key, None)
@@ -133,8 +138,8 @@ class _Stopped(Exception):
     """The run stopped (an error elsewhere); unwinds the CPU part."""
 
 
-def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequence[Hashable]],
-                     run_task: Callable[[int, Hashable], Any],
+def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequence[K]],
+                     run_task: Callable[[int, K], Any],
                      merge: Callable[[int, dict, Any], Any],
                      finish: Callable[[int, Any], None], threads: int,
                      cpu: Callable[[Callable[[int, Any], None]], None] | None = None,
@@ -173,9 +178,9 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
             raise _Stopped
         events.put(("cpu", m, record))
 
-    def run_cpu() -> None:
+    def run_cpu(part: Callable[[Callable[[int, Any], None]], None]) -> None:
         try:
-            cpu(cpu_done)
+            part(cpu_done)
         except _Stopped:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
@@ -188,6 +193,9 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
         finished.add(m)
         finish(m, merge(m, outcomes.pop(m), cpu_records.pop(m, None)))
 
+    def io_done(m: int, key: K, future: Future) -> None:
+        events.put(("io", (m, key), future))
+
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rx-io")
     helper, done = None, False
     try:
@@ -196,9 +204,9 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
         for m in replications:
             for key in keys[m]:
                 future = pool.submit(context.copy().run, run_task, m, key)
-                future.add_done_callback(lambda f, m=m, key=key: events.put(("io", (m, key), f)))
+                future.add_done_callback(functools.partial(io_done, m, key))
         if cpu is not None:
-            helper = threading.Thread(target=context.copy().run, args=(run_cpu,),
+            helper = threading.Thread(target=context.copy().run, args=(run_cpu, cpu),
                                       name="rx-cpu", daemon=True)
             helper.start()
         for m in replications:

@@ -66,7 +66,9 @@ def encode_record(record: ReplicationRecord, configuration_hash: str,
             "error_shape": list(np.shape(record.error))}
     meta["sha256"] = _digest(arrays, meta)
     buf = io.BytesIO()
-    np.savez(buf, **arrays, **{_META: np.array(json.dumps(meta))})
+    # The names are ours (never allow_pickle, a keyword only from numpy 2.1, which numpy's
+    # stubs let **arrays fill); passing it would add an array under numpy 1.26.
+    np.savez(buf, **arrays, **{_META: np.array(json.dumps(meta))})  # type: ignore[arg-type]
     return buf.getvalue()
 
 
@@ -91,5 +93,6 @@ def decode_record(data: bytes, configuration_hash: str) -> ReplicationRecord:
     shape = tuple(meta["error_shape"])
     strings = {k: np.array(meta[k], dtype=object).reshape(shape) for k in ("error", "info")}
     diagnostics = {k[len(_DIAG):]: v for k, v in content.items() if k.startswith(_DIAG)}
-    return ReplicationRecord(int(meta["replication"]), *(content[k] for k in _ARRAYS),
-                             strings["error"], strings["info"], diagnostics)
+    return ReplicationRecord(replication=int(meta["replication"]),
+                             **{k: content[k] for k in _ARRAYS},
+                             error=strings["error"], info=strings["info"], diagnostics=diagnostics)

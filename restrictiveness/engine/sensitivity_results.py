@@ -319,10 +319,10 @@ class SensitivityMixin:
         draw-averaged losses of :meth:`Results.losses`."""
         disc = self._discrepancy(discrepancy)
         labels = list(weights)
-        D, B = self.losses()
-        D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
-        B = B.sel(discrepancy=disc).transpose("n", "replication")
-        D, B = D.values.astype(float), B.values.astype(float)
+        D_all, B_all = self.losses()
+        D = D_all.sel(discrepancy=disc, procedure=labels).transpose(
+            "procedure", "n", "replication").values.astype(float)
+        B = B_all.sel(discrepancy=disc).transpose("n", "replication").values.astype(float)
         for names, x in ((labels, D), (["baseline"], B[None])):
             empty = ~np.isfinite(x)
             if empty.any():

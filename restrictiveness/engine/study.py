@@ -37,7 +37,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..eligible.truth import EvaluationDistribution
+from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.exceptions import (
     BaselineError,
     ConfigurationError,
@@ -385,7 +385,8 @@ class Study:
         """I/O-bound fits on threads here, the rest through the usual backend (module
         :mod:`~restrictiveness.engine.concurrency`)."""
         cpu_labels = [label for label in self.labels if label not in io]
-        contexts = KeyedOnce(lambda m: replication_context(self, m))
+        contexts: KeyedOnce[int, ReplicationContext] = KeyedOnce(
+            lambda m: replication_context(self, m))
 
         def tasks(m):
             return [(label, c, k) for c in range(len(self.n)) for label in io
@@ -620,7 +621,7 @@ class ReplicationContext:
     the baseline's fits and losses, by (n index, draw)."""
 
     replication: int
-    truth: object
+    truth: PseudoTruth
     samples: dict
     base_rules: dict
     base_loss: np.ndarray       # (discrepancy, n, draw)

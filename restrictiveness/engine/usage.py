@@ -45,7 +45,7 @@ def price_per_token(prices: Mapping[str, Sequence[float] | Mapping[str, float]],
     >>> price_per_token({"m": (2.5, 10.0)}, "m")
     (2.5e-06, 1e-05)
     """
-    if model not in prices:
+    if model is None or model not in prices:
         raise ConfigurationError(f"prices: no price for model {model!r}; the table prices "
                                  f"{sorted(map(str, prices))}")
     entry = prices[model]

@@ -69,13 +69,40 @@ CPT_CONTRIBUTIONS = Contributions(CPT_FULL, CPT_SUBMODELS, CONTRIBUTIONS,
 
 def gp_regression() -> GPRegression:
     """The paper's GP regression: noise-free Matérn-3/2 (variance 10, length scale 1), zero mean,
-    predictions clipped to the prize interval."""
+    predictions clipped to the prize interval.
+
+    Returns
+    -------
+    GPRegression
+        On ``ce ~ z_hi + z_lo + p``, labelled ``"GP regression"``.
+
+    Examples
+    --------
+    >>> gp = gp_regression()
+    >>> gp.label, gp.kernel
+    ('GP regression', Matern32(variance=10.0, lengthscale=1.0))
+    >>> gp.constraints
+    (Between(lower='z_lo', upper='z_hi'),)
+    """
     return GPRegression("ce ~ z_hi + z_lo + p", kernel=Matern32(variance=10.0, lengthscale=1.0),
                         constraints=[Between("z_lo", "z_hi")])
 
 
 def table1_procedures() -> dict[str, Procedure]:
-    """The procedures of Table 1 that need no language model or pretrained weights."""
+    """The procedures of Table 1 that need no language model or pretrained weights.
+
+    Returns
+    -------
+    dict of str to Procedure
+        The seven CPT classes of :data:`CPT_CLASSES`, labelled e.g. ``"CPT(alpha,delta)"``,
+        and ``"GP regression"`` (:func:`gp_regression`).
+
+    Examples
+    --------
+    >>> procs = table1_procedures()
+    >>> len(procs), list(procs)[0], list(procs)[-1]
+    (8, 'CPT(alpha,gamma,delta)', 'GP regression')
+    """
     procs: dict[str, Procedure] = {}
     for free in CPT_CLASSES:
         model = CPT(free=free)
@@ -90,6 +117,10 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     """A lottery restrictiveness study (SPEC §6): the CE prior, MSE over 1,000 evaluation
     lotteries, expected value as the baseline.
 
+    When the procedures include full CPT and its three submodels, the results define CPT's
+    parameter contributions (:data:`CPT_CONTRIBUTIONS`): ``results.contributions()`` and
+    ``"C_delta-C_gamma"`` in sensitivity comparisons.
+
     Parameters
     ----------
     procedures : mapping of label to Procedure, optional
@@ -101,9 +132,16 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     baseline : Procedure, optional
         Default: expected value (labelled ``EV``).
 
-    When the procedures include full CPT and its three submodels, the results define CPT's
-    parameter contributions (:data:`CPT_CONTRIBUTIONS`): ``results.contributions()`` and
-    ``"C_delta-C_gamma"`` in sensitivity comparisons.
+    Returns
+    -------
+    Study
+        Ready to ``run()``; nothing is drawn or fitted until then.
+
+    Examples
+    --------
+    >>> st = study(n=(50,), replications=2, n_eval=100)
+    >>> st.n, st.baseline_label, len(st.procedures), st.contributions is CPT_CONTRIBUTIONS
+    ([50], 'EV', 8, True)
     """
     procs = dict(procedures) if procedures is not None else table1_procedures()
     has_cpt = all(p in procs for p in (CPT_FULL, *CPT_SUBMODELS.values()))
@@ -141,6 +179,20 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     Returns
     -------
     CompletenessResults
+
+    Examples
+    --------
+    Eight responses of two participants to four lotteries (the Bruhin data's columns); the
+    baseline's κ is 0 and the benchmark's 1 by definition:
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"participant": [1, 1, 1, 1, 2, 2, 2, 2], "lottery": [1, 2, 3, 4] * 2,
+    ...                    "z_hi": [0.4, 0.6, 0.8, 1.0] * 2, "z_lo": [0.0, 0.1, 0.0, 0.2] * 2,
+    ...                    "p": [0.2, 0.4, 0.6, 0.8] * 2,
+    ...                    "ce": [0.10, 0.30, 0.45, 0.70, 0.12, 0.28, 0.50, 0.66]})
+    >>> res = completeness(df, {"CPT(alpha)": CPT(free=("alpha",))}, folds=2)
+    >>> res.estimates()["kappa"].round(2).to_dict()
+    {'CPT(alpha)': -0.08, 'EV': 0.0, 'GP regression': 1.0}
     """
     from ..analysis.completeness.designs import CellMeansKFold, TableSample
     from ..analysis.completeness.estimate import estimate_completeness
@@ -149,7 +201,8 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     frame = data if hasattr(data, "columns") else load_bruhin(data)
     procs = dict(procedures) if procedures is not None else table1_procedures()
     base = baseline if baseline is not None else ExpectedValue()
-    bench = benchmark if benchmark is not None else procs.get("GP regression", gp_regression())
+    bench: Procedure | str = benchmark if benchmark is not None \
+        else procs.get("GP regression", gp_regression())
     if "GP regression" in procs and bench is procs["GP regression"]:
         bench = "GP regression"
     return estimate_completeness(

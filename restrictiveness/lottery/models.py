@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 import pandas as pd
@@ -380,11 +380,54 @@ class RDU(Procedure):
                                              self.n_starts, 200, 1e-10)
         return RDUFitted(self, theta, ssr, starts, columns, names)
 
+    # A Sample gives the fitted rule of the procedure protocol, a DataFrame estimation results.
+    @overload
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None,
+            **estimation: Any) -> RDUFitted: ...
+
+    @overload
+    def fit(self, sample: pd.DataFrame, rng: np.random.Generator | None = None,
+            **estimation: Any) -> LotteryNLSResults: ...
+
     def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None,
-            **estimation) -> RDUFitted | LotteryNLSResults:
-        """Fit to a training sample (``rng`` is unused: the fit is deterministic); on a
-        DataFrame, estimation: ``LotteryNLS.from_formula(formula, data, self).fit(**estimation)``
-        (the formula defaults to ``"ce ~ z_hi + z_lo + p"``)."""
+            **estimation: Any) -> RDUFitted | LotteryNLSResults:
+        """Fit to a training sample (a procedure in studies), or estimate on a DataFrame.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample; or data, which gives
+            ``LotteryNLS.from_formula(formula, data, self).fit(**estimation)`` (the formula
+            defaults to ``"ce ~ z_hi + z_lo + p"``).
+        rng : Generator, optional
+            Unused: the fit is deterministic.
+        **estimation
+            ``cov_type`` and ``groups`` for estimation on a DataFrame.
+
+        Returns
+        -------
+        RDUFitted or LotteryNLSResults
+            The fitted rule (a Sample), or estimation results with standard errors (a
+            DataFrame).
+
+        Examples
+        --------
+        Expected value is CPT with α = γ = δ = 1, so CPT(α) fitted to expected values finds
+        α = 1:
+
+        >>> import numpy as np, pandas as pd
+        >>> from restrictiveness import Sample
+        >>> X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2], [0.8, 0.2, 0.9], [0.3, 0.3, 0.4]])
+        >>> ev = X[:, 1] + (X[:, 0] - X[:, 1]) * X[:, 2]
+        >>> fit = CPT(free=("alpha",)).fit(Sample(X, ev, ("z_hi", "z_lo", "p"), "ce"))
+        >>> {k: round(v, 6) for k, v in fit.params.items()}
+        {'alpha': 1.0}
+        >>> df = pd.DataFrame({"ce": [0.4, 0.2, 0.7, 0.3], "z_hi": [1.0, 0.5, 0.9, 0.6],
+        ...                    "z_lo": [0.0, 0.1, 0.2, 0.1], "p": [0.5, 0.3, 0.8, 0.4]})
+        >>> res = CPT(free=("alpha",)).fit(df, cov_type="HC1")
+        >>> type(res).__name__, res.params.round(3).to_dict()
+        ('LotteryNLSResults', {'alpha': 0.752})
+        """
         if isinstance(sample, pd.DataFrame):
             formula = self.formula or "ce ~ z_hi + z_lo + p"
             return LotteryNLS.from_formula(formula, sample, self).fit(**estimation)
@@ -396,8 +439,20 @@ class RDU(Procedure):
     def from_formula(cls, formula: str, data: pd.DataFrame, **kwargs) -> LotteryNLS:
         """Estimator on real data: ``CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit()``.
 
-        The formula's three covariates play ``(z_hi, z_lo, p)`` in order; keyword arguments
-        go to the model's constructor (e.g. ``free=("alpha", "delta")``).
+        Parameters
+        ----------
+        formula : str
+            ``"response ~ z_hi + z_lo + p"``: the three covariates play ``(z_hi, z_lo, p)``, in
+            order.
+        data : DataFrame
+            The responses and lotteries.
+        **kwargs
+            Passed to the model's constructor (e.g. ``free=("alpha", "delta")``).
+
+        Returns
+        -------
+        LotteryNLS
+            The estimator; ``fit()`` gives :class:`LotteryNLSResults`.
 
         Examples
         --------
@@ -563,7 +618,28 @@ class ExpectedValue(Procedure):
     def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None
             ) -> Fitted:
         """The expected-value rule (nothing to estimate); validates the sample's or the
-        DataFrame's lottery columns."""
+        DataFrame's lottery columns.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample, or data with the formula's lottery columns.
+        rng : Generator, optional
+            Unused: there is nothing to fit.
+
+        Returns
+        -------
+        Fitted
+            ``predict(X)``: the expected value of each lottery of ``X`` (an array in the
+            sample's columns, or a DataFrame).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"hi": [1.0, 0.5], "lo": [0.0, 0.1], "prob": [0.25, 0.5]})
+        >>> ExpectedValue("ce ~ hi + lo + prob").fit(df).predict(df)
+        array([0.25, 0.3 ])
+        """
         names = lottery_columns(self.formula)
         if isinstance(sample, pd.DataFrame):
             lottery_matrix(sample, None, names)

@@ -20,12 +20,40 @@ RESPONSE = "ce"
 
 
 def lottery_domain() -> Box:
-    """Binary lotteries in normalised prizes: the box of SPEC §6 with ``z_lo <= z_hi``."""
+    """Binary lotteries in normalised prizes: the box of SPEC §6 with ``z_lo <= z_hi``.
+
+    Returns
+    -------
+    Box
+        Over :data:`COLUMNS` ``(z_hi, z_lo, p)``; its ``sample`` is uniform on the domain.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = lottery_domain().sample(1000, np.random.default_rng(0))
+    >>> X.shape, bool((X[:, 1] <= X[:, 0]).all()), bool((X[:, 2] >= 0.05).all())
+    ((1000, 3), True, True)
+    """
     return Box(z_hi=(1 / 15, 1.0), z_lo=(0.0, 1 / 3), p=(0.05, 0.95), where=["z_lo <= z_hi"])
 
 
 def lottery_eligible_set() -> EligibleSet:
-    """Certainty equivalents between the prizes, nondecreasing in z_hi, z_lo and p."""
+    """Certainty equivalents between the prizes, nondecreasing in z_hi, z_lo and p.
+
+    Returns
+    -------
+    EligibleSet
+        :func:`lottery_domain` with ``Between("z_lo", "z_hi")`` and
+        ``Increasing("z_hi", "z_lo", "p")``.
+
+    Examples
+    --------
+    >>> F = lottery_eligible_set()
+    >>> F.constraints
+    (Between(lower='z_lo', upper='z_hi'), Increasing('z_hi', 'z_lo', 'p'))
+    >>> F.sign.tolist()
+    [1, 1, 1]
+    """
     return EligibleSet(lottery_domain(), Between("z_lo", "z_hi"), Increasing("z_hi", "z_lo", "p"))
 
 
@@ -37,6 +65,21 @@ def lottery_prior(n_eval: int = 1000, order: SweepOrder = "row-major", variance:
     random numbers across n (evaluation points first in one Cholesky factor), the row-major
     projection sweep over [training; evaluation] in both directions with the e₊/e₋ blend, and the
     logistic link onto the prize interval; 1,000 evaluation lotteries.
+
+    Parameters
+    ----------
+    n_eval : int
+        Evaluation lotteries per pseudo-truth.
+    order : {"row-major", "random"}
+        Sweep order of the monotone projection.
+    variance, lengthscale : float
+        The Matérn-3/2 kernel's variance and length scale.
+    jitter : float
+        Added to the kernel matrix's diagonal before its Cholesky factorisation.
+
+    Returns
+    -------
+    MonotoneGP
 
     Examples
     --------

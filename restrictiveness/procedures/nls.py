@@ -52,7 +52,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -290,8 +290,17 @@ class NLS(Procedure):
         return np.require(M, float, ["C", "W"])
 
     # -- fitting --------------------------------------------------------------------------
+    # A Sample gives the fitted rule of the procedure protocol, a DataFrame estimation results.
+    @overload
+    def fit(self, sample: Sample, rng: np.random.Generator | None = None,
+            **estimation: Any) -> NLSFitted: ...
+
+    @overload
+    def fit(self, sample: pd.DataFrame, rng: np.random.Generator | None = None,
+            **estimation: Any) -> NLSResults: ...
+
     def fit(self, sample: Sample | pd.DataFrame, rng: np.random.Generator | None = None,
-            **estimation) -> NLSFitted | NLSResults:
+            **estimation: Any) -> NLSFitted | NLSResults:
         """Fit to a training sample (a procedure in studies), or estimate on a DataFrame.
 
         Parameters

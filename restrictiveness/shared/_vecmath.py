@@ -38,7 +38,8 @@ _PIO2_2 = 6.07710050630396597660e-11
 _PIO2_3 = 2.02226624871116645580e-21
 
 
-if numba.config.DISABLE_JIT:  # pragma: no cover - pure-Python runs (coverage, debugging)
+# numba.config sets its options from the environment at import time, unseen by mypy
+if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # pragma: no cover - pure Python
 
     def _f64_from_bits(bits):
         return np.int64(bits).view(np.float64)

@@ -34,7 +34,7 @@ import ast
 import functools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -306,7 +306,8 @@ def _to_sympy(node: ast.AST, symbols: dict):
                ast.GtE: sp.GreaterThan, ast.Eq: sp.Eq, ast.NotEq: sp.Ne}
         terms = [_to_sympy(v, symbols) for v in (node.left, *node.comparators)]
         return sp.And(*[rel[type(o)](terms[k], terms[k + 1]) for k, o in enumerate(node.ops)])
-    assert isinstance(node, ast.Call)  # _check admitted nothing else
+    # _check admitted nothing else
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     f = node.func.id
     a = [_to_sympy(v, symbols) for v in node.args]
     unary = {"exp": sp.exp, "log": sp.log, "log1p": log1p, "expm1": expm1, "log2": log2,
@@ -456,7 +457,7 @@ class CompiledExpression:
     """
 
     formula: NonlinearFormula
-    resjac: object
+    resjac: Callable[..., tuple[np.ndarray, np.ndarray]]
     source: str
     value: object
     derivatives: list

@@ -79,8 +79,8 @@ def package_locations(names: frozenset) -> list[str]:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
-        found += [os.path.realpath(loc) for loc in (spec.submodule_search_locations or [])
-                  if spec]
+        if spec is not None:
+            found += [os.path.realpath(loc) for loc in spec.submodule_search_locations or []]
     return found
 
 
@@ -94,13 +94,14 @@ def read_roots(names: frozenset) -> tuple[str, ...]:
     for loc in package_locations(names):
         site = os.path.dirname(loc)  # bundled libraries (numpy.libs) sit beside a package
         roots.add(site if site.endswith(("site-packages", "dist-packages")) else loc)
-    if pyseccomp_location():
-        roots.add(pyseccomp_location())
+    seccomp = pyseccomp_location()
+    if seccomp:
+        roots.add(seccomp)
     for p in _LIB_DIRS + _SYSTEM_FILES:
         if os.path.exists(p) and not os.path.islink(p):
             roots.add(p)
-    roots = sorted(r for r in roots if os.path.exists(r))
-    return tuple(r for r in roots if not _within(r, [b for b in roots if b != r]))
+    present = sorted(r for r in roots if os.path.exists(r))
+    return tuple(r for r in present if not _within(r, [b for b in present if b != r]))
 
 
 def mount_plan(workdir: str, roots: tuple[str, ...]) -> dict:

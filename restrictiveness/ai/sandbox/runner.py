@@ -19,6 +19,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def run_python(source: str, *, driver: str | None = None,
     if preload is None:
         preload = ["numpy"] + _imported_packages(source, allowed)
     owned = workdir is None
-    root = Path(tempfile.mkdtemp(prefix="rx-sandbox-") if owned else workdir).resolve()
+    root = Path(tempfile.mkdtemp(prefix="rx-sandbox-") if workdir is None else workdir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     control = root / ".sandbox"
     try:
@@ -125,7 +126,7 @@ def run_python(source: str, *, driver: str | None = None,
             os.chmod(root, 0o700)
             remove_tree(control)
         names = frozenset(allowed) | {m.partition(".")[0] for m in preload}
-        config = {
+        config: dict[str, Any] = {  # the child's JSON configuration
             "workdir": str(root), "program": str(root / "program.py"), "driver": driver,
             "allowed": allowed, "roots": list(_guard_roots(names)),
             "preload": [m for m in preload if m.partition(".")[0] in allowed],
@@ -301,7 +302,8 @@ class _Watch:
     def __init__(self) -> None:
         self.tails = {"stdout": b"", "stderr": b"", "report": b""}
         self.carry = dict.fromkeys(self.tails, b"")
-        self.total, self.violation = 0, None
+        self.total = 0
+        self.violation: str | None = None  # the first refused operation the child reported
         self.report, self.exit = b"", b""
 
     def feed(self, name: str, chunk: bytes) -> None:
@@ -367,9 +369,11 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     finally:
         os.close(write_fd)
         os.close(exit_write)
-    channels = ((proc.stdout, "stdout"), (proc.stderr, "stderr"),
-                (os.fdopen(read_fd, "rb", buffering=0), "report"),
-                (os.fdopen(exit_read, "rb", buffering=0), "exit"))
+    assert proc.stdout is not None and proc.stderr is not None  # stdout=stderr=PIPE above
+    channels: tuple[tuple[IO[bytes], str], ...] = (
+        (proc.stdout, "stdout"), (proc.stderr, "stderr"),
+        (os.fdopen(read_fd, "rb", buffering=0), "report"),
+        (os.fdopen(exit_read, "rb", buffering=0), "exit"))
     watch, killed = _Watch(), None
     sel = selectors.DefaultSelector()
     for stream, name in channels:
@@ -394,7 +398,7 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
                 if killed:
                     break
             for key, _ in sel.select(timeout=min(remaining, 0.25)):
-                chunk = os.read(key.fileobj.fileno(), 65536)
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     continue
@@ -548,8 +552,8 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
             return "crash", f"the interpreter was killed by signal {name}"
         return "crash", f"the interpreter exited with status {returncode}: {err.strip()[-500:]}"
     if not status.get("ok"):
-        reason = status.get("reason")
-        return (reason if reason in REASONS else "crash"), str(status.get("message", ""))[:4000]
+        given = status.get("reason")
+        return (given if given in REASONS else "crash"), str(status.get("message", ""))[:4000]
     if returncode != 0:
         return "crash", f"the interpreter exited with status {returncode}"
     return None, status.get("value")

@@ -87,7 +87,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
         if not path.startswith("/"):
             path = _getcwd() + "/" + path
         pending = [p for p in path.split("/") if p and p != "."]
-        done: list = []
+        done = []
         hops = 0
         while pending:
             part = pending.pop(0)
