@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from ..shared.exceptions import ConfigurationError
+
 __all__ = ["Kernel", "Matern32", "Matern52", "SquaredExponential"]
 
 
@@ -24,16 +26,25 @@ class Kernel:
 
     def __post_init__(self) -> None:
         ls = np.atleast_1d(np.asarray(self.lengthscale, dtype=float))
+        name = type(self).__name__
         if self.variance <= 0 or not np.isfinite(self.variance):
-            raise ValueError("variance must be a positive finite number")
+            raise ConfigurationError(f"{name}: variance must be a positive finite number")
         if (ls <= 0).any() or not np.isfinite(ls).all():
-            raise ValueError("lengthscale must be positive and finite")
+            raise ConfigurationError(f"{name}: lengthscale must be positive and finite")
         if isinstance(self.lengthscale, list | np.ndarray):
             object.__setattr__(self, "lengthscale", tuple(float(v) for v in ls))
 
+    def _lengthscales(self, dim: int) -> np.ndarray:
+        """The length scale of each of ``dim`` coordinates (refused if their number differs)."""
+        ls = np.atleast_1d(np.asarray(self.lengthscale, dtype=float))
+        if ls.size not in (1, dim):
+            raise ConfigurationError(f"{type(self).__name__}: lengthscale has {ls.size} values "
+                                     f"for {dim} covariates; give one, or one per covariate")
+        return np.broadcast_to(ls, dim)
+
     def distance(self, X1: np.ndarray, X2: np.ndarray) -> np.ndarray:
         """Euclidean distance between rows after dividing each coordinate by its length scale."""
-        ls = np.asarray(self.lengthscale, dtype=float)
+        ls = self._lengthscales(np.shape(np.atleast_2d(X1))[-1])
         X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls
         X2 = np.atleast_2d(np.asarray(X2, dtype=float)) / ls
         return cdist(X1, X2)
@@ -70,7 +81,7 @@ def _student_frequencies(nu: float, dim: int, size: int, rng: np.random.Generato
     # chi-square draw is shared by all coordinates of a frequency vector (SPEC §7).
     y = rng.standard_normal((size, dim))
     c = rng.chisquare(2 * nu, size=(size, 1))
-    return y * np.sqrt(2 * nu / c) / np.broadcast_to(np.asarray(lengthscale, dtype=float), dim)
+    return y * np.sqrt(2 * nu / c) / lengthscale
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,12 @@ class Matern32(Kernel):
         ``k(x, x)``, positive.
     lengthscale : float or tuple of float
         One length scale, or one per covariate; positive.
+
+    Raises
+    ------
+    ConfigurationError
+        If the variance or a length scale is not positive and finite (and, when the kernel is
+        evaluated, if the number of length scales is neither one nor the number of covariates).
 
     Examples
     --------
@@ -151,7 +168,7 @@ class Matern32(Kernel):
         >>> round(float(np.cos(omega[:, 0] * 0.5).mean()), 2), round(float(k.correlation(1.0)), 2)
         (0.48, 0.48)
         """
-        return _student_frequencies(1.5, dim, size, rng, self.lengthscale)
+        return _student_frequencies(1.5, dim, size, rng, self._lengthscales(dim))
 
 
 @dataclass(frozen=True)
@@ -167,6 +184,12 @@ class Matern52(Kernel):
         ``k(x, x)``, positive.
     lengthscale : float or tuple of float
         One length scale, or one per covariate; positive.
+
+    Raises
+    ------
+    ConfigurationError
+        If the variance or a length scale is not positive and finite (and, when the kernel is
+        evaluated, if the number of length scales is neither one nor the number of covariates).
 
     Examples
     --------
@@ -232,7 +255,7 @@ class Matern52(Kernel):
         >>> round(float(np.cos(omega[:, 0] * 0.5).mean()), 2), round(float(k.correlation(1.0)), 2)
         (0.52, 0.52)
         """
-        return _student_frequencies(2.5, dim, size, rng, self.lengthscale)
+        return _student_frequencies(2.5, dim, size, rng, self._lengthscales(dim))
 
 
 @dataclass(frozen=True)
@@ -248,6 +271,12 @@ class SquaredExponential(Kernel):
         ``k(x, x)``, positive.
     lengthscale : float or tuple of float
         One length scale, or one per covariate; positive.
+
+    Raises
+    ------
+    ConfigurationError
+        If the variance or a length scale is not positive and finite (and, when the kernel is
+        evaluated, if the number of length scales is neither one nor the number of covariates).
 
     Examples
     --------
@@ -311,5 +340,4 @@ class SquaredExponential(Kernel):
         >>> round(float(np.cos(omega[:, 0] * 0.5).mean()), 2), round(float(k.correlation(1.0)), 2)
         (0.61, 0.61)
         """
-        ls = np.broadcast_to(np.asarray(self.lengthscale, dtype=float), dim)
-        return rng.standard_normal((size, dim)) / ls
+        return rng.standard_normal((size, dim)) / self._lengthscales(dim)

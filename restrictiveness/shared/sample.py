@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .exceptions import DataError
+
 __all__ = ["Sample", "as_frame", "as_columns"]
 
 
@@ -50,6 +52,12 @@ class Sample:
     response : str
         Name of the label, the left-hand side of formulas.
 
+    Raises
+    ------
+    DataError
+        If ``X`` and ``y`` differ in their number of observations, or the last axis of ``X``
+        does not match ``columns``.
+
     Examples
     --------
     >>> import numpy as np
@@ -65,9 +73,9 @@ class Sample:
 
     def __post_init__(self) -> None:
         if np.shape(self.X)[0] != np.shape(self.y)[0]:
-            raise ValueError("Sample: X and y must have the same number of observations")
+            raise DataError("Sample: X and y must have the same number of observations")
         if np.shape(self.X)[-1] != len(self.columns):
-            raise ValueError("Sample: the last axis of X must match columns")
+            raise DataError("Sample: the last axis of X must match columns")
 
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])
