@@ -98,6 +98,30 @@ def test_matern32_formula_and_lengthscales():
         rx.Matern32(variance=-1)
 
 
+@pytest.mark.parametrize("kernel", [rx.Matern32, rx.Matern52, rx.SquaredExponential])
+def test_kernels_refuse_bad_arguments_with_named_errors(kernel, rng):
+    with pytest.raises(rx.ConfigurationError, match=f"{kernel.__name__}: variance"):
+        kernel(variance=0.0)
+    with pytest.raises(rx.ConfigurationError, match="lengthscale must be positive"):
+        kernel(lengthscale=(1.0, -1.0))
+    # two length scales for three covariates: refused by name, not a numpy broadcasting error
+    k = kernel(lengthscale=(1.0, 2.0))
+    with pytest.raises(rx.ConfigurationError, match="lengthscale has 2 values for 3 covariates"):
+        k(np.zeros((2, 3)))
+    with pytest.raises(rx.ConfigurationError, match="lengthscale has 2 values for 3 covariates"):
+        k.spectral_frequencies(3, 5, rng)
+    # one length scale serves every covariate: the same as repeating it
+    x, y = np.array([[0.0, 0.0, 0.0]]), np.array([[0.3, 0.8, -0.2]])
+    assert kernel(lengthscale=0.7)(x, y) == kernel(lengthscale=(0.7, 0.7, 0.7))(x, y)
+
+
+def test_sample_refuses_mismatched_arrays_with_data_error():
+    with pytest.raises(rx.DataError, match="same number of observations"):
+        rx.Sample(np.zeros((3, 2)), np.zeros(2), ("a", "b"))
+    with pytest.raises(rx.DataError, match="last axis of X must match columns"):
+        rx.Sample(np.zeros((3, 2)), np.zeros(3), ("a",))
+
+
 @pytest.mark.parametrize("kernel", [rx.Matern32(lengthscale=(0.7, 1.3)), rx.Matern52(),
                                     rx.SquaredExponential(lengthscale=0.5)])
 def test_random_fourier_features_reproduce_the_kernel(kernel, rng):

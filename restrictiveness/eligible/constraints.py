@@ -132,16 +132,96 @@ class Constraint:
     """
 
     def check(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-        """Boolean flag per observation (first axis): True where the prediction is admissible."""
+        """Flag the observations whose predictions satisfy the restriction.
+
+        Parameters
+        ----------
+        pred : ndarray
+            Predictions, observations along the first axis (``(n,)``, or ``(n, J)`` for
+            markets of J products).
+        X : ndarray
+            Covariates of the same observations, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per observation (first axis), True where the prediction is admissible
+            (the base class admits everything).
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> rx.Between(0, 1).check(np.array([0.5, 1.5, np.nan]), np.zeros((3, 1)), ("x",))
+        array([ True, False, False])
+        """
         return np.ones(np.shape(pred)[0], dtype=bool)
 
     def repair(self, pred: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-        """Return predictions moved into the eligible set where that is well defined."""
+        """Move predictions into the eligible set where that is well defined.
+
+        The failure protocol (SPEC §6) repairs predictions first, then replaces those that
+        :meth:`check` still refuses by the baseline's.
+
+        Parameters
+        ----------
+        pred : ndarray
+            Predictions, observations along the first axis (``(n,)``, or ``(n, J)`` for
+            markets of J products).
+        X : ndarray
+            Covariates of the same observations, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray
+            Repaired predictions, shaped like ``pred`` (the base class returns ``pred``).
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> rx.Between(0, 1).repair(np.array([-0.5, 0.5, 2.0]), np.zeros((3, 1)), ("x",))
+        array([0. , 0.5, 1. ])
+        """
         return pred
 
     def project(self, values: np.ndarray, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-        """Values of a pseudo-truth at ``X`` mapped onto the restriction (override to make the
-        constraint imposable; the base class cannot impose anything)."""
+        """Map the values of a pseudo-truth at ``X`` onto the restriction.
+
+        Override it to make the constraint imposable by evaluation distributions; the base
+        class cannot impose anything (:attr:`projectable` is then False).
+
+        Parameters
+        ----------
+        values : ndarray
+            Values of a pseudo-truth, one per row of ``X``.
+        X : ndarray
+            The points, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray
+            Values of the same shape that :meth:`check` admits.
+
+        Raises
+        ------
+        NotImplementedError
+            If the constraint defines no projection.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> rx.Between(0, 1).projectable
+        False
+        >>> rx.Between(0, 1).project(np.array([2.0]), np.zeros((1, 1)), ("x",))
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: Between(lower=0, upper=1) defines no projection
+        """
         raise NotImplementedError(f"{self!r} defines no projection")
 
     @property
@@ -150,6 +230,19 @@ class Constraint:
         return type(self).project is not Constraint.project
 
     def describe(self) -> str:  # pragma: no cover - overridden
+        """Describe the restriction in words (subclasses must override it).
+
+        Returns
+        -------
+        str
+            The restriction, e.g. for summaries and reports.
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> rx.Between(0, "z_hi").describe()
+        '0 <= f(x) <= z_hi'
+        """
         raise NotImplementedError
 
 
@@ -157,7 +250,20 @@ class Constraint:
 class Between(Constraint):
     """Predictions lie between ``lower`` and ``upper`` (numbers or covariate names).
 
-    Repair clips to the bounds, as the failure protocol of SPEC §6 does.
+    Repair clips to the bounds, as the failure protocol of SPEC §6 does. In an
+    :class:`~restrictiveness.eligible.monotone_gp.EligibleSet`, the monotone-GP prior maps its
+    latent draws into the bounds with a logistic link.
+
+    Parameters
+    ----------
+    lower, upper : float or str
+        The bounds: finite numbers, or names of covariates whose values bound the prediction
+        at each observation (e.g. a lottery's certainty equivalent lies between its outcomes).
+
+    Raises
+    ------
+    ConstraintError
+        If a bound is not finite, or numeric bounds have ``lower > upper``.
 
     Examples
     --------
@@ -184,7 +290,27 @@ class Between(Constraint):
                 )
 
     def bounds(self, X: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bound per row of ``X``."""
+        """Lower and upper bound per row of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray
+            Covariates, observations along the first axis, named columns along the last.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        lower, upper : ndarray
+            The bounds, one per observation.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 1.0], [0.2, 0.5]])
+        >>> Between(0, "z_hi").bounds(X, ("z_lo", "z_hi"))
+        (array([0., 0.]), array([1. , 0.5]))
+        """
         n = np.shape(X)[0]
         lo = np.broadcast_to(column_values(self.lower, X, columns), n)
         hi = np.broadcast_to(column_values(self.upper, X, columns), n)
@@ -196,16 +322,75 @@ class Between(Constraint):
         return lo.reshape(shape), hi.reshape(shape)
 
     def check(self, pred, X, columns):
+        """Flag the observations whose predictions all lie within their bounds.
+
+        Parameters
+        ----------
+        pred : ndarray
+            Predictions, observations along the first axis (``(n,)``, or ``(n, J)`` for
+            markets of J products).
+        X : ndarray
+            Covariates of the same observations, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per observation; NaN predictions fail.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 1.0], [0.2, 0.5]])
+        >>> Between("z_lo", "z_hi").check(np.array([0.8, 0.8]), X, ("z_lo", "z_hi"))
+        array([ True, False])
+        """
         lo, hi = self._broadcast(pred, X, columns)
         ok = (pred >= lo) & (pred <= hi)
         return ok.reshape(ok.shape[0], -1).all(axis=1)
 
     def repair(self, pred, X, columns):
+        """Clip predictions to their bounds (NaN stays NaN, so :meth:`check` still refuses it).
+
+        Parameters
+        ----------
+        pred : ndarray
+            Predictions, observations along the first axis (``(n,)``, or ``(n, J)`` for
+            markets of J products).
+        X : ndarray
+            Covariates of the same observations, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray
+            ``min(max(pred, lower), upper)``, shaped like ``pred``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 1.0], [0.2, 0.5]])
+        >>> Between("z_lo", "z_hi").repair(np.array([1.5, np.nan]), X, ("z_lo", "z_hi"))
+        array([ 1., nan])
+        """
         lo, hi = self._broadcast(pred, X, columns)
         # np.clip keeps NaN as NaN, so non-finite predictions still fail `check`.
         return np.clip(pred, lo, hi)
 
     def describe(self) -> str:
+        """Describe the bounds in words.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Between("z_lo", "z_hi").describe()
+        'z_lo <= f(x) <= z_hi'
+        """
         return f"{self.lower} <= f(x) <= {self.upper}"
 
 
@@ -240,24 +425,85 @@ class _Monotone(Constraint):
 class Increasing(_Monotone):
     """The rule is nondecreasing in each named covariate.
 
+    It restricts the eligible set: evaluation distributions impose it on their draws (the
+    monotone projection of :class:`~restrictiveness.eligible.monotone_gp.MonotoneGP`). A
+    procedure's predictions are not checked against it (``check`` admits every row, since
+    monotonicity is a property of pairs of rows); ``violations`` counts the violating pairs.
+
+    Parameters
+    ----------
+    *columns : str
+        Names of the covariates, at least one, each at most once.
+
+    Raises
+    ------
+    ConstraintError
+        If no column is named or a column is repeated.
+
     Examples
     --------
-    >>> Increasing("z_hi", "z_lo", "p").describe()
-    'f nondecreasing in z_hi, z_lo, p'
+    >>> import numpy as np
+    >>> c = Increasing("x")
+    >>> X = np.array([[0.0], [0.5], [1.0]])
+    >>> c.violations(np.array([0.0, 0.2, 0.1]), X, ("x",))  # f(0.5) > f(1)
+    1
     """
 
     sign = 1
 
     def describe(self) -> str:
+        """Describe the restriction in words.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Increasing("z_hi", "z_lo", "p").describe()
+        'f nondecreasing in z_hi, z_lo, p'
+        """
         return f"f nondecreasing in {', '.join(self.columns)}"
 
 
 class Decreasing(_Monotone):
-    """The rule is nonincreasing in each named covariate."""
+    """The rule is nonincreasing in each named covariate.
+
+    Parameters
+    ----------
+    *columns : str
+        Names of the covariates, at least one, each at most once.
+
+    Raises
+    ------
+    ConstraintError
+        If no column is named or a column is repeated.
+
+    Examples
+    --------
+    Market shares fall with a product's own price:
+
+    >>> import numpy as np
+    >>> c = Decreasing("price")
+    >>> X = np.array([[1.0], [2.0], [3.0]])
+    >>> c.violations(np.array([0.3, 0.2, 0.1]), X, ("price",))
+    0
+    """
 
     sign = -1
 
     def describe(self) -> str:
+        """Describe the restriction in words.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Decreasing("price").describe()
+        'f nonincreasing in price'
+        """
         return f"f nonincreasing in {', '.join(self.columns)}"
 
 
@@ -268,12 +514,54 @@ class Simplex(Constraint):
     With ``outside=True`` (inside shares of a market with an outside good) the shares must sum to
     less than one; otherwise they must sum to one (within ``atol``). Invalid rows cannot be
     repaired: the failure protocol replaces them with the baseline's.
+
+    Parameters
+    ----------
+    outside : bool
+        Whether the market has an outside good (shares sum below one) or not (sum to one).
+    atol : float
+        Tolerance of the sum-to-one check (``outside=False`` only).
+
+    Examples
+    --------
+    Two markets of two products; the second market's shares leave nothing to the outside good:
+
+    >>> import numpy as np
+    >>> shares = np.array([[0.2, 0.3], [0.6, 0.4]])
+    >>> Simplex().check(shares, np.zeros((2, 2, 1)), ("price",))
+    array([ True, False])
+    >>> Simplex(outside=False).check(shares, np.zeros((2, 2, 1)), ("price",))
+    array([False,  True])
     """
 
     outside: bool = True
     atol: float = 1e-8
 
     def check(self, pred, X, columns):
+        """Flag the observations (markets) whose shares are positive with an admissible sum.
+
+        Parameters
+        ----------
+        pred : ndarray
+            Predictions, observations along the first axis (``(n,)``, or ``(n, J)`` for
+            markets of J products).
+        X : ndarray
+            Covariates of the same observations, named columns along the last axis.
+        columns : sequence of str
+            Names of the last axis of ``X``.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per observation: every share finite and positive, and the shares summing
+            below one (``outside=True``) or to one within ``atol``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> Simplex().check(np.array([[0.2, 0.3], [0.5, -0.1]]), np.zeros((2, 2, 1)), ("p",))
+        array([ True, False])
+        """
         pred = np.asarray(pred, dtype=float)
         flat = pred.reshape(pred.shape[0], -1)
         total = flat.sum(axis=1)
@@ -283,4 +571,15 @@ class Simplex(Constraint):
         return ok & (np.abs(total - 1.0) <= self.atol)
 
     def describe(self) -> str:
+        """Describe the restriction in words.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> Simplex(outside=False).describe()
+        'shares positive, sum to one'
+        """
         return "shares positive, " + ("sum below one" if self.outside else "sum to one")

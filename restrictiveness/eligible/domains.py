@@ -21,22 +21,88 @@ __all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
 
 
 class Domain:
-    """Base class: a covariate distribution P_X with named columns."""
+    """Base class: a covariate distribution P_X with named columns.
+
+    A subclass sets ``columns`` and implements :meth:`sample`; :meth:`evaluation_points`
+    defaults to an equally weighted sample.
+
+    Examples
+    --------
+    The uniform distribution on the unit interval:
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> class Unit(rx.Domain):
+    ...     columns = ("x",)
+    ...     def sample(self, size, rng):
+    ...         return rng.random((size, 1))
+    >>> dom = Unit()
+    >>> X, w = dom.evaluation_points(4, np.random.default_rng(0))
+    >>> dom.dim, X.shape, w.tolist()
+    (1, (4, 1), [0.25, 0.25, 0.25, 0.25])
+    """
 
     columns: tuple[str, ...]
 
     @property
     def dim(self) -> int:
+        """Number of covariates (columns)."""
         return len(self.columns)
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``size`` locations, shape ``(size, dim)``; the first k of a draw of n > k are a
-        valid draw of k (nested samples)."""
+        """Draw training locations from P_X.
+
+        The first ``k`` rows of a draw of ``n > k`` are a valid draw of ``k``, so training
+        samples are nested in ``n``.
+
+        Parameters
+        ----------
+        size : int
+            Number of locations.
+        rng : numpy.random.Generator
+            The random stream.
+
+        Returns
+        -------
+        ndarray
+            Locations, shape ``(size, dim)``.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> rx.Box(x=(0, 1), y=(0, 2)).sample(3, np.random.default_rng(0)).shape
+        (3, 2)
+        """
         raise NotImplementedError
 
     def evaluation_points(self, size: int, rng: np.random.Generator
                           ) -> tuple[np.ndarray, np.ndarray]:
-        """Evaluation locations and weights summing to one."""
+        """Evaluation locations and weights summing to one.
+
+        Discrepancies are weighted averages over these points, the estimate of an expectation
+        over P_X. The default is an equally weighted :meth:`sample`.
+
+        Parameters
+        ----------
+        size : int
+            Number of locations (domains with a finite support may use the whole support
+            instead).
+        rng : numpy.random.Generator
+            The random stream.
+
+        Returns
+        -------
+        X : ndarray
+            Locations, shape ``(m, dim)``.
+        weights : ndarray
+            Their weights, shape ``(m,)``, summing to one.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> X, w = rx.Box(x=(0, 1)).evaluation_points(4, np.random.default_rng(0))
+        >>> X.shape, w.tolist()
+        ((4, 1), [0.25, 0.25, 0.25, 0.25])
+        """
         X = self.sample(size, rng)
         return X, np.full(len(X), 1.0 / len(X))
 
@@ -47,8 +113,22 @@ class LinearInequality:
     Build it from a dict of coefficients or parse it from text such as ``"z_lo <= z_hi"`` or
     ``"x1 + 2*x2 >= 1"``.
 
+    Parameters
+    ----------
+    coefs : mapping of str to float
+        Coefficient of each column; zero coefficients are dropped.
+    rhs : float
+        The right-hand side.
+
+    Raises
+    ------
+    DomainError
+        If every coefficient is zero.
+
     Examples
     --------
+    >>> LinearInequality({"x1": 1.0, "x2": 2.0}, rhs=1.0)
+    LinearInequality('x1 + 2*x2 <= 1')
     >>> LinearInequality.parse("z_lo <= z_hi")
     LinearInequality('z_lo - z_hi <= 0')
     """
@@ -61,6 +141,29 @@ class LinearInequality:
 
     @classmethod
     def parse(cls, text: str) -> LinearInequality:
+        """Parse an inequality between linear expressions of the columns.
+
+        Parameters
+        ----------
+        text : str
+            ``"lhs <= rhs"`` or ``"lhs >= rhs"`` (``<`` and ``>`` read as ``<=`` and ``>=``),
+            each side a sum of numbers, column names and products of a number and a name.
+
+        Returns
+        -------
+        LinearInequality
+            The same inequality as ``sum_k coef[k] * x[k] <= rhs``.
+
+        Raises
+        ------
+        DomainError
+            If the text is not a linear inequality.
+
+        Examples
+        --------
+        >>> LinearInequality.parse("x1 + 2*x2 >= 1")
+        LinearInequality('- x1 - 2*x2 <= -1')
+        """
         try:
             node = ast.parse(text, mode="eval").body
         except SyntaxError:
@@ -80,6 +183,27 @@ class LinearInequality:
         return cls(coefs, -const)
 
     def satisfied(self, X: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        """Flag the rows of ``X`` that satisfy the inequality (to within 1e-12).
+
+        Parameters
+        ----------
+        X : ndarray
+            Points, shape ``(m, len(columns))``.
+        columns : sequence of str
+            Names of the columns of ``X``; they must include every name of the inequality.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per row.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.1, 0.5], [0.6, 0.5]])
+        >>> LinearInequality.parse("z_lo <= z_hi").satisfied(X, ("z_lo", "z_hi"))
+        array([ True, False])
+        """
         total = np.zeros(len(X))
         for name, c in self.coefs.items():
             if name not in columns:
@@ -154,6 +278,14 @@ class Box(Domain):
         The intervals, in column order; or give them as keywords, ``Box(x1=(0, 1), x2=(0, 1))``.
     where : sequence of str or LinearInequality, optional
         Inequalities that admissible points satisfy, e.g. ``["z_lo <= z_hi"]``.
+    **intervals : (float, float)
+        Intervals given as keywords, after those of ``ranges``.
+
+    Raises
+    ------
+    DomainError
+        If no interval is given, an interval is not finite with ``low < high``, or an
+        inequality names a column the box does not have.
 
     Examples
     --------
@@ -222,12 +354,62 @@ class Box(Domain):
                     for c, a, b, w in zip(columns, lo, hi, width, strict=True)}, where=where)
 
     def admissible(self, X: np.ndarray) -> np.ndarray:
+        """Flag the points that satisfy every inequality of the box.
+
+        Parameters
+        ----------
+        X : ndarray
+            Points in the box's column order, shape ``(m, dim)``.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per row (points outside the intervals are not flagged: only the
+            inequalities are checked).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> box = Box(z_hi=(0, 1), z_lo=(0, 1), where=["z_lo <= z_hi"])
+        >>> box.admissible(np.array([[0.5, 0.2], [0.2, 0.5]]))
+        array([ True, False])
+        """
         ok = np.ones(len(X), dtype=bool)
         for w in self.where:
             ok &= w.satisfied(X, self.columns)
         return ok
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw admissible locations: scrambled Sobol points in the box, by rejection.
+
+        Parameters
+        ----------
+        size : int
+            Number of locations.
+        rng : numpy.random.Generator
+            Seeds the scrambling.
+
+        Returns
+        -------
+        ndarray
+            Locations, shape ``(size, dim)``; with the same ``rng`` state, the draw of ``k``
+            is the first ``k`` rows of a draw of ``n > k``.
+
+        Raises
+        ------
+        DomainError
+            If ``size`` is negative, or the inequalities admit (almost) no Sobol point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> box = Box(z_hi=(0, 1), z_lo=(0, 1), where=["z_lo <= z_hi"])
+        >>> X = box.sample(20, np.random.default_rng(0))
+        >>> bool((X[:, 1] <= X[:, 0]).all())
+        True
+        >>> np.array_equal(box.sample(5, np.random.default_rng(0)), X[:5])
+        True
+        """
         size = int(size)
         if size < 0:
             raise DomainError(f"cannot sample {size} points")
@@ -265,6 +447,24 @@ class FiniteSet(Domain):
     Training locations are drawn iid from the weights (with replacement unless
     ``replace=False``); evaluation uses the whole support with its weights, so discrepancies are
     exact expectations over P_X.
+
+    Parameters
+    ----------
+    points : ndarray
+        The support, shape ``(size, len(columns))``, finite.
+    columns : sequence of str
+        Names of the covariates.
+    weights : ndarray, optional
+        Nonnegative weight of each point, not all zero; normalised to sum to one (default:
+        equal weights).
+    replace : bool
+        Draw training locations with replacement (iid draws from P_X); without replacement a
+        sample cannot be larger than the support.
+
+    Raises
+    ------
+    DomainError
+        If the support is empty, not finite or of the wrong shape, or the weights are invalid.
 
     Examples
     --------
@@ -336,6 +536,32 @@ class FiniteSet(Domain):
                                                  minlength=len(support)), replace=replace)
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw training locations from the support with its weights.
+
+        Parameters
+        ----------
+        size : int
+            Number of locations.
+        rng : numpy.random.Generator
+            The random stream.
+
+        Returns
+        -------
+        ndarray
+            Locations, shape ``(size, dim)``.
+
+        Raises
+        ------
+        DomainError
+            If ``replace=False`` and ``size`` exceeds the support.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> dom = FiniteSet(np.array([[0.0], [1.0]]), ("x",), weights=np.array([0.0, 1.0]))
+        >>> dom.sample(3, np.random.default_rng(0)).ravel().tolist()
+        [1.0, 1.0, 1.0]
+        """
         if not self.replace and size > len(self.points):
             raise DomainError(
                 f"cannot draw n={size} distinct locations from a finite set of "
@@ -345,6 +571,30 @@ class FiniteSet(Domain):
         return self.points[idx]
 
     def evaluation_points(self, size, rng):
+        """The whole support with its weights (exact expectations over P_X).
+
+        Parameters
+        ----------
+        size : int
+            Ignored: the support is used whatever its size.
+        rng : numpy.random.Generator
+            Ignored.
+
+        Returns
+        -------
+        X : ndarray
+            The support, shape ``(size of the support, dim)``.
+        weights : ndarray
+            The normalised weights.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> dom = FiniteSet(np.array([[0.0], [1.0]]), ("x",), weights=np.array([1.0, 3.0]))
+        >>> X, w = dom.evaluation_points(1000, np.random.default_rng(0))
+        >>> X.ravel().tolist(), w.tolist()
+        ([0.0, 1.0], [0.25, 0.75])
+        """
         return self.points, self.weights
 
     def __repr__(self) -> str:

@@ -44,6 +44,31 @@ __all__ = ["EligibleSet", "MonotoneGP", "MonotoneGPTruth"]
 class EligibleSet:
     """A domain with the economic restrictions that eligible prediction rules satisfy.
 
+    The eligible set ``F`` of the paper: rules on the covariate distribution's domain that
+    satisfy every constraint. Evaluation distributions draw their pseudo-truths from it, and
+    studies apply its constraints to procedures' predictions (the failure protocol, SPEC §6).
+
+    Parameters
+    ----------
+    domain : Domain
+        The covariate domain and distribution P_X.
+    *constraints : Constraint
+        The restrictions: at most one :class:`~restrictiveness.eligible.constraints.Between`,
+        at most one monotonicity direction per column, and any others.
+
+    Attributes
+    ----------
+    sign : ndarray of int8
+        Monotonicity per column: 1 increasing, -1 decreasing, 0 unrestricted.
+    between : Between or None
+        The range constraint, if any.
+
+    Raises
+    ------
+    ConstraintError
+        If a constraint names a column the domain lacks, a column has two monotonicity
+        constraints, or more than one ``Between`` is given.
+
     Examples
     --------
     >>> import restrictiveness as rx
@@ -76,6 +101,7 @@ class EligibleSet:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        """Names of the covariates, those of the domain."""
         return self.domain.columns
 
     def __repr__(self) -> str:
@@ -187,7 +213,31 @@ class MonotoneGP(EvaluationDistribution):
                                if not isinstance(c, self.imposes))
 
     def link(self, g: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Map latent values onto the ``Between`` range (identity without one)."""
+        """Map latent values onto the ``Between`` range (identity without one).
+
+        ``f = lo + (hi - lo) / (1 + exp(-g))``, with the bounds of each point (step 4 of the
+        construction).
+
+        Parameters
+        ----------
+        g : ndarray
+            Latent values, one per row of ``X``.
+        X : ndarray
+            Their locations (bounds may be covariates).
+
+        Returns
+        -------
+        ndarray
+            Values inside the bounds.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> gp = rx.MonotoneGP(F, n_eval=5)
+        >>> gp.link(np.array([0.0, np.log(3)]), np.array([[0.2], [0.7]]))
+        array([0.5 , 0.75])
+        """
         b = self.eligible.between
         if b is None:
             return np.asarray(g, dtype=float)
@@ -195,7 +245,47 @@ class MonotoneGP(EvaluationDistribution):
         return lo + (hi - lo) * expit(g)
 
     def impose(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Apply the projections of the constraints imposed that way, and check them."""
+        """Apply the projections of the constraints imposed that way, and check them.
+
+        Constraints other than ``Between``, ``Increasing`` and ``Decreasing`` are imposed by
+        their own ``project`` after the link (step 5 of the construction).
+
+        Parameters
+        ----------
+        f : ndarray
+            Values of the truth after the link, one per row of ``X``.
+        X : ndarray
+            Their locations.
+
+        Returns
+        -------
+        ndarray
+            The values after every projection.
+
+        Raises
+        ------
+        ConstraintError
+            If a projection returns values its own ``check`` refuses, or of the wrong shape.
+
+        Examples
+        --------
+        A floor at 0.5, imposed by its projection:
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Floor(rx.Constraint):
+        ...     level: float
+        ...     def check(self, pred, X, columns):
+        ...         return pred >= self.level
+        ...     def project(self, values, X, columns):
+        ...         return np.maximum(values, self.level)
+        ...     def describe(self):
+        ...         return f"f >= {self.level}"
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), Floor(0.5))
+        >>> rx.MonotoneGP(F).impose(np.array([0.2, 0.7]), np.array([[0.1], [0.9]]))
+        array([0.5, 0.7])
+        """
         for c in self.projected:
             f = np.asarray(c.project(f, X, self.columns), dtype=float)
             if f.shape != (len(X),) or not np.all(c.check(f, X, self.columns)):
@@ -205,7 +295,38 @@ class MonotoneGP(EvaluationDistribution):
 
     def project(self, g: np.ndarray, X: np.ndarray, rng: np.random.Generator
                 ) -> tuple[np.ndarray, int]:
-        """Blend of the increasing and decreasing projections of ``g``; and remaining violations."""
+        """Blend the increasing and decreasing projections of ``g``; count remaining violations.
+
+        ``g̃ = (1 − w) g₊ − w g₋`` with ``w = e₊ / (e₊ + e₋)`` and ``e± = ‖g± − g‖²``
+        (step 3 of the construction); ``g`` is returned unchanged when no column is monotone.
+
+        Parameters
+        ----------
+        g : ndarray
+            Latent values, one per row of ``X``.
+        X : ndarray
+            Their locations.
+        rng : numpy.random.Generator
+            Visiting order of the sweeps when ``order="random"``.
+
+        Returns
+        -------
+        g_tilde : ndarray
+            The blended, monotone values.
+        violations : int
+            Ordered pairs of points still violating monotonicity (beyond the tolerance).
+
+        Examples
+        --------
+        On three ordered points, ``g₊ = (0, 1.5, 1.5)``, ``g₋ = (1, 1, 1)``,
+        ``e₊ = 0.5``, ``e₋ = 2``, so ``w = 0.2`` and ``g̃ = 0.8 g₊ − 0.2 g₋``:
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+        >>> X = np.array([[0.0], [0.5], [1.0]])
+        >>> rx.MonotoneGP(F).project(np.array([0.0, 2.0, 1.0]), X, np.random.default_rng(0))
+        (array([-0.2,  1. ,  1. ]), 0)
+        """
         if not self.eligible.sign.any():
             return g, 0
         pairs = ordered_pairs(X, self.eligible.sign)
@@ -219,13 +340,75 @@ class MonotoneGP(EvaluationDistribution):
         return g_tilde, count_violations(g_tilde, pairs)
 
     def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
-        """At least the covariance of the evaluation and largest training set and its Cholesky
-        factor (float64), which :meth:`draw` holds at once."""
+        """Bytes of the covariance and its Cholesky factor, which :meth:`draw` holds at once.
+
+        A lower bound on one draw's memory: two float64 matrices over the evaluation and the
+        largest training set.
+
+        Parameters
+        ----------
+        ns : sequence of int
+            Sample sizes.
+        draws : int
+            Training draws per sample size (further draws are labelled by interpolation and
+            need no larger matrices).
+
+        Returns
+        -------
+        int
+            ``2 * 8 * (n_eval + max(ns))^2``.
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+        >>> rx.MonotoneGP(F, n_eval=1000).memory_bytes([100, 1000])
+        64000000
+        """
         points = self.n_eval + max(int(n) for n in ns)
         return 2 * 8 * points ** 2
 
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1
              ) -> MonotoneGPTruth:
+        """Draw one pseudo-truth, constructed separately on each sample size's points.
+
+        Parameters
+        ----------
+        ns : sequence of int
+            Positive sample sizes.
+        rng : numpy.random.Generator
+            The replication's random stream (split into evaluation, latent, sweep-order and
+            training streams, so the truth at ``n`` does not depend on the other sizes' order).
+        draws : int
+            Independent training sets; those after the first are labelled by GP interpolation
+            of the latent field.
+
+        Returns
+        -------
+        MonotoneGPTruth
+            The truth on every ``n``'s training points and on the common evaluation points.
+
+        Raises
+        ------
+        ConfigurationError
+            If a size is not positive, ``draws < 1``, or ``draws > 1`` with constraints
+            imposed by projection (interpolation cannot re-impose them).
+
+        Examples
+        --------
+        The same stream gives the same truth; the truth is nondecreasing and inside the range:
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> gp = rx.MonotoneGP(F, n_eval=5)
+        >>> truth = gp.draw([10], np.random.default_rng(3))
+        >>> again = gp.draw([10], np.random.default_rng(3))
+        >>> np.array_equal(truth.eval_y(10), again.eval_y(10))
+        True
+        >>> y = truth.eval_y(10)[np.argsort(truth.eval_X[:, 0])]
+        >>> bool((np.diff(y) >= 0).all() and (0 < y).all() and (y < 1).all())
+        True
+        """
         ns = sorted({int(n) for n in ns})
         if not ns or ns[0] < 1:
             raise ConfigurationError("sample sizes n must be positive integers")

@@ -33,15 +33,47 @@ class PseudoTruth:
     Subclasses implement :meth:`train_y` and :meth:`eval_y` (and :meth:`evaluate` when the truth
     is a function).
 
+    Parameters
+    ----------
+    train_locations : sequence of ndarray
+        One array per training draw ``k``, of the largest sample size; the first ``n`` rows are
+        the size-``n`` sample.
+    eval_X : ndarray
+        Evaluation locations, common to every ``n`` and procedure.
+    eval_weights : ndarray or None
+        Weights of the evaluation locations, summing to one (None: equal weights).
+    columns : tuple of str
+        Names of the covariates.
+    response : str
+        Name of the label.
+
     Attributes
     ----------
     train_locations : list of ndarray
-        One array per training draw ``k``; the first ``n`` rows are the size-``n`` sample.
+        As given.
     eval_X : ndarray
-        Evaluation locations, common to every ``n`` and procedure.
+        As given.
     eval_weights : ndarray
-        Weights of the evaluation locations (sum to one).
-    columns, response : names of the covariates and of the label.
+        The weights (equal if none were given).
+    columns, response : tuple of str, str
+        As given.
+
+    Examples
+    --------
+    A fixed truth ``f(x) = x^2``, known everywhere:
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> class Square(rx.PseudoTruth):
+    ...     def train_y(self, n, draw=0):
+    ...         return self.train_X(n, draw)[:, 0] ** 2
+    ...     def eval_y(self, n):
+    ...         return self.eval_X[:, 0] ** 2
+    ...     def evaluate(self, X, n):
+    ...         return X[:, 0] ** 2
+    >>> truth = Square([np.array([[1.0], [2.0], [3.0]])], np.array([[0.5], [1.5]]), None,
+    ...                ("x",), "y")
+    >>> truth.sample(2).y, truth.eval_weights
+    (array([1., 4.]), array([0.5, 0.5]))
     """
 
     def __init__(self, train_locations: Sequence[np.ndarray], eval_X: np.ndarray,
@@ -60,30 +92,189 @@ class PseudoTruth:
         return len(self.train_locations)
 
     def train_X(self, n: int, draw: int = 0) -> np.ndarray:
+        """The first ``n`` training locations of ``draw``.
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+        draw : int
+            Training draw ``k`` (0 unless the study averages over several, SPEC §3).
+
+        Returns
+        -------
+        ndarray
+            Locations, observations along the first axis; nested in ``n``.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> truth.train_X(3).shape, np.array_equal(truth.train_X(3), truth.train_X(6)[:3])
+        ((3, 1), True)
+        """
         return self.train_locations[draw][:n]
 
     def train_y(self, n: int, draw: int = 0) -> np.ndarray:
-        """Noise-free labels of the first ``n`` training locations of ``draw``."""
+        """Noise-free labels of the first ``n`` training locations of ``draw``.
+
+        Parameters
+        ----------
+        n : int
+            Sample size (a prior may construct the truth separately for each ``n``).
+        draw : int
+            Training draw ``k``.
+
+        Returns
+        -------
+        ndarray
+            ``f(X_i)`` for the locations of :meth:`train_X`.
+
+        Examples
+        --------
+        A monotone-GP truth is nondecreasing in ``x`` and lies in ``[0, 1]``:
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> y = truth.train_y(6)[np.argsort(truth.train_X(6)[:, 0])]
+        >>> bool((np.diff(y) >= 0).all() and (0 <= y).all() and (y <= 1).all())
+        True
+        """
         raise NotImplementedError
 
     def eval_y(self, n: int) -> np.ndarray:
-        """The truth at the evaluation locations (as constructed for sample size ``n``)."""
+        """The truth at the evaluation locations, as constructed for sample size ``n``.
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+
+        Returns
+        -------
+        ndarray
+            ``f`` at :attr:`eval_X`, one value per evaluation location.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> truth.eval_y(6).shape, truth.eval_X.shape
+        ((5,), (5, 1))
+        """
         raise NotImplementedError
 
     def evaluate(self, X: np.ndarray, n: int) -> np.ndarray:
-        """The truth at arbitrary locations (only for priors whose truth is a function)."""
+        """The truth at arbitrary locations (only for priors whose truth is a function).
+
+        Discrepancies that perturb inputs (price elasticities of the demand application) need
+        it; truths tabulated on their own points raise.
+
+        Parameters
+        ----------
+        X : ndarray
+            Locations, observations along the first axis.
+        n : int
+            Sample size the truth was constructed for.
+
+        Returns
+        -------
+        ndarray
+            ``f(X)``.
+
+        Raises
+        ------
+        NotImplementedError
+            If the truth is known only on its own points.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> truth.evaluate(np.array([[0.5]]), 6)
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: MonotoneGPTruth is known only on its own points
+        """
         raise NotImplementedError(f"{type(self).__name__} is known only on its own points")
 
     def sample(self, n: int, draw: int = 0) -> Sample:
-        """The size-``n`` training sample of ``draw``."""
+        """The size-``n`` training sample of ``draw``.
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+        draw : int
+            Training draw ``k``.
+
+        Returns
+        -------
+        Sample
+            :meth:`train_X` with the labels of :meth:`train_y`.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> s = truth.sample(3)
+        >>> len(s), s.columns, np.array_equal(s.y, truth.train_y(3))
+        (3, ('x',), True)
+        """
         return Sample(self.train_X(n, draw), self.train_y(n, draw), self.columns, self.response)
 
     def evaluation_sample(self, n: int) -> Sample:
-        """The evaluation locations with their true values, for model restrictiveness (Def. 1)."""
+        """The evaluation locations with their true values, for model restrictiveness (Def. 1).
+
+        Parameters
+        ----------
+        n : int
+            Sample size the truth was constructed for.
+
+        Returns
+        -------
+        Sample
+            :attr:`eval_X` with the labels of :meth:`eval_y`.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> len(truth.evaluation_sample(6))
+        5
+        """
         return Sample(self.eval_X, self.eval_y(n), self.columns, self.response)
 
     def diagnostics(self, n: int) -> dict[str, float]:
-        """Per-draw diagnostics stored with the results (e.g. monotonicity violations)."""
+        """Per-draw diagnostics stored with the results (e.g. monotonicity violations).
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+
+        Returns
+        -------
+        dict of str to float
+            One value per name in the distribution's ``diagnostic_names`` (the base class
+            reports none).
+
+        Examples
+        --------
+        The pairs of points where the monotone-GP truth still violates monotonicity:
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0))
+        >>> truth.diagnostics(6)
+        {'violations': 0.0}
+        """
         return {}
 
 
@@ -101,6 +292,31 @@ class EvaluationDistribution:
         with them, and the draws satisfy every one of them (:meth:`check_constraints`).
     diagnostic_names : tuple of str
         Names of the per-draw diagnostics its pseudo-truths report.
+
+    Examples
+    --------
+    Linear truths ``f(x) = b x`` with a standard-normal slope ``b`` (an eligible set without
+    restrictions):
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> class LinearTruth(rx.PseudoTruth):
+    ...     def __init__(self, slope, *args):
+    ...         super().__init__(*args)
+    ...         self.slope = slope
+    ...     def train_y(self, n, draw=0):
+    ...         return self.slope * self.train_X(n, draw)[:, 0]
+    ...     def eval_y(self, n):
+    ...         return self.slope * self.eval_X[:, 0]
+    >>> class RandomSlope(rx.EvaluationDistribution):
+    ...     columns = ("x",)
+    ...     def draw(self, ns, rng, draws=1):
+    ...         train = [rng.random((max(ns), 1)) for _ in range(draws)]
+    ...         return LinearTruth(rng.standard_normal(), train, np.linspace(0, 1, 5)[:, None],
+    ...                            None, self.columns, self.response)
+    >>> truth = RandomSlope().draw([10, 20], np.random.default_rng(0))
+    >>> s = truth.sample(10)
+    >>> bool(np.allclose(s.y / s.X[:, 0], truth.slope))
+    True
     """
 
     columns: tuple[str, ...] = ()
@@ -118,9 +334,24 @@ class EvaluationDistribution:
         :meth:`~restrictiveness.eligible.constraints.Constraint.project`; anything else is
         refused here, naming it, rather than ignored.
 
+        Parameters
+        ----------
+        constraints : sequence of Constraint
+            The eligible set's restrictions.
+
         Raises
         ------
         ConfigurationError
+            If a constraint is neither imposed by construction nor projectable.
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+        >>> rx.MonotoneGP(F).check_constraints([rx.Simplex()])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.ConfigurationError: MonotoneGP cannot impose Simplex(...
         """
         for c in constraints:
             if not (isinstance(c, self.imposes) or c.projectable):
@@ -132,14 +363,77 @@ class EvaluationDistribution:
                     "evaluation distribution that imposes it")
 
     def draw(self, ns: Sequence[int], rng: np.random.Generator, draws: int = 1) -> PseudoTruth:
-        """Draw one pseudo-truth with training locations for every ``n`` in ``ns``
-        (``draws`` independent sets of them) and common evaluation locations."""
+        """Draw one pseudo-truth (one replication).
+
+        Parameters
+        ----------
+        ns : sequence of int
+            Sample sizes; the truth has training locations for each (nested: the size-``n``
+            set is the first ``n`` locations of the largest).
+        rng : numpy.random.Generator
+            The replication's random stream.
+        draws : int
+            Independent sets of training locations (K of SPEC §3).
+
+        Returns
+        -------
+        PseudoTruth
+            Training and evaluation locations with the truth's values.
+
+        Examples
+        --------
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=5).draw([3, 6], np.random.default_rng(0), draws=2)
+        >>> truth.draws, truth.train_X(6, draw=1).shape, truth.eval_X.shape
+        (2, (6, 1), (5, 1))
+        """
         raise NotImplementedError
 
     def memory_bytes(self, ns: Sequence[int], draws: int = 1) -> int:
-        """A lower bound on the memory one draw needs (0: not known); studies refuse sizes
-        that cannot fit before any work."""
+        """A lower bound on the memory one draw needs; studies refuse sizes that cannot fit.
+
+        The check happens before any work, so a study too large for the machine fails at
+        once rather than after hours.
+
+        Parameters
+        ----------
+        ns : sequence of int
+            Sample sizes.
+        draws : int
+            Training draws per sample size.
+
+        Returns
+        -------
+        int
+            Bytes (0: not known, the base class's answer).
+
+        Examples
+        --------
+        The monotone-GP prior holds a covariance matrix and its Cholesky factor over the
+        evaluation and largest training set, ``2 * 8 * (1000 + 1000)^2`` bytes:
+
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+        >>> rx.MonotoneGP(F, n_eval=1000).memory_bytes([100, 1000])
+        64000000
+        """
         return 0
 
     def describe(self) -> str:
+        """Describe the distribution in words (default: its ``repr``).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+        >>> print(rx.MonotoneGP(F).describe())  # doctest: +NORMALIZE_WHITESPACE
+        MonotoneGP(EligibleSet(Box(x=(0.0, 1.0)), Increasing('x')), kernel=Matern32(variance=10.0,
+        lengthscale=1.0), jitter=0.0001, n_eval=1000, response='y', order='row-major', tol=1e-06,
+        max_sweeps=50)
+        """
         return repr(self)

@@ -24,13 +24,34 @@ __all__ = [
 
 
 class RestrictivenessError(Exception):
-    """Base class of every error raised by :mod:`restrictiveness`."""
+    """Base class of every error raised by :mod:`restrictiveness`.
+
+    Examples
+    --------
+    One ``except`` clause catches any of the package's errors:
+
+    >>> import restrictiveness as rx
+    >>> try:
+    ...     rx.Box(x=(1, 0))
+    ... except rx.RestrictivenessError as err:
+    ...     print(f"{type(err).__name__}: {err}")
+    DomainError: Box: interval of ['x'] must be finite with low < high
+    """
 
 
 class FormulaError(RestrictivenessError, ValueError):
     """A formula cannot be evaluated on the data, e.g. it names a column the data lack.
 
     Check the spelling of the variables in the formula against ``data.columns``.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> rx.parse_formula("y ~ x").design({"z": [1.0, 2.0]})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x' names column(s) ['x']
+    that the data do not have; available columns: ['z']
     """
 
 
@@ -38,6 +59,14 @@ class DataError(RestrictivenessError, ValueError):
     """Data are missing, malformed or contain values the method cannot use (NaN, inf, bad order).
 
     Clean the data (drop or impute missing values) or fix the file, then retry.
+
+    Examples
+    --------
+    >>> import numpy as np, restrictiveness as rx
+    >>> rx.parse_formula("y ~ x").response_values({"x": [0.0, 1.0], "y": [1.0, np.nan]})
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: response 'y' contains NaN or infinite values
     """
 
 
@@ -45,6 +74,15 @@ class ConstraintError(RestrictivenessError, ValueError):
     """A constraint is impossible or inconsistent (e.g. lower bound above upper bound).
 
     Fix the constraint's arguments; the message names the offending one.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> rx.Between(1, 0)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConstraintError: Between: lower=1 exceeds upper=0; the
+    eligible set would be empty
     """
 
 
@@ -52,6 +90,18 @@ class DomainError(RestrictivenessError, ValueError):
     """A domain cannot supply the requested locations (empty set, too many points asked).
 
     Relax the domain's inequality constraints or ask for fewer points.
+
+    Examples
+    --------
+    Three distinct points cannot supply five draws without replacement:
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> support = rx.FiniteSet(np.array([[0.0], [0.5], [1.0]]), columns=("x",), replace=False)
+    >>> support.sample(5, np.random.default_rng(0))  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DomainError: cannot draw n=5 distinct locations from a
+    finite set of 3 points; lower n or sample with replace=True
     """
 
 
@@ -59,6 +109,19 @@ class ConfigurationError(RestrictivenessError, ValueError):
     """A study is configured inconsistently (duplicate labels, empty sample sizes, ...).
 
     The message names the argument to change.
+
+    Examples
+    --------
+    Standard errors need at least two replications:
+
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")},
+    ...          baseline=rx.Constant(), n=[10], replications=1)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: replications must be at least 2
+    (standard errors need 2)
     """
 
 
@@ -66,6 +129,21 @@ class BaselineError(RestrictivenessError, RuntimeError):
     """The baseline procedure failed; restrictiveness is undefined without it.
 
     The baseline must fit every sample; use a simpler baseline (e.g. ``Constant``).
+
+    Examples
+    --------
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> class Broken(rx.Procedure):
+    ...     def fit(self, sample, rng):
+    ...         raise RuntimeError("no convergence")
+    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")},
+    ...                  baseline=Broken(), n=[10], replications=2, seed=1)
+    >>> study.run(progress=False)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.BaselineError: the baseline Broken() failed in
+    replication 0, n=10: RuntimeError: no convergence
     """
 
 
@@ -75,6 +153,27 @@ class CheckpointError(RestrictivenessError, RuntimeError):
 
     Use a fresh checkpoint path, or rerun with the configuration that wrote it; the message
     names the fields that differ.
+
+    Examples
+    --------
+    A checkpoint written with ``seed=1`` cannot be resumed with ``seed=2``:
+
+    >>> import tempfile
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> def study(seed):
+    ...     return rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")},
+    ...                     baseline=rx.Constant(), n=[10], replications=2, seed=seed)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> res = study(1).run(checkpoint=tmp.name, progress=False)
+    >>> study(2).run(checkpoint=tmp.name, progress=False)
+    ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.CheckpointError: checkpoint ... was written by a different
+    study configuration (seed: 1 in the checkpoint, 2 now); use a fresh checkpoint directory or
+    rerun the study that wrote it
+    >>> tmp.cleanup()
     """
 
 
@@ -84,6 +183,15 @@ class ExecutionError(RestrictivenessError, RuntimeError):
 
     Start workers again (or use fewer, or less memory) and rerun; with a checkpoint, the
     finished replications are kept and the rerun resumes.
+
+    Examples
+    --------
+    It is a :class:`RuntimeError` of the package, distinct from the errors of a configuration
+    (:class:`ConfigurationError`, a :class:`ValueError`) that a rerun cannot cure:
+
+    >>> import restrictiveness as rx
+    >>> issubclass(rx.ExecutionError, RuntimeError), issubclass(rx.ExecutionError, ValueError)
+    (True, False)
     """
 
 
@@ -91,12 +199,30 @@ class StudyInterrupted(KeyboardInterrupt):
     """A study was interrupted (Ctrl-C); its workers are stopped and the replications that
     finished are in the checkpoint, if one was given.
 
+    A :class:`KeyboardInterrupt`, so an interrupted script still stops unless it catches this.
+
+    Parameters
+    ----------
+    finished : int
+        Replications finished, including those loaded from the checkpoint.
+    total : int
+        Replications asked for.
+    checkpoint : str or None
+        The checkpoint directory holding the finished replications (None: not saved).
+
     Attributes
     ----------
     finished, total : int
-        Replications finished (including those loaded from the checkpoint) and asked for.
+        As given.
     checkpoint : str or None
-        The checkpoint directory holding the finished replications.
+        As given.
+
+    Examples
+    --------
+    >>> import restrictiveness as rx
+    >>> print(rx.StudyInterrupted(37, 200, "runs/lottery"))  # doctest: +NORMALIZE_WHITESPACE
+    interrupted: 37 of 200 replications finished, saved in runs/lottery;
+    rerun the same command to resume
     """
 
     def __init__(self, finished: int, total: int, checkpoint: str | None) -> None:
@@ -107,7 +233,27 @@ class StudyInterrupted(KeyboardInterrupt):
 
 
 class FailureWarning(UserWarning):
-    """Some fits failed or returned invalid predictions; the baseline was used in their place."""
+    """Some fits failed or returned invalid predictions; the baseline was used in their place.
+
+    The study still returns its results (SPEC §6): ``results.failures()`` lists the failed
+    fits, and the summary's notes count them.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> class Broken(rx.Procedure):
+    ...     def fit(self, sample, rng):
+    ...         raise RuntimeError("no convergence")
+    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"broken": Broken()},
+    ...                  baseline=rx.Constant(), n=[10], replications=2, seed=1)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = study.run(progress=False)
+    >>> caught[0].category.__name__, str(caught[0].message)[:58]
+    ('FailureWarning', "the baseline's predictions replaced failed fits or invalid")
+    """
 
 
 class SandboxUnavailableError(RestrictivenessError, RuntimeError):
@@ -117,11 +263,62 @@ class SandboxUnavailableError(RestrictivenessError, RuntimeError):
     To run untrusted programs with weaker isolation anyway, pass
     ``SandboxLimits(isolation="guard-only")`` explicitly: the in-process guard and resource
     limits only, recorded with every fit.
+
+    Examples
+    --------
+    Which layers this machine offers is machine-specific (``rx.sandbox_status()``); the error
+    is one of the package's, and the weaker isolation is an explicit choice:
+
+    >>> import restrictiveness as rx
+    >>> issubclass(rx.SandboxUnavailableError, rx.RestrictivenessError)
+    True
+    >>> rx.SandboxLimits(isolation="guard-only").isolation
+    'guard-only'
     """
 
 
 class IsolationWarning(UserWarning):
-    """Untrusted code runs without the kernel's isolation layers (``isolation="guard-only"``)."""
+    """Untrusted code runs without the kernel's isolation layers (``isolation="guard-only"``).
+
+    Examples
+    --------
+    A script that must never run untrusted code with weak isolation turns the warning into an
+    error, which stops :func:`~restrictiveness.run_python` before the program starts:
+
+    >>> import warnings, restrictiveness as rx
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", rx.IsolationWarning)
+    ...     rx.run_python("print(1)", limits=rx.SandboxLimits(isolation="guard-only"))
+    ...     # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.IsolationWarning: run_python: isolation='guard-only' runs
+    untrusted code without the kernel's isolation layers (namespaces, Landlock, seccomp); a
+    determined program can escape the in-process guard
+    """
 class CheckpointWarning(UserWarning):
     """A checkpoint record was unreadable, failed its checksum or belongs to another
-    configuration; it was moved aside (the message says where) and will be recomputed."""
+    configuration; it was moved aside (the message says where) and will be recomputed.
+
+    Examples
+    --------
+    A damaged record is set aside and its replication recomputed, with the same numbers:
+
+    >>> import tempfile, warnings
+    >>> from pathlib import Path
+    >>> import numpy as np, restrictiveness as rx
+    >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")},
+    ...                  baseline=rx.Constant(), n=[10], replications=2, seed=1)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> first = study.run(checkpoint=tmp.name, progress=False)
+    >>> _ = (Path(tmp.name) / "replication-000000.npz").write_bytes(b"damaged")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     again = study.run(checkpoint=tmp.name, progress=False)
+    >>> caught[0].category.__name__, "moved to" in str(caught[0].message)
+    ('CheckpointWarning', True)
+    >>> bool((again.dataset["loss"] == first.dataset["loss"]).all())
+    True
+    >>> tmp.cleanup()
+    """

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .exceptions import DataError
+
 __all__ = ["Sample", "as_frame", "as_columns"]
 
 
@@ -38,7 +40,7 @@ def as_frame(X: np.ndarray, columns: tuple[str, ...]) -> pd.DataFrame:
 class Sample:
     """A noise-free training sample ``{(X_i, f(X_i))}``.
 
-    Attributes
+    Parameters
     ----------
     X : ndarray
         Covariates: observations along the first axis, named columns along the last
@@ -49,6 +51,19 @@ class Sample:
         Names of the last axis of ``X``.
     response : str
         Name of the label, the left-hand side of formulas.
+
+    Raises
+    ------
+    DataError
+        If ``X`` and ``y`` differ in their number of observations, or the last axis of ``X``
+        does not match ``columns``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Sample(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([1.0, 5.0]), ("a", "b"))
+    >>> len(s), s.response
+    (2, 'y')
     """
 
     X: np.ndarray
@@ -58,21 +73,49 @@ class Sample:
 
     def __post_init__(self) -> None:
         if np.shape(self.X)[0] != np.shape(self.y)[0]:
-            raise ValueError("Sample: X and y must have the same number of observations")
+            raise DataError("Sample: X and y must have the same number of observations")
         if np.shape(self.X)[-1] != len(self.columns):
-            raise ValueError("Sample: the last axis of X must match columns")
+            raise DataError("Sample: the last axis of X must match columns")
 
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])
 
     def columns_dict(self) -> dict[str, np.ndarray]:
-        """Covariates and response as a mapping of name to array (fast formula input)."""
+        """Covariates and response as a mapping of name to array (fast formula input).
+
+        Returns
+        -------
+        dict of str to ndarray
+            One entry per column of ``X``, then the response.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([1.0, 5.0]), ("a", "b"))
+        >>> {k: v.tolist() for k, v in s.columns_dict().items()}
+        {'a': [0.0, 2.0], 'b': [1.0, 3.0], 'y': [1.0, 5.0]}
+        """
         out = as_columns(self.X, self.columns)
         out[self.response] = np.asarray(self.y, dtype=float)
         return out
 
     def frame(self) -> pd.DataFrame:
-        """Covariates and response as one DataFrame (two-dimensional samples only)."""
+        """Covariates and response as one DataFrame (two-dimensional samples only).
+
+        Returns
+        -------
+        DataFrame
+            The columns of ``X``, then the response.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([1.0, 5.0]), ("a", "b"))
+        >>> s.frame()
+             a    b    y
+        0  0.0  1.0  1.0
+        1  2.0  3.0  5.0
+        """
         df = as_frame(self.X, self.columns)
         df[self.response] = np.asarray(self.y, dtype=float)
         return df
