@@ -50,5 +50,7 @@ def _doctest_shared(request):
     # that forgets to build an object it uses fails whatever ran before it.
     if isinstance(request.node, DoctestItem):
         source = "\n".join(ex.source for ex in request.node.dtest.examples)
-        used = {n for n in SHARED if re.search(rf"\b{n}\b", source)}
+        # used, and not bound by the example itself (``res = ...`` at the start of a line)
+        used = {n for n in SHARED if re.search(rf"\b{n}\b", source)
+                and not re.search(rf"^{n}\b[^=\n]*=(?!=)", source, re.MULTILINE)}
         request.node.dtest.globs.update({n: _shared_example(n) for n in sorted(used)})
