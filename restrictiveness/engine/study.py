@@ -247,8 +247,8 @@ class Study:
         """Lower bound on the bytes one replication needs.
 
         The evaluation distribution's draw plus the hungriest procedure's fit at the largest n,
-        as each reports with ``memory_bytes``; a run refuses to start more workers than the
-        free memory holds.
+        as each reports with ``memory_bytes``; :meth:`run` refuses, before any work, a run
+        whose workers together would need more than the free memory.
 
         Returns
         -------

@@ -131,7 +131,49 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
     return D, y, build, columns
 
 
-class Constant(Procedure):
+class FormulaProcedure(Procedure):
+    """Base of procedures whose covariates an optional patsy formula (``formula``) selects.
+
+    Subclasses set ``formula`` in their constructor and ``covariates_required`` to False when
+    a formula without covariates (``"y ~ 1"``) is meaningful, as for a linear model or a
+    constant.
+    """
+
+    formula: str | None = None
+    covariates_required: bool = True
+
+    def validate(self, columns, response):
+        """Check the formula against a study's columns before anything runs.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column or response the study does not have, or (when
+            ``covariates_required``) has no covariates.
+
+        Examples
+        --------
+        >>> OLS("y ~ x1 + np.log(x2)").validate(["x1", "x2"], "y")  # passes silently
+        >>> OLS("y ~ x3").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x3' names column(s) ['x3'] ...
+        >>> GPRegression("y ~ 1").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ 1' has no covariates ...
+        """
+        _validate_formula(self.formula, columns, response, covariates=self.covariates_required)
+
+
+class Constant(FormulaProcedure):
     """Least squares over constant rules: predicts the mean training label.
 
     Parameters
@@ -150,37 +192,13 @@ class Constant(Procedure):
     """
 
     label = "constant"
+    covariates_required = False
 
     def __init__(self, formula: str | None = None) -> None:
         if formula is not None and not parse_formula(formula).intercept_only:
             raise FormulaError(f"Constant predicts the mean label; its formula can only be "
                                f"'y ~ 1', got {formula!r}")
         self.formula = formula
-
-    def validate(self, columns, response):
-        """Check the formula's response against a study's before anything runs.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            The study's covariate names.
-        response : str
-            The study's response name.
-
-        Raises
-        ------
-        FormulaError
-            The formula names a response the study does not have.
-
-        Examples
-        --------
-        >>> Constant("y ~ 1").validate(["x"], "y")  # passes silently
-        >>> Constant("ce ~ 1").validate(["x"], "y")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        restrictiveness.shared.exceptions.FormulaError: formula 'ce ~ 1' names column(s) ['ce'] ...
-        """
-        _validate_formula(self.formula, columns, response, covariates=False)
 
     def fit(self, sample, rng=None):
         """Fit to a training sample, or to a DataFrame (with ``formula="y ~ 1"``).
@@ -226,7 +244,7 @@ class _LinearRule(Fitted):
         return self.build(X) @ self.beta
 
 
-class OLS(Procedure):
+class OLS(FormulaProcedure):
     """Ordinary least squares of the response on a formula's design matrix.
 
     The formula is a patsy formula: transforms (``np.log(x)``), splines (``bs(x, df=3)``),
@@ -250,35 +268,11 @@ class OLS(Procedure):
     """
 
     label = "OLS"
+    covariates_required = False
 
     def __init__(self, formula: str) -> None:
         self.formula = formula
         parse_formula(formula)
-
-    def validate(self, columns, response):
-        """Check the formula against a study's columns before anything runs.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            The study's covariate names.
-        response : str
-            The study's response name.
-
-        Raises
-        ------
-        FormulaError
-            The formula names a column or response the study does not have.
-
-        Examples
-        --------
-        >>> OLS("y ~ x1 + np.log(x2)").validate(["x1", "x2"], "y")  # passes silently
-        >>> OLS("y ~ x3").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x3' names column(s) ['x3'] ...
-        """
-        _validate_formula(self.formula, columns, response, covariates=False)
 
     def fit(self, sample, rng=None, **estimation):
         """Least squares on a training sample, or estimation on a DataFrame.
@@ -405,7 +399,7 @@ class _GPRule(Fitted):
         return pred
 
 
-class GPRegression(Procedure):
+class GPRegression(FormulaProcedure):
     """Noise-free Gaussian-process regression: the posterior mean ``k(x, X) K^{-1} y``.
 
     Parameters
@@ -448,31 +442,6 @@ class GPRegression(Procedure):
         self.formula = formula
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
-
-    def validate(self, columns, response):
-        """Check the formula against a study's columns before anything runs.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            The study's covariate names.
-        response : str
-            The study's response name.
-
-        Raises
-        ------
-        FormulaError
-            The formula names a column the study lacks, or has no covariates.
-
-        Examples
-        --------
-        >>> GPRegression("y ~ x1").validate(["x1", "x2"], "y")  # passes silently
-        >>> GPRegression("y ~ 1").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ 1' has no covariates ...
-        """
-        _validate_formula(self.formula, columns, response)
 
     def memory_bytes(self, n: int) -> int:
         """Lower bound on the memory of one fit: the n × n covariance and its factor.

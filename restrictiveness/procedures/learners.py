@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..engine.protocol import Fitted, FunctionRule, Procedure
+from ..engine.protocol import Fitted, FunctionRule
 from ..shared.exceptions import DataError
 from ..shared.sample import Sample
-from .generic import _validate_formula, training_design
+from .generic import FormulaProcedure, training_design
 
 __all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
 
@@ -38,7 +38,7 @@ def clone_estimator(estimator):
         return copy.deepcopy(estimator)
 
 
-class SklearnRegressor(Procedure):
+class SklearnRegressor(FormulaProcedure):
     """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
 
     The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
@@ -73,33 +73,6 @@ class SklearnRegressor(Procedure):
             raise TypeError("estimator must have fit(X, y) and predict(X) methods")
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
-
-    def validate(self, columns, response):
-        """Check the formula against a study's columns before anything runs.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            The study's covariate names.
-        response : str
-            The study's response name.
-
-        Raises
-        ------
-        FormulaError
-            The formula names a column the study lacks, or has no covariates.
-
-        Examples
-        --------
-        >>> from sklearn.tree import DecisionTreeRegressor
-        >>> SklearnRegressor(DecisionTreeRegressor(), "y ~ x1").validate(["x1", "x2"], "y")
-        >>> tree = SklearnRegressor(DecisionTreeRegressor(), "y ~ z")
-        >>> tree.validate(["x1"], "y")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ z' names column(s) ['z'] ...
-        """
-        _validate_formula(self.formula, columns, response)
 
     def fit(self, sample, rng=None):
         """Fit a clone of the estimator to a training sample or a DataFrame.
@@ -162,7 +135,7 @@ def _plain(value):
     return value
 
 
-class AutoML(Procedure):
+class AutoML(FormulaProcedure):
     """FLAML's ``AutoML`` regression search as a procedure (optional extra ``automl``).
 
     Each fit runs a fresh search on the training sample: ``max_iter`` trials (FLAML's iteration
@@ -212,31 +185,6 @@ class AutoML(Procedure):
         self.max_iter = int(max_iter)
         self.estimator_list = None if estimator_list is None else list(estimator_list)
         self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
-
-    def validate(self, columns, response):
-        """Check the formula against a study's columns before anything runs.
-
-        Parameters
-        ----------
-        columns : sequence of str
-            The study's covariate names.
-        response : str
-            The study's response name.
-
-        Raises
-        ------
-        FormulaError
-            The formula names a column the study lacks, or has no covariates.
-
-        Examples
-        --------
-        >>> AutoML(formula="ce ~ z_hi + z_lo + p").validate(["z_hi", "z_lo", "p"], "ce")
-        >>> AutoML(formula="ce ~ q").validate(["z_hi", "z_lo", "p"], "ce")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        restrictiveness.shared.exceptions.FormulaError: formula 'ce ~ q' names column(s) ['q'] ...
-        """
-        _validate_formula(self.formula, columns, response)
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
         """Run a search on a training sample or a DataFrame.
