@@ -268,6 +268,7 @@ class OLS(FormulaProcedure):
     """
 
     label = "OLS"
+    formula: str  # required here
     covariates_required = False
 
     def __init__(self, formula: str) -> None:
