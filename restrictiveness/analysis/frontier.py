@@ -44,7 +44,27 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     DataFrame
         Columns ``restrictiveness``, ``restrictiveness_se``, ``completeness``,
         ``completeness_se``, ``frontier`` (not dominated: no other procedure is at least as
-        restrictive and at least as complete, and better in one).
+        restrictive and at least as complete, and better in one); ``attrs`` records ``n``
+        and ``discrepancy``.
+
+    Raises
+    ------
+    ConfigurationError
+        ``n`` not in the restrictiveness results, or no procedure in both results.
+
+    Examples
+    --------
+    With ``res`` from the :class:`~restrictiveness.Results` example and ``comp`` from the
+    :class:`~restrictiveness.CompletenessResults` example (same labels): the linear model is
+    more restrictive, the quadratic more complete, so neither dominates the other.
+
+    >>> table = frontier_table(res, comp, n=20)
+    >>> cols = ["restrictiveness", "completeness", "frontier"]
+    >>> table[cols].round(3)  # doctest: +NORMALIZE_WHITESPACE
+               restrictiveness  completeness  frontier
+    procedure
+    linear               0.231         0.918      True
+    quadratic            0.058         1.017      True
     """
     ns = restrictiveness.ns
     n = n if n is not None else (100 if 100 in ns else ns[-1])

@@ -30,10 +30,20 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
         A formula string means OLS on that formula.
     evaluation : EvaluationDistribution
         E.g. a :class:`~restrictiveness.eligible.monotone_gp.MonotoneGP` on an eligible set.
-    n, replications, seed, n_jobs, progress
-        As in :class:`~restrictiveness.engine.study.Study`.
+    n : sequence of int
+        Training sample sizes, as in :class:`~restrictiveness.engine.study.Study`.
+    replications : int
+        Number of pseudo-truths.
     baseline : Procedure, optional
         Default: least squares over constants.
+    discrepancies : sequence of Discrepancy
+        Default: mean squared error.
+    seed : int
+        Root seed of the study.
+    n_jobs : int or None
+        Worker processes, as in :meth:`Study.run <restrictiveness.engine.study.Study.run>`.
+    progress : bool, optional
+        Show a progress bar (default: when standard error is a terminal).
 
     Returns
     -------
@@ -44,9 +54,12 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
     --------
     >>> import restrictiveness as rx
     >>> F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
-    >>> res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F, n_eval=200), n=[30],
-    ...                      replications=10, progress=False)
-    >>> print(res.summary())  # doctest: +SKIP
+    >>> res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F, n_eval=50), n=[20],
+    ...                      replications=4, progress=False)
+    >>> res.procedures
+    ['y ~ x1 + x2']
+    >>> res.restrictiveness.sel(discrepancy="mse", n=20).round(3).values
+    array([0.451])
     """
     if not isinstance(procedures, Mapping):
         procedures = {procedures if isinstance(procedures, str)

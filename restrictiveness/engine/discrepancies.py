@@ -15,7 +15,33 @@ __all__ = ["Discrepancy", "MSE", "KL"]
 
 
 class Discrepancy:
-    """Base class. ``name`` labels the ``discrepancy`` coordinate of results."""
+    """Base class of discrepancies ``d(rule, truth) >= 0``, with ``d(f, f) = 0``.
+
+    A subclass sets ``name`` (the label of the ``discrepancy`` coordinate of results) and
+    implements ``__call__(rule, truth, n) -> float``: ``rule`` has ``predict(X)``, ``truth``
+    is the pseudo-truth (``eval_X``, ``eval_y(n)``, ``eval_weights``) and ``n`` the training
+    sample size (the truth at the evaluation locations may depend on it).
+
+    Examples
+    --------
+    Mean absolute error, weighted by the evaluation distribution. A stand-in for a pseudo-truth
+    (anything with ``eval_X``, ``eval_y(n)`` and ``eval_weights``) is enough to try it:
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from restrictiveness import FunctionRule
+    >>> class MAE(Discrepancy):
+    ...     name = "mae"
+    ...     def __call__(self, rule, truth, n):
+    ...         err = np.abs(rule.predict(truth.eval_X) - truth.eval_y(n))
+    ...         return float(truth.eval_weights @ err)
+    >>> truth = SimpleNamespace(eval_X=np.array([[0.0], [1.0]]), eval_weights=np.array([0.5, 0.5]),
+    ...                         eval_y=lambda n: np.array([0.0, 1.0]))
+    >>> MAE()(FunctionRule(lambda X: np.full(len(X), 0.25)), truth, n=10)
+    0.5
+    >>> MAE()
+    MAE(name='mae')
+    """
 
     name: str = "discrepancy"
 
@@ -31,11 +57,27 @@ def _row_mean(a: np.ndarray) -> np.ndarray:
 
 
 class MSE(Discrepancy):
-    """Mean squared error over the evaluation locations (weighted by P_X), averaged over any
-    trailing axes (e.g. the 24 inside shares of a market).
+    """Mean squared error over the evaluation locations (weighted by P_X).
+
+    Errors are averaged over any trailing axes first (e.g. the 24 inside shares of a market).
+
+    Parameters
+    ----------
+    name : str
+        Label of the ``discrepancy`` coordinate in results.
 
     Examples
     --------
+    A rule predicting 0.5 where the truth is 0 and 1 (a stand-in for the pseudo-truth: anything
+    with ``eval_X``, ``eval_y(n)`` and ``eval_weights``):
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from restrictiveness import FunctionRule
+    >>> truth = SimpleNamespace(eval_X=np.array([[0.0], [1.0]]), eval_weights=np.array([0.5, 0.5]),
+    ...                         eval_y=lambda n: np.array([0.0, 1.0]))
+    >>> MSE()(FunctionRule(lambda X: np.full(len(X), 0.5)), truth, n=10)
+    0.25
     >>> MSE().name
     'mse'
     """
@@ -50,11 +92,34 @@ class MSE(Discrepancy):
 
 
 class KL(Discrepancy):
-    """Kullback–Leibler divergence KL(truth || prediction) between probability vectors along the
-    last axis, averaged over evaluation locations.
+    """Kullback–Leibler divergence KL(truth || prediction) between probability vectors.
 
-    With ``outside=True`` the vectors are inside shares and the outside share ``1 - sum`` is
-    appended before comparing.
+    The vectors lie along the last axis; the divergence is averaged over evaluation locations
+    (weighted by P_X).
+
+    Parameters
+    ----------
+    name : str
+        Label of the ``discrepancy`` coordinate in results.
+    outside : bool
+        The vectors are inside shares: the outside share ``1 - sum`` is appended to truth and
+        prediction before comparing (as in the demand application).
+
+    Examples
+    --------
+    One market with inside shares (0.2, 0.3) predicted as (0.25, 0.25); both leave 0.5 to the
+    outside good, so KL = 0.2 log(0.2/0.25) + 0.3 log(0.3/0.25):
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from restrictiveness import FunctionRule
+    >>> truth = SimpleNamespace(eval_X=np.zeros((1, 2, 1)), eval_weights=np.array([1.0]),
+    ...                         eval_y=lambda n: np.array([[0.2, 0.3]]))
+    >>> rule = FunctionRule(lambda X: np.array([[0.25, 0.25]]))
+    >>> round(KL()(rule, truth, n=10), 6)
+    0.010068
+    >>> round(float(0.2 * np.log(0.2 / 0.25) + 0.3 * np.log(0.3 / 0.25)), 6)
+    0.010068
     """
 
     def __init__(self, name: str = "kl", outside: bool = True) -> None:

@@ -21,34 +21,96 @@ __all__ = ["Procedure", "Fitted", "FunctionRule"]
 
 
 class Fitted:
-    """A fitted prediction rule.
+    """A fitted prediction rule: what :meth:`Procedure.fit` returns.
+
+    Subclasses implement :meth:`predict`; :class:`FunctionRule` wraps a plain function.
 
     Attributes
     ----------
     info : dict
         Optional per-fit record (parameters, a returned program, rounds used, ...) that studies
         store with the results as JSON.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Half(Fitted):
+    ...     def predict(self, X):
+    ...         return 0.5 * np.asarray(X)[:, 0]
+    >>> Half().predict(np.array([[1.0], [3.0]]))
+    array([0.5, 1.5])
     """
 
     info: dict = {}
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predictions at covariate locations ``X`` (observations along the first axis)."""
+        """Predictions at covariate locations ``X``.
+
+        Parameters
+        ----------
+        X : ndarray
+            Covariates, observations along the first axis (columns as in the training sample).
+
+        Returns
+        -------
+        ndarray
+            One prediction (or one vector of predictions, e.g. a market's shares) per row of
+            ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> FunctionRule(lambda X: X.sum(axis=1)).predict(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        array([3., 7.])
+        """
         raise NotImplementedError
 
 
 class FunctionRule(Fitted):
-    """A fitted rule given by a function of the covariate array."""
+    """A fitted rule given by a function of the covariate array.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(X) -> predictions``, ``X`` an array with observations along the first axis.
+    info : dict, optional
+        The fit's record (copied), stored with a study's results as JSON.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rule = FunctionRule(lambda X: 1 + 2 * X[:, 0], info={"params": [1.0, 2.0]})
+    >>> rule.predict(np.array([[0.0], [0.5]])), rule.info
+    (array([1., 2.]), {'params': [1.0, 2.0]})
+    """
 
     def __init__(self, function: Callable[[np.ndarray], np.ndarray], info: dict | None = None):
         self.function, self.info = function, dict(info or {})
 
     def predict(self, X):
+        """Predictions at covariate locations ``X``: ``function(X)``.
+
+        Parameters
+        ----------
+        X : ndarray
+            Covariates, observations along the first axis.
+
+        Returns
+        -------
+        ndarray
+            What the function returns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> FunctionRule(np.exp).predict(np.array([0.0, 1.0])).round(4)
+        array([1.    , 2.7183])
+        """
         return self.function(X)
 
 
 class Procedure:
-    """Base class: ``fit(sample, rng) -> Fitted``.
+    """Base class of procedures: ``fit(sample, rng) -> Fitted``.
 
     Subclasses set ``label`` (a default name in results) and may set ``draws`` (how many
     training samples per pseudo-truth the procedure is run on; ``None`` uses the study's) and
@@ -57,6 +119,23 @@ class Procedure:
 
     ``Fitted.info["usage"]``, if a fit records it, is a flat dict of counts (model calls,
     tokens, seconds) that the study sums over training draws and ``Results.usage()`` totals.
+
+    Examples
+    --------
+    A procedure that predicts the training median, used like any other:
+
+    >>> import numpy as np
+    >>> from restrictiveness import Sample
+    >>> class Median(Procedure):
+    ...     label = "median"
+    ...     def fit(self, sample, rng=None):
+    ...         m = float(np.median(sample.y))
+    ...         return FunctionRule(lambda X: np.full(len(X), m), {"params": {"median": m}})
+    >>> s = Sample(np.zeros((3, 1)), np.array([1.0, 5.0, 2.0]), ("x",))
+    >>> Median().fit(s, np.random.default_rng(0)).predict(np.zeros((2, 1)))
+    array([2., 2.])
+    >>> Median()
+    Median()
     """
 
     label: str = "procedure"
@@ -64,11 +143,53 @@ class Procedure:
     io_bound: bool = False
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
+        """Fit the procedure to a training sample.
+
+        Parameters
+        ----------
+        sample : Sample
+            The training sample (covariates ``X``, labels ``y``, column names).
+        rng : numpy.random.Generator
+            The procedure's own random stream (a study keys it by replication, label, n and
+            draw, so fits are reproducible in any order).
+
+        Returns
+        -------
+        Fitted
+            The fitted rule.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from restrictiveness import Constant, Sample
+        >>> s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+        >>> Constant().fit(s, np.random.default_rng(0)).predict(np.zeros((1, 1)))
+        array([2.])
+        """
         raise NotImplementedError
 
     def validate(self, columns: Sequence[str], response: str) -> None:
-        """Check the procedure against a study's covariates before anything runs (default: no
-        check). Formula procedures raise FormulaError naming a missing column."""
+        """Check the procedure against a study's covariates before anything runs.
+
+        The default checks nothing; formula procedures raise
+        :class:`~restrictiveness.FormulaError` naming a column the study lacks.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Examples
+        --------
+        >>> from restrictiveness import OLS
+        >>> OLS("y ~ x1").validate(["x1", "x2"], "y")  # passes silently
+        >>> OLS("y ~ x3").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x3' names column(s) ['x3'] ...
+        """
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))

@@ -58,12 +58,22 @@ class Results(SensitivityMixin):
 
     Examples
     --------
+    A linear and a quadratic model of rules on [0, 1] that are increasing and in [0, 1]; the
+    method examples of this class use this ``res``:
+
     >>> import restrictiveness as rx
     >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-    >>> res = rx.Study(rx.MonotoneGP(F, n_eval=100), {"linear": rx.OLS("y ~ x")},
-    ...                baseline=rx.Constant(), n=[20], replications=5).run(progress=False)
-    >>> float(res.restrictiveness.sel(procedure="linear", n=20, discrepancy="mse")) < 1
-    True
+    >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50),
+    ...                {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")},
+    ...                baseline=rx.Constant(), n=[10, 20], replications=4).run(progress=False)
+    >>> res
+    <Results: 2 procedures × n=[10, 20] × 4 replications; discrepancies ['mse']>
+    >>> r = res.restrictiveness.sel(discrepancy="mse").round(3)
+    >>> r.to_pandas()  # doctest: +NORMALIZE_WHITESPACE
+    n             10     20
+    procedure
+    linear     0.266  0.231
+    quadratic  0.064  0.058
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
@@ -72,7 +82,32 @@ class Results(SensitivityMixin):
     # -- construction ---------------------------------------------------------------------
     @classmethod
     def from_records(cls, study, records: Sequence) -> Results:
-        """Assemble the Dataset from replication records (in replication order)."""
+        """Assemble the Dataset from replication records.
+
+        Parameters
+        ----------
+        study : Study
+            The study that made the records (its labels, sizes, configuration and seed).
+        records : sequence of ReplicationRecord
+            One per replication, in replication order, e.g. from :meth:`Study.run_units
+            <restrictiveness.engine.study.Study.run_units>` or a checkpoint.
+
+        Returns
+        -------
+        Results
+            As :meth:`Study.run <restrictiveness.engine.study.Study.run>` returns for those
+            replications.
+
+        Examples
+        --------
+        Records of two replications run one by one (``study`` from the :class:`Study
+        <restrictiveness.engine.study.Study>` example) give the results of those two:
+
+        >>> records = study.run_units([0, 1])
+        >>> part = Results.from_records(study, records)
+        >>> part.replications, part.dataset["replication"].values.tolist()
+        (2, [0, 1])
+        """
         reps = [r.replication for r in records]
         coords = {"procedure": study.labels, "discrepancy": [d.name for d in study.discrepancies],
                   "n": np.asarray(study.n, dtype=np.int64), "replication": np.asarray(reps)}
@@ -133,34 +168,76 @@ class Results(SensitivityMixin):
 
     # -- storage --------------------------------------------------------------------------
     def to_netcdf(self, path) -> None:
-        """Write the Dataset to NetCDF-4 atomically (reload with :func:`restrictiveness.load`):
-        a reader never sees a half-written file, and a failed write keeps the old one."""
+        """Write the Dataset to NetCDF-4 atomically (reload with :func:`restrictiveness.load`).
+
+        A reader never sees a half-written file, and a failed write keeps the old one.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (replaced if it exists).
+
+        Examples
+        --------
+        >>> import tempfile, pathlib, restrictiveness as rx
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     res.to_netcdf(pathlib.Path(tmp) / "study.nc")
+        ...     back = rx.load(pathlib.Path(tmp) / "study.nc")
+        >>> back.restrictiveness.equals(res.restrictiveness), back.configuration["n"]
+        (True, [10, 20])
+        """
         with atomic_output(path) as tmp:
             self.dataset.to_netcdf(tmp, engine=NETCDF_ENGINE)
 
     # -- accessors ------------------------------------------------------------------------
     @property
     def procedures(self) -> list[str]:
+        """Procedure labels, in the study's order (e.g. ``['linear', 'quadratic']``)."""
         return [str(p) for p in self.dataset["procedure"].values]
 
     @property
     def discrepancies(self) -> list[str]:
+        """Discrepancy names, in the study's order (e.g. ``['mse']``)."""
         return [str(d) for d in self.dataset["discrepancy"].values]
 
     @property
     def ns(self) -> list[int]:
+        """Training sample sizes of the profile, ascending (e.g. ``[10, 20]``)."""
         return [int(n) for n in self.dataset["n"].values]
 
     @property
     def replications(self) -> int:
+        """Number of pseudo-truths M."""
         return int(self.dataset.sizes["replication"])
 
     @property
     def configuration(self) -> dict:
+        """The study's configuration (:meth:`Study.configuration
+        <restrictiveness.engine.study.Study.configuration>`), as stored in the file."""
         return json.loads(self.dataset.attrs["configuration"])
 
     def losses(self) -> tuple[xr.DataArray, xr.DataArray]:
-        """Per-replication losses ``(D, B)``, averaged over training draws (SPEC §3)."""
+        """Per-replication losses of the procedures and of the baseline (SPEC §3).
+
+        Returns
+        -------
+        D : xarray.DataArray
+            Procedure losses (procedure, discrepancy, n, replication), averaged over training
+            draws when the study used several.
+        B : xarray.DataArray
+            Baseline losses (discrepancy, n, replication), averaged likewise.
+
+        Examples
+        --------
+        r̂ is the ratio of the mean losses over replications:
+
+        >>> D, B = res.losses()
+        >>> D.dims
+        ('procedure', 'discrepancy', 'n', 'replication')
+        >>> r = D.mean("replication") / B.mean("replication")
+        >>> bool(abs(r - res.restrictiveness).max() < 1e-12)
+        True
+        """
         D, B = self.dataset["loss"], self.dataset["baseline_loss"]
         if "draw" in D.dims:
             with warnings.catch_warnings():  # an all-NaN cell stays NaN; callers check
@@ -198,7 +275,8 @@ class Results(SensitivityMixin):
 
     @property
     def restrictiveness(self) -> xr.DataArray:
-        """r̂ = D̄ / B̄ by procedure, discrepancy and n (a DataArray named ``restrictiveness``)."""
+        """Restrictiveness r̂ = D̄ / B̄ by procedure, discrepancy and n (a DataArray named
+        ``restrictiveness``)."""
         return self._estimates[0]
 
     @property
@@ -233,12 +311,11 @@ class Results(SensitivityMixin):
 
         Examples
         --------
-        >>> import restrictiveness as rx
-        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-        >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50), {"linear": rx.OLS("y ~ x")},
-        ...                baseline=rx.Constant(), n=[10], replications=3).run(progress=False)
-        >>> res.estimates().reset_index().columns.tolist()
+        >>> est = res.estimates()
+        >>> est.reset_index().columns.tolist()
         ['discrepancy', 'procedure', 'n', 'estimate', 'se', 'lower', 'upper']
+        >>> est.loc[("mse", "linear", 10)].round(3).tolist()
+        [0.266, 0.063, 0.142, 0.39]
         """
         r = self.restrictiveness.to_series().rename("estimate")
         se = self.se.to_series().rename("se")
@@ -248,12 +325,35 @@ class Results(SensitivityMixin):
 
     def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
                     level: float = 0.95) -> pd.DataFrame:
-        """Estimate and SE of ``Σ c_j r̂_j`` on common draws, by n.
+        """Estimate and SE of a linear combination ``Σ c_j r̂_j`` on common draws, by n.
+
+        The SE is the delta method's on the paired losses, so it accounts for the covariance of
+        the procedures' estimates over common pseudo-truths and samples.
 
         Parameters
         ----------
         weights : mapping of procedure label to coefficient
             E.g. ``{"CPT(delta)": 1, "CPT(gamma)": -1}``.
+        discrepancy : str, optional
+            Default: the first.
+        level : float
+            Coverage of the normal interval (columns ``lower``, ``upper``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``n``; columns ``estimate``, ``se``, ``lower``, ``upper``.
+
+        Examples
+        --------
+        The average of the two procedures' r̂:
+
+        >>> mean = res.combination({"linear": 0.5, "quadratic": 0.5})
+        >>> mean.round(3)  # doctest: +NORMALIZE_WHITESPACE
+            estimate     se  lower  upper
+        n
+        10     0.165  0.039  0.089  0.241
+        20     0.145  0.024  0.098  0.192
         """
         disc = self._discrepancy(discrepancy)
         labels = [self._procedure(p) for p in weights]
@@ -267,18 +367,57 @@ class Results(SensitivityMixin):
 
     def contrast(self, a: str, b: str, discrepancy: str | None = None,
                  level: float = 0.95) -> pd.DataFrame:
-        """Paired contrast ``r̂_a − r̂_b`` by n, with SE from the covariance on common draws."""
+        """Paired contrast ``r̂_a − r̂_b`` by n, with SE from the covariance on common draws.
+
+        Parameters
+        ----------
+        a, b : str
+            Procedure labels (different).
+        discrepancy : str, optional
+            Default: the first.
+        level : float
+            Coverage of the normal interval (columns ``lower``, ``upper``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``n``; columns ``estimate``, ``se``, ``lower``, ``upper``: the
+            :meth:`combination` with weights ``{a: 1, b: -1}``.
+
+        Examples
+        --------
+        The linear model is more restrictive than the quadratic one, clearly so at both n:
+
+        >>> res.contrast("linear", "quadratic").round(3)  # doctest: +NORMALIZE_WHITESPACE
+            estimate     se  lower  upper
+        n
+        10     0.203  0.050  0.105   0.30
+        20     0.174  0.024  0.127   0.22
+        """
         if a == b:
             raise ValueError("contrast needs two different procedures")
         return self.combination({a: 1.0, b: -1.0}, discrepancy, level)
 
     def failures(self) -> pd.DataFrame:
-        """Failed fits, fits run, replaced prediction rows and the first error message by
-        procedure and n.
+        """Failed fits, fits run, replaced prediction rows and the first error, by procedure and n.
 
-        Columns: ``failed`` (fits that failed: the baseline's predictions took their place),
-        ``fits`` (fits run: replications × the procedure's draws), ``invalid_rows``
-        (prediction rows replaced by the baseline's) and ``first_error`` ('' when none).
+        Returns
+        -------
+        pandas.DataFrame
+            Index (procedure, n); columns ``failed`` (fits that failed: the baseline's
+            predictions took their place), ``fits`` (fits run: replications × the procedure's
+            draws), ``invalid_rows`` (prediction rows replaced by the baseline's) and
+            ``first_error`` ('' when none).
+
+        Examples
+        --------
+        >>> res.failures()[["failed", "fits", "invalid_rows"]]  # doctest: +NORMALIZE_WHITESPACE
+                     failed  fits  invalid_rows
+        procedure n
+        linear    10       0     4             0
+                  20       0     4             0
+        quadratic 10       0     4             0
+                  20       0     4             0
         """
         ds = self.dataset
         loss = ds["loss"].isel(discrepancy=0)
@@ -321,14 +460,17 @@ class Results(SensitivityMixin):
         return out
 
     def failure_report(self) -> str | None:
-        """One line naming the procedures with failures and each one's first error, or None.
+        """One line naming the procedures with failures and each one's first error.
+
+        A study warns with it (:class:`~restrictiveness.FailureWarning`) after running.
+
+        Returns
+        -------
+        str or None
+            The line, or None when no fit failed and no prediction was replaced.
 
         Examples
         --------
-        >>> import restrictiveness as rx
-        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-        >>> res = rx.Study(rx.MonotoneGP(F, n_eval=50), {"linear": rx.OLS("y ~ x")},
-        ...                baseline=rx.Constant(), n=[10], replications=2).run(progress=False)
         >>> res.failure_report() is None
         True
         """
@@ -340,7 +482,22 @@ class Results(SensitivityMixin):
                 + " (see the summary notes and results.failures())")
 
     def timings(self) -> pd.DataFrame:
-        """Median and total wall time of one fit by procedure and n."""
+        """Median and total wall time of one fit by procedure and n.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index (procedure, n); columns ``median_seconds`` (over replications) and
+            ``total_seconds`` (summed over replications), in seconds of wall time.
+
+        Examples
+        --------
+        >>> t = res.timings()
+        >>> t.index.tolist()
+        [('linear', 10), ('linear', 20), ('quadratic', 10), ('quadratic', 20)]
+        >>> bool((t["total_seconds"] >= t["median_seconds"]).all())
+        True
+        """
         s = self.dataset["seconds"]
         return pd.DataFrame({"median_seconds": s.median("replication").to_series(),
                              "total_seconds": s.sum("replication").to_series()})
@@ -363,9 +520,27 @@ class Results(SensitivityMixin):
             ``{"input": ..., "output": ...}``; adds a ``cost`` column. Every model used must
             be priced.
 
+        Returns
+        -------
+        pandas.DataFrame
+            Index (procedure, n); columns ``fits``, the usage counts and ``cost`` (with
+            ``prices``). Empty when no fit recorded usage.
+
         Examples
         --------
-        >>> res.usage(prices={"gpt-4o": (2.5, 10.0)})  # doctest: +SKIP
+        The least-squares fits of ``res`` record no usage; fits of a language-model procedure
+        record it in their ``fit_info``, here two calls of 1,000 input and 200 output tokens:
+
+        >>> res.usage().empty
+        True
+        >>> import xarray as xr, restrictiveness as rx
+        >>> info = ('{"model": "gpt-4o", "usage": {"calls": 2, "input_tokens": 1000, '
+        ...         '"output_tokens": 200}}')
+        >>> llm = rx.Results(res.dataset.assign(
+        ...     fit_info=xr.full_like(res.dataset["fit_info"], info, dtype=object)))
+        >>> use = llm.usage(prices={"gpt-4o": (2.5, 10.0)})
+        >>> use.loc[("linear", 10), ["fits", "calls", "input_tokens", "cost"]].round(3).tolist()
+        [4.0, 8.0, 4000.0, 0.018]
         """
         rows = []
         ds = self.dataset
@@ -419,11 +594,11 @@ class Results(SensitivityMixin):
         --------
         >>> import matplotlib
         >>> matplotlib.use("Agg")
-        >>> from restrictiveness.analysis.quick import demo_study
-        >>> res = demo_study(n=[10, 20], replications=4).run(progress=False)
         >>> ax = res.plot_profile(log_n=True)
         >>> ax.get_xscale(), list(ax.lines[-1].get_ydata())
         ('log', [1.0, 1.0])
+        >>> [line.get_label() for line in ax.lines]
+        ['linear', 'quadratic', 'baseline, r = 1 (baseline)']
         """
         if not 0 < level < 1:
             raise ConfigurationError(f"level must lie in (0, 1); got {level}")
@@ -449,7 +624,7 @@ class Results(SensitivityMixin):
 
     def summary(self, discrepancy: str | Sequence[str] | None = None,
                 procedures: Sequence[str] | None = None) -> Summary:
-        """statsmodels-style summary: r̂ (se) by procedure × n, one table per discrepancy.
+        """Summary in the statsmodels style: r̂ (se) by procedure × n, one table per discrepancy.
 
         Parameters
         ----------
@@ -457,6 +632,25 @@ class Results(SensitivityMixin):
             Which discrepancies to show (default: all).
         procedures : sequence of str, optional
             Rows, in order (default: all).
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
+            A header table (evaluation, baseline, replications, draws, seed, what was fitted),
+            one table per discrepancy and numbered notes; ``as_text()``, ``as_html()`` and
+            ``as_latex()`` export it.
+
+        Examples
+        --------
+        >>> smry = res.summary()
+        >>> print(smry.tables[1])  # doctest: +NORMALIZE_WHITESPACE
+        Restrictiveness r̂ (se), discrepancy: mse
+        =====================================
+        procedure      n=10          n=20
+        -------------------------------------
+           linear 0.266 (0.063) 0.231 (0.036)
+        quadratic 0.064 (0.015) 0.058 (0.012)
+        -------------------------------------
         """
         discs = (self.discrepancies if discrepancy is None
                  else [discrepancy] if isinstance(discrepancy, str) else list(discrepancy))

@@ -88,7 +88,26 @@ class Contributions:
                                      f"{unknown}; parameters are {list(self.submodels)}")
 
     def parameter(self, term: str) -> str | None:
-        """The parameter a ``C_q`` term names (``C_q``, ``Cq``, ``C_{q}``), or None."""
+        """The parameter a contribution term names.
+
+        Parameters
+        ----------
+        term : str
+            A term of a comparison: ``C_q``, ``Cq`` or ``C_{q}``, ``q`` a parameter name or
+            one of its ``symbols``.
+
+        Returns
+        -------
+        str or None
+            The parameter's name, or None when the term names no parameter of this family.
+
+        Examples
+        --------
+        >>> spec = Contributions("CPT", {"alpha": "CPT(g,d)", "gamma": "CPT(a,d)"},
+        ...                      symbols={"α": "alpha"})
+        >>> spec.parameter("C_α"), spec.parameter("C_{gamma}"), spec.parameter("C_delta")
+        ('alpha', 'gamma', None)
+        """
         match = re.match(r"^C_?\{?(.+?)\}?$", term)
         if match is None:
             return None
@@ -96,11 +115,45 @@ class Contributions:
         return q if q in self.submodels else None
 
     def to_json(self) -> str:
+        """The specification as JSON (how results files store it).
+
+        Returns
+        -------
+        str
+            A JSON object with ``full``, ``submodels``, ``report`` and ``symbols``;
+            :meth:`from_json` reads it back.
+
+        Examples
+        --------
+        >>> spec = Contributions("M(a,b)", {"a": "M(b)", "b": "M(a)"})
+        >>> json.loads(spec.to_json())["report"]
+        ['C_a', 'C_b']
+        >>> Contributions.from_json(spec.to_json()) == spec
+        True
+        """
         return json.dumps({"full": self.full, "submodels": self.submodels,
                            "report": list(self.report), "symbols": self.symbols})
 
     @classmethod
     def from_json(cls, text: str) -> Contributions:
+        """Read a specification written by :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON text (e.g. a results file's ``contributions`` attribute).
+
+        Returns
+        -------
+        Contributions
+            Equal to the specification that wrote it.
+
+        Examples
+        --------
+        >>> text = '{"full": "M(a,b)", "submodels": {"a": "M(b)"}, "report": [], "symbols": {}}'
+        >>> Contributions.from_json(text).report
+        ('C_a',)
+        """
         d = json.loads(text)
         return cls(d["full"], d["submodels"], tuple(d["report"]), d["symbols"])
 

@@ -113,13 +113,19 @@ class Study:
 
     Examples
     --------
+    A linear and a quadratic model of rules on [0, 1] that are increasing and in [0, 1]; the
+    method examples of this class use this ``study``:
+
     >>> import restrictiveness as rx
     >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=100), {"linear": rx.OLS("y ~ x")},
-    ...                  baseline=rx.Constant(), n=[20], replications=5, seed=1)
+    >>> study = rx.Study(rx.MonotoneGP(F, n_eval=50),
+    ...                  {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")},
+    ...                  baseline=rx.Constant(), n=[10, 20], replications=4)
     >>> res = study.run(progress=False)
     >>> res.dataset["loss"].dims
     ('procedure', 'discrepancy', 'n', 'replication')
+    >>> res.restrictiveness.sel(discrepancy="mse", n=20).round(3).values.tolist()
+    [0.231, 0.058]
     """
 
     def __init__(self, evaluation: EvaluationDistribution,
@@ -176,15 +182,58 @@ class Study:
     # -- configuration --------------------------------------------------------------------
     @property
     def labels(self) -> list[str]:
+        """Procedure labels, in order (the ``procedure`` coordinate of the results)."""
         return list(self.procedures)
 
     def procedure_draws(self, label: str) -> int:
+        """Training samples per pseudo-truth and n that a procedure is fitted on.
+
+        The study's ``draws``, capped by the procedure's own ``draws`` attribute; 1 when
+        fitting on the evaluation set (``fit_on="evaluation"``).
+
+        Parameters
+        ----------
+        label : str
+            A procedure label.
+
+        Returns
+        -------
+        int
+            The number of fits per pseudo-truth and n.
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> dear = rx.OLS("y ~ x")
+        >>> dear.draws = 1  # e.g. an expensive language-model procedure
+        >>> three = rx.Study(study.evaluation, {"cheap": rx.OLS("y ~ x"), "dear": dear},
+        ...                  baseline=rx.Constant(), draws=3)
+        >>> three.procedure_draws("cheap"), three.procedure_draws("dear")
+        (3, 1)
+        """
         own = getattr(self.procedures[label], "draws", None)
         k = self.draws if own is None else min(int(own), self.draws)
         return 1 if self.fit_on == "evaluation" else k
 
     def configuration(self) -> dict:
-        """JSON-serialisable description stored in the results' attributes."""
+        """Describe the study for the results' attributes (JSON-serialisable).
+
+        A checkpoint resumes only a study with the same configuration.
+
+        Returns
+        -------
+        dict
+            The ``repr`` of the evaluation distribution, procedures, baseline and discrepancies,
+            and ``n``, ``replications``, ``seed``, ``draws`` and ``fit_on``.
+
+        Examples
+        --------
+        >>> config = study.configuration()
+        >>> config["procedures"]
+        {'linear': "OLS(formula='y ~ x')", 'quadratic': "OLS(formula='y ~ x + I(x**2)')"}
+        >>> config["n"], config["replications"], config["seed"]
+        ([10, 20], 4, 0)
+        """
         return {
             "evaluation": repr(self.evaluation),
             "procedures": {k: repr(v) for k, v in self.procedures.items()},
@@ -195,8 +244,29 @@ class Study:
         }
 
     def memory_estimate(self) -> int:
-        """Lower bound on the bytes one replication needs (0 when nothing reports one): the
-        evaluation distribution's draw plus the hungriest procedure's fit at the largest n."""
+        """Lower bound on the bytes one replication needs.
+
+        The evaluation distribution's draw plus the hungriest procedure's fit at the largest n,
+        as each reports with ``memory_bytes``; :meth:`run` refuses, before any work, a run
+        whose workers together would need more than the free memory.
+
+        Returns
+        -------
+        int
+            Bytes; 0 when neither the evaluation distribution nor any procedure reports its
+            needs.
+
+        Examples
+        --------
+        GP regression needs two 20 × 20 float64 matrices at the largest n = 20 (6,400 bytes),
+        on top of the evaluation distribution's draw:
+
+        >>> import restrictiveness as rx
+        >>> gp = rx.Study(study.evaluation, {"GP": rx.GPRegression()}, baseline=rx.Constant(),
+        ...               n=[10, 20])
+        >>> gp.memory_estimate() - study.memory_estimate()
+        6400
+        """
         need = self.evaluation.memory_bytes(self.n, self.draws) \
             if hasattr(self.evaluation, "memory_bytes") else 0
         fits = [p.memory_bytes(max(self.n)) for p in [*self.procedures.values(), self.baseline]
@@ -242,11 +312,35 @@ class Study:
             ``backend="dask"``: seconds without any connected worker before the run fails with
             :class:`~restrictiveness.ExecutionError` (dask alone would wait for ever).
 
+        Returns
+        -------
+        Results
+            Losses of every procedure and the baseline by discrepancy, n and replication, with
+            the estimates derived from them.
+
         Raises
         ------
         StudyInterrupted
             On Ctrl-C: the workers are stopped at once and the finished replications are in
             the checkpoint.
+
+        Warns
+        -----
+        FailureWarning
+            When fits failed or predictions were replaced by the baseline's (the
+            :meth:`Results.failure_report
+            <restrictiveness.engine.results.Results.failure_report>`).
+
+        Examples
+        --------
+        The same seed gives the same numbers, whichever replications run where:
+
+        >>> res = study.run(progress=False)
+        >>> res.restrictiveness.sel(procedure="linear", discrepancy="mse").round(3).values
+        array([0.266, 0.231])
+        >>> half = study.run(replications=[2, 3], progress=False)
+        >>> bool((half.dataset["loss"] == res.dataset["loss"].sel(replication=[2, 3])).all())
+        True
         """
         from .checkpoint import Checkpoint
         from .results import Results
@@ -311,14 +405,52 @@ class Study:
                   requests_per_minute: float | None = None,
                   claim: Callable[[int], bool] | None = None,
                   worker_timeout: float = 60.0) -> list[ReplicationRecord]:
-        """Run the given replications; records come back in the order given.
+        """Run the given replications and return their records, in the order given.
 
-        ``on_record(record)`` is called in this process as each replication finishes (a
-        checkpoint saves it there). ``claim(m)``, if given, is asked just before replication
-        ``m`` starts; False skips it (another run computes it), and the records returned are
-        those run here. ``backend="dask"`` submits the units to a ``dask.distributed`` client
-        (``client``, or a local cluster of ``n_jobs`` single-threaded worker processes).
-        ``concurrency``, ``requests_per_minute`` and ``worker_timeout`` as in :meth:`run`.
+        The building block of :meth:`run` (which adds checkpoints and assembles
+        :class:`~restrictiveness.engine.results.Results`); records are what checkpoints store
+        and :meth:`Results.from_records
+        <restrictiveness.engine.results.Results.from_records>` assembles.
+
+        Parameters
+        ----------
+        replications : sequence of int
+            Replication indices to run.
+        n_jobs : int or None
+            Worker processes, as in :meth:`run`.
+        progress : bool, optional
+            Show a progress bar (default: when standard error is a terminal).
+        on_record : callable, optional
+            ``on_record(record)`` is called in this process as each replication finishes (a
+            checkpoint saves it there).
+        backend : {"processes", "dask"}
+            ``"dask"`` submits the units to a ``dask.distributed`` client (``client``, or a
+            local cluster of ``n_jobs`` single-threaded worker processes).
+        client : distributed.Client, optional
+            For ``backend="dask"``.
+        concurrency : int, optional
+            As in :meth:`run`.
+        requests_per_minute : float, optional
+            As in :meth:`run`.
+        claim : callable, optional
+            ``claim(m)`` is asked just before replication ``m`` starts; False skips it (another
+            run computes it).
+        worker_timeout : float
+            As in :meth:`run`.
+
+        Returns
+        -------
+        list of ReplicationRecord
+            The records of the replications run here (all of them unless ``claim`` refused
+            some), in the order of ``replications``.
+
+        Examples
+        --------
+        >>> records = study.run_units([3, 1], claim=lambda m: m != 1)
+        >>> [r.replication for r in records]
+        [3]
+        >>> records[0].loss.shape  # (procedure, discrepancy, n, draw)
+        (2, 1, 2, 1)
         """
         from threadpoolctl import threadpool_limits
         from tqdm.auto import tqdm

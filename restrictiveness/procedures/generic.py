@@ -131,7 +131,49 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
     return D, y, build, columns
 
 
-class Constant(Procedure):
+class FormulaProcedure(Procedure):
+    """Base of procedures whose covariates an optional patsy formula (``formula``) selects.
+
+    Subclasses set ``formula`` in their constructor and ``covariates_required`` to False when
+    a formula without covariates (``"y ~ 1"``) is meaningful, as for a linear model or a
+    constant.
+    """
+
+    formula: str | None = None
+    covariates_required: bool = True
+
+    def validate(self, columns, response):
+        """Check the formula against a study's columns before anything runs.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column or response the study does not have, or (when
+            ``covariates_required``) has no covariates.
+
+        Examples
+        --------
+        >>> OLS("y ~ x1 + np.log(x2)").validate(["x1", "x2"], "y")  # passes silently
+        >>> OLS("y ~ x3").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x3' names column(s) ['x3'] ...
+        >>> GPRegression("y ~ 1").validate(["x1", "x2"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'y ~ 1' has no covariates ...
+        """
+        _validate_formula(self.formula, columns, response, covariates=self.covariates_required)
+
+
+class Constant(FormulaProcedure):
     """Least squares over constant rules: predicts the mean training label.
 
     Parameters
@@ -150,6 +192,7 @@ class Constant(Procedure):
     """
 
     label = "constant"
+    covariates_required = False
 
     def __init__(self, formula: str | None = None) -> None:
         if formula is not None and not parse_formula(formula).intercept_only:
@@ -157,11 +200,29 @@ class Constant(Procedure):
                                f"'y ~ 1', got {formula!r}")
         self.formula = formula
 
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response, covariates=False)
-
     def fit(self, sample, rng=None):
-        """Fit to a training sample or a DataFrame (with ``formula="y ~ 1"``)."""
+        """Fit to a training sample, or to a DataFrame (with ``formula="y ~ 1"``).
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample; or data, whose response the formula names.
+        rng : numpy.random.Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        FunctionRule
+            Predicts the mean training label everywhere; ``info["params"]`` records it.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 7.0]})
+        >>> rule = Constant("y ~ 1").fit(df)
+        >>> rule.predict(df), rule.info
+        (array([4., 4., 4., 4.]), {'params': [4.0]})
+        """
         if isinstance(sample, pd.DataFrame):
             if self.formula is None:
                 raise FormulaError("Constant: fitting on a DataFrame needs formula='y ~ 1' "
@@ -183,13 +244,18 @@ class _LinearRule(Fitted):
         return self.build(X) @ self.beta
 
 
-class OLS(Procedure):
+class OLS(FormulaProcedure):
     """Ordinary least squares of the response on a formula's design matrix.
 
     The formula is a patsy formula: transforms (``np.log(x)``), splines (``bs(x, df=3)``),
     categorical terms (``C(g)``) and interactions, with their training state kept at prediction.
     On a DataFrame, ``fit`` is estimation: ``OLS(formula).fit(df)`` is
     ``OLS.from_formula(formula, df).fit()``, statsmodels' OLS results.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula ``"y ~ x1 + x2"``; in studies the response must be the study's.
 
     Examples
     --------
@@ -202,17 +268,44 @@ class OLS(Procedure):
     """
 
     label = "OLS"
+    formula: str  # required here
+    covariates_required = False
 
     def __init__(self, formula: str) -> None:
         self.formula = formula
         parse_formula(formula)
 
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response, covariates=False)
-
     def fit(self, sample, rng=None, **estimation):
-        """Least squares on a training sample (a fitted rule), or estimation on a DataFrame
-        (``cov_type`` and ``groups`` as in :meth:`from_formula`'s results)."""
+        """Least squares on a training sample, or estimation on a DataFrame.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample (gives a fitted rule); or data (gives
+            :meth:`estimate`'s statsmodels results).
+        rng : numpy.random.Generator, optional
+            Unused: the fit is deterministic.
+        **estimation
+            ``cov_type`` and ``groups`` for estimation on a DataFrame (see :meth:`estimate`).
+
+        Returns
+        -------
+        Fitted or statsmodels RegressionResults
+            A fitted rule (``info["params"]`` the coefficients) for a sample; statsmodels'
+            OLS results for a DataFrame.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from restrictiveness import Sample
+        >>> X = np.array([[0.0], [1.0], [2.0]])
+        >>> rule = OLS("y ~ x").fit(Sample(X, 1 + 2 * X[:, 0], ("x",)))
+        >>> np.round(rule.info["params"], 6).tolist()
+        [1.0, 2.0]
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.1, 4.9, 7.0]})
+        >>> OLS("y ~ x").fit(df).params.round(2).tolist()
+        [1.03, 1.98]
+        """
         if isinstance(sample, pd.DataFrame):
             return self.estimate(sample, **estimation)
         D, y, build, _ = training_design("OLS", self.formula, sample)
@@ -221,7 +314,26 @@ class OLS(Procedure):
 
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame):
-        """statsmodels' OLS model of ``formula`` on ``data`` (missing values refused).
+        """Statsmodels' OLS model of ``formula`` on ``data`` (missing values refused).
+
+        Parameters
+        ----------
+        formula : str
+            A patsy formula naming the response, ``"y ~ x1 + C(g)"``.
+        data : DataFrame
+            Holds the response and the formula's columns, without missing values.
+
+        Returns
+        -------
+        statsmodels.regression.linear_model.OLS
+            The unfitted model; its ``fit()`` gives statsmodels' results.
+
+        Raises
+        ------
+        FormulaError
+            The formula has no response or names a column the data lack.
+        DataError
+            Missing values in the formula's columns.
 
         Examples
         --------
@@ -244,9 +356,30 @@ class OLS(Procedure):
                        eval_env={"np": np} if new else FORMULA_ENV)
 
     def estimate(self, data: pd.DataFrame, cov_type: str = "nonrobust", groups=None):
-        """statsmodels OLS results on ``data``: ``cov_type`` ``"nonrobust"``, ``"HC1"`` or
-        ``"cluster"`` (by ``groups``, a column name or one identifier per row), with Student-t
-        inference as :mod:`restrictiveness.procedures.estimation`."""
+        """Estimate on data: statsmodels OLS results with Student-t inference.
+
+        Parameters
+        ----------
+        data : DataFrame
+            Holds the response and the formula's columns, without missing values.
+        cov_type : {"nonrobust", "HC1", "cluster"}
+            Covariance of the estimates, as in :mod:`restrictiveness.procedures.estimation`.
+        groups : str or array_like, optional
+            Cluster identifiers for ``"cluster"``: a column name or one identifier per row.
+
+        Returns
+        -------
+        statsmodels.regression.linear_model.RegressionResults
+            With ``use_t=True`` (t and F inference, as the package's other estimators).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.1, 4.9, 7.0]})
+        >>> fit = OLS("y ~ x").estimate(df, cov_type="HC1")
+        >>> fit.params.round(2).tolist(), fit.bse.round(3).tolist(), fit.use_t
+        ([1.03, 1.98], [0.061, 0.025], True)
+        """
         cov_type, codes = cluster_codes(cov_type, groups, len(data), data)
         model = self.from_formula(self.formula, data)
         kwds = {"groups": codes} if cov_type == "cluster" else None
@@ -267,7 +400,7 @@ class _GPRule(Fitted):
         return pred
 
 
-class GPRegression(Procedure):
+class GPRegression(FormulaProcedure):
     """Noise-free Gaussian-process regression: the posterior mean ``k(x, X) K^{-1} y``.
 
     Parameters
@@ -311,15 +444,55 @@ class GPRegression(Procedure):
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
 
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
-
     def memory_bytes(self, n: int) -> int:
-        """At least the n × n covariance and its factor (float64)."""
+        """Lower bound on the memory of one fit: the n × n covariance and its factor.
+
+        Studies use it to size their worker pools
+        (:meth:`~restrictiveness.engine.study.Study.memory_estimate`).
+
+        Parameters
+        ----------
+        n : int
+            Training sample size.
+
+        Returns
+        -------
+        int
+            Bytes: two float64 n × n matrices.
+
+        Examples
+        --------
+        >>> GPRegression().memory_bytes(1000)  # 16 MB
+        16000000
+        """
         return 2 * 8 * int(n) ** 2
 
     def fit(self, sample, rng=None):
-        """Fit to a training sample, or to a DataFrame (the formula names the response)."""
+        """Fit to a training sample, or to a DataFrame (the formula names the response).
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample; or data, whose response the formula names.
+        rng : numpy.random.Generator, optional
+            Unused: the fit is deterministic.
+
+        Returns
+        -------
+        Fitted
+            The posterior mean, repaired by ``constraints`` at prediction.
+
+        Examples
+        --------
+        Noise-free regression interpolates the data; ``noise`` smooths:
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.1, 4.9, 7.0]})
+        >>> GPRegression("y ~ x").fit(df).predict(df).round(6)
+        array([1. , 3.1, 4.9, 7. ])
+        >>> GPRegression("y ~ x", noise=1.0).fit(df).predict(df).round(2)
+        array([1.01, 2.94, 4.77, 6.44])
+        """
         Xt, y, build, columns = training_design("GPRegression", self.formula, sample,
                                                 intercept=False)
         if not (np.isfinite(Xt).all() and np.isfinite(y).all()):

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..engine.protocol import Fitted, FunctionRule, Procedure
+from ..engine.protocol import Fitted, FunctionRule
 from ..shared.exceptions import DataError
 from ..shared.sample import Sample
-from .generic import _validate_formula, training_design
+from .generic import FormulaProcedure, training_design
 
 __all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
 
@@ -38,7 +38,7 @@ def clone_estimator(estimator):
         return copy.deepcopy(estimator)
 
 
-class SklearnRegressor(Procedure):
+class SklearnRegressor(FormulaProcedure):
     """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
 
     The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
@@ -56,8 +56,16 @@ class SklearnRegressor(Procedure):
 
     Examples
     --------
-    >>> from sklearn.linear_model import LinearRegression  # doctest: +SKIP
-    >>> proc = SklearnRegressor(LinearRegression(), "y ~ x1 + x2")  # doctest: +SKIP
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from restrictiveness import Sample
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [2.0, 1.0]])
+    >>> proc = SklearnRegressor(LinearRegression(), "y ~ x1 + x2")
+    >>> proc.label
+    'LinearRegression'
+    >>> rule = proc.fit(Sample(X, 1 + X[:, 0] - 2 * X[:, 1], ("x1", "x2")))
+    >>> rule.predict(np.array([[3.0, 0.0]])).round(6)
+    array([4.])
     """
 
     def __init__(self, estimator, formula: str | None = None, label: str | None = None) -> None:
@@ -66,12 +74,36 @@ class SklearnRegressor(Procedure):
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
 
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
-
     def fit(self, sample, rng=None):
-        """Fit a clone to a training sample or a DataFrame (``rng``: the study's stream; seed 0
-        when omitted)."""
+        """Fit a clone of the estimator to a training sample or a DataFrame.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's training sample; or data, whose response the formula names.
+        rng : numpy.random.Generator, optional
+            The study's stream: the clone's ``random_state``, if it has one, is drawn from it
+            (seed 0 when omitted).
+
+        Returns
+        -------
+        FunctionRule
+            Predicts with the fitted clone (on the formula's design at new covariates).
+
+        Examples
+        --------
+        The same stream gives the same randomised fit:
+
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.ensemble import RandomForestRegressor
+        >>> df = pd.DataFrame({"x": np.linspace(0, 1, 20)})
+        >>> df["y"] = np.sin(6 * df["x"])
+        >>> proc = SklearnRegressor(RandomForestRegressor(n_estimators=5), "y ~ x")
+        >>> a = proc.fit(df, np.random.default_rng(1)).predict(df)
+        >>> b = proc.fit(df, np.random.default_rng(1)).predict(df)
+        >>> bool(np.array_equal(a, b)), bool(np.abs(a - df["y"]).max() < 0.5)
+        (True, True)
+        """
         rng = rng if rng is not None else np.random.default_rng(0)
         est = clone_estimator(self.estimator)
         if hasattr(est, "get_params") and "random_state" in est.get_params():
@@ -103,7 +135,7 @@ def _plain(value):
     return value
 
 
-class AutoML(Procedure):
+class AutoML(FormulaProcedure):
     """FLAML's ``AutoML`` regression search as a procedure (optional extra ``automl``).
 
     Each fit runs a fresh search on the training sample: ``max_iter`` trials (FLAML's iteration
@@ -154,12 +186,43 @@ class AutoML(Procedure):
         self.estimator_list = None if estimator_list is None else list(estimator_list)
         self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
 
-    def validate(self, columns, response):
-        _validate_formula(self.formula, columns, response)
-
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
-        """Run a search on a training sample or a DataFrame (``rng``: the study's stream; seed
-        0 when omitted)."""
+        """Run a search on a training sample or a DataFrame.
+
+        Parameters
+        ----------
+        sample : Sample or DataFrame
+            A study's two-dimensional training sample with one response; or data, whose
+            response the formula names.
+        rng : numpy.random.Generator, optional
+            The study's stream: the search seed is drawn from it (seed 0 when omitted).
+
+        Returns
+        -------
+        FunctionRule
+            Predicts with the best model found; ``info`` records ``best_estimator``,
+            ``best_config``, ``best_loss`` and ``seed``.
+
+        Raises
+        ------
+        ImportError
+            FLAML (with its AutoML dependencies) is not installed.
+        DataError
+            A sample that is not two-dimensional with one response (markets).
+
+        Examples
+        --------
+        Not run by the doctests: it needs the ``automl`` extra, and importing FLAML and one
+        search take about two seconds.
+
+        >>> import numpy as np
+        >>> from restrictiveness import Sample
+        >>> X = np.random.default_rng(0).random((40, 2))
+        >>> s = Sample(X, X.sum(axis=1), ("a", "b"))
+        >>> rule = AutoML(max_iter=2, estimator_list=["rf"]).fit(s)  # doctest: +SKIP
+        >>> rule.info["best_estimator"], rule.predict(X[:2]).shape  # doctest: +SKIP
+        ('rf', (2,))
+        """
         flaml_automl = _import_flaml()
         rng = rng if rng is not None else np.random.default_rng(0)
         if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):

@@ -251,8 +251,33 @@ class NLS(Procedure):
         return None if self._formula is None else self._formula.variables
 
     def validate(self, columns, response):
-        """Check names against a study's columns and compile the model now (so worker processes
-        forked by a study inherit it)."""
+        """Check names against a study's columns and compile the model now.
+
+        Compiling before the study starts its workers lets forked worker processes inherit
+        the compiled model.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula's response is not the study's, or a name in it is neither a column nor
+            a parameter.
+
+        Examples
+        --------
+        >>> model = NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+        >>> model.validate(["x"], "y")  # passes silently
+        >>> model.validate(["z"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: ... 'x' is neither a data column nor ...
+        """
         if self._formula is not None:
             self._formula.check_columns(columns, response)
             compile_expression(self._formula)
@@ -316,6 +341,19 @@ class NLS(Procedure):
         Returns
         -------
         NLSFitted or NLSResults
+            The fitted rule on a training sample; estimation results on a DataFrame.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from restrictiveness import Sample
+        >>> model = NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+        >>> x = np.linspace(0, 3, 30)
+        >>> model.fit(Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",)))
+        <NLS fit: a=2, b=0.7; ssr=0>
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> model.fit(df, cov_type="HC1").params.round(3).tolist()
+        [2.002, 0.7]
         """
         if isinstance(sample, pd.DataFrame):
             return NLSEstimator(self, sample).fit(**estimation)
@@ -327,7 +365,43 @@ class NLS(Procedure):
         return self.fit_arrays(self._design(sample.X, sample.columns), sample.y, sample.columns)
 
     def fit_arrays(self, design, y, columns: Sequence[str] | None = None) -> NLSFitted:
-        """Least squares on the model's input (see :meth:`_design`) and responses ``y``."""
+        """Least squares on the model's input and responses ``y``.
+
+        The screening and refinement of the module notes, on arrays already in the model's
+        input form (what :meth:`fit` builds from a sample).
+
+        Parameters
+        ----------
+        design : ndarray or DataFrame
+            The model's input: for a formula, the ``(n, m)`` matrix of its data columns in
+            :attr:`variables` order; for a function model, the DataFrame it receives.
+        y : array_like
+            The ``n`` responses.
+        columns : sequence of str, optional
+            The covariate names of the sample (the fitted rule then predicts on arrays with
+            these columns; without them it predicts on DataFrames only).
+
+        Returns
+        -------
+        NLSFitted
+            The least-squares fit; ``info`` records the search.
+
+        Raises
+        ------
+        DataError
+            ``y`` of the wrong shape or not finite, or a model not finite anywhere in the box.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> model = NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+        >>> x = np.linspace(0, 3, 30)
+        >>> fit = model.fit_arrays(x[:, None], 2 * np.exp(-0.7 * x), columns=["x"])
+        >>> {k: round(v, 6) for k, v in fit.params.items()}
+        {'a': 2.0, 'b': 0.7}
+        >>> fit.info["converged"], fit.info["at_bound"], fit.info["screened"]
+        (True, [], 260)
+        """
         y = np.require(y, float, ["C", "W"])  # numba types read-only arrays apart
         n = len(design[next(iter(design))]) if isinstance(design, dict) and design \
             else np.shape(design)[0]
@@ -398,7 +472,35 @@ class NLS(Procedure):
         return fn(data, theta.copy())
 
     def values(self, design, theta: np.ndarray, jacobian: bool = False):
-        """Predictions (and ``∂f/∂θ``) of the model at parameters ``theta`` on its input."""
+        """Predictions of the model at parameters ``theta`` on its input, and optionally ``∂f/∂θ``.
+
+        Parameters
+        ----------
+        design : ndarray or DataFrame
+            The model's input, as in :meth:`fit_arrays`.
+        theta : array_like
+            Parameters, in :attr:`params` order.
+        jacobian : bool
+            Also return the ``(n, k)`` Jacobian (symbolic for a formula; ``jac`` or finite
+            differences for a function model).
+
+        Returns
+        -------
+        f : ndarray
+            The ``n`` predictions.
+        J : ndarray
+            ``∂f/∂θ``, only with ``jacobian=True``.
+
+        Examples
+        --------
+        At x = 1, ``f = a e^{-b}``, ``∂f/∂a = e^{-b}`` and ``∂f/∂b = -a e^{-b}``:
+
+        >>> import numpy as np
+        >>> model = NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+        >>> f, J = model.values(np.array([[0.0], [1.0]]), [2.0, 0.7], jacobian=True)
+        >>> f.round(6), J[1].round(6)
+        (array([2.      , 0.993171]), array([ 0.496585, -0.993171]))
+        """
         theta = np.asarray(theta, dtype=float)
         if self._formula is not None:
             return compile_expression(self._formula).values(theta, design, jacobian)
@@ -409,6 +511,25 @@ class NLS(Procedure):
     def from_formula(cls, formula: str, data: pd.DataFrame, bounds=None, params=None,
                      **options) -> NLSEstimator:
         """Estimator on data: ``NLS.from_formula(formula, df, bounds=...).fit(cov_type=...)``.
+
+        Parameters
+        ----------
+        formula : str
+            ``"y ~ expression"`` in the data's columns and the parameters.
+        data : DataFrame
+            Holds the response and the formula's columns, without missing values.
+        bounds : mapping of str to (low, high)
+            Finite bounds of every parameter (required).
+        params : sequence of str, optional
+            Parameter names, in reporting order (default: the keys of ``bounds``).
+        **options
+            Other arguments of :class:`NLS` (``scale``, ``n_points``, ``n_refine``, ``seed``,
+            ``max_nfev``, the tolerances, ``label``).
+
+        Returns
+        -------
+        NLSEstimator
+            Its ``fit(cov_type=..., groups=...)`` gives :class:`NLSResults`.
 
         Examples
         --------
@@ -598,8 +719,21 @@ class NLSEstimator:
 
 
 class NLSResults(LeastSquaresResults):
-    """Results of :class:`NLSEstimator` (inference as in
-    :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`).
+    """Results of an NLS estimation on data (:meth:`NLS.from_formula`).
+
+    Inference as in :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`:
+    Student-t with N − k degrees of freedom (G − 1 with clusters).
+
+    Parameters
+    ----------
+    model : NLSEstimator
+        The model and data.
+    fitted : NLSFitted
+        The least-squares fit.
+    cov_type : {"nonrobust", "HC1", "cluster"}
+        Covariance of the estimates.
+    codes : ndarray or None
+        Cluster codes, one per observation (``"cluster"`` only).
 
     Attributes
     ----------
@@ -609,6 +743,16 @@ class NLSResults(LeastSquaresResults):
     params, bse, tvalues, pvalues : Series
     converged : bool
         Whether the winning refinement met a convergence criterion.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> x = np.linspace(0, 3, 40)
+    >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+    >>> res = NLS.from_formula("y ~ a * exp(-b * x)", df,
+    ...                        bounds={"a": (0, 10), "b": (0, 5)}).fit(cov_type="HC1")
+    >>> res.params.round(3).tolist(), res.bse.round(4).tolist(), res.converged
+    ([2.001, 0.7], [0.0034, 0.0019], True)
     """
 
     def __init__(self, model: NLSEstimator, fitted: NLSFitted, cov_type: str,
@@ -622,8 +766,30 @@ class NLSResults(LeastSquaresResults):
         self.converged = bool(fitted.info["converged"])
 
     def predict(self, exog: pd.DataFrame | None = None) -> np.ndarray:
-        """Predictions on new data (a DataFrame with the model's columns); fitted values when
-        omitted."""
+        """Predictions on new data, or the fitted values.
+
+        Parameters
+        ----------
+        exog : DataFrame, optional
+            New data with the model's columns (default: the fitted values).
+
+        Returns
+        -------
+        ndarray
+            One prediction per row.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> x = np.linspace(0, 3, 40)
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> res = NLS.from_formula("y ~ a * exp(-b * x)", df,
+        ...                        bounds={"a": (0, 10), "b": (0, 5)}).fit()
+        >>> res.predict(pd.DataFrame({"x": [0.0, 1.0]})).round(4)
+        array([2.0012, 0.9935])
+        >>> bool(np.array_equal(res.predict(), res.fittedvalues))
+        True
+        """
         if exog is None:
             return self.fittedvalues
         return self.fitted.predict(exog)

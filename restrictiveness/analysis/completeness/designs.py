@@ -159,14 +159,76 @@ class CellMeansKFold:
 
     @property
     def repeats(self) -> int:
+        """Repetitions of the partition: always 1 (one K-fold partition)."""
         return 1
 
     def units(self, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """Unit labels (row positions) and the cluster label of each unit."""
+        """Held-out units (observations) and the cluster of each.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The data, with the ``cell`` and ``cluster`` columns.
+
+        Returns
+        -------
+        units : ndarray
+            Row positions ``0, ..., n − 1``: every observation is a unit.
+        clusters : ndarray
+            The ``cluster`` column (participants), one per unit.
+
+        Raises
+        ------
+        DataError
+            A design column is missing or has missing values.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"lottery": [0, 0, 1, 1, 1, 2], "participant": [1, 2, 1, 2, 3, 3],
+        ...                    "p": [0.5, 0.5, 0.9, 0.9, 0.9, 0.1],
+        ...                    "ce": [1.0, 3.0, 2.0, 4.0, 6.0, 5.0]})
+        >>> design = CellMeansKFold(k=3, cell="lottery", cluster="participant")
+        >>> design.units(df)
+        (array([0, 1, 2, 3, 4, 5]), array([1, 2, 1, 2, 3, 3]))
+        """
         _column(data, self.cell, "cell")
         return np.arange(len(data)), _column(data, self.cluster, "cluster")
 
     def folds(self, data: pd.DataFrame, rng: np.random.Generator) -> list[Fold]:
+        """A random partition of the observations into K balanced test folds.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The data (only its length is used).
+        rng : numpy.random.Generator
+            Draws the partition.
+
+        Returns
+        -------
+        list of Fold
+            K folds; fold sizes differ by at most one and their test rows partition the data.
+
+        Raises
+        ------
+        ConfigurationError
+            Fewer observations than folds.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"lottery": [0, 0, 1, 1, 1, 2], "participant": [1, 2, 1, 2, 3, 3],
+        ...                    "p": [0.5, 0.5, 0.9, 0.9, 0.9, 0.1],
+        ...                    "ce": [1.0, 3.0, 2.0, 4.0, 6.0, 5.0]})
+        >>> design = CellMeansKFold(k=3, cell="lottery", cluster="participant")
+        >>> import numpy as np
+        >>> folds = design.folds(df, np.random.default_rng(0))
+        >>> [f.test.tolist() for f in folds]
+        [[3, 4], [0, 2], [1, 5]]
+        >>> folds[0].train.tolist()
+        [0, 1, 2, 5]
+        """
         n = len(data)
         if self.k > n:
             raise ConfigurationError(f"CellMeansKFold: k={self.k} folds need at least k "
@@ -176,7 +238,38 @@ class CellMeansKFold:
                 for j in range(self.k)]
 
     def training_sample(self, frame: pd.DataFrame, to_sample: ToSample) -> Sample:
-        """One observation per cell: its covariates and the mean of its training responses."""
+        """One observation per cell: its covariates and the mean of its training responses.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            The training rows.
+        to_sample : callable DataFrame -> Sample
+            One observation per row, in row order (e.g. :class:`TableSample`).
+
+        Returns
+        -------
+        Sample
+            One observation per cell present in ``frame``, cells in sorted order.
+
+        Raises
+        ------
+        DataError
+            Covariates vary within a cell.
+
+        Examples
+        --------
+        Lottery 1's training responses 2, 4 and 6 average to 4:
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"lottery": [0, 0, 1, 1, 1, 2], "participant": [1, 2, 1, 2, 3, 3],
+        ...                    "p": [0.5, 0.5, 0.9, 0.9, 0.9, 0.1],
+        ...                    "ce": [1.0, 3.0, 2.0, 4.0, 6.0, 5.0]})
+        >>> design = CellMeansKFold(k=3, cell="lottery", cluster="participant")
+        >>> s = design.training_sample(df, TableSample(("p",), "ce"))
+        >>> s.X.ravel().tolist(), s.y.tolist()
+        ([0.5, 0.9, 0.1], [2.0, 4.0, 5.0])
+        """
         s = to_sample(frame)
         if len(s) != len(frame):
             raise ConfigurationError("CellMeansKFold: to_sample must return one observation per "
@@ -195,7 +288,36 @@ class CellMeansKFold:
 
     def test_sample(self, data: pd.DataFrame, rows: np.ndarray,
                     to_sample: ToSample) -> tuple[Sample, np.ndarray]:
-        """Held-out observations and the unit (row position) of each."""
+        """Held-out observations and the unit (row position) of each.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The whole data.
+        rows : ndarray
+            Positions of the held-out rows (a fold's ``test``).
+        to_sample : callable DataFrame -> Sample
+            One observation per row, in row order.
+
+        Returns
+        -------
+        sample : Sample
+            The held-out observations, individually (not averaged).
+        units : ndarray
+            The unit of each observation: its row position.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"lottery": [0, 0, 1, 1, 1, 2], "participant": [1, 2, 1, 2, 3, 3],
+        ...                    "p": [0.5, 0.5, 0.9, 0.9, 0.9, 0.1],
+        ...                    "ce": [1.0, 3.0, 2.0, 4.0, 6.0, 5.0]})
+        >>> design = CellMeansKFold(k=3, cell="lottery", cluster="participant")
+        >>> import numpy as np
+        >>> s, units = design.test_sample(df, np.array([1, 4]), TableSample(("p",), "ce"))
+        >>> s.y.tolist(), units.tolist()
+        ([3.0, 6.0], [1, 4])
+        """
         s = to_sample(data.iloc[rows])
         if len(s) != len(rows):
             raise ConfigurationError("CellMeansKFold: to_sample must return one observation per "
@@ -240,11 +362,73 @@ class RepeatedGroupKFold:
         return f"RepeatedGroupKFold(repeats={self.repeats}, k={self.k}, group={self.group!r})"
 
     def units(self, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """Unit labels (the sorted distinct groups); each unit is its own cluster."""
+        """Held-out units (the distinct groups, sorted); each unit is its own cluster.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The data, with the ``group`` column.
+
+        Returns
+        -------
+        units : ndarray
+            The sorted distinct groups.
+        clusters : ndarray
+            The same: the repeated-fold SE treats groups as independent.
+
+        Raises
+        ------
+        DataError
+            The group column is missing or has missing values.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "c", "d"],
+        ...                    "price": [1.0, 2.0, 1.5, 2.5, 1.0, 3.0],
+        ...                    "share": [0.3, 0.2, 0.25, 0.1, 0.4, 0.05]})
+        >>> design = RepeatedGroupKFold(repeats=2, k=2, group="city")
+        >>> design.units(df)[0].tolist()
+        ['a', 'b', 'c', 'd']
+        """
         groups = np.unique(_column(data, self.group, "group"))
         return groups, groups
 
     def folds(self, data: pd.DataFrame, rng: np.random.Generator) -> list[Fold]:
+        """R random partitions of the groups into K folds, a group's rows always together.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The data, with the ``group`` column.
+        rng : numpy.random.Generator
+            Draws the partitions.
+
+        Returns
+        -------
+        list of Fold
+            R × K folds (repetition-major); within a repetition the test rows partition the
+            data.
+
+        Raises
+        ------
+        ConfigurationError
+            Fewer groups than folds.
+
+        Examples
+        --------
+        Cities a (rows 0, 1) and b (rows 2, 3) are never split:
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "c", "d"],
+        ...                    "price": [1.0, 2.0, 1.5, 2.5, 1.0, 3.0],
+        ...                    "share": [0.3, 0.2, 0.25, 0.1, 0.4, 0.05]})
+        >>> design = RepeatedGroupKFold(repeats=2, k=2, group="city")
+        >>> import numpy as np
+        >>> folds = design.folds(df, np.random.default_rng(0))
+        >>> [(f.repeat, f.fold, f.test.tolist()) for f in folds]
+        [(0, 0, [2, 3, 4]), (0, 1, [0, 1, 5]), (1, 0, [2, 3, 5]), (1, 1, [0, 1, 4])]
+        """
         groups, codes = np.unique(_column(data, self.group, "group"), return_inverse=True)
         if self.k > len(groups):
             raise ConfigurationError(f"RepeatedGroupKFold: k={self.k} folds need at least k "
@@ -257,11 +441,66 @@ class RepeatedGroupKFold:
         return out
 
     def training_sample(self, frame: pd.DataFrame, to_sample: ToSample) -> Sample:
+        """All training rows as one sample: ``to_sample(frame)``.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            The training rows.
+        to_sample : callable DataFrame -> Sample
+            May aggregate rows (e.g. a market's products into one observation).
+
+        Returns
+        -------
+        Sample
+            What ``to_sample`` returns.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "c", "d"],
+        ...                    "price": [1.0, 2.0, 1.5, 2.5, 1.0, 3.0],
+        ...                    "share": [0.3, 0.2, 0.25, 0.1, 0.4, 0.05]})
+        >>> design = RepeatedGroupKFold(repeats=2, k=2, group="city")
+        >>> design.training_sample(df.iloc[[2, 3, 4]], TableSample(("price",), "share")).y
+        array([0.25, 0.1 , 0.4 ])
+        """
         return to_sample(frame)
 
     def test_sample(self, data: pd.DataFrame, rows: np.ndarray,
                     to_sample: ToSample) -> tuple[Sample, np.ndarray]:
-        """Held-out observations, built group by group, and the unit (group position) of each."""
+        """Held-out observations, built group by group, and the unit (group position) of each.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The whole data.
+        rows : ndarray
+            Positions of the held-out rows (a fold's ``test``: whole groups).
+        to_sample : callable DataFrame -> Sample
+            Called on each held-out group's rows.
+
+        Returns
+        -------
+        sample : Sample
+            The groups' samples, concatenated in sorted group order.
+        units : ndarray
+            The unit of each observation: the position of its group in :meth:`units`.
+
+        Examples
+        --------
+        Rows 0 and 1 are city a (unit 0), row 5 city d (unit 3):
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "c", "d"],
+        ...                    "price": [1.0, 2.0, 1.5, 2.5, 1.0, 3.0],
+        ...                    "share": [0.3, 0.2, 0.25, 0.1, 0.4, 0.05]})
+        >>> design = RepeatedGroupKFold(repeats=2, k=2, group="city")
+        >>> import numpy as np
+        >>> s, units = design.test_sample(df, np.array([0, 1, 5]), TableSample(("price",), "share"))
+        >>> s.X.ravel().tolist(), units.tolist()
+        ([1.0, 2.0, 3.0], [0, 0, 3])
+        """
         frame = data.iloc[rows]
         units = np.unique(_column(data, self.group, "group"))
         samples, unit_of = [], []
