@@ -19,6 +19,7 @@ Usage (from the repository root)::
     nice -n 10 python tools/mutate.py              # every mutant; the score table at the end
     python tools/mutate.py --list                  # the mutants, checked to apply
     python tools/mutate.py --only inference        # mutants whose module name contains this
+    python tools/mutate.py --only failures,results # ... or any of these
     python tools/mutate.py --quick                 # related tests only (no full-suite pass)
 """
 
@@ -209,8 +210,8 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/estimation.py", "        factor = G / (G - 1) * (N - 1) / (N - k) if N > k else np.nan",
            "        factor = G / (G - 1) if N > k else np.nan", "cluster factor without (N-1)/(N-k)",
            LSQ),
-    Mutant("procedures/estimation.py", "        return self.n_clusters - 1 if self.cov_type == \"cluster\" else self.df_resid",
-           "        return self.df_resid", "cluster inference with N - k df", LSQ),
+    Mutant("procedures/estimation.py", "            return self.n_clusters - 1",
+           "            return self.df_resid", "cluster inference with N - k df", LSQ),
     Mutant("procedures/estimation.py", "        return pd.DataFrame(D @ self._cov_estimated @ D.T, index=self._names,",
            "        return pd.DataFrame(self._cov_estimated, index=self._names,",
            "delta method dropped", LSQ),
@@ -227,13 +228,15 @@ MUTANTS: list[Mutant] = [
            "        return np.eye(self.df_model)", "log-delta SE not carried to delta",
            LOTTERY),
     # -- demand/estimation.py ----------------------------------------------------------------
-    Mutant("demand/estimation.py", "        s2 = self.ssr / max(self.nobs - Jm.shape[1], 1)",
-           "        s2 = self.ssr / max(self.nobs, 1)", "demand s^2 with divisor N", DEMAND),
-    Mutant("demand/estimation.py", "        return pd.Series(2 * scipy.stats.norm.sf(np.abs(self.tvalues)),",
-           "        return pd.Series(scipy.stats.norm.sf(np.abs(self.tvalues)),",
-           "demand one-sided p-values", DEMAND),
-    Mutant("demand/estimation.py", "        q = scipy.stats.norm.ppf(1 - alpha / 2)",
-           "        q = scipy.stats.norm.ppf(1 - alpha)", "demand one-sided conf_int", DEMAND),
+    # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
+    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
+           "                      fitted.names, \"HC1\", None, fitted.at_bounds())",
+           "demand SEs robust, not the classical NLS ones", DEMAND),
+    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
+           "                      fitted.names, \"nonrobust\", None, [])",
+           "parameters on a bound not flagged", DEMAND),
+    Mutant("demand/estimation.py", "    ordered = data.sort_values(market_ids, kind=\"stable\")",
+           "    ordered = data", "rows of unsorted markets not grouped", DEMAND),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     Mutant("lottery/_rdu_nb.py", "    return w, -math.expm1(-e), -e * w, h",
            "    return w, -math.expm1(-e), e * w, h", "Prelec weight derivative sign", LOTTERY),
@@ -310,7 +313,8 @@ def _copy_repo(dest: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
-    ap.add_argument("--only", default="", help="only mutants whose module path contains this")
+    ap.add_argument("--only", default="",
+                    help="only mutants whose module path contains this (comma-separated: any)")
     ap.add_argument("--exclude", default=None,
                     help="skip mutants whose module path contains this (to split a run)")
     ap.add_argument("--quick", action="store_true",
@@ -318,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    mutants = [m for m in MUTANTS if opts.only in m.path
+    only = opts.only.split(",")
+    mutants = [m for m in MUTANTS if any(o in m.path for o in only)
                and (opts.exclude is None or opts.exclude not in m.path)]
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
