@@ -52,6 +52,7 @@ class Mutant:
 
 # Related tests, fastest and most targeted first (pytest -x stops at the first failure).
 STUDY = ("tests/test_study_values.py", "tests/test_study.py")
+FAIL = ("tests/test_failures.py", *STUDY)
 INFER = ("tests/test_inference.py",)
 PROJ = ("tests/test_projection.py",)
 GP = ("tests/test_eligible_sets.py",)
@@ -122,22 +123,22 @@ MUTANTS: list[Mutant] = [
            "contrast estimate sums instead of differencing", INFER),
     # -- engine/failures.py ------------------------------------------------------------------
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",
-           "                    pass", "invalid rows not replaced", STUDY),
+           "                    pass", "invalid rows not replaced", FAIL),
     Mutant("engine/failures.py", "                    self.replaced += int(bad.sum())",
            "                    self.replaced = int(bad.sum())",
-           "replaced rows overwritten across calls", STUDY),
+           "replaced rows overwritten across calls", FAIL),
     Mutant("engine/failures.py", "        self.replaced += base.shape[0]",
-           "        self.replaced += 1", "failed fit counts one row", STUDY),
+           "        self.replaced += 1", "failed fit counts one row", FAIL),
     Mutant("engine/failures.py", "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)",
            "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).any(axis=1)",
-           "row valid if any entry finite", STUDY),
+           "row valid if any entry finite", FAIL),
     Mutant("engine/failures.py", "        ok &= c.check(pred, X, columns)", "        pass",
-           "constraints never checked", STUDY),
+           "constraints never checked", FAIL),
     Mutant("engine/failures.py", "        pred = c.repair(pred, X, columns)", "        pass",
-           "predictions never repaired", STUDY),
+           "predictions never repaired", FAIL),
     Mutant("engine/failures.py", "        self.error, self.failed, self.replaced = error, fitted is None, 0",
            "        self.error, self.failed, self.replaced = error, False, 0",
-           "failed fit not flagged", STUDY),
+           "failed fit not flagged", FAIL),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ err)",
            "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
