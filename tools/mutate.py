@@ -350,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(mutants)} mutants apply")
             return 0
         env = dict(os.environ, PYTHONPATH=str(root))
+        # the unmutated copy must pass every related test, or each mutant would look killed
+        related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
+        failing, _ = _pytest(root, related, env)
+        if failing:
+            print(f"the unmutated copy fails its related tests {related}: fix them first")
+            return 1
         results: dict[str, list[tuple[Mutant, bool]]] = defaultdict(list)
         for i, m in enumerate(mutants, 1):
             _clear_numba_cache(root, m.path)
