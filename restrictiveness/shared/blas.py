@@ -20,10 +20,10 @@ __all__ = ["one_thread", "loaded_libraries"]
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _lock = threading.Lock()
-_cache: dict = {}
+_cache: dict[str, object] = {}
 
 
-def _libc():
+def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
     except OSError:
@@ -35,7 +35,12 @@ _LIBC = _libc()
 
 
 def loaded_libraries() -> int | None:
-    """The number of shared objects loaded in this process (None where it cannot be counted).
+    """The number of shared objects loaded in this process.
+
+    Returns
+    -------
+    int or None
+        The count from ``dl_iterate_phdr``; None where the C library lacks it.
 
     Examples
     --------
@@ -47,7 +52,7 @@ def loaded_libraries() -> int | None:
         return None
     count = 0
 
-    def visit(info, size, data):
+    def visit(info: int | None, size: int, data: int | None) -> int:
         nonlocal count
         count += 1
         return 0
@@ -59,6 +64,11 @@ def loaded_libraries() -> int | None:
 def one_thread() -> contextlib.AbstractContextManager:
     """A context manager limiting every BLAS and OpenMP pool of the process to one thread,
     equivalent to ``threadpoolctl.threadpool_limits(1)``.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Entering it sets one thread; leaving it restores the previous counts.
 
     Examples
     --------
@@ -76,4 +86,5 @@ def one_thread() -> contextlib.AbstractContextManager:
         if _cache.get("key") != key:
             _cache.update(key=key, controller=ThreadpoolController())
         controller = _cache["controller"]
+    assert isinstance(controller, ThreadpoolController)
     return controller.limit(limits=1)
