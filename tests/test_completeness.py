@@ -630,11 +630,10 @@ def test_real_lottery_data_design(bruhin_csv):
     assert ds["mean_loss"].sel(procedure="GP regression") < ds["mean_loss"].sel(procedure="EV")
 
 
-@pytest.mark.slow
 def test_real_lottery_completeness_of_generic_procedures(bruhin_csv):
     """κ̂ of the generic procedures on the Bruhin et al. data (EV baseline, GP benchmark).
 
-    Reproduce the printed numbers with ``pytest -m slow tests/test_completeness.py -s``.
+    Reproduce the printed numbers with ``pytest tests/test_completeness.py -k generic -s``.
     """
     data = _bruhin(bruhin_csv)
     clip = [Between("z_lo", "z_hi")]
@@ -666,7 +665,6 @@ TABLE_A3 = {("alpha", "gamma", "delta"): (0.976, 0.009), ("gamma", "delta"): (0.
             ("alpha",): (0.249, 0.055)}
 
 
-@pytest.mark.slow
 def test_real_lottery_completeness_of_cpt_classes_matches_table_a3(bruhin_csv):
     """The seven CPT classes against the paper's Table A.3 (GP regression as the benchmark).
 

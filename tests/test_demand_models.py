@@ -10,6 +10,7 @@ import pytest
 import scipy.stats
 
 from restrictiveness.demand import _logit_nb as nb
+from restrictiveness.demand.estimation import markets_from_frame
 from restrictiveness.demand.models import (
     DEFAULT_FORMULA,
     MARKET_COLUMNS,
@@ -443,6 +444,37 @@ def test_estimator_rejects_unbalanced_markets(nevo):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
+
+
+def long_frame(X, y):
+    """Markets ``(n, J, 3)`` and shares ``(n, J)`` as long product data, one row per product."""
+    n, J, _ = X.shape
+    return pd.DataFrame({"market_ids": np.repeat(np.arange(n), J), "prices": X[:, :, 0].ravel(),
+                         "sugar": X[:, :, 1].ravel(), "mushy": X[:, :, 2].ravel(),
+                         "shares": y.ravel()})
+
+
+def test_markets_are_grouped_from_rows_in_any_order():
+    """Rows of interleaved markets are grouped by market, in the order the rows list them."""
+    df = pd.DataFrame({"market_ids": [2, 1, 2, 1], "prices": [5.0, 1.0, 6.0, 2.0],
+                       "shares": [0.5, 0.1, 0.6, 0.2]})
+    X, y, ids = markets_from_frame(df, ["prices"], "shares")
+    np.testing.assert_array_equal(X[:, :, 0], [[1.0, 2.0], [5.0, 6.0]])
+    np.testing.assert_array_equal(y, [[0.1, 0.2], [0.5, 0.6]])
+    np.testing.assert_array_equal(ids, [1, 2])
+
+
+def test_nested_logit_estimate_on_its_bound_is_flagged():
+    """Shares from a nested logit with rho = 0 in one nest, perturbed by 5% noise: least squares
+    puts that rho on its bound 0 exactly, and the results name it and say so in the summary."""
+    X = markets(8, seed=5)
+    y = DemandFit("NL", np.r_[BETA, 0.0, 0.6], design(X).names + ["r0", "r1"], design(X),
+                  MARKET_COLUMNS, extra={"nest": "mushy"}).predict(X)
+    y = y * np.exp(0.05 * np.random.default_rng(1).standard_normal(y.shape))
+    res = NestedLogit.from_formula("shares ~ prices + sugar + mushy", long_frame(X, y)).fit()
+    assert res.params["rho[mushy=0]"] == 0.0 and 0.5 < res.params["rho[mushy=1]"] < 0.7
+    assert res.at_bound == ["rho[mushy=0]"]
+    assert "On a bound: rho[mushy=0]" in str(res.summary())
 
 
 def test_mxl_shares_match_pyblp():

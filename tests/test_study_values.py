@@ -109,6 +109,41 @@ def test_failures_are_counted_over_the_k_draws(fit_on):
         assert list(errors) == [f"fit: RuntimeError: call {m * K + 2}" for m in range(M)]
 
 
+def test_invalid_rows_are_counted_over_every_prediction_and_draw():
+    """A rule that predicts NaN wherever x1 > x2 gets the baseline's prediction on exactly those
+    rows. ``invalid`` counts them once per prediction call, over every discrepancy and draw
+    (two discrepancies, K draws: 2 K times the bad rows), the fit is not ``failed``, the first
+    message is kept, and each loss is the hand MSE of the rule patched with the baseline."""
+    prior = _prior()
+
+    class Holes(rx.Procedure):
+        def fit(self, sample, rng):
+            beta = _ols(sample.X, sample.y)
+            return FunctionRule(lambda X: np.where(
+                X[:, 0] > X[:, 1], np.nan, np.column_stack([np.ones(len(X)), X]) @ beta))
+
+    discs = [rx.MSE(), rx.MSE(name="mse_again")]
+    with pytest.warns(rx.FailureWarning):
+        ds = rx.Study(prior, {"h": Holes()}, rx.Constant(), discs, n=[N], replications=M,
+                      seed=SEED, draws=K).run(progress=False).dataset
+    h = ds.sel(procedure="h", n=N)
+    np.testing.assert_array_equal(h["failed"].values, np.zeros(M))
+    for m, truth in enumerate(_truths(prior)):
+        bad = truth.eval_X[:, 0] > truth.eval_X[:, 1]
+        assert 0 < bad.sum() < len(bad)
+        assert int(h["invalid"].sel(replication=m)) == 2 * K * int(bad.sum())
+        assert str(h["error"].sel(replication=m).values) == f"{bad.sum()} invalid prediction row(s)"
+        for k in range(K):
+            sample = truth.sample(N, k)
+            pred = np.clip(np.column_stack([np.ones(len(truth.eval_X)), truth.eval_X])
+                           @ _ols(sample.X, sample.y), 0, 1)
+            pred[bad] = sample.y.mean()
+            expected = truth.eval_weights @ (pred - truth.eval_y(N)) ** 2
+            for d in ("mse", "mse_again"):
+                got = float(h["loss"].sel(discrepancy=d, replication=m, draw=k))
+                assert got == pytest.approx(expected, rel=1e-10)
+
+
 @pytest.mark.parametrize("own", [1, 2, 3])
 def test_a_procedure_with_fewer_draws_averages_over_its_own(own):
     """A procedure with ``draws = own`` < K fits the first ``own`` samples (NaN beyond); its

@@ -19,6 +19,7 @@ Usage (from the repository root)::
     nice -n 10 python tools/mutate.py              # every mutant; the score table at the end
     python tools/mutate.py --list                  # the mutants, checked to apply
     python tools/mutate.py --only inference        # mutants whose module name contains this
+    python tools/mutate.py --only failures,results # ... or any of these
     python tools/mutate.py --quick                 # related tests only (no full-suite pass)
 """
 
@@ -51,10 +52,16 @@ class Mutant:
 
 # Related tests, fastest and most targeted first (pytest -x stops at the first failure).
 STUDY = ("tests/test_study_values.py", "tests/test_study.py")
+FAIL = ("tests/test_failures.py", *STUDY)
 INFER = ("tests/test_inference.py",)
 PROJ = ("tests/test_projection.py",)
 GP = ("tests/test_eligible_sets.py",)
-LSQ = ("tests/test_nls.py", "tests/test_lottery_models.py")
+# the value tests of the estimation results first: the whole files take minutes under load
+LOTTERY_SE = ("tests/test_lottery_models.py::test_standard_errors_match_statsmodels_on_the_"
+              "linearised_problem", "tests/test_lottery_models.py::test_delta_method_for_delta_and_eta")
+LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_model",
+       "tests/test_nls.py::test_standard_errors_match_statsmodels_on_the_jacobian_and_curve_fit",
+       *LOTTERY_SE, "tests/test_nls.py", "tests/test_lottery_models.py")
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
 DEMAND = ("tests/test_demand_models.py",)
 
@@ -121,22 +128,22 @@ MUTANTS: list[Mutant] = [
            "contrast estimate sums instead of differencing", INFER),
     # -- engine/failures.py ------------------------------------------------------------------
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",
-           "                    pass", "invalid rows not replaced", STUDY),
+           "                    pass", "invalid rows not replaced", FAIL),
     Mutant("engine/failures.py", "                    self.replaced += int(bad.sum())",
            "                    self.replaced = int(bad.sum())",
-           "replaced rows overwritten across calls", STUDY),
+           "replaced rows overwritten across calls", FAIL),
     Mutant("engine/failures.py", "        self.replaced += base.shape[0]",
-           "        self.replaced += 1", "failed fit counts one row", STUDY),
+           "        self.replaced += 1", "failed fit counts one row", FAIL),
     Mutant("engine/failures.py", "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)",
            "    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).any(axis=1)",
-           "row valid if any entry finite", STUDY),
+           "row valid if any entry finite", FAIL),
     Mutant("engine/failures.py", "        ok &= c.check(pred, X, columns)", "        pass",
-           "constraints never checked", STUDY),
+           "constraints never checked", FAIL),
     Mutant("engine/failures.py", "        pred = c.repair(pred, X, columns)", "        pass",
-           "predictions never repaired", STUDY),
+           "predictions never repaired", FAIL),
     Mutant("engine/failures.py", "        self.error, self.failed, self.replaced = error, fitted is None, 0",
            "        self.error, self.failed, self.replaced = error, False, 0",
-           "failed fit not flagged", STUDY),
+           "failed fit not flagged", FAIL),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ err)",
            "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
@@ -209,8 +216,8 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/estimation.py", "        factor = G / (G - 1) * (N - 1) / (N - k) if N > k else np.nan",
            "        factor = G / (G - 1) if N > k else np.nan", "cluster factor without (N-1)/(N-k)",
            LSQ),
-    Mutant("procedures/estimation.py", "        return self.n_clusters - 1 if self.cov_type == \"cluster\" else self.df_resid",
-           "        return self.df_resid", "cluster inference with N - k df", LSQ),
+    Mutant("procedures/estimation.py", "            return self.n_clusters - 1",
+           "            return self.df_resid", "cluster inference with N - k df", LSQ),
     Mutant("procedures/estimation.py", "        return pd.DataFrame(D @ self._cov_estimated @ D.T, index=self._names,",
            "        return pd.DataFrame(self._cov_estimated, index=self._names,",
            "delta method dropped", LSQ),
@@ -221,20 +228,24 @@ MUTANTS: list[Mutant] = [
            "        free = [a for a, q in enumerate((\"alpha\", \"gamma\", \"delta\")) if q in rdu.free]",
            "        free = [a for a, q in enumerate((\"alpha\", \"delta\", \"gamma\")) if q in rdu.free]",
            "Jacobian columns of the wrong parameters",
-           LOTTERY),
+           (*LOTTERY_SE, *LOTTERY)),
     Mutant("lottery/estimation.py",
            "        return self.model.model._reported_jacobian(self.fitted.theta)",
            "        return np.eye(self.df_model)", "log-delta SE not carried to delta",
-           LOTTERY),
+           (*LOTTERY_SE, *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
-    Mutant("demand/estimation.py", "        s2 = self.ssr / max(self.nobs - Jm.shape[1], 1)",
-           "        s2 = self.ssr / max(self.nobs, 1)", "demand s^2 with divisor N", DEMAND),
-    Mutant("demand/estimation.py", "        return pd.Series(2 * scipy.stats.norm.sf(np.abs(self.tvalues)),",
-           "        return pd.Series(scipy.stats.norm.sf(np.abs(self.tvalues)),",
-           "demand one-sided p-values", DEMAND),
-    Mutant("demand/estimation.py", "        q = scipy.stats.norm.ppf(1 - alpha / 2)",
-           "        q = scipy.stats.norm.ppf(1 - alpha)", "demand one-sided conf_int", DEMAND),
+    # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
+    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
+           "                      fitted.names, \"HC1\", None, fitted.at_bounds())",
+           "demand SEs robust, not the classical NLS ones", DEMAND),
+    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
+           "                      fitted.names, \"nonrobust\", None, [])",
+           "parameters on a bound not flagged", DEMAND),
+    Mutant("demand/estimation.py", "    ordered = data.sort_values(market_ids, kind=\"stable\")",
+           "    ordered = data", "rows of unsorted markets not grouped", DEMAND),
     # -- numba kernels (besides the projection's) -------------------------------------------------
+    # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
+    # error below 4e-18, and the results differ from the original in rounding only)
     Mutant("lottery/_rdu_nb.py", "    return w, -math.expm1(-e), -e * w, h",
            "    return w, -math.expm1(-e), e * w, h", "Prelec weight derivative sign", LOTTERY),
     Mutant("lottery/_rdu_nb.py", "        J[i, 1] = dFdw * dwdt * h", "        J[i, 1] = dFdw * dwdt",
@@ -243,7 +254,7 @@ MUTANTS: list[Mutant] = [
            "            w, wc = e / (1.0 + e), 1.0 / (1.0 + e)",
            "odds weight branch swapped", LOTTERY),
     Mutant("shared/_vecmath.py", "    k = 1.0 if t > 0.41421356237309503 else 0.0",
-           "    k = 1.0 if t > 0.5 else 0.0", "softplus series switch moved (accuracy)",
+           "    k = 1.0 if t > 0.9 else 0.0", "softplus series switch moved (error 1e-13)",
            ("tests/test_vecmath.py",)),
     Mutant("shared/_vecmath.py", "    x = min(max(x, -700.0), 700.0)",
            "    x = min(max(x, -70.0), 70.0)", "exp clamp too tight", ("tests/test_vecmath.py",)),
@@ -255,12 +266,17 @@ MUTANTS: list[Mutant] = [
 
 
 def _clear_numba_cache(root: Path, rel: str) -> None:
-    """Remove numba's on-disk cache of one module (``<stem>.*.nbi`` / ``.nbc``)."""
+    """Remove numba's on-disk cache (``<stem>.*.nbi`` / ``.nbc``) of one module and of every
+    module that imports it: a kernel compiled against a shared kernel (``shared/_vecmath.py``)
+    holds that kernel's code in its own cache entry, which numba does not invalidate when only
+    the imported file changes."""
     src = root / PKG / rel
-    cache = src.parent / "__pycache__"
-    if cache.is_dir():
-        for f in cache.glob(f"{src.stem}.*.nb[ic]"):
-            f.unlink()
+    for module in [src, *(f for f in (root / PKG).rglob("*.py")
+                          if f != src and src.stem in f.read_text())]:
+        cache = module.parent / "__pycache__"
+        if cache.is_dir():
+            for f in cache.glob(f"{module.stem}.*.nb[ic]"):
+                f.unlink()
 
 
 def _apply(root: Path, m: Mutant) -> str:
@@ -282,10 +298,11 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool,
     start = time.perf_counter()
     proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
-    # exit 1: a test failed; 2-4: collection/usage errors (an import broken by the mutant);
-    # 5: nothing collected (a wrong file list) is an error of this script, not a kill
-    if proc.returncode == 5:
-        raise RuntimeError(f"no tests collected for {files}")
+    # exit 1: a test failed; 2: collection errors (an import broken by the mutant);
+    # 4 (usage error: a test id not found) and 5 (nothing collected) are errors of this
+    # script's test lists, not kills
+    if proc.returncode in (4, 5):
+        raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
     return proc.returncode != 0, time.perf_counter() - start
 
 
@@ -310,7 +327,8 @@ def _copy_repo(dest: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
-    ap.add_argument("--only", default="", help="only mutants whose module path contains this")
+    ap.add_argument("--only", default="",
+                    help="only mutants whose module path contains this (comma-separated: any)")
     ap.add_argument("--exclude", default=None,
                     help="skip mutants whose module path contains this (to split a run)")
     ap.add_argument("--quick", action="store_true",
@@ -318,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    mutants = [m for m in MUTANTS if opts.only in m.path
+    only = opts.only.split(",")
+    mutants = [m for m in MUTANTS if any(o in m.path for o in only)
                and (opts.exclude is None or opts.exclude not in m.path)]
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
@@ -331,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(mutants)} mutants apply")
             return 0
         env = dict(os.environ, PYTHONPATH=str(root))
+        # the unmutated copy must pass every related test, or each mutant would look killed
+        related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
+        failing, _ = _pytest(root, related, env)
+        if failing:
+            print(f"the unmutated copy fails its related tests {related}: fix them first")
+            return 1
         results: dict[str, list[tuple[Mutant, bool]]] = defaultdict(list)
         for i, m in enumerate(mutants, 1):
             _clear_numba_cache(root, m.path)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
-import threadpoolctl
 
 from ..shared._lsq_nb import STATUS, _snap
+from ..shared.blas import one_thread
 from ..shared.exceptions import ConfigurationError
 
 __all__ = ["BUDGETS", "METHODS", "MAX_NFEV", "CONVERGE_CAP", "GTOL", "XTOL", "FTOL", "NOT_RUN",
@@ -226,7 +226,7 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
 
     # one BLAS thread: the problems are small, studies parallelise over processes, and a
     # threaded BLAS on small least-squares steps is many times slower on a busy machine
-    with threadpoolctl.threadpool_limits(1):
+    with one_thread():
         run(starts)
         for _ in range(MAX_FOLLOWUP_ROUNDS):
             if followups is None or best is None or not run(followups(best[0])):

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
-import threadpoolctl
 from scipy.spatial.distance import cdist
 
 from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
 from ..procedures.learners import clone_estimator
+from ..shared.blas import one_thread
 from ..shared.exceptions import DataError
 from ..shared.sample import Sample
 from .models import check_markets, check_shares
@@ -445,7 +445,7 @@ class LogShareRegressor(Procedure):
             est = clone_estimator(template)
             if isinstance(est, GridGP):  # product j's own characteristics at full weight
                 # one BLAS thread: small factorisations, and studies parallelise over processes
-                with threadpoolctl.threadpool_limits(1):
+                with one_thread():
                     est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C),
                             sq_distances=total)
             else:

@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
+from ..shared.blas import one_thread
 from ..shared.exceptions import (
     BaselineError,
     ConfigurationError,
@@ -452,7 +453,6 @@ class Study:
         >>> records[0].loss.shape  # (procedure, discrepancy, n, draw)
         (2, 1, 2, 1)
         """
-        from threadpoolctl import threadpool_limits
         from tqdm.auto import tqdm
 
         workers = _worker_count(n_jobs, len(replications))
@@ -474,7 +474,7 @@ class Study:
                 # Threads interleave the fits of many replications, so claim them all first.
                 mine = [m for m in replications if claim is None or claim(m)]
                 # one BLAS thread for the fits of this process, as run_unit does in workers
-                with threadpool_limits(1):
+                with one_thread():
                     self._run_threaded(mine, io, workers, backend, client,
                                        int(concurrency), limiter, finish, worker_timeout)
             else:
@@ -725,9 +725,7 @@ def run_unit(study: Study, replication: int) -> ReplicationRecord:
     worker or a dask worker): multithreaded BLAS sums in another order, and results must agree
     to the last bit whatever the backend; n_jobs workers with OpenBLAS's default threads also
     oversubscribe the cores (measured: 40x slower)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
+    with one_thread():
         return run_replication(study, replication)
 
 

@@ -1,0 +1,81 @@
+"""The failure protocol (SPEC §6) on hand-made predictions: which rows get the baseline's
+prediction, how many are counted, and when a fit counts as failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import restrictiveness as rx
+from restrictiveness.engine.failures import GuardedRule, repair
+from restrictiveness.engine.protocol import FunctionRule
+
+X = np.array([[0.1], [0.4], [0.6], [0.9]])
+COLUMNS = ("x",)
+BASE = FunctionRule(lambda X: np.full(len(X), 0.5))
+
+
+@dataclass(frozen=True)
+class AtMost(rx.Constraint):
+    """A check-only restriction (no repair): predictions must not exceed the covariate."""
+
+    column: str
+
+    def check(self, pred, X, columns):
+        return pred <= X[:, list(columns).index(self.column)]
+
+
+def test_rows_failing_a_check_only_constraint_get_the_baselines_prediction():
+    rule = FunctionRule(lambda X: np.array([0.0, 0.5, 0.5, 1.0]))     # rows 1 and 3 exceed x
+    guard = GuardedRule(rule, BASE, [AtMost("x")], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), [0.0, 0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(guard.last_replaced, [False, True, False, True])
+    assert (guard.replaced, guard.failed) == (2, False)
+    assert guard.error == "2 invalid prediction row(s)"
+
+
+def test_a_row_with_any_non_finite_entry_is_replaced_whole():
+    """Share predictions (markets × products): one NaN or inf in a market replaces the market."""
+    shares = np.array([[0.1, 0.2], [np.nan, 0.3], [0.4, np.inf], [0.3, 0.3]])
+    base = FunctionRule(lambda X: np.full((len(X), 2), 0.25))
+    guard = GuardedRule(FunctionRule(lambda X: shares), base, [], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X),
+                                  [[0.1, 0.2], [0.25, 0.25], [0.25, 0.25], [0.3, 0.3]])
+    assert guard.replaced == 2
+    pred, ok = repair(shares, X, [], COLUMNS)
+    np.testing.assert_array_equal(ok, [True, False, False, True])
+
+
+def test_repair_clips_before_rows_are_judged():
+    """Between repairs by clipping: predictions outside [0, 1] are clipped, not replaced."""
+    rule = FunctionRule(lambda X: np.array([-0.5, 0.2, 1.5, np.nan]))
+    guard = GuardedRule(rule, BASE, [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), [0.0, 0.2, 1.0, 0.5])
+    assert guard.replaced == 1
+
+
+def test_replaced_rows_accumulate_over_prediction_calls():
+    rule = FunctionRule(lambda X: np.where(X[:, 0] > 0.5, np.nan, X[:, 0]))
+    guard = GuardedRule(rule, BASE, [], COLUMNS)
+    guard.predict(X)
+    guard.predict(X[:3])
+    assert guard.replaced == 2 + 1 and not guard.failed
+
+
+def test_a_failed_fit_uses_the_baseline_everywhere_and_counts_every_row_of_every_call():
+    guard = GuardedRule(None, BASE, [rx.Between(0, 1)], COLUMNS, error="fit: boom")
+    np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))
+    guard.predict(X[:3])
+    assert (guard.failed, guard.replaced, guard.error) == (True, 4 + 3, "fit: boom")
+    np.testing.assert_array_equal(guard.last_replaced, [True, True, True])
+
+
+def test_a_prediction_that_raises_fails_the_fit_from_then_on():
+    def predict(X):
+        raise ValueError("no")
+
+    guard = GuardedRule(FunctionRule(predict), BASE, [], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))
+    assert (guard.failed, guard.replaced, guard.fitted) == (True, 4, None)
+    assert guard.error == "predict: ValueError: no"
