@@ -145,7 +145,10 @@ MUTANTS: list[Mutant] = [
            "        self.error, self.failed, self.replaced = error, False, 0",
            "failed fit not flagged", FAIL),
     # -- engine/discrepancies.py -------------------------------------------------------------
-    Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ err)",
+    Mutant("engine/discrepancies.py",
+           "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"
+           "        return float(truth.eval_weights @ err)",
+           "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"
            "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
     Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ _row_mean(kl))",
            "        return float(_row_mean(kl).mean())", "KL ignores the evaluation weights",
