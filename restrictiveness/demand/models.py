@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.stats
@@ -76,7 +77,7 @@ _BUDGET_CHOICE = """``max_nfev = 400`` residual evaluations for the whole fit (t
 #: The paper's mixed-logit fit as SPEC §7 describes it: scipy's ``dogbox`` with the analytic
 #: Jacobian, at most 400 residual evaluations for the two starts together, no reflected starts
 #: (``MixedLogit(**PAPER_MXL)``; what ``replicate demand`` uses for Tables 3–4 by default).
-PAPER_MXL = {"method": "dogbox", "budget": "fit", "reflect": False}
+PAPER_MXL: dict[str, Any] = {"method": "dogbox", "budget": "fit", "reflect": False}
 _PAPER_SETTING = """The package default converges to the least-squares optimum. The paper's
     Tables 3–4 most likely come from budget-limited fits: ``MixedLogit(**PAPER_MXL)`` (scipy's
     ``dogbox``, 400 evaluations for both starts together; the budget binds in every fit)

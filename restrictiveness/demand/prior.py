@@ -17,7 +17,7 @@ elasticities are available by perturbing prices.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from scipy.stats import norm, qmc
@@ -377,8 +377,8 @@ class DemandTruth(PseudoTruth):
 
     def eval_y(self, n: int) -> np.ndarray:
         if self._eval is None:
-            self.elasticities(n)
-        return self._eval
+            self.elasticities(n)          # the same pass sets the evaluation shares
+        return cast(np.ndarray, self._eval)
 
     def evaluate(self, X: np.ndarray, n: int) -> np.ndarray:
         return self.system.shares(X)
