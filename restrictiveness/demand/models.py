@@ -82,9 +82,9 @@ _PAPER_SETTING = """The package default converges to the least-squares optimum. 
     Tables 3–4 most likely come from budget-limited fits: ``MixedLogit(**PAPER_MXL)`` (scipy's
     ``dogbox``, 400 evaluations for both starts together; the budget binds in every fit)
     reproduces them at n = 100 and the converged fit does not. On the CLI's draws at n = 100
-    (M = 69, ``python benchmarks/bench_demand_paper_setting.py -n 100``), r̂ shares / own /
-    cross: paper .140 / .310 / .416; budget-limited dogbox .145 / .296 / .409; converged
-    .139 / .334 / .493. The converged fit's objective is lower (by 3% in the median), but its
+    (M = 113, ``python benchmarks/bench_demand_paper_setting.py -n 100``), r̂ shares / own /
+    cross: paper .140 / .310 / .416; budget-limited dogbox .154 / .278 / .395; converged
+    .149 / .314 / .476. The converged fit's objective is lower (by 3.4% in the median), but its
     price elasticities are further from the truth."""
 
 
