@@ -250,6 +250,28 @@ def test_demand_at_its_quick_default_says_m_is_too_small(capsys, monkeypatch):
     assert "M = 6" not in capsys.readouterr().err
 
 
+def test_replicate_demand_fits_mxl_as_the_paper_unless_asked_to_converge(monkeypatch):
+    # issue 15: the paper's Tables 3-4 come from budget-limited dogbox fits; --mxl converged
+    # runs the package default, and --mxl means nothing to the lottery
+    seen = []
+
+    class Ran(BaseException):
+        pass
+
+    def stop(study, args, **options):
+        seen.append(study.procedures["MXL"])
+        raise Ran
+
+    monkeypatch.setattr("restrictiveness.cli.replicate.run_study", stop)
+    for extra in ([], ["--mxl", "converged"], ["--mxl", "paper"]):
+        with pytest.raises(Ran):
+            main(["replicate", "demand", "--n", "50"] + extra)
+    assert [(m.method, m.budget, m.reflect) for m in seen] == [
+        ("dogbox", "fit", False), ("lm", "fit", True), ("dogbox", "fit", False)]
+    assert vars(seen[1]) == vars(rx.demand.MixedLogit())
+    assert main(["replicate", "lottery", "--mxl", "paper"]) == 2
+
+
 def test_compile_notice_is_printed_once_across_forked_workers(tmp_path):
     import multiprocessing
 

@@ -11,6 +11,7 @@ import scipy.optimize
 from restrictiveness.demand import _logit_nb, _nested_nb
 from restrictiveness.demand.fitting import (
     CONVERGE_CAP,
+    MAX_NFEV,
     NOT_RUN,
     Problem,
     check_options,
@@ -342,3 +343,24 @@ def test_reflection_lowers_a_fit_that_ended_with_a_diagonal_at_zero():
     assert min(diag) >= 0.0
     dog = MixedLogit(method="dogbox", budget="start", max_nfev=400, reflect=False).fit(sample)
     assert fit.info["cost"] <= dog.info["cost"] * (1 + 1e-8)
+
+
+@pytest.mark.slow
+def test_converged_fit_is_lower_than_the_budget_limited_dogbox():
+    """SPEC §7's reading of the paper's fit — scipy's dogbox, analytic Jacobian, at most 400
+    evaluations for the fit's starts together — exhausts its budget in most samples, and from
+    the same starts the compiled LM, which converges, ends lower: on the first 20 replications
+    of seed 0 at n = 100, by 4% in the median, and above dogbox (by more than 1e-8 relative) in
+    at most one (replication 18, where the two end in different basins, LM 0.9% above). Issue
+    15; the r̂ this difference makes is measured by ``benchmarks/bench_demand_paper_setting.py``.
+    """
+    exhausted, rel = 0, []
+    for m in range(20):
+        sample = replication_sample(m)
+        lm = MixedLogit().fit(sample)
+        dog = MixedLogit(method="dogbox", budget="fit", reflect=False).fit(sample)
+        assert dog.info["nfev"] <= MAX_NFEV
+        rel.append(lm.info["cost"] / dog.info["cost"] - 1)
+        exhausted += dog.info["nfev"] == MAX_NFEV
+    assert sum(r > 1e-8 for r in rel) <= 1, rel
+    assert np.median(rel) < -1e-2 and exhausted >= 16

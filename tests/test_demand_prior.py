@@ -335,6 +335,32 @@ def test_elasticity_cache_and_generic_truth(truth):
     assert truth.elasticities(20) is truth.elasticities(10)
 
 
+def test_truth_runs_each_market_once_and_matches_direct_paths(prior, monkeypatch):
+    # issue 15: the evaluation shares come from the elasticities' pass (not a second base pass)
+    # and training shares extend by prefix; both bit for bit as the direct kernel calls
+    truth = prior.draw([20], np.random.default_rng(3))
+    rows: list[tuple[int, bool]] = []
+    run = truth.system._run
+
+    def spy(zp, *args):
+        rows.append((len(zp), args[-1]))
+        return run(zp, *args)
+
+    monkeypatch.setattr(truth.system, "_run", spy)
+    y_eval, y5, y20 = truth.eval_y(20), truth.train_y(5), truth.train_y(20)
+    E = truth.elasticities(20)
+    assert truth.train_y(12) is not None and truth.eval_y(10) is y_eval
+    assert rows == [(4, True), (5, False), (15, False)]   # nothing computed twice
+    monkeypatch.undo()
+    X = truth.train_locations[0]
+    np.testing.assert_array_equal(y20, truth.system.shares(X))
+    np.testing.assert_array_equal(y5, y20[:5])
+    np.testing.assert_array_equal(y_eval, truth.system.shares(truth.eval_X))
+    base, minus, plus = truth.system.perturbed_shares(truth.eval_X, truth.log_price_steps)
+    np.testing.assert_array_equal(E, elasticities_from_shares(minus, plus,
+                                                              truth.log_price_steps))
+
+
 @pytest.mark.slow
 def test_mnl_restrictiveness_matches_paper():
     # SPEC §7, Table 3 (n = 100): MNL .183 / .299 / .267 (paper SEs ≈ .009 / .011 / .009).

@@ -17,7 +17,7 @@ elasticities are available by perturbing prices.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from scipy.stats import norm, qmc
@@ -430,7 +430,16 @@ class DemandTruth(PseudoTruth):
 
     The truth does not depend on ``n``; values are computed once and cached (training shares per
     draw, evaluation shares, and the evaluation markets' elasticities, which the own- and
-    cross-price discrepancies share across procedures).
+    cross-price discrepancies share across procedures). Nothing is computed twice or unasked:
+
+    * training shares are computed for the first ``n`` markets a call asks for and extended when
+      a larger ``n`` asks (a study whose largest ``n`` is below the 200 drawn markets does not
+      pay for the rest);
+    * the evaluation shares come with the evaluation markets' elasticities, from one pass of the
+      kernel's perturbed path (which computes the base shares on the way, bit for bit as the
+      shares-only path): the demand discrepancies ask for both, and computing the shares apart
+      would run the base of every evaluation market twice (about a quarter of a demand system's
+      truth time).
 
     Attributes
     ----------
@@ -460,14 +469,18 @@ class DemandTruth(PseudoTruth):
         self._perturbed: np.ndarray | None = None
 
     def train_y(self, n: int, draw: int = 0) -> np.ndarray:
-        if draw not in self._train:
-            self._train[draw] = self.system.shares(self.train_locations[draw])
-        return self._train[draw][:n]
+        X = self.train_locations[draw]
+        done = self._train.get(draw, np.empty((0, self.market.n_products)))
+        if len(done) < min(n, len(X)):
+            # each market's shares are computed on their own: a prefix extends bit for bit
+            more = self.system.shares(X[len(done):n])
+            self._train[draw] = done = np.concatenate([done, more])
+        return done[:n]
 
     def eval_y(self, n: int) -> np.ndarray:
         if self._eval is None:
-            self._eval = self.system.shares(self.eval_X)
-        return self._eval
+            self.elasticities(n)          # the same pass sets the evaluation shares
+        return cast(np.ndarray, self._eval)
 
     def evaluate(self, X: np.ndarray, n: int) -> np.ndarray:
         return self.system.shares(X)
