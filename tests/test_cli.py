@@ -234,6 +234,36 @@ def test_comparison_with_the_paper_shows_z(capsys):
     assert "z = (ours − paper)" in text and "/   -" in text  # Table 1 has no CPT(delta) at 50
 
 
+def test_comparison_cells_stay_apart_with_and_without_the_papers_se():
+    # Table 4 prints SEs only at n = 100: the other cells are "~z" ones, a character wider; a
+    # fixed column width had run "z=+0.8" into the next cell's "0.192" (seen at M = 200).
+    import re
+
+    import xarray as xr
+
+    from restrictiveness.cli.replicate import _comparison, _paper_demand
+    from restrictiveness.engine.results import Results
+
+    ns, rng = [50, 100, 200], np.random.default_rng(0)
+    base = rng.exponential(size=(1, 3, 40)) + 0.1
+    loss = np.stack([f * base * rng.lognormal(0.0, 0.3, size=base.shape) for f in (0.19, 0.16)])
+    pnr = ("procedure", "n", "replication")
+    res = Results(xr.Dataset(
+        {"loss": (("procedure", "discrepancy", "n", "replication"), loss),
+         "baseline_loss": (("discrepancy", "n", "replication"), base),
+         "failed": (pnr, np.zeros((2, 3, 40), int)), "invalid": (pnr, np.zeros((2, 3, 40), int)),
+         "error": (pnr, np.full((2, 3, 40), ""))},
+        coords={"procedure": ["MNL", "MXL"], "discrepancy": ["shares"], "n": ns,
+                "replication": np.arange(40)}, attrs={"baseline": "logit"}))
+    text = _comparison(res, _paper_demand(), "shares", 200, key=lambda p, d: (p, d))
+    cell = r"\d\.\d{3} \(\d\.\d{3}\) / \d\.\d{3}, ~?z=[+-]\d+\.\d"
+    for line in text.splitlines()[2:4]:
+        label, *cells = re.split(r"\s{2,}", line.strip())
+        assert label in ("MNL", "MXL") and len(cells) == 3, line
+        assert all(re.fullmatch(cell, c) for c in cells), cells
+        assert [c.count("~z") for c in cells] == [1, 0, 1]
+
+
 def test_demand_at_its_quick_default_says_m_is_too_small(capsys, monkeypatch):
     class Ran(BaseException):
         pass

@@ -259,9 +259,8 @@ def _comparison(res, paper: dict, discrepancy: str, paper_m: int, key=lambda p, 
     """Ours beside the paper's, with z = (ours − paper) / √(se² + se_paper²). Where the paper
     publishes no se, it is taken as ours × √(M_ours / M_paper) (same estimator, its M), and the
     z is marked ``~``."""
-    width, w = 30, max(24, 2 + max(len(p) for p in res.procedures))
-    lines = [f"{'procedure':<{w}}" + "".join(f"{'n=' + str(n):>{width}}" for n in res.ns)]
-    lines.append(f"{'':<{w}}" + "".join(f"{'ours (se) / paper, z':>{width}}" for _ in res.ns))
+    w = max(24, 2 + max(len(p) for p in res.procedures))
+    rows = [["n=" + str(n) for n in res.ns], ["ours (se) / paper, z" for _ in res.ns]]
     fails = res.failures()
     for p in res.procedures:
         cells = []
@@ -282,7 +281,11 @@ def _comparison(res, paper: dict, discrepancy: str, paper_m: int, key=lambda p, 
             combined = np.hypot(se, ref_se)
             z = (r - ref) / combined if combined > 0 else np.nan
             cells.append(cell + f"{ref:.3f}, {'~' if approx else ''}z={z:+.1f}")
-        lines.append(f"{p:<{w}}" + "".join(f"{c:>{width}}" for c in cells))
+        rows.append(cells)
+    # columns as wide as their widest cell, two spaces apart (a "~z" cell is one wider)
+    width = max(len(c) for row in rows for c in row)
+    lines = [f"{label:<{w}}" + "".join(f"  {c:>{width}}" for c in row)
+             for label, row in zip(["procedure", "", *res.procedures], rows, strict=True)]
     lines.append(f"z = (ours − paper) / √(se² + se_paper²); ~: the paper gives no se there, so "
                  f"se_paper = se × √(M / {paper_m}) (its M). |z| > 2 is a notable difference.")
     return "\n".join(lines)
