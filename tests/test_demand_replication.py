@@ -2,8 +2,8 @@
 fitted as the paper did (``rx.demand.study``'s default: ``MixedLogit(**PAPER_MXL)``, scipy's
 dogbox under 400 evaluations per fit). Fitted to convergence instead, MXL's cross-price r̂ is
 about 0.08 higher (0.476 against the paper's 0.416 at n = 100, 2.5 combined SE; issue 15,
-``benchmarks/bench_demand_paper_setting.py``). Slow: about 30 minutes with two workers (the
-dogbox fits take about four times the compiled fit's time). Run with
+``benchmarks/bench_demand_paper_setting.py``). Slow: about 20 minutes with two workers (2,220
+CPU s; the dogbox fits take about four times the compiled fit's time). Run with
 ``python -m pytest -m slow tests/test_demand_replication.py``."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def register(sub) -> None:
     add_study_options(p, n=(50, 100, 200), jobs_default=-1,
                       replications=f"lottery {QUICK_M['lottery']}, the paper's M; demand "
                                    f"{QUICK_M['demand']}, a quick run (the paper's M = 200 "
-                                   "takes about 30 minutes on 2 cores)")
+                                   "takes about 20 minutes on 2 cores)")
     p.add_argument("--draws", type=count(1), default=1, metavar="K",
                    help="training samples per pseudo-truth (within-function averaging, K)")
     p.add_argument("--procedures", metavar="FILE.py", type=input_file,
@@ -460,7 +460,7 @@ def run(args: argparse.Namespace) -> int:
 
 QUICK_NOTE = (f"note: replicate demand runs M = {QUICK_M['demand']} by default, a one-minute "
               "look: too few replications to match the paper's Table 4 (M = 200; run -M 200, "
-              "about 30 minutes on 2 cores; --mxl converged about 14)")
+              "about 20 minutes on 2 cores; --mxl converged about 14)")
 
 
 def _print_comparisons(res, application: str, draws: int, mxl: str = "paper") -> None:
