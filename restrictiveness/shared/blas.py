@@ -15,12 +15,17 @@ import contextlib
 import ctypes
 import ctypes.util
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
 __all__ = ["one_thread", "loaded_libraries"]
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _lock = threading.Lock()
-_cache: dict[str, object] = {}
+#: (library count, controller) of the last scan
+_scanned: tuple[int, ThreadpoolController] | None = None
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -82,9 +87,9 @@ def one_thread() -> contextlib.AbstractContextManager:
     key = loaded_libraries()
     if key is None:
         return threadpool_limits(1)
+    global _scanned
     with _lock:
-        if _cache.get("key") != key:
-            _cache.update(key=key, controller=ThreadpoolController())
-        controller = _cache["controller"]
-    assert isinstance(controller, ThreadpoolController)
+        if _scanned is None or _scanned[0] != key:
+            _scanned = (key, ThreadpoolController())
+        controller = _scanned[1]
     return controller.limit(limits=1)
