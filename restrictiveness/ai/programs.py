@@ -44,6 +44,7 @@ from typing import Literal
 import numpy as np
 
 from ..engine.protocol import Fitted, Procedure
+from ..shared import pyast
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
@@ -372,7 +373,7 @@ def describe_program(source: str) -> dict:
            "loop_optimisation": False, "estimates_parameters": False,
            "uses_training_data": False, "subsets_training_data": False, "reads_files": False}
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         out["syntax_ok"] = False
         return out

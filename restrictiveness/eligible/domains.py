@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.stats import qmc
 
+from ..shared import pyast
 from ..shared.exceptions import DomainError
 
 __all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
@@ -165,7 +166,7 @@ class LinearInequality:
         LinearInequality('- x1 - 2*x2 <= -1')
         """
         try:
-            node = ast.parse(text, mode="eval").body
+            node = pyast.parse(text, mode="eval").body
         except SyntaxError:
             raise DomainError(f"cannot parse inequality {text!r}") from None
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import pyast
 from .exceptions import FormulaError
 
 __all__ = ["FUNCTIONS", "NonlinearFormula", "parse_nonlinear", "CompiledExpression",
@@ -156,7 +157,7 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
         if q in FUNCTIONS:
             raise FormulaError(f"parameter {q!r} has the name of a function; rename it")
     try:
-        tree = ast.parse(rhs, mode="eval")
+        tree = pyast.parse(rhs, mode="eval")
     except SyntaxError as exc:
         raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}") from None
     names: list[str] = []

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
+from . import pyast
 from .exceptions import DataError, FormulaError
 
 __all__ = ["Formula", "parse_formula", "FORMULA_ENV"]
@@ -178,7 +179,7 @@ def parse_formula(text: str) -> Formula:
 
 def _quoted(code: str) -> list[str]:
     """Column names quoted with patsy's ``Q("name")``."""
-    return [n.args[0].value for n in ast.walk(ast.parse(code))
+    return [n.args[0].value for n in ast.walk(pyast.parse(code))
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Q"
             and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
 

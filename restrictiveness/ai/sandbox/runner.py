@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
@@ -204,11 +205,11 @@ def _guard_roots(names: frozenset) -> tuple[str, ...]:
 def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     """Allowed non-standard-library modules that ``source`` imports, with their submodules
     (``from scipy import optimize`` gives ``scipy`` and ``scipy.optimize``)."""
-    import ast
+    import ast  # only for the node types; parsing is pyast's
 
     third = set(allowed) - set(sys.stdlib_module_names)
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return sorted(third)
     names = set()
