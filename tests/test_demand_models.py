@@ -25,7 +25,7 @@ from restrictiveness.demand.models import (
     _residual_jacobian,
     market_design,
 )
-from restrictiveness.shared.exceptions import DataError, FormulaError
+from restrictiveness.shared.exceptions import ConfigurationError, DataError, FormulaError
 from restrictiveness.shared.sample import Sample
 
 
@@ -313,6 +313,8 @@ def test_bad_inputs_raise_clear_errors():
         NestedLogit().fit(sample(X, yn), rng)
     with pytest.raises(DataError, match="sum to less than 1"):
         Logit().fit(sample(X, np.full((3, 24), 0.05)), rng)
+    with pytest.raises(ConfigurationError, match="uses no covariates.*MNL"):
+        Logit("shares ~ prices")
     with pytest.raises(DataError, match="inside shares of shape"):
         MNL().fit(Sample(X, y[:, :5], MARKET_COLUMNS, "shares"), rng)
     fit = MNL().fit(sample(X, y), rng)

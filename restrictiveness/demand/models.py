@@ -43,7 +43,7 @@ import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import BOUND_RTOL
-from ..shared.exceptions import DataError, FormulaError
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
 from . import _logit_nb
@@ -545,9 +545,14 @@ class Logit(Procedure):
 
     Parameters
     ----------
-    formula : str, optional
-        Unused: the common intercept depends on no covariate (accepted so that the baseline is
-        built like the structural models).
+    formula : None
+        Must be left unset: the common intercept depends on no covariate, and a formula given
+        here would be ignored, so it is refused.
+
+    Raises
+    ------
+    ConfigurationError
+        When a formula is given.
 
     Examples
     --------
@@ -561,8 +566,12 @@ class Logit(Procedure):
 
     label = "logit"
 
-    def __init__(self, formula: str | None = None) -> None:
-        self.formula = formula
+    def __init__(self, formula: None = None) -> None:
+        if formula is not None:
+            raise ConfigurationError(f"Logit is the common-intercept baseline and uses no "
+                                     f"covariates, so formula {formula!r} would be ignored; use "
+                                     f"MNL({formula!r}) for a logit in those covariates")
+        self.formula = None
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
         """The least-squares common intercept: ``b`` is the mean inside share.
