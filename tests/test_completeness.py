@@ -342,7 +342,7 @@ def test_paired_difference(run):
     assert d["lower"] < d["estimate"] < d["upper"]
     with pytest.raises(ValueError, match="two different"):
         res.difference(p, p)
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(ConfigurationError, match="nope"):
         res.difference(p, "nope")
 
 

@@ -11,8 +11,9 @@ import statsmodels.formula.api as smf
 from sklearn.linear_model import LinearRegression
 
 import restrictiveness as rx
+from restrictiveness.demand.learners import GridGP
 from restrictiveness.lottery.estimation import LotteryNLSResults
-from restrictiveness.shared.exceptions import DataError, FormulaError
+from restrictiveness.shared.exceptions import ConfigurationError, DataError, FormulaError
 from restrictiveness.shared.formula import parse_formula
 
 
@@ -99,6 +100,19 @@ def test_formulas_a_procedure_cannot_honour_are_refused():
         rx.GPRegression("y ~ z").validate(cols, "y")
     with pytest.raises(FormulaError, match="a formula naming the response"):
         rx.GPRegression().fit(_frame())
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: rx.GPRegression(noise=float("nan")), "noise must be a nonnegative variance, got nan"),
+    (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),
+    (lambda: rx.GPRegression(mean="median"), "mean must be 'zero' or 'sample', got 'median'"),
+    (lambda: rx.AutoML(time_budget=0), "time_budget must be positive seconds"),
+    (lambda: rx.AutoML(max_iter=0), "max_iter must be at least 1"),
+    (lambda: GridGP().set_params(nugget=1e-3), "GridGP has no parameter 'nugget'"),
+])
+def test_settings_a_procedure_cannot_honour_are_refused(make, message):
+    with pytest.raises(ConfigurationError, match=message):
+        make()
 
 
 def test_procedures_accept_dataframes():

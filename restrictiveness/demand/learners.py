@@ -29,7 +29,7 @@ from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
 from ..procedures.learners import clone_estimator
 from ..shared.blas import one_thread
-from ..shared.exceptions import DataError
+from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .models import check_markets, check_shares
 
@@ -140,7 +140,7 @@ class GridGP:
         """
         for k, v in params.items():
             if k not in self.get_params():
-                raise ValueError(f"GridGP has no parameter {k!r}")
+                raise ConfigurationError(f"GridGP has no parameter {k!r}")
             setattr(self, k, v if k == "kernel" else tuple(v))
         return self
 
@@ -150,7 +150,8 @@ class GridGP:
 
     def _correlation(self):
         if self.kernel not in _KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {self.kernel!r}")
+            raise ConfigurationError(f"kernel must be one of {sorted(_KERNELS)}, "
+                                     f"got {self.kernel!r}")
         return _KERNELS[self.kernel]().correlation
 
     def _split(self, X, Y=None, total=None):
@@ -201,11 +202,11 @@ class GridGP:
         """
         corr = self._correlation()
         if not self.scales or min(self.scales) <= 0:
-            raise ValueError("scales must be positive multiples of the median distance")
+            raise ConfigurationError("scales must be positive multiples of the median distance")
         if not self.nuggets or min(self.nuggets) < 0:
-            raise ValueError("nuggets must be nonnegative")
+            raise ConfigurationError("nuggets must be nonnegative")
         if not self.relevance or min(self.relevance) < 0:
-            raise ValueError("relevance weights must be nonnegative")
+            raise ConfigurationError("relevance weights must be nonnegative")
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or y.shape[:1] != X.shape[:1] or y.ndim not in (1, 2):

@@ -395,7 +395,7 @@ class Results(SensitivityMixin):
         20     0.174  0.024  0.127   0.22
         """
         if a == b:
-            raise ValueError("contrast needs two different procedures")
+            raise ConfigurationError("contrast needs two different procedures")
         return self.combination({a: 1.0, b: -1.0}, discrepancy, level)
 
     def failures(self) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import scipy.linalg
 from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
-from ..shared.exceptions import DataError, FormulaError
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, parse_formula
 from ..shared.sample import Sample, as_columns
 from .estimation import cluster_codes
@@ -435,9 +435,9 @@ class GPRegression(FormulaProcedure):
                  noise: float = 0.0, mean: str = "zero",
                  constraints: Sequence[Constraint] = ()) -> None:
         if mean not in ("zero", "sample"):
-            raise ValueError("mean must be 'zero' or 'sample'")
-        if noise < 0:
-            raise ValueError("noise must be nonnegative")
+            raise ConfigurationError(f"mean must be 'zero' or 'sample', got {mean!r}")
+        if not noise >= 0:
+            raise ConfigurationError(f"noise must be a nonnegative variance, got {noise!r}")
         if formula is not None:
             parse_formula(formula)
         self.formula = formula

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..engine.protocol import Fitted, FunctionRule
-from ..shared.exceptions import DataError
+from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
@@ -178,9 +178,10 @@ class AutoML(FormulaProcedure):
                  estimator_list: Sequence[str] | None = None, formula: str | None = None,
                  label: str = "AutoML (FLAML)", n_jobs: int = 1) -> None:
         if time_budget is not None and not time_budget > 0:
-            raise ValueError("time_budget must be positive seconds or None")
+            raise ConfigurationError(f"time_budget must be positive seconds or None, "
+                                     f"got {time_budget!r}")
         if int(max_iter) < 1:
-            raise ValueError("max_iter must be at least 1")
+            raise ConfigurationError(f"max_iter must be at least 1, got {max_iter!r}")
         self.time_budget = None if time_budget is None else float(time_budget)
         self.max_iter = int(max_iter)
         self.estimator_list = None if estimator_list is None else list(estimator_list)

@@ -13,6 +13,7 @@ from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
 from ...engine.results import NETCDF_ENGINE, describe, read_netcdf
+from ...shared.exceptions import ConfigurationError
 from ...shared.files import CONVENTIONS, atomic_output
 from ...shared.plotting import new_axes
 from .inference import clustered_se, repeated_fold_se
@@ -82,7 +83,7 @@ class CompletenessResults:
 
     def _procedure(self, label: str) -> int:
         if label not in self.procedures:
-            raise KeyError(f"procedure {label!r} not in {self.procedures}")
+            raise ConfigurationError(f"procedure {label!r} not in {self.procedures}")
         return self.procedures.index(label)
 
     def _se(self, influence: np.ndarray) -> float:
@@ -116,7 +117,7 @@ class CompletenessResults:
         {'estimate': 0.099, 'se': 0.036, 'lower': 0.029, 'upper': 0.169}
         """
         if a == b:
-            raise ValueError("difference needs two different procedures")
+            raise ConfigurationError("difference needs two different procedures")
         ia, ib = self._procedure(a), self._procedure(b)
         infl = self.dataset["influence"].transpose("procedure", "repeat", "unit").values
         est = float(self.dataset["kappa"].values[ia] - self.dataset["kappa"].values[ib])
