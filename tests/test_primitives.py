@@ -150,3 +150,17 @@ def test_formula_design_builder_keeps_state():
     X, build = parse_formula("~ center(x)").design_builder(train)
     np.testing.assert_allclose(X[:, 1], [-1.0, 0.0, 1.0])
     np.testing.assert_allclose(build(pd.DataFrame({"x": [4.0]}))[:, 1], [2.0])
+
+
+def test_each_fitted_rule_has_its_own_info():
+    """A rule that writes into ``info`` without assigning it writes into its own dict."""
+
+    class Rule(rx.Fitted):
+        def predict(self, X):
+            return np.zeros(len(X))
+
+    a, b = Rule(), Rule()
+    a.info["rounds"] = 3
+    assert a.info == {"rounds": 3} and b.info == {} and Rule().info == {}
+    b.info = {"params": [1.0]}
+    assert b.info == {"params": [1.0]} and a.info == {"rounds": 3}

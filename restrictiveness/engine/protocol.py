@@ -41,7 +41,16 @@ class Fitted:
     array([0.5, 1.5])
     """
 
-    info: dict = {}
+    @property
+    def info(self) -> dict:
+        """Optional per-fit record, stored with the results as JSON (empty unless set)."""
+        # one dict per instance, made on first use: a class-level {} would be shared by every
+        # rule that writes into it without assigning its own
+        return self.__dict__.setdefault("_info", {})
+
+    @info.setter
+    def info(self, value: dict) -> None:
+        self.__dict__["_info"] = value
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predictions at covariate locations ``X``.
