@@ -77,11 +77,11 @@ class DemandModel:
 
     Examples
     --------
-    >>> import pyblp  # doctest: +SKIP
+    >>> from restrictiveness.datasets import load_cereal
     >>> from restrictiveness.demand.models import MNL
-    >>> df = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)  # doctest: +SKIP
-    >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", df).fit()  # doctest: +SKIP
-    >>> print(res.summary())  # doctest: +SKIP
+    >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
+    >>> res.nobs, res.df_resid, round(float(res.bse["prices"]), 4)
+    (2256, 2252, 1.0028)
     """
 
     def __init__(self, procedure, data: pd.DataFrame,
@@ -184,8 +184,12 @@ class DemandResults(LeastSquaresResults):
 
         Examples
         --------
-        >>> res.predict().shape  # doctest: +SKIP
-        (94, 24)
+        >>> from restrictiveness.datasets import load_cereal
+        >>> from restrictiveness.demand.models import MNL
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
+        >>> s = res.predict()      # (markets, products), the estimation data's
+        >>> s.shape, round(float(0.5 * ((res.model.y - s) ** 2).sum()), 4)  # the SSR / 2
+        ((94, 24), 0.7046)
         """
         return self.fitted.predict(self.model.X if X is None else X)
 

@@ -494,9 +494,14 @@ class _DemandProcedure(Procedure):
 
         Examples
         --------
-        >>> import pandas as pd, pyblp  # doctest: +SKIP
-        >>> df = pd.read_csv(pyblp.data.NEVO_PRODUCTS_LOCATION)  # doctest: +SKIP
-        >>> MNL.from_formula("shares ~ prices + sugar + mushy", df).fit().params  # doctest: +SKIP
+        >>> from restrictiveness.datasets import load_cereal
+        >>> df = load_cereal()     # Nevo's cereal data: 94 markets × 24 products
+        >>> MNL.from_formula("shares ~ prices + sugar + mushy", df).fit().params.round(3)
+        Intercept   -2.524
+        prices      -8.964
+        sugar        0.035
+        mushy        0.085
+        Name: params, dtype: float64
         """
         return DemandModel(cls(formula, **kwargs), data, market_ids)
 
