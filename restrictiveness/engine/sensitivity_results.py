@@ -493,7 +493,15 @@ class SensitivityMixin:
 
         Examples
         --------
-        >>> res.contributions().loc["C_delta-C_gamma"]  # doctest: +SKIP
+        The quadratic's curvature: the linear model is the quadratic with it fixed at 0, so
+        ``C_curv`` is the linear model's r̂ minus the quadratic's (the contrast of the two).
+
+        >>> spec = Contributions("quadratic", {"curv": "linear"})
+        >>> tab = res.with_contributions(spec).contributions()
+        >>> tab.loc[("C_curv", 10)].round(3).to_dict()
+        {'estimate': 0.203, 'se': 0.05, 'lower': 0.105, 'upper': 0.3}
+        >>> bool(np.allclose(tab.loc["C_curv"], res.contrast("linear", "quadratic")))
+        True
         """
         spec = self.contribution_spec
         if spec is None:
@@ -687,7 +695,12 @@ class SensitivityMixin:
 
         Examples
         --------
-        >>> ax = res.plot_sensitivity("C_delta-C_gamma")  # doctest: +SKIP
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> spec = Contributions("quadratic", {"curv": "linear"})
+        >>> ax = res.with_contributions(spec).plot_sensitivity("C_curv")
+        >>> [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+        ['n=10', 'n=20']
         """
         (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")
         if int(points) != points or points < 2:
