@@ -859,8 +859,13 @@ def load(path) -> Results:
 
     Examples
     --------
+    >>> import os, tempfile
     >>> import restrictiveness as rx
-    >>> res = rx.load("lottery.nc")  # doctest: +SKIP
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     res.to_netcdf(os.path.join(folder, "study.nc"))
+    ...     back = rx.load(os.path.join(folder, "study.nc"))
+    >>> back.procedures == res.procedures, bool(back.restrictiveness.equals(res.restrictiveness))
+    (True, True)
     """
     ds = read_netcdf(path, "restrictiveness results",
                      ("loss", "baseline_loss", "failed", "invalid", "error"), "load")

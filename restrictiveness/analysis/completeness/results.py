@@ -311,7 +311,12 @@ def load_completeness(path) -> CompletenessResults:
 
     Examples
     --------
-    >>> res = load_completeness("lottery_completeness.nc")  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     comp.to_netcdf(os.path.join(folder, "completeness.nc"))
+    ...     back = load_completeness(os.path.join(folder, "completeness.nc"))
+    >>> bool(back.kappa.equals(comp.kappa)), bool(back.kappa_se.equals(comp.kappa_se))
+    (True, True)
 
     Raises
     ------
