@@ -36,6 +36,8 @@ _TWO_OVER_PI = 6.36619772367581382433e-01
 _PIO2_1 = 1.57079632673412561417e00  # π/2 in three parts (fdlibm)
 _PIO2_2 = 6.07710050630396597660e-11
 _PIO2_3 = 2.02226624871116645580e-21
+_SHIFTER = 6755399441055744.0  # 1.5 · 2^52
+_SHIFTER_BITS = 0x4338000000000000  # its bit pattern: 1.5 · 2^52 + n has the bits of this + n
 
 
 # numba.config sets its options from the environment at import time, unseen by mypy
@@ -43,6 +45,9 @@ if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # pragma: no cover -
 
     def _f64_from_bits(bits):
         return np.int64(bits).view(np.float64)
+
+    def _bits_from_f64(x):
+        return np.float64(x).view(np.int64)
 
 else:
 
@@ -56,6 +61,16 @@ else:
 
         return sig, codegen
 
+    @intrinsic
+    def _bits_from_f64(typingctx, x):
+        """Reinterpret a float64 as an int64 (an LLVM bitcast, which vectorises)."""
+        sig = types.int64(types.float64)
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return sig, codegen
+
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
 def _exp_pair(x):
@@ -65,7 +80,11 @@ def _exp_pair(x):
     # x is clamped to [-700, 700], where both powers stay normal numbers: callers keep their
     # arguments inside (or accept the clamp).
     x = min(max(x, -700.0), 700.0)
-    n = np.floor(x * _INVLN2 + 0.5)
+    # n = nearest integer to x/ln2 by adding 1.5·2^52, which leaves n in the low mantissa bits:
+    # an integer read by bitcast, where a float-to-int64 conversion has no AVX2 instruction and
+    # would be done lane by lane
+    kd = x * _INVLN2 + _SHIFTER
+    n = kd - _SHIFTER
     r = (x - n * _LN2HI) - n * _LN2LO
     r2 = r * r
     e = 1.0 / 479001600.0
@@ -82,7 +101,7 @@ def _exp_pair(x):
     o = o * r2 + 1.0 / 120.0
     o = o * r2 + 1.0 / 6.0
     o = (o * r2 + 1.0) * r
-    k = np.int64(n)
+    k = _bits_from_f64(kd) - _SHIFTER_BITS
     return ((e + o) * _f64_from_bits((1023 + k) << 52),
             (e - o) * _f64_from_bits((1023 - k) << 52))
 
