@@ -24,9 +24,14 @@ Why the compiled kernel is fast:
   two halves ``W cos α · cos β`` and ``W sin α · sin β`` over the first H = T/2 types give the
   field at both ``±ν``: two ``(J·Q) × D`` times ``D × H`` products, half the flops;
   the type-free parts (``H_C``, ``G_C``) are computed once per row;
+* the products run a block of 64 rows (whole products, or whole perturbations) at a time, and the
+  softplus-and-quadrature pass reads each block's output while it is in cache;
 * the softplus and the feature cosines come from :mod:`restrictiveness.shared._vecmath`, in
   branch-free arithmetic that LLVM vectorises: about 5× (softplus) and 10× (sin/cos) faster than
-  numba's scalar libm calls, which do not vectorise without Intel SVML;
+  numba's scalar libm calls, which do not vectorise without Intel SVML; one softplus is a long
+  chain of dependent operations, so the pass evaluates four rows at once (independent chains);
+* Gauss–Legendre nodes come in pairs ``±x``, so a product's feature sines and cosines at both
+  nodes of a pair follow from one sine and cosine by angle addition (:func:`_node_rows`);
 * a price perturbation of product ``k`` changes only ``V_k``: its integral is split as
   ``∫_0^{z'} = ∫_0^{z} + ∫_z^{z'}`` with a short Gauss rule on the small piece (steps can be
   4e-5 near a hull edge, where differencing two 64-node integrals would lose digits), and the
@@ -97,6 +102,46 @@ def _row(P, fc, fi, v, s, m, left_c, left_s, row, tmp):
     for d in range(D):
         const += tmp[d]
     return const
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _node_rows(P, mid, half, s, m, x, left_c, left_s, const, row0, trig, tmp_p, tmp_m):
+    """Rows ``row0 ... row0 + Q − 1`` of the price-sensitivity fields at the nodes
+    ``v_q = mid + half x_q`` of a rule with antisymmetric nodes (``x[Q−1−q] = −x[q]``, as
+    Gauss–Legendre's): ``left_c``, ``left_s`` get ``G_I``'s ``W cos α`` and ``W sin α`` and
+    ``const`` the type-free ``G_C``. With ``α = A ± B``, ``A`` the argument at ``mid`` and
+    ``B = ω_v half x_q``, the angle-addition formulas give both nodes of a pair from one sine and
+    cosine of ``B``: half the sines and cosines of :func:`_row` at each node."""
+    D = P.shape[2]
+    Q = x.shape[0]
+    wcol = 7 + m
+    for d in range(D):
+        sn, cs = _sincos(P[2, 0, d] * mid + P[2, 1, d] * s + P[2, 6, d])
+        trig[0, d] = P[2, wcol, d] * cs
+        trig[1, d] = P[2, wcol, d] * sn
+        sn, cs = _sincos(P[3, 0, d] * mid + P[3, 1, d] * s + P[3, 6, d])
+        trig[2, d] = P[3, wcol, d] * cs
+        trig[3, d] = P[3, wcol, d] * sn
+    for q in range((Q + 1) // 2):
+        lo = row0 + q
+        hi = row0 + Q - 1 - q  # the mirror node (lo itself at the middle of an odd rule)
+        for d in range(D):
+            sb, cb = _sincos(P[2, 0, d] * half * x[q])
+            tmp_p[d] = trig[0, d] * cb - trig[1, d] * sb
+            tmp_m[d] = trig[0, d] * cb + trig[1, d] * sb
+            sb, cb = _sincos(P[3, 0, d] * half * x[q])
+            left_c[lo, d] = trig[2, d] * cb - trig[3, d] * sb
+            left_s[lo, d] = trig[3, d] * cb + trig[2, d] * sb
+            left_c[hi, d] = trig[2, d] * cb + trig[3, d] * sb
+            left_s[hi, d] = trig[3, d] * cb - trig[2, d] * sb
+        # the sums apart from the loop above, which vectorises only without a reduction
+        acc_p = 0.0
+        acc_m = 0.0
+        for d in range(D):
+            acc_p += tmp_p[d]
+            acc_m += tmp_m[d]
+        const[lo] = acc_p
+        const[hi] = acc_m
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FM)
@@ -183,6 +228,8 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
     cG, sG = _type_matrices(nu_half, fields, 3)
     P = np.ascontiguousarray(fields.transpose(0, 2, 1))
     tmp = np.empty(D)
+    tmp_m = np.empty(D)
+    trig = np.empty((4, D))
     base = np.empty((n, J))
     pert = np.empty((n if perturb else 0, 2, J, J))
     leftLc = np.empty((J, D))
@@ -224,13 +271,13 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
         for j0 in range(0, J, pb):
             j1 = min(J, j0 + pb)
             for j in range(j0, j1):
-                m = int(mushy[i, j])
                 half = 0.5 * zp[i, j]
+                r0 = (j - j0) * Q
+                _node_rows(P, half, half, zs[i, j], int(mushy[i, j]), gx, left_c, left_s, const,
+                           r0, trig, tmp, tmp_m)
                 for q in range(Q):
-                    r = (j - j0) * Q + q
-                    const[r] = lam0 + _row(P, 2, 3, half * (gx[q] + 1.0), zs[i, j], m, left_c,
-                                           left_s, r, tmp)
-                    wt[r] = half * gw[q] * inv_c
+                    const[r0 + q] += lam0
+                    wt[r0 + q] = half * gw[q] * inv_c
             rows = (j1 - j0) * Q
             np.dot(left_c[:rows], cG, lam_c[:rows])
             np.dot(left_s[:rows], sG, lam_s[:rows])
@@ -257,15 +304,15 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
             g1 = min(2 * J, g0 + gb)
             for g in range(g0, g1):
                 k = g % J
-                m = int(mushy[i, k])
                 z0 = zp[i, k]
                 z1 = z_lo[i, k] if g < J else z_hi[i, k]
                 half = 0.5 * (z1 - z0)
+                r0 = (g - g0) * S
+                _node_rows(P, z0 + half, half, zs[i, k], int(mushy[i, k]), sx, left_c, left_s,
+                           const, r0, trig, tmp, tmp_m)
                 for q in range(S):
-                    r = (g - g0) * S + q
-                    const[r] = lam0 + _row(P, 2, 3, z0 + half * (sx[q] + 1.0), zs[i, k], m,
-                                           left_c, left_s, r, tmp)
-                    wt[r] = half * sw[q] * inv_c
+                    const[r0 + q] += lam0
+                    wt[r0 + q] = half * sw[q] * inv_c
             rows = (g1 - g0) * S
             np.dot(left_c[:rows], cG, lam_c[:rows])
             np.dot(left_s[:rows], sG, lam_s[:rows])
