@@ -203,9 +203,11 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
         First half of the antithetic consumer types; the shares average over the 2H types
         ``+nu_half`` and ``−nu_half`` with equal weights.
     gx, gw : ndarray, shape (Q,)
-        Gauss–Legendre rule on [-1, 1] for ``∫_0^z``.
+        Gauss–Legendre rule on [-1, 1] for ``∫_0^z`` (its nodes antisymmetric,
+        ``gx[Q−1−q] = −gx[q]``, as :func:`numpy.polynomial.legendre.leggauss` gives them).
     sx, sw : ndarray, shape (S,)
-        Short Gauss–Legendre rule on [-1, 1] for the perturbation piece ``∫_z^{z'}``.
+        Short Gauss–Legendre rule on [-1, 1] for the perturbation piece ``∫_z^{z'}`` (nodes
+        antisymmetric too).
     perturb : bool
         Whether to compute the perturbed shares.
 
