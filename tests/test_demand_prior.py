@@ -27,7 +27,7 @@ from restrictiveness.demand.markets import (
     elasticities_from_shares,
     perturbed_markets,
 )
-from restrictiveness.demand.prior import DemandPrior, _grid_field
+from restrictiveness.demand.prior import DemandPrior, DemandSystem, _grid_field
 from restrictiveness.eligible.kernels import Matern32
 from restrictiveness.eligible.truth import PseudoTruth
 from restrictiveness.shared.exceptions import ConfigurationError, DomainError
@@ -187,6 +187,14 @@ def test_perturbed_path_matches_full_recomputation(truth):
     np.testing.assert_allclose(minus, full[:, 0], rtol=1e-11)
     np.testing.assert_allclose(plus, full[:, 1], rtol=1e-11)
     np.testing.assert_allclose(base, truth.system.shares(X), rtol=1e-14)
+
+
+def test_demand_system_rejects_nodes_that_are_not_pairs(prior, truth):
+    sys_ = truth.system
+    x, w = np.polynomial.legendre.leggauss(8)
+    with pytest.raises(ConfigurationError, match="short_nodes must be antisymmetric"):
+        DemandSystem(sys_.fields, sys_.scal, prior.market, sys_.nu, (sys_.gx, sys_.gw),
+                     (x + 1e-3, w))
 
 
 def test_node_rows_match_the_fields_at_every_node(truth):
