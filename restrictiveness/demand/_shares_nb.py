@@ -257,6 +257,11 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
     vk = np.empty(T)
     ek = np.empty(T)
     inv = np.empty(T)
+    inv_g = np.empty((2 * J, T))
+    tmp_t = np.empty(T)
+    own = np.empty(2 * J)
+    shares_g = np.empty((J, 2 * J))
+    shares_b = np.empty(J)
     for i in range(n):
         # Utility levels L = l0 + H_C + H_I: two (J x D)(D x H) products.
         for j in range(J):
@@ -293,11 +298,9 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
                 den[t] += E[j, t]
         for t in range(T):
             inv[t] = 1.0 / den[t]
+        np.dot(E, inv, shares_b)
         for j in range(J):
-            acc = 0.0
-            for t in range(T):
-                acc += E[j, t] * inv[t]
-            base[i, j] = acc * inv_T
+            base[i, j] = shares_b[j] * inv_T
         if not perturb:
             continue
         # The small pieces ∫_z^{z'} of the 2J perturbations (index g = sgn J + k), gb at a
@@ -325,16 +328,19 @@ def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarra
                 _subtract_integral(lam_c, lam_s, (g - g0) * S, S, const, wt, vk)
                 for t in range(T):
                     ek[t] = _exp(vk[t])
-                    inv[t] = 1.0 / (den[t] - E[k, t] + ek[t])
-                for j in range(J):
-                    acc = 0.0
-                    if j == k:
-                        for t in range(T):
-                            acc += ek[t] * inv[t]
-                    else:
-                        for t in range(T):
-                            acc += E[j, t] * inv[t]
-                    pert[i, g // J, k, j] = acc * inv_T
+                    inv_g[g, t] = 1.0 / (den[t] - E[k, t] + ek[t])
+                    tmp_t[t] = ek[t] * inv_g[g, t]
+                own[g] = 0.0
+                for t in range(T):
+                    own[g] += tmp_t[t]
+        # Every product's share in every perturbed market, E · inv_gᵀ, by BLAS: the type sums
+        # as scalar loops were one dependent chain of T additions per share. The perturbed
+        # product's own entry is then replaced by its share from e^{V'_k}.
+        np.dot(E, inv_g.T, shares_g)
+        for g in range(2 * J):
+            k = g % J
+            for j in range(J):
+                pert[i, g // J, k, j] = (own[g] if j == k else shares_g[j, g]) * inv_T
     return base, pert
 
 
