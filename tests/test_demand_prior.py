@@ -177,6 +177,20 @@ def test_kernel_matches_numpy_twin(prior, truth):
     np.testing.assert_allclose(E1, E2, rtol=1e-8, atol=1e-10)
 
 
+def test_kernel_matches_twin_with_odd_rules_and_partial_blocks(market):
+    # 7 and 3 nodes: a middle node without a mirror, and 64-row blocks that split the products
+    # (9 per block) and the perturbations (21 per block) with a shorter last block.
+    prior = DemandPrior(market, n_types=16, n_nodes=7, n_short_nodes=3, n_eval=2, n_train=2)
+    truth = prior.draw([2], np.random.default_rng(5))
+    twin = DemandPrior(market, n_types=16, n_nodes=7, n_short_nodes=3,
+                       engine="numpy").draw_system(np.random.default_rng(0))
+    twin.fields, twin.scal = truth.system.fields, truth.system.scal
+    X, h = truth.eval_X, truth.log_price_steps
+    for a, b in zip(truth.system.perturbed_shares(X, h), twin.perturbed_shares(X, h),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
 def test_perturbed_path_matches_full_recomputation(truth):
     # The split integral ∫_0^z + ∫_z^z' must agree with a fresh 64-node integral to ∫_0^z'.
     X = truth.eval_X[:2]
