@@ -154,7 +154,12 @@ def main() -> None:
     J, D, T = prior.market.n_products, prior.n_features, prior.n_types
     Q, S = prior.n_nodes, prior.n_short_nodes
     rng = np.random.default_rng(args.seed)
-    before = _kernel_at(args.before)
+    label = f"revision {args.before}"
+    try:
+        before = _kernel_at(args.before)
+    except (OSError, subprocess.CalledProcessError) as err:  # no git, or no such revision
+        print(f"{label} not available ({err})")
+        before, label = _shares_nb.shares_nb, "itself (the revision was not available)"
 
     # warm-up: compile (or load the cache of) both kernels
     warm = prior.draw([1], np.random.default_rng(99))
@@ -163,7 +168,7 @@ def main() -> None:
         warm.system.perturbed_shares(warm.eval_X[:1], warm.log_price_steps[:1])
 
     print(f"Demand truth benchmark: J={J}, D={D} features/field, T={T} types, Q={Q} nodes, "
-          f"S={S} short nodes, one BLAS thread; kernel now against revision {args.before}")
+          f"S={S} short nodes, one BLAS thread; kernel now against {label}")
     rows, agree = [], []
     for s in range(args.systems):
         c0 = time.process_time()
