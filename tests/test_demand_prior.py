@@ -8,7 +8,13 @@ import pytest
 from scipy import stats
 
 from restrictiveness.datasets.cereal import load_cereal
-from restrictiveness.demand._shares_nb import shares_nb, shares_numpy
+from restrictiveness.demand._shares_nb import (
+    _field_numpy,
+    _node_rows,
+    _subtract_integral,
+    shares_nb,
+    shares_numpy,
+)
 from restrictiveness.demand.elasticities import (
     CrossElasticityMSE,
     OwnElasticityMSE,
@@ -21,7 +27,7 @@ from restrictiveness.demand.markets import (
     elasticities_from_shares,
     perturbed_markets,
 )
-from restrictiveness.demand.prior import DemandPrior, _grid_field
+from restrictiveness.demand.prior import DemandPrior, DemandSystem, _grid_field
 from restrictiveness.eligible.kernels import Matern32
 from restrictiveness.eligible.truth import PseudoTruth
 from restrictiveness.shared.exceptions import ConfigurationError, DomainError
@@ -171,6 +177,20 @@ def test_kernel_matches_numpy_twin(prior, truth):
     np.testing.assert_allclose(E1, E2, rtol=1e-8, atol=1e-10)
 
 
+def test_kernel_matches_twin_with_odd_rules_and_partial_blocks(market):
+    # 7 and 3 nodes: a middle node without a mirror, and 64-row blocks that split the products
+    # (9 per block) and the perturbations (21 per block) with a shorter last block.
+    prior = DemandPrior(market, n_types=16, n_nodes=7, n_short_nodes=3, n_eval=2, n_train=2)
+    truth = prior.draw([2], np.random.default_rng(5))
+    twin = DemandPrior(market, n_types=16, n_nodes=7, n_short_nodes=3,
+                       engine="numpy").draw_system(np.random.default_rng(0))
+    twin.fields, twin.scal = truth.system.fields, truth.system.scal
+    X, h = truth.eval_X, truth.log_price_steps
+    for a, b in zip(truth.system.perturbed_shares(X, h), twin.perturbed_shares(X, h),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
 def test_perturbed_path_matches_full_recomputation(truth):
     # The split integral ∫_0^z + ∫_z^z' must agree with a fresh 64-node integral to ∫_0^z'.
     X = truth.eval_X[:2]
@@ -181,6 +201,56 @@ def test_perturbed_path_matches_full_recomputation(truth):
     np.testing.assert_allclose(minus, full[:, 0], rtol=1e-11)
     np.testing.assert_allclose(plus, full[:, 1], rtol=1e-11)
     np.testing.assert_allclose(base, truth.system.shares(X), rtol=1e-14)
+
+
+def test_demand_system_rejects_nodes_that_are_not_pairs(prior, truth):
+    sys_ = truth.system
+    x, w = np.polynomial.legendre.leggauss(8)
+    with pytest.raises(ConfigurationError, match="short_nodes must be antisymmetric"):
+        DemandSystem(sys_.fields, sys_.scal, prior.market, sys_.nu, (sys_.gx, sys_.gw),
+                     (x + 1e-3, w))
+
+
+def test_node_rows_match_the_fields_at_every_node(truth):
+    # Angle addition over the node pairs ±x (and the middle node of an odd rule) against the
+    # fields evaluated at each node from the definition.
+    fields = truth.system.fields
+    P = np.ascontiguousarray(fields.transpose(0, 2, 1))
+    D = fields.shape[1]
+    for Q in (64, 7):
+        x = np.polynomial.legendre.leggauss(Q)[0]
+        for mid, half, s, m in ((0.4, 0.4, -0.3, 0), (-1.2, -2e-4, 1.1, 1)):
+            left_c, left_s, const = np.zeros((Q + 2, D)), np.zeros((Q + 2, D)), np.zeros(Q + 2)
+            _node_rows(P, mid, half, s, m, x, left_c, left_s, const, 2, np.empty((4, D)),
+                       np.empty(D), np.empty(D))
+            v = mid + half * x
+            alpha = v[:, None] * fields[3, :, 0] + s * fields[3, :, 1] + fields[3, :, 6]
+            w = fields[3, :, 7 + m]
+            # a few ulps of the argument (computed as A ± B here, as v·ω_v + ... there)
+            tol = 4e-16 * np.abs(w).max() * (1 + np.abs(alpha).max())
+            np.testing.assert_allclose(left_c[2:], w * np.cos(alpha), rtol=0, atol=tol)
+            np.testing.assert_allclose(left_s[2:], w * np.sin(alpha), rtol=0, atol=tol)
+            alpha = v[:, None] * fields[2, :, 0] + s * fields[2, :, 1] + fields[2, :, 6]
+            np.testing.assert_allclose(const[2:], _field_numpy(fields[2], v, s, m, None), rtol=0,
+                                       atol=4e-16 * np.abs(fields[2, :, 7 + m]).sum()
+                                       * (1 + np.abs(alpha).max()))
+            assert not left_c[:2].any() and not const[:2].any()  # rows before row0 untouched
+
+
+def test_softplus_pass_matches_numpy_for_any_row_count():
+    # Four rows per pass and the remainder one at a time: the count need not divide by four.
+    rng = np.random.default_rng(3)
+    lam_c, lam_s = rng.normal(0, 4, (2, 9, 10))
+    const, weight = rng.normal(size=9), rng.uniform(size=9)
+    for rows0, nrows in ((0, 8), (1, 7), (2, 3), (0, 0)):
+        start = rng.normal(size=20)
+        out = start.copy()
+        _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, out)
+        sl = slice(rows0, rows0 + nrows)
+        lam = const[sl, None] + lam_c[sl]
+        expected = start - np.concatenate([weight[sl] @ np.logaddexp(0.0, lam - lam_s[sl]),
+                                           weight[sl] @ np.logaddexp(0.0, lam + lam_s[sl])])
+        np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
 
 
 # --- prior ---------------------------------------------------------------------------------------

@@ -95,6 +95,11 @@ class DemandSystem:
         self.nu_half = np.ascontiguousarray(self.nu[:H])
         self.gx, self.gw = (np.ascontiguousarray(a, dtype=float) for a in nodes)
         self.sx, self.sw = (np.ascontiguousarray(a, dtype=float) for a in short_nodes)
+        for name, x in (("nodes", self.gx), ("short_nodes", self.sx)):
+            # the kernel takes the features at both nodes of a pair ±x from one angle
+            if not np.array_equal(x[::-1], -x):
+                raise ConfigurationError(f"{name} must be antisymmetric (x[-1 - q] = -x[q]), as "
+                                         f"Gauss-Legendre nodes are")
         if engine not in ("numba", "numpy"):
             raise ConfigurationError(f"engine must be 'numba' or 'numpy', got {engine!r}")
 
