@@ -4,9 +4,11 @@ dogbox with 400 evaluations per start from the same starts and no reflected star
 issue 15, less its stall), side by side (CPU time, evaluations, objective reached).
 
 Run ``python benchmarks/bench_mxl.py [--samples 60] [--n 100] [--csv out.csv]`` (``--no-fits``
-for the kernels only). pyblp is optional: without it the pyblp column is skipped. Targets
-(issue 15): median fit under 0.3 s, 90th percentile under 1 s, objective never worse than
-dogbox's by more than 1e-8 relative.
+for the kernels only; ``--profile K`` adds where a compiled fit's time goes on the first K
+samples: evaluations per start, the fraction of trial steps the optimiser accepts, and the cost
+of an evaluation with and without the Jacobian). pyblp is optional: without it the pyblp
+column is skipped. Targets (issue 15): median fit under 0.3 s, 90th percentile under 1 s,
+objective never worse than dogbox's by more than 1e-8 relative.
 
 "Shares for given parameters" is timed apples to apples: 100 markets × 24 products, the same
 512 antithetic nodes and the same (β, L) for every implementation; pyblp's number is
@@ -24,13 +26,16 @@ import numpy as np
 import pandas as pd
 
 from restrictiveness.demand import _logit_nb as nb
+from restrictiveness.demand import fitting
 from restrictiveness.demand.models import (
     DEFAULT_FORMULA,
     MARKET_COLUMNS,
     MixedLogit,
+    _problem,
     _standard_nodes,
     market_design,
 )
+from restrictiveness.shared._lsq_nb import python_lm
 from restrictiveness.shared.sample import Sample
 
 
@@ -147,6 +152,61 @@ def fit_table(count, n):
     return pd.DataFrame(rows).set_index("replication")
 
 
+def profile_table(count, n):
+    """Where the compiled fit's time goes on the first ``count`` samples: per sample the fit's
+    CPU time, its evaluations (MNL stage apart), the evaluations of the two SPEC starts and how
+    many of their trial points were accepted (the same solver run as Python around the compiled
+    callback, which records every evaluation), and the CPU time of one evaluation with the
+    Jacobian (the optimiser's callback) and of the shares alone, at the fitted parameters."""
+    proc = MixedLogit()
+    timed_fit(proc, next(prior_samples(1, n))[1])
+    costs = []
+
+    def recording(x, data):
+        r, J = nb.mxl_resjac_root(x, data)
+        costs.append(float(r @ r))
+        return r, J
+
+    twin = python_lm(recording, "bench_recording")
+    rows = []
+    for m, sample in prior_samples(count, n):
+        fit, _, cpu = timed_fit(proc, sample)
+        X, y, design, W, _ = proc._prepare(sample)
+        prob = _problem("MXL", W, y, proc._extra(design.names))
+        diag = prob.lo[len(fit.info["mnl_params"]):] == 0.0     # Cholesky diagonals
+        spec = accepted = 0
+        for c in (0.5, 1.0):
+            x0 = prob.encode(np.r_[fit.info["mnl_params"], np.where(diag, c, 0.0)])
+            costs.clear()
+            twin(x0, prob.x_lo, prob.x_hi, prob.free, prob.data, fitting.MAX_NFEV,
+                 fitting.GTOL, fitting.XTOL, fitting.FTOL)
+            # a trial is accepted exactly when it lowers the best objective so far
+            best = np.minimum.accumulate(costs)
+            spec += len(costs)
+            accepted += int(np.sum(np.asarray(costs[1:]) < best[:-1]))
+        x = prob.encode(fit.params)
+        d, nuT = nb._mean_utility_and_nodes(fit.params, prob.data[0], prob.data[4],
+                                            prob.data[5], prob.data[6], len(prob.data[3]))
+        t_full = best_of(lambda x=x, prob=prob: nb.mxl_resjac_root(x, prob.data), 10)
+        t_res = best_of(lambda d=d, nuT=nuT, prob=prob: nb.mean_probabilities_nb(
+            d, prob.data[1], nuT), 10)
+        rows.append({"replication": m, "fit cpu [s]": cpu, "evaluations": fit.info["nfev"],
+                     "starts": len(fit.info["starts"]), "SPEC starts' evaluations": spec,
+                     "accepted fraction": accepted / max(spec - 2, 1),
+                     "evaluation [ms]": 1e3 * t_full, "shares only [ms]": 1e3 * t_res})
+    df = pd.DataFrame(rows).set_index("replication")
+    print(f"\nWhere an MXL fit's time goes (n = {n}, first {count} samples)")
+    print(df.to_string())
+    per_eval = df["evaluation [ms]"].median() / 1e3
+    print(f"  median: {df['evaluations'].median():.0f} evaluations x "
+          f"{1e3 * per_eval:.2f} ms = {df['evaluations'].median() * per_eval:.3f} s of a "
+          f"{df['fit cpu [s]'].median():.3f} s fit; trial steps accepted "
+          f"{df['accepted fraction'].median():.0%}; the shares alone are "
+          f"{df['shares only [ms]'].median() / df['evaluation [ms]'].median():.0%} of an "
+          f"evaluation")
+    return df
+
+
 def summarise(df, n):
     rel = df["lm cost"] / df["dogbox cost"] - 1
     q = [0.0, 0.1, 0.5, 0.9, 1.0]
@@ -172,6 +232,8 @@ def main():
     ap.add_argument("--n", type=int, default=100, help="training markets")
     ap.add_argument("--no-fits", action="store_true", help="time the kernels only")
     ap.add_argument("--csv", help="write the per-sample table here")
+    ap.add_argument("--profile", type=int, default=0, metavar="K",
+                    help="also profile the compiled fit on the first K samples")
     args = ap.parse_args()
     rng = np.random.default_rng(12345)
     pd.set_option("display.width", 160)
@@ -179,6 +241,8 @@ def main():
     print(f"MXL share kernels (best of repeats; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores)")
     print(kernel_table(rng).to_string())
+    if args.profile:
+        profile_table(args.profile, args.n)
     if args.no_fits:
         return
     df = fit_table(args.samples, args.n)
