@@ -7,6 +7,7 @@ Run the replication check with ``python -m pytest -m slow tests/test_lottery_rep
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import restrictiveness as rx
 from restrictiveness.lottery import prior as lottery_prior_module
+from restrictiveness.shared.exceptions import FailureWarning
 
 
 def test_pseudo_truth_respects_prize_bounds_and_monotonicity():
@@ -130,10 +132,13 @@ def test_invalid_predictions_fall_back_to_ev_and_are_counted():
         def fit(self, sample, rng):
             return FunctionRule(lambda X: np.where(X[:, 2] > 0.5, np.nan, X[:, 0]))
 
-    res = rx.lottery.study({"half": HalfNaN()}, n=[20], replications=2, n_eval=100).run(
-        progress=False)
+    with pytest.warns(FailureWarning, match=r"half (\d+) invalid prediction rows") as seen:
+        res = rx.lottery.study({"half": HalfNaN()}, n=[20], replications=2, n_eval=100).run(
+            progress=False)
     ds = res.dataset
     assert int(ds["failed"].sum()) == 0
-    assert 0 < int(ds["invalid"].sum()) < 200  # some rows replaced by EV's
+    # some rows replaced by EV's, as many as the warning says
+    reported = int(re.search(r"half (\d+) invalid", str(seen[0].message)).group(1))
+    assert 0 < int(ds["invalid"].sum()) == reported < 200
     # where p > 0.5 the rule is EV exactly; elsewhere it predicts z_hi, worse than EV
     assert float(res.restrictiveness.squeeze()) > 1
