@@ -460,7 +460,7 @@ def run(args: argparse.Namespace) -> int:
 
 QUICK_NOTE = (f"note: replicate demand runs M = {QUICK_M['demand']} by default, a one-minute "
               "look: too few replications to match the paper's Table 4 (M = 200; run -M 200, "
-              "about 20 minutes on 2 cores; --mxl converged about 14)")
+              "about 20 minutes on 2 cores; --mxl converged about 10)")
 
 
 def _print_comparisons(res, application: str, draws: int, mxl: str = "paper") -> None:
