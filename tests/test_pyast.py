@@ -11,6 +11,7 @@ import ast
 import gc
 import sys
 import threading
+import time
 
 import pytest
 
@@ -95,3 +96,26 @@ def test_a_finaliser_may_parse_on_the_thread_holding_the_lock():
     t.start()
     t.join(10.0)
     assert not t.is_alive() and errors == [] and seen == ["BinOp", "Assign"]
+
+
+def test_the_package_parses_one_thread_at_a_time(monkeypatch):
+    """No two of the package's parses overlap, whatever the threads (the lock, apart from the
+    retry: each alone would pass the tests above)."""
+    inside, most = [0], [0]
+    plain = ast.parse
+
+    def slow_parse(*args, **kwargs):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.01)   # lets the other threads in, were the parse not locked
+        inside[0] -= 1
+        return plain(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pyast.ast, "parse", slow_parse)
+        threads = [threading.Thread(target=pyast.parse, args=("x = 1",)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10.0)
+    assert most == [1]

@@ -1,6 +1,6 @@
 """Thread-safe parsing of Python source into an :mod:`ast` tree.
 
-CPython 3.11 (and 3.12 before 3.12.1) keeps one recursion counter per interpreter while it
+CPython 3.11 (the interpreter this was seen on) keeps one recursion counter per interpreter while it
 turns a parsed module into Python ``ast`` objects. If a garbage collection inside that
 conversion runs a finaliser that lets another thread in, and that thread parses too, the
 counter is shared and the first parse fails with ``SystemError: AST constructor recursion
