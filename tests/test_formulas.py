@@ -107,7 +107,8 @@ def test_formulas_a_procedure_cannot_honour_are_refused():
     (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),
     (lambda: rx.GPRegression(mean="median"), "mean must be 'zero' or 'sample', got 'median'"),
     (lambda: rx.AutoML(time_budget=0), "time_budget must be positive seconds"),
-    (lambda: rx.AutoML(max_iter=0), "max_iter must be at least 1"),
+    (lambda: rx.AutoML(max_iter=0), "max_iter must be an integer of at least 1"),
+    (lambda: rx.AutoML(max_iter=2.5), r"max_iter must be an integer .*got 2\.5"),
     (lambda: GridGP().set_params(nugget=1e-3), "GridGP has no parameter 'nugget'"),
 ])
 def test_settings_a_procedure_cannot_honour_are_refused(make, message):

@@ -180,8 +180,9 @@ class AutoML(FormulaProcedure):
         if time_budget is not None and not time_budget > 0:
             raise ConfigurationError(f"time_budget must be positive seconds or None, "
                                      f"got {time_budget!r}")
-        if int(max_iter) < 1:
-            raise ConfigurationError(f"max_iter must be at least 1, got {max_iter!r}")
+        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+            raise ConfigurationError(f"max_iter must be an integer of at least 1 (trials), got "
+                                     f"{max_iter!r}")
         self.time_budget = None if time_budget is None else float(time_budget)
         self.max_iter = int(max_iter)
         self.estimator_list = None if estimator_list is None else list(estimator_list)
