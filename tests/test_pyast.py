@@ -21,9 +21,17 @@ from restrictiveness.shared import pyast
 SOURCE = "x = [" + ",".join(f"(a{i}, b{i})" for i in range(3000)) + "]\n"
 
 
+def leave_cycle(finaliser_class):
+    """Collect, then leave one unreachable cycle holding a ``finaliser_class`` instance: the
+    next collection, inside the caller's next parse, runs its ``__del__``."""
+    gc.collect()
+    cycle = finaliser_class()
+    cycle.me = cycle
+
+
 def interleaved(parse):
     """Thread A parses; a finaliser collected during its conversion waits (at most 1 s) for
-    thread B, ``depth`` frames deeper, to parse. Returns the errors each thread raised."""
+    thread B, 40 frames deeper, to parse. Returns the errors each thread raised."""
     inside, b_done = threading.Event(), threading.Event()
     errors = {"A": [], "B": []}
 
@@ -33,10 +41,7 @@ def interleaved(parse):
             b_done.wait(1.0)
 
     def thread_a():
-        gc.collect()
-        cycle = Finaliser()
-        cycle.me = cycle
-        del cycle
+        leave_cycle(Finaliser)
         try:
             parse(SOURCE)
         except SystemError as exc:
@@ -83,10 +88,7 @@ def test_a_finaliser_may_parse_on_the_thread_holding_the_lock():
             seen.append(type(pyast.parse("z + 1", mode="eval").body).__name__)
 
     def run():
-        gc.collect()
-        cycle = Finaliser()
-        cycle.me = cycle
-        del cycle
+        leave_cycle(Finaliser)
         try:
             seen.append(type(pyast.parse(SOURCE).body[0]).__name__)
         except SystemError as exc:
