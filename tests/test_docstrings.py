@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import inspect
 
-import pytest
+import numpydoc.validate as numpydoc_validate
 
-numpydoc_validate = pytest.importorskip("numpydoc.validate")
-
-import restrictiveness as rx  # noqa: E402
+import restrictiveness as rx
 
 CHECKS = {"GL08", "SS01", "SS02", "SS03", "PR01", "PR02", "RT01", "EX01"}
 MODULES = ("", "llm", "lottery", "demand", "datasets")
