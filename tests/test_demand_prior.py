@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import threadpoolctl
 from scipy import stats
 
+import restrictiveness.demand.prior as prior_module
 from restrictiveness.datasets.cereal import load_cereal
 from restrictiveness.demand._shares_nb import (
     _field_numpy,
@@ -429,6 +431,27 @@ def test_truth_runs_each_market_once_and_matches_direct_paths(prior, monkeypatch
     base, minus, plus = truth.system.perturbed_shares(truth.eval_X, truth.log_price_steps)
     np.testing.assert_array_equal(E, elasticities_from_shares(minus, plus,
                                                               truth.log_price_steps))
+
+
+def test_share_kernel_runs_on_one_blas_thread(truth, monkeypatch):
+    # a threaded BLAS in the kernel's loop of products waits for busy cores (74 s instead of
+    # 0.9 s for 100 markets beside another job), so the truth limits BLAS to one thread even
+    # when the caller allows more, and restores the caller's limit afterwards
+    seen: list[int] = []
+    kernel = prior_module.shares_nb
+
+    def spy(*args):
+        seen.extend(p["num_threads"] for p in threadpoolctl.threadpool_info()
+                    if p["user_api"] == "blas")
+        return kernel(*args)
+
+    monkeypatch.setattr(prior_module, "shares_nb", spy)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        truth.system.shares(truth.eval_X[:1])
+        after = [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                 if p["user_api"] == "blas"]
+    assert seen and set(seen) == {1}
+    assert set(after) == {2}
 
 
 @pytest.mark.slow
