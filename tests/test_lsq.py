@@ -1,6 +1,7 @@
 """The compiled bounded Levenberg–Marquardt (restrictiveness.shared._lsq_nb): its NumPy twin,
 scipy's least_squares at the optimum (inside the box and with active bounds), the stall at a
-bound it was written to remove, the evaluation budget and the fixed entries."""
+bound it was written to remove (snapping margins, steps cut by a new bound), the evaluation
+budget, the fixed entries, and its Cholesky solve and secant update against closed forms."""
 
 from __future__ import annotations
 
