@@ -393,6 +393,22 @@ def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():
         np.testing.assert_allclose(s, nb.mean_probabilities_numpy(d, Wr, nuT), rtol=1e-11)
 
 
+def test_the_overflow_bound_adds_the_random_terms():
+    """max|μ| is bounded by the *sum* over random terms of max|W| max|ν|: two terms of 375 each
+    reach utilities of 750, beyond the paired exponentials' range, so the market must take the
+    shifted path (the largest term alone, 375, would wrongly allow the paired one, where e^750
+    clamps to e^700 and the two leading products tie)."""
+    Wr = np.ascontiguousarray(np.array([[[1.0, 1.0], [1.0, 0.95], [0.0, 0.0]]]))
+    nuT = np.ascontiguousarray(np.array([[375.0, 1.0], [375.0, -1.0]]))
+    delta = np.zeros((1, 3))
+    s = nb.mean_probabilities_nb(delta, Wr, nuT)
+    np.testing.assert_allclose(s, nb.mean_probabilities_numpy(delta, Wr, nuT), rtol=1e-11)
+    # node +ν_0: utilities (750, 731.25, 0), the first product takes everything; node −ν_0 and
+    # the small node pair spread the rest
+    S, _ = nb.node_probabilities_numpy(delta, Wr, nuT)
+    assert S[0, 0, 0] == pytest.approx(1.0, abs=1e-8) and S[0, 1, 0] < 1e-8
+
+
 # --------------------------------------------------------------------------- real data
 
 

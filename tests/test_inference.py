@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy import stats
 
 import restrictiveness as rx
@@ -86,3 +87,53 @@ def test_estimates_and_contrast_intervals_use_exact_quantiles(small_results, lev
     np.testing.assert_allclose(est["upper"], est["estimate"] + z * est["se"], rtol=1e-13)
     c = small_results.contrast("linear", "GP", level=level)
     np.testing.assert_allclose(c["upper"] - c["lower"], 2 * z * c["se"], rtol=1e-13)
+
+
+def _draws_results(rng):
+    """Results of a synthetic study with two discrepancies, two n, 40 replications and three
+    training draws, procedure ``b`` having run only two of them (NaN-padded)."""
+    Dn, N, M, K = 2, 2, 40, 3
+    B = rng.gamma(2.0, 1.0, (Dn, N, M, K))
+    loss = np.stack([0.3 * B * rng.lognormal(0, 0.3, B.shape),
+                     0.6 * B * rng.lognormal(0, 0.3, B.shape)])
+    loss[1, ..., 2] = np.nan
+    loss[:, 1] *= 5.0                      # the second discrepancy differs from the first
+    ds = xr.Dataset(
+        {"loss": (("procedure", "discrepancy", "n", "replication", "draw"), loss),
+         "baseline_loss": (("discrepancy", "n", "replication", "draw"), B)},
+        coords={"procedure": ["a", "b"], "discrepancy": ["mse", "kl"], "n": [10, 20],
+                "replication": np.arange(M), "draw": np.arange(K)})
+    return rx.Results(ds), loss, B
+
+
+def test_losses_average_every_draw_of_the_procedures_and_the_baseline(rng):
+    res, loss, B = _draws_results(rng)
+    D, Bm = res.losses()
+    np.testing.assert_allclose(D.transpose("procedure", "discrepancy", "n", "replication"),
+                               np.nanmean(loss, axis=-1), rtol=1e-14)
+    np.testing.assert_allclose(Bm.transpose("discrepancy", "n", "replication"), B.mean(axis=-1),
+                               rtol=1e-14)
+    r = np.nanmean(loss, axis=-1).mean(axis=-1) / B.mean(axis=(-2, -1))
+    np.testing.assert_allclose(res.restrictiveness.transpose("procedure", "discrepancy", "n"), r,
+                               rtol=1e-13)
+
+
+def test_combination_and_contrast_equal_the_delta_method_by_hand(rng):
+    """Σ c_j r̂_j with its SE from the 3 × 3 covariance of (D_a, D_b, B) over replications; the
+    default discrepancy is the first."""
+    res, loss, B = _draws_results(rng)
+    Da, Db = np.nanmean(loss[0, 0], axis=-1), np.nanmean(loss[1, 0], axis=-1)   # (N, M)
+    Bm = B[0].mean(axis=-1)
+    c = np.array([0.5, 2.0])
+    comb = res.combination({"a": c[0], "b": c[1]})
+    contrast = res.contrast("a", "b")
+    for i, n in enumerate([10, 20]):
+        for w, table in ((c, comb), (np.array([1.0, -1.0]), contrast)):
+            est = (w[0] * Da[i].mean() + w[1] * Db[i].mean()) / Bm[i].mean()
+            cov = np.cov(np.vstack([Da[i], Db[i], Bm[i]]), ddof=1)
+            grad = np.r_[w, -est] / Bm[i].mean()
+            assert table.loc[n, "estimate"] == pytest.approx(est, rel=1e-12)
+            assert table.loc[n, "se"] == pytest.approx(np.sqrt(grad @ cov @ grad / 40), rel=1e-10)
+    other = res.contrast("a", "b", discrepancy="kl")
+    assert not np.allclose(other["estimate"], contrast["estimate"])
+    assert contrast.equals(res.contrast("a", "b", discrepancy="mse"))

@@ -1,12 +1,14 @@
 """The compiled bounded Levenberg–Marquardt (restrictiveness.shared._lsq_nb): its NumPy twin,
 scipy's least_squares at the optimum (inside the box and with active bounds), the stall at a
-bound it was written to remove, the evaluation budget and the fixed entries."""
+bound it was written to remove (snapping margins, steps cut by a new bound), the evaluation
+budget, the fixed entries, and its Cholesky solve and secant update against closed forms."""
 
 from __future__ import annotations
 
 import numba
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.optimize
 
 from restrictiveness.shared._lsq_nb import BOUND_RTOL, STATUS, compile_lm, python_lm
@@ -178,6 +180,81 @@ def test_secant_update_satisfies_the_secant_equation():
         S2 = S.copy()
         _secant_update(S2, dx, -y, ysharp)              # dxᵀy < 0: skipped
         np.testing.assert_array_equal(S2, S)
+
+
+def test_a_step_that_reaches_a_new_bound_does_not_end_the_fit():
+    """With ``‖θ‖ ≈ 1000`` the step test accepts steps up to xtol·‖θ‖ = 1e-7, far above the
+    snapping margin of a rate near 1 (1e-9). A bound on the rate 2e-9 beyond the free optimum
+    is reached by a step that short, cut by the bound: the fit must go on with the rate held,
+    to the optimum on the bound, which is linear least squares in (a, c) at the bound's rate."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 4, 40)
+    y = 1000 * np.exp(-0.7 * t) + 3 + 5 * rng.standard_normal(40)
+    lo, hi = np.array([-1e4, -10.0, -1e4]), np.array([1e4, 10.0, 1e4])
+    free_x = SOLVE(np.array([900.0, 1.0, 0.0]), lo, hi, FREE, (t, y), 500, *TOL)[0]
+    lo[1] = free_x[1] + 2e-9
+    X = np.stack([np.exp(-lo[1] * t), np.ones_like(t)], axis=1)
+    a, c = np.linalg.lstsq(X, y, rcond=None)[0]
+    for above in (1, 2, 5, 10):
+        x0 = free_x.copy()
+        x0[1] = lo[1] + above * 2e-9
+        x, cost, nfev, status, opt = SOLVE(x0, lo, hi, FREE, (t, y), 500, 1e-10, 1e-10, 1e-12)
+        assert x[1] == lo[1] and nfev > 2
+        np.testing.assert_allclose(x[[0, 2]], [a, c], rtol=1e-8)
+
+
+def test_a_zero_bound_has_an_absolute_margin():
+    """The rounding margin is ``BOUND_RTOL·max(1, |b|)``: at a bound of 0 it is BOUND_RTOL, not
+    zero, so a start a few 1e-10 above a lower bound of 0 (trf's margin) is put on it."""
+    data = problem(5)
+    lo, hi = np.array([0.0, 0.0, 0.0]), np.full(3, 10.0)
+    for margin in (4e-16, 1e-10, 0.5 * BOUND_RTOL):
+        x0 = np.array([1.0, 1.0, margin])
+        assert SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0][2] == 0.0
+    x0 = np.array([1.0, 1.0, 2 * BOUND_RTOL])
+    assert SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0][2] == 2 * BOUND_RTOL
+
+
+def test_secant_update_shrinks_s_by_the_nl2sol_factor():
+    """Along a direction z orthogonal to y the rank-two correction vanishes, so
+    zᵀS₊z = τ zᵀSz with τ = min(1, |dxᵀy#| / |dxᵀS dx|): 0.3 when y# = 0.3 S dx, 1 (no growth)
+    when y# = 3 S dx."""
+    from restrictiveness.shared._lsq_nb import _secant_update
+
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        p = 5
+        B = rng.standard_normal((p, p))
+        S = B @ B.T + np.eye(p)                         # dxᵀS dx > 0
+        dx = rng.standard_normal(p)
+        y = dx + 0.1 * rng.standard_normal(p)
+        z = scipy.linalg.null_space(y[None])[:, 0]      # zᵀy = 0
+        for factor, tau in ((0.3, 0.3), (3.0, 1.0)):
+            S1 = S.copy()
+            _secant_update(S1, dx, y, factor * S @ dx)
+            assert z @ S1 @ z == pytest.approx(tau * (z @ S @ z), rel=1e-10)
+
+
+def test_cholesky_solve_equals_numpy_on_the_moving_set():
+    """The in-place Cholesky solve of ``M[:k, :k] s = −g[idx]`` against numpy.linalg.solve, and
+    False for a matrix that is not positive definite."""
+    from restrictiveness.shared._lsq_nb import _cholesky_solve
+
+    rng = np.random.default_rng(2)
+    p = 6
+    for k in range(1, p + 1):
+        A = rng.standard_normal((k, k))
+        Mk = A @ A.T + 0.1 * np.eye(k)
+        idx = np.zeros(p, dtype=np.int64)
+        idx[:k] = rng.permutation(p)[:k]
+        g = rng.standard_normal(p)
+        M = np.zeros((p, p))
+        M[:k, :k] = Mk
+        s = np.zeros(p)
+        assert _cholesky_solve(M, g, idx, k, s)
+        np.testing.assert_allclose(s[:k], np.linalg.solve(Mk, -g[idx[:k]]), rtol=1e-10)
+    M = np.diag([1.0, -1.0, 1.0])
+    assert not _cholesky_solve(M, np.ones(3), np.arange(3, dtype=np.int64), 3, np.zeros(3))
 
 
 def test_large_residuals_converge_to_scipys_optimum():

@@ -64,6 +64,18 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
        *LOTTERY_SE, "tests/test_nls.py", "tests/test_lottery_models.py")
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
 DEMAND = ("tests/test_demand_models.py",)
+SENS = ("tests/test_sensitivity.py",)
+LM = ("tests/test_lsq.py",)
+MULTI = ("tests/test_multistart.py",)
+# the twin tests of the kernels first: the whole demand files take minutes
+MXL = ("tests/test_demand_models.py::test_kernels_match_numpy_twins",
+       "tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_twins",
+       "tests/test_demand_models.py", "tests/test_demand_fitting.py")
+NL = ("tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_twins",
+      "tests/test_demand_fitting.py", "tests/test_demand_models.py")
+PRIOR = ("tests/test_demand_prior.py::test_kernel_matches_numpy_twin",
+         "tests/test_demand_prior.py")
+KERNELS = ("tests/test_primitives.py", "tests/test_adapters.py")
 
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
@@ -265,6 +277,79 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/results.py", "        df[\"lower\"], df[\"upper\"] = normal_interval(df[\"estimate\"], df[\"se\"], level)",
            "        df[\"lower\"], df[\"upper\"] = normal_interval(df[\"estimate\"], df[\"se\"], 0.95)",
            "estimates() ignores level", INFER),
+    Mutant("engine/results.py",
+           "        est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values, B.values)",
+           "        est, se = combination_estimate(np.ones(len(labels)), D.values, B.values)",
+           "combination ignores its weights", INFER),
+    Mutant("engine/results.py",
+           "                D, B = D.mean(\"draw\", skipna=True), B.mean(\"draw\", skipna=True)",
+           "                D, B = D.mean(\"draw\", skipna=True), B.isel(draw=0, drop=True)",
+           "baseline loss of the first training draw only", INFER),
+    Mutant("engine/results.py", "            return self.discrepancies[0]",
+           "            return self.discrepancies[-1]", "default discrepancy the last, not the first",
+           INFER),
+    # -- engine/sensitivity.py ---------------------------------------------------------------
+    Mutant("engine/sensitivity.py", "    k = np.minimum(np.floor(s), m - 1).astype(np.intp)",
+           "    k = np.minimum(np.ceil(s), m - 1).astype(np.intp)",
+           "vertex with one unit too many at Γ", SENS),
+    Mutant("engine/sensitivity.py", "        order = np.argsort(-c, axis=1, kind=\"stable\")",
+           "        order = np.argsort(c, axis=1, kind=\"stable\")",
+           "Dinkelbach step puts Γ on the smallest units", SENS),
+    Mutant("engine/sensitivity.py", "    if _min_weighted_sum(a_sorted, 1.0) <= 0:",
+           "    if _min_weighted_sum(a_sorted, 1.0) < 0:", "Δ̂ = 0 not critical at Γ = 1", SENS),
+    Mutant("engine/sensitivity.py", "    a_sorted = np.sort(a)", "    a_sorted = np.sort(a)[::-1]",
+           "critical Γ from the largest weighted sum, not the smallest", SENS),
+    # -- shared/_lsq_nb.py: the bounded Levenberg–Marquardt -----------------------------------
+    Mutant("shared/_lsq_nb.py", "        if v - lo[a] <= BOUND_RTOL * max(1.0, abs(lo[a])):",
+           "        if v - lo[a] <= BOUND_RTOL * abs(lo[a]):",
+           "no snapping margin at a zero lower bound", LM),
+    Mutant("shared/_lsq_nb.py", "                        near = mu <= 1.0 and not newly",
+           "                        near = mu <= 1.0",
+           "a step cut at a new bound taken as convergence", LM),
+    Mutant("shared/_lsq_nb.py",
+           "    tau = min(1.0, abs(ssh) / abs(sSs)) if sSs != 0.0 else 1.0",
+           "    tau = 1.0", "secant update without NL2SOL's sizing", LM),
+    Mutant("shared/_lsq_nb.py", "                v2 -= M[c, e] * M[q, e]",
+           "                v2 -= M[c, e] * M[c, e]", "Cholesky factor's off-diagonal update", LM),
+    # -- shared/_multistart_nb.py ------------------------------------------------------------
+    Mutant("shared/_multistart_nb.py",
+           "                d += ((points[s, a] - points[chosen[c], a]) / width[a]) ** 2",
+           "                d += (points[s, a] - points[chosen[c], a]) ** 2",
+           "start distances not in box-width units", MULTI),
+    Mutant("shared/_multistart_nb.py", "        if nc >= n_refine or not sse[s] < np.inf:",
+           "        if nc > n_refine or not sse[s] < np.inf:", "one refinement too many", MULTI),
+    # -- demand/_logit_nb.py: mixed-logit shares and Jacobian ---------------------------------
+    Mutant("demand/_logit_nb.py", "        bound += wmax * numax[a]",
+           "        bound = max(bound, wmax * numax[a])",
+           "overflow bound on |μ| the largest term, not the sum", MXL),
+    Mutant("demand/_logit_nb.py",
+           "                jac[m, j, K + q] = (Wm[j, ridx[lrow[q]]] * P[j, zr + lcol[q]]",
+           "                jac[m, j, K + q] = (Wm[j, ridx[lcol[q]]] * P[j, zr + lcol[q]]",
+           "L_ab column uses the design column of b, not a", MXL),
+    Mutant("demand/_logit_nb.py", "            jac[:, K + q] *= 2.0 * eta[K + q]",
+           "            jac[:, K + q] *= eta[K + q]", "chain rule of L_aa = η² without the 2", MXL),
+    # -- demand/_nested_nb.py ----------------------------------------------------------------
+    Mutant("demand/_nested_nb.py", "            c = rho[m] / lam[m]", "            c = rho[m]",
+           "within-nest term of ∂s/∂β not divided by λ", NL),
+    Mutant("demand/_nested_nb.py",
+           "                outer = ns[q] * (ubar[q] - logD[q]) if ns[q] > 0.0 else 0.0",
+           "                outer = ns[q] * (logD[q] - ubar[q]) if ns[q] > 0.0 else 0.0",
+           "∂s/∂ρ nest-share term with the wrong sign", NL),
+    # -- demand/_shares_nb.py: the demand prior's share kernel -------------------------------
+    Mutant("demand/_shares_nb.py", "                z1 = z_lo[i, k] if g < J else z_hi[i, k]",
+           "                z1 = z_lo[i, k] if g <= J else z_hi[i, k]",
+           "first raised price perturbation lowered instead", PRIOR),
+    Mutant("demand/_shares_nb.py",
+           "                    inv_g[g, t] = 1.0 / (den[t] - E[k, t] + ek[t])",
+           "                    inv_g[g, t] = 1.0 / (den[t] + ek[t])",
+           "perturbed denominator keeps the unperturbed product", PRIOR),
+    # -- eligible/kernels.py: GP covariance kernels -------------------------------------------
+    Mutant("eligible/kernels.py", "    c = rng.chisquare(2 * nu, size=(size, 1))",
+           "    c = rng.chisquare(2 * nu, size=(size, dim))",
+           "Matérn frequencies with one chi-square per coordinate", KERNELS),
+    Mutant("eligible/kernels.py", "        X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls",
+           "        X1 = np.atleast_2d(np.asarray(X1, dtype=float))",
+           "first argument not divided by the length scales", KERNELS),
 ]
 
 
