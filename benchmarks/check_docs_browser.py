@@ -123,9 +123,14 @@ def check(page, url: str, screens: Path) -> list[str]:
     # The search: Sphinx's client-side index must return hits for known terms.
     for term in ("restrictiveness", "NLS"):
         page.goto(f"{url}/search.html?q={term}")
-        page.wait_for_selector("#search-results li", timeout=30_000)
+        # count once Sphinx retitles "Searching" (results stream in until then)
+        page.wait_for_function(
+            "() => document.querySelector('#search-results h2')?.innerText === 'Search Results'",
+            timeout=30_000)
         hits = page.locator("#search-results li").count()
-        expect(hits > 0, f"search {term!r}: {hits} results")
+        first = page.locator("#search-results li a").first.inner_text() if hits else ""
+        expect(hits > 0 and term.lower() in first.lower(),
+               f"search {term!r}: {hits} results, the first {first!r}")
         if term == "NLS":
             page.screenshot(path=str(screens / "search.png"), full_page=False)
     return failures
