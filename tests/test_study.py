@@ -311,3 +311,34 @@ def test_profile_plot_draws_one_line_per_procedure():
     assert ax.lines[2].get_label().startswith("baseline, r = 1")
     np.testing.assert_allclose(ax.lines[1].get_ydata(),
                                res.restrictiveness.sel(procedure="GP", discrepancy="mse"))
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("n", [10.5], r"n must be positive integers, got \[10.5\]"),
+    ("n", [True], r"n must be positive integers, got \[True\]"),
+    ("replications", None, "replications must be a whole number, got None"),
+    ("replications", 2.5, "replications must be a whole number, got 2.5"),
+    ("seed", -1, "seed must be a whole number >= 0, got -1"),
+    ("seed", None, "seed must be a whole number >= 0, got None"),
+    ("seed", 1.5, "seed must be a whole number >= 0, got 1.5"),
+    ("draws", 2.5, "draws must be a whole number >= 1, got 2.5"),
+    ("draws", None, "draws must be a whole number >= 1, got None"),
+    ("discrepancies", "mse", "discrepancies must be a sequence of Discrepancy objects"),
+])
+def test_study_options_that_int_would_truncate_are_refused(option, value, message):
+    # int() would silently turn 10.5 into 10, True into 1, and None into a bare TypeError;
+    # a negative seed used to pass here and fail inside numpy when the study ran
+    with pytest.raises(rx.ConfigurationError, match=message):
+        rx.Study(_lottery_like(), {"GP": rx.GPRegression()}, rx.Constant(),
+                 **{"n": [10], "replications": 3, option: value})
+
+
+def test_study_refuses_non_string_labels_and_a_non_distribution():
+    prior = _lottery_like()
+    with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got 1"):
+        rx.Study(prior, {1: rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got ''"):
+        rx.Study(prior, {"": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    with pytest.raises(rx.ConfigurationError, match="evaluation must be an evaluation "
+                                                    "distribution .*got 3"):
+        rx.Study(3, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])

@@ -29,7 +29,7 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -39,6 +39,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
+from ..shared.checks import whole_number
 from ..shared.exceptions import (
     BaselineError,
     ConfigurationError,
@@ -144,8 +145,14 @@ class Study:
             procedures = dict(zip(labels, procedures, strict=True))
         if not procedures:
             raise ConfigurationError("procedures: give at least one procedure")
+        if not all(hasattr(evaluation, a) for a in ("columns", "response", "draw")):
+            raise ConfigurationError(f"evaluation must be an evaluation distribution (e.g. "
+                                     f"rx.MonotoneGP(eligible_set)), got {evaluation!r}")
         self.procedures = dict(procedures)
         for label, p in self.procedures.items():
+            if not isinstance(label, str) or not label:
+                raise ConfigurationError(f"procedure labels must be non-empty strings, got "
+                                         f"{label!r}")
             if not hasattr(p, "fit"):
                 raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
         for p in [*self.procedures.values(), baseline]:
@@ -154,23 +161,30 @@ class Study:
         if not hasattr(baseline, "fit"):
             raise ConfigurationError("baseline has no fit(sample, rng) method")
         self.evaluation, self.baseline, self.baseline_label = evaluation, baseline, baseline_label
+        if isinstance(discrepancies, str) or not isinstance(discrepancies, Iterable) \
+                or not all(callable(d) and isinstance(getattr(d, "name", None), str)
+                           for d in discrepancies):
+            raise ConfigurationError(f"discrepancies must be a sequence of Discrepancy objects "
+                                     f"(e.g. [rx.MSE()]), got {discrepancies!r}")
         self.discrepancies = tuple(discrepancies)
         names = [d.name for d in self.discrepancies]
         if not names or len(set(names)) != len(names):
             raise ConfigurationError(f"discrepancies need distinct names, got {names}")
-        try:
-            self.n = sorted({int(v) for v in n})
-        except (TypeError, ValueError):
-            raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
-        if not self.n or self.n[0] < 1:
+        if isinstance(n, str | bytes) or not isinstance(n, Iterable):
             raise ConfigurationError(f"n must be positive integers, got {n!r}")
-        if int(replications) < 2:
+        try:
+            self.n = sorted({whole_number(v, "n", minimum=1) for v in n})
+        except ConfigurationError:
+            raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
+        if not self.n:
+            raise ConfigurationError(f"n must be positive integers, got {n!r}")
+        self.replications = whole_number(replications, "replications")
+        if self.replications < 2:
             raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
-        if int(draws) < 1:
-            raise ConfigurationError("draws must be at least 1")
+        self.seed = whole_number(seed, "seed", minimum=0)
+        self.draws = whole_number(draws, "draws", minimum=1)
         if fit_on not in ("training", "evaluation"):
             raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
-        self.replications, self.seed, self.draws = int(replications), int(seed), int(draws)
         self.fit_on = fit_on
         if contributions is not None:
             missing = [p for p in (contributions.full, *contributions.submodels.values())
