@@ -101,6 +101,40 @@ def test_configuration_errors_name_the_argument():
         rx.NLS("y ~ a * x", bounds={"a": (0, 1)}, scale={"a": "log"})
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("max_nfev", None, "max_nfev must be a whole number >= 1, got None"),
+    ("n_points", 2.5, "n_points must be a whole number >= 2, got 2.5"),
+    ("n_refine", 0, "n_refine must be a whole number >= 1, got 0"),
+    ("seed", -1, "seed must be a whole number >= 0, got -1"),  # used to fail inside numpy
+    ("seed", None, "seed must be a whole number >= 0, got None"),
+    ("gtol", float("nan"), r"gtol, xtol and ftol must be positive numbers, got \(nan"),
+    ("scale", "log", "scale must be a mapping"),
+])
+def test_options_are_refused_by_name(option, value, message):
+    with pytest.raises(ConfigurationError, match=message):
+        rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)}, **{option: value})
+
+
+def test_estimation_data_errors_name_the_column_and_alpha_is_checked():
+    model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+    x = np.linspace(0.1, 3, 30)
+    data = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+    # a formula column the data lack was a bare KeyError from pandas
+    with pytest.raises(FormulaError, match="'x' is neither a data column.*columns are "
+                                           r"\['w', 'y'\]"):
+        model.fit(data.rename(columns={"x": "w"}))
+    # text columns were a bare ValueError from numpy
+    with pytest.raises(DataError, match="column 'x' is not numeric"):
+        model.fit(data.assign(x=["u"] * 30))
+    with pytest.raises(DataError, match="column 'y' is not numeric"):
+        model.fit(data.assign(y=["u"] * 30))
+    res = model.fit(data)
+    with pytest.raises(ConfigurationError, match=r"alpha must lie in \(0, 1\), got '0.05'"):
+        res.conf_int("0.05")
+    with pytest.raises(ConfigurationError, match=r"alpha must lie in \(0, 1\), got 1.5"):
+        res.conf_int(1.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # the compiled values and Jacobian
 # ---------------------------------------------------------------------------------------------

@@ -342,3 +342,28 @@ def test_study_refuses_non_string_labels_and_a_non_distribution():
     with pytest.raises(rx.ConfigurationError, match="evaluation must be an evaluation "
                                                     "distribution .*got 3"):
         rx.Study(3, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+
+
+def test_results_refuse_levels_weights_and_paths_they_cannot_honour(tmp_path):
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    # level 1.5 gave NaN intervals and level 0 an interval of width 0, silently
+    for level in (0, 1.5, "0.9"):
+        with pytest.raises(rx.ConfigurationError, match=rf"level must lie in \(0, 1\), got "
+                                                        rf"{level!r}"):
+            res.estimates(level=level)
+    with pytest.raises(rx.ConfigurationError, match=r"level must lie in \(0, 1\), got 0"):
+        res.contrast("linear", "GP", level=0)
+    # an empty combination was 0 with SE 0; a NaN weight gave NaN without a word
+    with pytest.raises(rx.ConfigurationError, match="non-empty mapping"):
+        res.combination({})
+    with pytest.raises(rx.ConfigurationError, match=r"finite numbers, got \{'GP': nan\}"):
+        res.combination({"linear": 1.0, "GP": float("nan")})
+    # a missing folder or a folder as the file were bare OSErrors naming a temporary file
+    with pytest.raises(rx.ConfigurationError, match="folder .*missing.* does not exist"):
+        res.to_netcdf(tmp_path / "missing" / "r.nc")
+    with pytest.raises(rx.ConfigurationError, match="it is a folder; give a file name"):
+        res.to_netcdf(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
+    with pytest.raises(rx.DataError, match="variables 'loss' and 'baseline_loss'"):
+        rx.Results(xr.Dataset({"a": ("x", [1, 2])}))

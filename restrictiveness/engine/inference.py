@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..shared.checks import probability
+
 __all__ = ["ratio_estimate", "influence", "combination_estimate", "normal_interval"]
 
 
@@ -87,6 +89,7 @@ def combination_estimate(coefs: np.ndarray, D: np.ndarray, B: np.ndarray
 
 
 def normal_interval(estimate, se, level: float = 0.95):
-    """Two-sided normal confidence interval ``estimate ± z se``."""
+    """Two-sided normal confidence interval ``estimate ± z se`` (``level`` in (0, 1))."""
+    level = probability(level, "level")
     z = stats.norm.ppf(0.5 + level / 2)
     return np.asarray(estimate) - z * np.asarray(se), np.asarray(estimate) + z * np.asarray(se)

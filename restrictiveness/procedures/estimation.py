@@ -39,6 +39,7 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
+from ..shared.checks import probability
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 
 __all__ = ["CovType", "COV_TYPES", "LeastSquaresResults", "cluster_codes"]
@@ -218,8 +219,7 @@ class LeastSquaresResults:
         alpha : float
             One minus the coverage.
         """
-        if not 0 < alpha < 1:
-            raise ConfigurationError("alpha must lie in (0, 1)")
+        alpha = probability(alpha, "alpha")
         q = scipy.stats.t.ppf(1 - alpha / 2, self.df_inference)
         return pd.DataFrame({"lower": self.params - q * self.bse,
                              "upper": self.params + q * self.bse})

@@ -10,7 +10,7 @@ import numbers
 
 from .exceptions import ConfigurationError
 
-__all__ = ["whole_number"]
+__all__ = ["whole_number", "probability"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -55,3 +55,38 @@ def whole_number(value: object, name: str, minimum: int | None = None) -> int:
             or (minimum is not None and value < minimum):  # type: ignore[operator]
         raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
     return int(value)  # type: ignore[call-overload]
+
+
+def probability(value: object, name: str) -> float:
+    """``value`` as a float strictly between 0 and 1 (a coverage level or a test size).
+
+    Parameters
+    ----------
+    value : object
+        The option as the user gave it.
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    float
+        The value.
+
+    Raises
+    ------
+    ConfigurationError
+        Unless ``value`` is a number in the open interval (0, 1).
+
+    Examples
+    --------
+    >>> probability(0.95, "level")
+    0.95
+    >>> probability(95, "level")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: level must lie in (0, 1), got 95
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 0 < value < 1:  # type: ignore[operator]
+        raise ConfigurationError(f"{name} must lie in (0, 1), got {value!r}")
+    return float(value)
