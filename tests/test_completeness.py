@@ -500,6 +500,13 @@ def test_configuration_errors():
         CellMeansKFold(k=1)
     with pytest.raises(ConfigurationError, match="repeats must be a positive integer"):
         RepeatedGroupKFold(repeats=0)
+    # None was a bare TypeError from int(), 2.5 a ValueError-free truncation check
+    with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
+        RepeatedGroupKFold(k=None)
+    with pytest.raises(ConfigurationError, match="repeats must be a positive integer, got '5'"):
+        RepeatedGroupKFold(repeats="5")
+    with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
+        CellMeansKFold(k=None)
     with pytest.raises(ConfigurationError, match="k=500 folds need at least k observations"):
         lottery_run(data, k=500)
     with pytest.raises(ConfigurationError, match="k=20 folds need at least k groups"):

@@ -567,3 +567,24 @@ def test_mxl_keeps_the_mnl_fit_as_a_candidate():
     assert fit.info["start"] == "MNL (L = 0)"
     np.testing.assert_allclose(fit.params, np.r_[BETA, 0.0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(fit.predict(X), y, atol=1e-12)
+
+
+def test_demand_helpers_refuse_inputs_they_cannot_use():
+    import restrictiveness as rx
+
+    frame = rx.datasets.load_cereal()
+    # a DataFrame given to fit was an AttributeError ('no attribute X')
+    with pytest.raises(DataError, match=r"MNL.fit takes a market Sample .*MNL.from_formula"):
+        MNL().fit(frame)
+    with pytest.raises(DataError, match=r"Logit.fit takes a market Sample .*got DataFrame"):
+        Logit().fit(frame)
+    # missing columns were a bare KeyError, None an AttributeError
+    with pytest.raises(DataError, match=r"completeness: the data lack column\(s\) "
+                                        r"\['market_ids'\]"):
+        rx.demand.completeness(frame.drop(columns="market_ids"))
+    with pytest.raises(DataError, match=r"lack column\(s\) \['sugar'\]"):
+        rx.demand.market_sample(frame.drop(columns="sugar"))
+    with pytest.raises(DataError, match="market_sample takes a DataFrame .*got NoneType"):
+        rx.demand.market_sample(None)
+    with pytest.raises(ConfigurationError, match="procedures must be a mapping"):
+        rx.demand.study(procedures=[MNL()])

@@ -508,7 +508,7 @@ class _DemandProcedure(Procedure):
         return DemandModel(cls(formula, **kwargs), data, market_ids)
 
     def _prepare(self, sample: Sample):
-        columns = tuple(sample.columns)
+        columns = _market_columns(sample, type(self).__name__)
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         design = _Design(self.formula, X, columns)
@@ -605,13 +605,23 @@ class Logit(Procedure):
         >>> fit.info["b"], bool(np.isclose(fit.params[0], np.log(0.2 / (1 - 2 * 0.2))))
         (0.2, True)
         """
-        columns = tuple(sample.columns)
+        columns = _market_columns(sample, "Logit")
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         b = float(y.mean())
         gamma = np.log(b / (1 - X.shape[1] * b)) if b > 0 else -np.inf
         return DemandFit("logit", np.array([gamma]), ["gamma"], None, columns,
                          info={"b": b, "cost": float(0.5 * ((y - b) ** 2).sum())})
+
+
+def _market_columns(sample: Sample, who: str) -> tuple[str, ...]:
+    """The columns of a market sample; anything else is refused (a DataFrame was an
+    AttributeError)."""
+    if not isinstance(sample, Sample):
+        raise DataError(f"{who}.fit takes a market Sample (rx.demand.market_sample(frame)); "
+                        f"to estimate on a DataFrame use {who}.from_formula(formula, "
+                        f"frame).fit(); got {type(sample).__name__}")
+    return tuple(sample.columns)
 
 
 _OPTIONS_DOC = """budget : {"fit", "start", "converge"}

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["whole_number", "probability"]
+__all__ = ["whole_number", "is_whole", "probability", "labelled"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -49,12 +50,23 @@ def whole_number(value: object, name: str, minimum: int | None = None) -> int:
     >= 2, got 2.5
     """
     allowed = "a whole number" + ("" if minimum is None else f" >= {minimum}")
-    whole = isinstance(value, numbers.Integral) or (
-        isinstance(value, numbers.Real) and float(value).is_integer())  # False for nan, inf
-    if isinstance(value, bool) or not whole \
-            or (minimum is not None and value < minimum):  # type: ignore[operator]
+    if not is_whole(value) or (minimum is not None and value < minimum):  # type: ignore[operator]
         raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
     return int(value)  # type: ignore[call-overload]
+
+
+def is_whole(value: object) -> bool:
+    """Whether ``value`` is a whole number: an integer or an integral float, not a bool.
+
+    Examples
+    --------
+    >>> is_whole(3), is_whole(3.0), is_whole(2.5), is_whole(True), is_whole(None)
+    (True, True, False, False, False)
+    """
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and float(value).is_integer())  # False for nan, inf
 
 
 def probability(value: object, name: str) -> float:
@@ -90,3 +102,44 @@ def probability(value: object, name: str) -> float:
             or not 0 < value < 1:  # type: ignore[operator]
         raise ConfigurationError(f"{name} must lie in (0, 1), got {value!r}")
     return float(value)
+
+
+def labelled(procedures: object, default: Callable[[], dict]) -> dict:
+    """Procedures by label: a mapping copied to a dict, or ``default()`` for None.
+
+    The applications' study and completeness helpers take ``{label: procedure}``; a list
+    (``dict([proc])``) was a bare TypeError.
+
+    Parameters
+    ----------
+    procedures : mapping or None
+        The procedures as the user gave them.
+    default : callable
+        Returns the default procedures.
+
+    Returns
+    -------
+    dict
+        Label → procedure.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``procedures`` is neither None nor a mapping.
+
+    Examples
+    --------
+    >>> labelled(None, lambda: {"a": 1}), labelled({"b": 2}, dict)
+    ({'a': 1}, {'b': 2})
+    >>> labelled([2], dict)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: procedures must be a mapping {label:
+    procedure}, e.g. {'CPT': rx.lottery.CPT()}; got list
+    """
+    if procedures is None:
+        return default()
+    if not isinstance(procedures, Mapping):
+        raise ConfigurationError(f"procedures must be a mapping {{label: procedure}}, e.g. "
+                                 f"{{'CPT': rx.lottery.CPT()}}; got {type(procedures).__name__}")
+    return dict(procedures)
