@@ -507,6 +507,14 @@ def test_configuration_errors():
         RepeatedGroupKFold(repeats="5")
     with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
         CellMeansKFold(k=None)
+    # a string design or a missing converter were AttributeErrors from inside
+    procs = {"OLS": OLS("ce ~ z_hi + z_lo + p")}
+    with pytest.raises(ConfigurationError, match="design must be a cross-validation design"):
+        estimate_completeness(data, procs, baseline=ExpectedValue(), benchmark=Constant(),
+                              design="kfold", to_sample=LOTTERY_SAMPLE)
+    with pytest.raises(ConfigurationError, match="to_sample must turn a DataFrame into a Sample"):
+        estimate_completeness(data, procs, baseline=ExpectedValue(), benchmark=Constant(),
+                              design=CellMeansKFold(k=5), to_sample=None)
     with pytest.raises(ConfigurationError, match="k=500 folds need at least k observations"):
         lottery_run(data, k=500)
     with pytest.raises(ConfigurationError, match="k=20 folds need at least k groups"):

@@ -46,3 +46,13 @@ def test_errors_and_plot():
         frontier_table(res, comp, procedures=["A", "Z"])
     ax = plot_frontier(frontier_table(res, comp))
     assert ax.get_ylabel().startswith("restrictiveness") and len(ax.texts) == 2
+
+
+def test_frontier_table_refuses_other_objects():
+    res, comp = _fake({"A": 0.5}, {"A": 0.9})
+    # None or a string was an AttributeError from inside
+    with pytest.raises(ConfigurationError, match="takes restrictiveness Results .* got "
+                                                 "SimpleNamespace and NoneType"):
+        frontier_table(res, None)
+    with pytest.raises(ConfigurationError, match="got str and SimpleNamespace"):
+        frontier_table("res.nc", comp)

@@ -367,3 +367,20 @@ def test_results_refuse_levels_weights_and_paths_they_cannot_honour(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
     with pytest.raises(rx.DataError, match="variables 'loss' and 'baseline_loss'"):
         rx.Results(xr.Dataset({"a": ("x", [1, 2])}))
+
+
+def test_results_refuse_unknown_names_and_contribution_objects():
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    # unknown names were xarray KeyErrors, None an AttributeError
+    with pytest.raises(rx.ConfigurationError, match=r"discrepancy 'kl' not in \['mse'\]"):
+        res.summary(discrepancy="kl")
+    with pytest.raises(rx.ConfigurationError, match="procedure 'nope' not in"):
+        res.summary(procedures=["nope"])
+    with pytest.raises(rx.ConfigurationError, match="takes an rx.Contributions"):
+        res.with_contributions(None)
+    with pytest.raises(rx.ConfigurationError, match="submodels must be a mapping .*got 'GP'"):
+        rx.Contributions(full="linear", submodels="GP")
+    with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got 3"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2).run(progress=False, checkpoint=3)

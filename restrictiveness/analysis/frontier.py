@@ -66,6 +66,12 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     linear               0.231         0.918      True
     quadratic            0.058         1.017      True
     """
+    if not all(hasattr(restrictiveness, a) for a in ("ns", "restrictiveness", "se")) \
+            or not all(hasattr(completeness, a) for a in ("procedures", "kappa", "kappa_se")):
+        raise ConfigurationError(f"frontier_table takes restrictiveness Results (Study.run) and "
+                                 f"CompletenessResults (estimate_completeness), got "
+                                 f"{type(restrictiveness).__name__} and "
+                                 f"{type(completeness).__name__}")
     ns = restrictiveness.ns
     n = n if n is not None else (100 if 100 in ns else ns[-1])
     if n not in ns:
