@@ -115,6 +115,23 @@ def test_options_are_refused_by_name(option, value, message):
         rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)}, **{option: value})
 
 
+def test_formulas_that_would_hang_or_overflow_the_checker_are_refused():
+    # sympy evaluated 10 ** 10 ** 10 exactly: the fit never returned
+    with pytest.raises(FormulaError, match=r"the constant '10 \*\* 10 \*\* 10' is not a "
+                                           "finite real number"):
+        rx.NLS("y ~ a * x * 10 ** 10 ** 10", bounds={"a": (0, 1)})
+    with pytest.raises(FormulaError, match=r"'\(-2\) \*\* 0.5' is not a finite real number"):
+        rx.NLS("y ~ a * x * (-2) ** 0.5", bounds={"a": (0, 1)})
+    # a sum of thousands of terms was a RecursionError
+    with pytest.raises(FormulaError, match="too long or too deeply nested"):
+        rx.NLS("y ~ " + " + ".join(["a * x"] * 3000), bounds={"a": (0, 1)})
+    # constants that are finite still fit
+    x = np.linspace(0.1, 2, 20)
+    fit = rx.NLS("y ~ a * x ** 2 * 2 ** -1", bounds={"a": (0, 3)}).fit(
+        pd.DataFrame({"x": x, "y": 0.7 * x ** 2}))
+    assert fit.params["a"] == pytest.approx(1.4, rel=1e-9)
+
+
 def test_estimation_data_errors_name_the_column_and_alpha_is_checked():
     model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
     x = np.linspace(0.1, 3, 30)
