@@ -122,6 +122,8 @@ def test_formulas_that_would_hang_or_overflow_the_checker_are_refused():
         rx.NLS("y ~ a * x * 10 ** 10 ** 10", bounds={"a": (0, 1)})
     with pytest.raises(FormulaError, match=r"'\(-2\) \*\* 0.5' is not a finite real number"):
         rx.NLS("y ~ a * x * (-2) ** 0.5", bounds={"a": (0, 1)})
+    with pytest.raises(FormulaError, match="the constant '99999.*' is not a finite real"):
+        rx.NLS("y ~ a * x * " + "9" * 400, bounds={"a": (0, 1)})  # OverflowError in compiling
     # a sum of thousands of terms was a RecursionError
     with pytest.raises(FormulaError, match="too long or too deeply nested"):
         rx.NLS("y ~ " + " + ".join(["a * x"] * 3000), bounds={"a": (0, 1)})

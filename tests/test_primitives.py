@@ -193,6 +193,10 @@ def test_each_fitted_rule_has_its_own_info():
      r"constraints must be Constraint objects .*got \['increasing'\]"),
     (lambda: rx.Matern32(lengthscale="1"), rx.ConfigurationError,
      "variance and lengthscale must be numbers"),
+    (lambda: rx.Box.from_frame(pd.DataFrame({"x": [0.0, 1.0]}), ["x"], pad="0.1"),
+     rx.DomainError, "pad must be a nonnegative number, got '0.1'"),  # was a numpy TypeError
+    (lambda: rx.FiniteSet(np.array([[0.0], [1.0]]), ("x",), replace="no"), rx.DomainError,
+     "replace must be True or False, got 'no'"),  # bool('no') drew with replacement
 ])
 def test_domains_and_constraints_refuse_what_they_cannot_honour(build, error, message):
     with pytest.raises(error, match=message):

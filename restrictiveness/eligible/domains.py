@@ -358,7 +358,8 @@ class Box(Domain):
         Box(a=(-1.0, 3.0), b=(0.0, 4.0))
         """
         X = _frame_columns(df, columns, "Box.from_frame")
-        if not (np.isfinite(pad) and pad >= 0):
+        if isinstance(pad, bool) or not isinstance(pad, numbers.Real) \
+                or not (math.isfinite(pad) and pad >= 0):
             raise DomainError(f"Box.from_frame: pad must be a nonnegative number, got {pad!r}")
         lo, hi = X.min(axis=0), X.max(axis=0)
         flat = [c for c, a, b in zip(columns, lo, hi, strict=True) if not a < b]
@@ -508,6 +509,8 @@ class FiniteSet(Domain):
             raise DomainError("FiniteSet: weights must be finite and nonnegative, one per point, "
                               "not all 0")
         self.points, self.weights, self.columns = points, w / w.sum(), tuple(columns)
+        if not isinstance(replace, bool | np.bool_):  # bool("no") is True
+            raise DomainError(f"FiniteSet: replace must be True or False, got {replace!r}")
         self.replace = bool(replace)
 
     @classmethod

@@ -185,6 +185,9 @@ def _check(node: ast.AST, text: str, params: set[str], names: list[str], boolean
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
             raise _refuse(node, text, "the constant")
+        if not math.isfinite(_constant(node) or 0.0):  # 400 digits overflowed in compiling
+            raise FormulaError(f"formula {text!r}: the constant {ast.unparse(node)[:40]!r} is "
+                               "not a finite real number")
         return
     if isinstance(node, ast.Name):
         if node.id.startswith("__"):
