@@ -381,6 +381,15 @@ def test_results_refuse_unknown_names_and_contribution_objects():
         res.with_contributions(None)
     with pytest.raises(rx.ConfigurationError, match="submodels must be a mapping .*got 'GP'"):
         rx.Contributions(full="linear", submodels="GP")
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    # bool('no') showed the bar; a string client failed deep in the dask backend
+    with pytest.raises(rx.ConfigurationError, match="progress must be True, False or None"):
+        study.run(progress="no")
+    with pytest.raises(rx.ConfigurationError, match="client must be a dask.distributed Client"):
+        study.run(backend="dask", client="tcp://nowhere:8786", progress=False)
+    with pytest.raises(rx.ConfigurationError, match="n_jobs must be a positive number .*True"):
+        study.run(n_jobs=True, progress=False)
     with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got 3"):
         rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
                  replications=2).run(progress=False, checkpoint=3)

@@ -361,7 +361,7 @@ class Study:
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None else list(replications)
-        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
+        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -470,7 +470,8 @@ class Study:
         from tqdm.auto import tqdm
 
         workers = _worker_count(n_jobs, len(replications))
-        self._check_shipping(workers, backend, concurrency, requests_per_minute)
+        self._check_shipping(workers, backend, concurrency, requests_per_minute, client,
+                             progress)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -499,10 +500,16 @@ class Study:
             bar.close()
         return [out[m] for m in replications if m in out]
 
-    def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute) -> None:
+    def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
+                        client=None, progress=None) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
+        if client is not None and not hasattr(client, "submit"):  # e.g. an address string
+            raise ConfigurationError(f"client must be a dask.distributed Client (e.g. "
+                                     f"Client('tcp://host:8786')), got {client!r}")
+        if progress is not None and not isinstance(progress, bool):  # bool('no') is True
+            raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
         if concurrency is not None and (not isinstance(concurrency, (int, np.integer))
                                         or isinstance(concurrency, bool) or concurrency < 1):
             raise ConfigurationError(f"concurrency must be a positive integer (threads for "
@@ -584,7 +591,7 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     if n_jobs is None or n_jobs == -1:
         n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
-    elif not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+    elif not isinstance(n_jobs, int | np.integer) or isinstance(n_jobs, bool) or n_jobs < 1:
         raise ConfigurationError(f"n_jobs must be a positive number of workers, or -1 (or None) "
                                  f"for all cores; got {n_jobs!r}")
     return max(1, min(int(n_jobs), units))
