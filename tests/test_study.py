@@ -393,3 +393,25 @@ def test_results_refuse_unknown_names_and_contribution_objects():
     with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got 3"):
         rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
                  replications=2).run(progress=False, checkpoint=3)
+
+
+class _Negative(rx.Discrepancy):
+    name = "negative"
+
+    def __init__(self, sign_for_baseline):
+        self.sign_for_baseline = sign_for_baseline
+
+    def __call__(self, rule, truth, n):
+        baseline = isinstance(rule, FunctionRule)
+        return -1.0 if baseline == self.sign_for_baseline else 1.0
+
+
+@pytest.mark.parametrize(("baseline_negative", "who"), [(True, "the baseline"),
+                                                         (False, "procedure 'linear'")])
+def test_a_negative_loss_is_refused_not_averaged(baseline_negative, who):
+    # -1 / -1 used to give r̂ = 1 without a word
+    with pytest.raises(rx.ConfigurationError, match=rf"discrepancy \['negative'\] gave a "
+                                                    rf"negative loss for {who}"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2, discrepancies=[_Negative(baseline_negative)]
+                 ).run(progress=False)

@@ -821,9 +821,22 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
             if not np.isfinite(base_loss[:, c, k]).all():
                 raise BaselineError(f"the baseline {study.baseline!r} gave a non-finite loss in "
                                     f"replication {m}, n={n}; its predictions must be finite")
+            _check_nonnegative(discs, base_loss[:, c, k], "the baseline", m, n)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds)
+
+
+#: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
+NEGATIVE_LOSS = -1e-10
+
+
+def _check_nonnegative(discs, losses, who: str, m: int, n: int) -> None:
+    """Refuse a negative loss: d(f, g) >= 0, and r̂ of negative losses means nothing."""
+    bad = [d.name for d, v in zip(discs, losses, strict=True) if v < NEGATIVE_LOSS]
+    if bad:
+        raise ConfigurationError(f"discrepancy {bad} gave a negative loss for {who} in "
+                                 f"replication {m}, n={n}; a discrepancy must be >= 0")
 
 
 def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: int
@@ -849,6 +862,7 @@ def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: in
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure.
         loss[:] = [disc(guard, truth, n) for disc in discs]
+    _check_nonnegative(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
                       fit_info)
 
