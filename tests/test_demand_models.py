@@ -588,3 +588,5 @@ def test_demand_helpers_refuse_inputs_they_cannot_use():
         rx.demand.market_sample(None)
     with pytest.raises(ConfigurationError, match="procedures must be a mapping"):
         rx.demand.study(procedures=[MNL()])
+    with pytest.raises(DataError, match="demand estimation takes a DataFrame .*got NoneType"):
+        MNL.from_formula("shares ~ prices", None)
