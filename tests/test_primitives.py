@@ -219,3 +219,17 @@ def test_monotone_gp_options_are_refused_by_name(option, value, message):
         rx.MonotoneGP(eligible, **{option: value})
     with pytest.raises(rx.ConfigurationError, match="takes an rx.EligibleSet"):
         rx.MonotoneGP(rx.Box(x=(0, 1)))
+
+
+def test_between_columns_that_cross_on_the_domain_are_refused():
+    # where lo > hi no rule is eligible; the draws lay outside their own bounds and every
+    # procedure's predictions there were "invalid", silently changing r̂
+    crossing = rx.EligibleSet(rx.Box(lo=(0, 1), hi=(0, 1)), rx.Between("lo", "hi"))
+    with pytest.raises(rx.ConstraintError, match=r"lower bound exceeds the upper bound at \d+ "
+                                                 r"of 30 points.*where=\['lo <= hi'\]"):
+        rx.MonotoneGP(crossing, n_eval=20).draw([10], np.random.default_rng(0))
+    ordered = rx.EligibleSet(rx.Box(lo=(0, 1), hi=(0, 1), where=["lo <= hi"]),
+                             rx.Between("lo", "hi"))
+    truth = rx.MonotoneGP(ordered, n_eval=20).draw([10], np.random.default_rng(0))
+    X, y = truth.eval_X, truth.eval_y(10)
+    assert ((X[:, 0] <= y) & (y <= X[:, 1])).all()

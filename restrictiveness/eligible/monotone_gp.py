@@ -269,6 +269,12 @@ class MonotoneGP(EvaluationDistribution):
         if b is None:
             return np.asarray(g, dtype=float)
         lo, hi = b.bounds(X, self.columns)
+        crossed = np.flatnonzero(lo > hi)
+        if crossed.size:  # the truths would lie outside the bounds they were drawn for
+            raise ConstraintError(
+                f"{b!r}: the lower bound exceeds the upper bound at {crossed.size} of "
+                f"{len(lo)} points of the domain, where no rule is eligible; restrict the "
+                f"domain (e.g. Box(..., where=['{b.lower} <= {b.upper}']))")
         return lo + (hi - lo) * expit(g)
 
     def impose(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
