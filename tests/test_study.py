@@ -415,3 +415,12 @@ def test_a_negative_loss_is_refused_not_averaged(baseline_negative, who):
         rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
                  replications=2, discrepancies=[_Negative(baseline_negative)]
                  ).run(progress=False)
+
+
+def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():
+    # an IndexError inside KL was reported as "the baseline ... failed"
+    with pytest.raises(rx.ConfigurationError, match="KL compares probability vectors .*use MSE"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2, discrepancies=[rx.KL()]).run(progress=False)
+    with pytest.raises(rx.ConfigurationError, match=r"positive integers, got \[2.5\]"):
+        _lottery_like().draw([2.5], np.random.default_rng(0))

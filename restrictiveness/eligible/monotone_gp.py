@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit
 
-from ..shared.checks import whole_number
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, ConstraintError
 from .constraints import Between, Constraint, Decreasing, Increasing
 from .domains import Domain
@@ -442,6 +442,8 @@ class MonotoneGP(EvaluationDistribution):
         >>> bool((np.diff(y) >= 0).all() and (0 < y).all() and (y < 1).all())
         True
         """
+        if not all(is_whole(n) for n in ns):  # 2.5 was truncated to 2
+            raise ConfigurationError(f"sample sizes n must be positive integers, got {ns!r}")
         ns = sorted({int(n) for n in ns})
         if not ns or ns[0] < 1:
             raise ConfigurationError("sample sizes n must be positive integers")

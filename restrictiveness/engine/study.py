@@ -815,6 +815,8 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
                 reraise_interrupt(exc)
+                if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
+                    raise
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
