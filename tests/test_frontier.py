@@ -56,3 +56,9 @@ def test_frontier_table_refuses_other_objects():
         frontier_table(res, None)
     with pytest.raises(ConfigurationError, match="got str and SimpleNamespace"):
         frontier_table("res.nc", comp)
+    # a missing table was a TypeError, one without the columns a KeyError
+    with pytest.raises(ConfigurationError, match="plot_frontier takes the table of "
+                                                 r"frontier_table\(...\).*got NoneType"):
+        plot_frontier(None)
+    with pytest.raises(ConfigurationError, match="got DataFrame"):
+        plot_frontier(pd.DataFrame({"a": [1.0]}))

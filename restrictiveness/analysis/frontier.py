@@ -133,6 +133,11 @@ def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True, level: fl
     """
     if not 0 < level < 1:
         raise ConfigurationError(f"level must lie in (0, 1); got {level}")
+    needed = ["restrictiveness", "restrictiveness_se", "completeness", "completeness_se",
+              "frontier"]
+    if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in needed):
+        raise ConfigurationError(f"plot_frontier takes the table of frontier_table(...) with "
+                                 f"columns {needed}, got {type(table).__name__}")
     ax = new_axes(ax, figsize=(6, 4.5))
     z = scipy.stats.norm.ppf(0.5 + level / 2)
     ax.axvline(0.0, color="grey", lw=0.8, ls=":", label="baseline (κ = 0, r = 1)")
