@@ -208,3 +208,20 @@ def test_gp_regression_merges_repeated_locations_of_draws_with_replacement():
                    replications=3).run(progress=False)
     assert int(res.dataset["failed"].sum()) == 0
     assert float(res.restrictiveness.max()) < 1e-12
+
+
+def test_data_with_a_repeated_column_name_are_refused():
+    """pandas returns both columns of a repeated name: OLS fitted both as one 2-column term,
+    NLS silently took the first."""
+    df = _frame()
+    twice = pd.concat([df, df[["x1"]].iloc[::-1].reset_index(drop=True)], axis=1)
+    for fit in (lambda: rx.OLS("y ~ x1 + x2").fit(twice),
+                lambda: rx.GPRegression("y ~ x1").fit(twice),
+                lambda: rx.NLS("y ~ a * x1", bounds={"a": (0, 2)}).fit(twice)):
+        with pytest.raises(DataError, match=r"more than one column named \['x1'\]"):
+            fit()
+    # a repeated column the formula does not use is harmless, except to statsmodels
+    rule = rx.GPRegression("y ~ x2").fit(twice)
+    np.testing.assert_allclose(rule.predict(df.iloc[:3]), df["y"].iloc[:3], atol=1e-4)
+    with pytest.raises(DataError, match=r"OLS estimation: .*more than one column named \['x1'\]"):
+        rx.OLS("y ~ x2").fit(twice)  # was an AttributeError inside statsmodels

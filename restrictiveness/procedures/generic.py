@@ -25,7 +25,7 @@ from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.formula import FORMULA_ENV, parse_formula
+from ..shared.formula import FORMULA_ENV, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns
 from .estimation import cluster_codes
 
@@ -355,6 +355,8 @@ class OLS(FormulaProcedure):
             raise FormulaError(f"formula {formula!r} has no response (left-hand side)")
         f.design_matrix(data)   # our checks first: missing columns and values are named
         f.response_values(data)
+        # statsmodels fails on any repeated column name, used or not (AttributeError)
+        repeated_columns(data, list(data.columns), "OLS estimation")
         # the formulas' fixed namespace; statsmodels >= 0.15 takes it as a dict (its
         # FormulaManager), older versions as patsy's EvalEnvironment
         new = importlib.util.find_spec("statsmodels.formula._manager") is not None

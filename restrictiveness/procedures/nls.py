@@ -69,6 +69,7 @@ from ..shared.expression import (
     compile_expression,
     parse_nonlinear,
 )
+from ..shared.formula import repeated_columns
 from ..shared.sample import Sample
 from .estimation import LeastSquaresResults, cluster_codes
 
@@ -694,6 +695,7 @@ class NLSEstimator:
         if model._formula is not None:  # a missing column was a bare KeyError below
             model._formula.check_columns(list(data.columns))
         used = [model.response, *(model.variables or ())]
+        repeated_columns(data, used, "NLS estimation")
         if data[used].isna().any().any():
             raise DataError(f"the data contain missing values in {used}; drop or impute them "
                             "first")

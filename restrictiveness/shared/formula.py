@@ -202,3 +202,15 @@ def _check_columns(data, names, text: str) -> None:
             f"formula {text!r} names column(s) {missing} that the data do not have; "
             f"available columns: {list(data.keys())}"
         )
+    repeated_columns(data, names, f"formula {text!r}")
+
+
+def repeated_columns(data, names, who: str) -> None:
+    """Refuse a DataFrame in which a column that ``names`` lists occurs more than once
+    (pandas then returns both; which one is meant cannot be told)."""
+    columns = getattr(data, "columns", None)
+    if columns is not None and not columns.is_unique:
+        twice = sorted({c for c in names if list(columns).count(c) > 1})
+        if twice:
+            raise DataError(f"{who}: the data have more than one column named {twice}; "
+                            "rename or drop the copies")
