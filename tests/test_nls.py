@@ -134,6 +134,22 @@ def test_formulas_that_would_hang_or_overflow_the_checker_are_refused():
     assert fit.params["a"] == pytest.approx(1.4, rel=1e-9)
 
 
+def test_unidentified_parameters_get_nan_standard_errors_not_the_pseudo_inverses():
+    """a and b enter only as a * b: the pseudo-inverse of JᵀJ reported bse = 0 for both (and
+    t = inf). They are NaN now, with a warning naming them; c keeps its standard error, the
+    one of the model with a * b as one parameter (s² still divides by N − 3)."""
+    x = np.linspace(0, 1, 40)
+    data = pd.DataFrame({"x": x, "y": 0.3 + 2 * x + 0.05 * np.cos(17 * x)})
+    with pytest.warns(RuntimeWarning, match=r"parameters \['a', 'b'\] are not identified"):
+        res = rx.NLS("y ~ c + a * b * x", bounds={"a": (0.1, 10), "b": (0.1, 5),
+                                                  "c": (-1, 1)}).fit(data)
+        bse = res.bse
+    assert np.isnan(bse["a"]) and np.isnan(bse["b"])
+    ref = rx.NLS("y ~ c + d * x", bounds={"d": (0, 10), "c": (-1, 1)}).fit(data)
+    assert bse["c"] == pytest.approx(ref.bse["c"] * np.sqrt(38 / 37), rel=1e-6)
+    assert res.params["a"] * res.params["b"] == pytest.approx(ref.params["d"], rel=1e-6)
+
+
 def test_estimation_data_errors_name_the_column_and_alpha_is_checked():
     model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
     x = np.linspace(0.1, 3, 30)
