@@ -339,6 +339,11 @@ def test_study_refuses_non_string_labels_and_a_non_distribution():
         rx.Study(prior, {1: rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
     with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got ''"):
         rx.Study(prior, {"": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    # a baseline labelled like a procedure made summaries name two "linear"s
+    with pytest.raises(rx.ConfigurationError, match=r"baseline_label must be .*other than the "
+                                                    r"procedure labels \['linear'\]"):
+        rx.Study(prior, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 baseline_label="linear")
     with pytest.raises(rx.ConfigurationError, match="evaluation must be an evaluation "
                                                     "distribution .*got 3"):
         rx.Study(3, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])

@@ -160,6 +160,11 @@ class Study:
                 p.validate(evaluation.columns, evaluation.response)
         if not hasattr(baseline, "fit"):
             raise ConfigurationError("baseline has no fit(sample, rng) method")
+        if not isinstance(baseline_label, str) or not baseline_label \
+                or baseline_label in self.procedures:  # summaries would name two "linear"s
+            raise ConfigurationError(f"baseline_label must be a non-empty string other than the "
+                                     f"procedure labels {list(self.procedures)}, got "
+                                     f"{baseline_label!r}")
         self.evaluation, self.baseline, self.baseline_label = evaluation, baseline, baseline_label
         if isinstance(discrepancies, str) or not isinstance(discrepancies, Iterable) \
                 or not all(callable(d) and isinstance(getattr(d, "name", None), str)
