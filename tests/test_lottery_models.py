@@ -513,3 +513,12 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
     with pytest.raises(DataError, match=r"z_lo exceed high prizes z_hi in 1 row\(s\) "
                                         r"\(first: row 1\)"):
         rx.lottery.CPT().fit(df)
+    # an IndexError, an AttributeError and bool("no") before
+    rule = rx.lottery.CPT().fit(Sample(df[["z_hi", "z_lo", "p"]].iloc[[0, 2, 3]].to_numpy(),
+                                       df["ce"].iloc[[0, 2, 3]].to_numpy(), ("z_hi", "z_lo", "p")))
+    with pytest.raises(DataError, match=r"have 2 columns for the 3 names"):
+        rule.predict(np.ones((2, 2)))
+    with pytest.raises(ConfigurationError, match="utility must be rx.lottery.PowerUtility"):
+        rx.lottery.RDU(utility="power")
+    with pytest.raises(DataError, match="gains_only must be True or False, got 'no'"):
+        rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")

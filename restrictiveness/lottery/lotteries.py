@@ -72,6 +72,9 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
     if X.ndim != 2:
         raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")
     if columns is not None:
+        if X.shape[1] != len(columns):  # was an IndexError below
+            raise DataError(f"lottery covariates X have {X.shape[1]} columns for the "
+                            f"{len(columns)} names {list(columns)}")
         missing = [c for c in names if c not in columns]
         if missing:
             raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
