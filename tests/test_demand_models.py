@@ -590,3 +590,10 @@ def test_demand_helpers_refuse_inputs_they_cannot_use():
         rx.demand.study(procedures=[MNL()])
     with pytest.raises(DataError, match="demand estimation takes a DataFrame .*got NoneType"):
         MNL.from_formula("shares ~ prices", None)
+    # a bare ValueError/TypeError, a numpy error at the first fit, bool("no") before
+    with pytest.raises(ConfigurationError, match=r"nodes must be an even number .*got None"):
+        MixedLogit(nodes=None)
+    with pytest.raises(ConfigurationError, match="seed must be a whole number >= 0, got -1"):
+        MixedLogit(seed=-1)
+    with pytest.raises(ConfigurationError, match="reflect must be True or False, got 'no'"):
+        MixedLogit(reflect="no")

@@ -43,6 +43,7 @@ import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import BOUND_RTOL
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -835,9 +836,13 @@ class MixedLogit(_DemandProcedure):
                  seed: int = NODE_SEED, budget: str = DEFAULT_BUDGET,
                  reflect: bool = True) -> None:
         super().__init__(formula, max_nfev, method, budget)
+        if not isinstance(reflect, bool | np.bool_):  # bool("no") is True
+            raise ConfigurationError(f"reflect must be True or False, got {reflect!r}")
         self.reflect = bool(reflect)
-        if int(nodes) < 2 or int(nodes) % 2:
-            raise ValueError("nodes must be an even number ≥ 2 (antithetic pairs)")
+        if not is_whole(nodes) or nodes < 2 or nodes % 2:  # None was a TypeError
+            raise ConfigurationError(f"nodes must be an even number ≥ 2 (antithetic pairs), "
+                                     f"got {nodes!r}")
+        whole_number(seed, "seed", minimum=0)  # -1 failed inside numpy at the first fit
         if isinstance(random, str):
             random = [random]
         self.random = None if random is None else tuple(random)
