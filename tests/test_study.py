@@ -339,6 +339,11 @@ def test_study_refuses_non_string_labels_and_a_non_distribution():
         rx.Study(prior, {1: rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
     with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got ''"):
         rx.Study(prior, {"": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    capped = rx.OLS("y ~ x1")
+    capped.draws = 0  # r̂ was NaN without a word
+    with pytest.raises(rx.ConfigurationError, match=r"procedures\['capped'\].draws must be a "
+                                                    r"whole number >= 1, got 0"):
+        rx.Study(prior, {"capped": capped}, rx.Constant(), n=[10], draws=2)
     # a baseline labelled like a procedure made summaries name two "linear"s
     with pytest.raises(rx.ConfigurationError, match=r"baseline_label must be .*other than the "
                                                     r"procedure labels \['linear'\]"):

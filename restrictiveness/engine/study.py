@@ -155,6 +155,8 @@ class Study:
                                          f"{label!r}")
             if not hasattr(p, "fit"):
                 raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
+            if getattr(p, "draws", None) is not None:  # 0 gave r̂ = NaN, 1.5 one draw
+                whole_number(p.draws, f"procedures[{label!r}].draws", minimum=1)
         for p in [*self.procedures.values(), baseline]:
             if hasattr(p, "validate"):
                 p.validate(evaluation.columns, evaluation.response)
