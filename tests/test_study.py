@@ -434,3 +434,20 @@ def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():
                  replications=2, discrepancies=[rx.KL()]).run(progress=False)
     with pytest.raises(rx.ConfigurationError, match=r"positive integers, got \[2.5\]"):
         _lottery_like().draw([2.5], np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("replications", [[-1, 0], [0.5, 1], [1, 1], [], [10], 2])
+def test_run_refuses_replication_indices_it_cannot_honour(replications):
+    # -1 and 0.5 failed inside numpy, [] inside numpy.stack, 2 was a TypeError; [1, 1] ran the
+    # same pseudo-truth twice and [10] one the study does not have
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=4)
+    with pytest.raises(rx.ConfigurationError, match="replications must be"):
+        study.run(replications=replications, progress=False)
+
+
+def test_one_replication_runs_but_has_no_standard_error():
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                   replications=4).run(replications=[2], progress=False)
+    with pytest.raises(rx.ConfigurationError, match="at least two replications are needed"):
+        res.estimates()

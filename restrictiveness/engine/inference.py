@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..shared.checks import probability
+from ..shared.exceptions import ConfigurationError
 
 __all__ = ["ratio_estimate", "influence", "combination_estimate", "normal_interval"]
 
@@ -24,7 +25,8 @@ def _check(D: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if B.shape[-1] != D.shape[-1]:
         raise ValueError("D and B must have the same number of replications (last axis)")
     if B.shape[-1] < 2:
-        raise ValueError("at least two replications are needed for a standard error")
+        raise ConfigurationError("at least two replications are needed for a standard error; "
+                                 "these results hold one (e.g. run(replications=[0]))")
     return D, B
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import whole_number
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
     ConfigurationError,
@@ -367,7 +367,8 @@ class Study:
         from .checkpoint import Checkpoint
         from .results import Results
 
-        reps = list(range(self.replications)) if replications is None else list(replications)
+        reps = list(range(self.replications)) if replications is None \
+            else self._replication_indices(replications)
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
@@ -506,6 +507,19 @@ class Study:
         finally:
             bar.close()
         return [out[m] for m in replications if m in out]
+
+    def _replication_indices(self, replications) -> list[int]:
+        """Distinct replication indices in ``range(self.replications)``: an int, a negative
+        or fractional index, an empty list or a repeat failed inside numpy or was run twice."""
+        if isinstance(replications, str) or not isinstance(replications, Iterable):
+            raise ConfigurationError(f"replications must be a sequence of replication indices, "
+                                     f"got {replications!r}")
+        reps = list(replications)
+        if not reps or len(set(reps)) != len(reps) or not all(
+                is_whole(m) and 0 <= m < self.replications for m in reps):
+            raise ConfigurationError(f"replications must be distinct indices in "
+                                     f"0..{self.replications - 1}, got {reps!r}")
+        return [int(m) for m in reps]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
                         client=None, progress=None) -> None:
