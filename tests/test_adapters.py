@@ -271,7 +271,7 @@ def test_logshare_rejects_bad_samples_and_queries():
     with pytest.raises(DataError, match="sample.y"):
         LogShareRegressor().fit(rx.Sample(X, y0, COLS, "shares"), rng)
     with pytest.raises(DataError, match="sample.X"):
-        LogShareRegressor().fit(rx.Sample(X[:, :, 0], y, ("prices",) * 3, "shares"), rng)
+        LogShareRegressor().fit(rx.Sample(X[:, :, 0], y, ("p1", "p2", "p3"), "shares"), rng)
     rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
     with pytest.raises(DataError, match="shape"):
         rule.predict(X[:, :2])

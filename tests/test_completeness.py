@@ -500,6 +500,21 @@ def test_configuration_errors():
         CellMeansKFold(k=1)
     with pytest.raises(ConfigurationError, match="repeats must be a positive integer"):
         RepeatedGroupKFold(repeats=0)
+    # None was a bare TypeError from int(), 2.5 a ValueError-free truncation check
+    with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
+        RepeatedGroupKFold(k=None)
+    with pytest.raises(ConfigurationError, match="repeats must be a positive integer, got '5'"):
+        RepeatedGroupKFold(repeats="5")
+    with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
+        CellMeansKFold(k=None)
+    # a string design or a missing converter were AttributeErrors from inside
+    procs = {"OLS": OLS("ce ~ z_hi + z_lo + p")}
+    with pytest.raises(ConfigurationError, match="design must be a cross-validation design"):
+        estimate_completeness(data, procs, baseline=ExpectedValue(), benchmark=Constant(),
+                              design="kfold", to_sample=LOTTERY_SAMPLE)
+    with pytest.raises(ConfigurationError, match="to_sample must turn a DataFrame into a Sample"):
+        estimate_completeness(data, procs, baseline=ExpectedValue(), benchmark=Constant(),
+                              design=CellMeansKFold(k=5), to_sample=None)
     with pytest.raises(ConfigurationError, match="k=500 folds need at least k observations"):
         lottery_run(data, k=500)
     with pytest.raises(ConfigurationError, match="k=20 folds need at least k groups"):

@@ -567,3 +567,33 @@ def test_mxl_keeps_the_mnl_fit_as_a_candidate():
     assert fit.info["start"] == "MNL (L = 0)"
     np.testing.assert_allclose(fit.params, np.r_[BETA, 0.0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(fit.predict(X), y, atol=1e-12)
+
+
+def test_demand_helpers_refuse_inputs_they_cannot_use():
+    import restrictiveness as rx
+
+    frame = rx.datasets.load_cereal()
+    # a DataFrame given to fit was an AttributeError ('no attribute X')
+    with pytest.raises(DataError, match=r"MNL.fit takes a market Sample .*MNL.from_formula"):
+        MNL().fit(frame)
+    with pytest.raises(DataError, match=r"Logit.fit takes a market Sample .*got DataFrame"):
+        Logit().fit(frame)
+    # missing columns were a bare KeyError, None an AttributeError
+    with pytest.raises(DataError, match=r"completeness: the data lack column\(s\) "
+                                        r"\['market_ids'\]"):
+        rx.demand.completeness(frame.drop(columns="market_ids"))
+    with pytest.raises(DataError, match=r"lack column\(s\) \['sugar'\]"):
+        rx.demand.market_sample(frame.drop(columns="sugar"))
+    with pytest.raises(DataError, match="market_sample takes a DataFrame .*got NoneType"):
+        rx.demand.market_sample(None)
+    with pytest.raises(ConfigurationError, match="procedures must be a mapping"):
+        rx.demand.study(procedures=[MNL()])
+    with pytest.raises(DataError, match="demand estimation takes a DataFrame .*got NoneType"):
+        MNL.from_formula("shares ~ prices", None)
+    # a bare ValueError/TypeError, a numpy error at the first fit, bool("no") before
+    with pytest.raises(ConfigurationError, match=r"nodes must be an even number .*got None"):
+        MixedLogit(nodes=None)
+    with pytest.raises(ConfigurationError, match="seed must be a whole number >= 0, got -1"):
+        MixedLogit(seed=-1)
+    with pytest.raises(ConfigurationError, match="reflect must be True or False, got 'no'"):
+        MixedLogit(reflect="no")

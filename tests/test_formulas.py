@@ -110,6 +110,24 @@ def test_formulas_a_procedure_cannot_honour_are_refused():
     (lambda: rx.AutoML(max_iter=0), "max_iter must be an integer of at least 1"),
     (lambda: rx.AutoML(max_iter=2.5), r"max_iter must be an integer .*got 2\.5"),
     (lambda: GridGP().set_params(nugget=1e-3), "GridGP has no parameter 'nugget'"),
+    # these were bare TypeErrors, silent truncations or strings split into characters
+    (lambda: rx.GPRegression(noise="0.1"), "noise must be a nonnegative variance, got '0.1'"),
+    (lambda: rx.GPRegression(kernel="m32"), "kernel must be a Kernel"),
+    (lambda: rx.GPRegression(constraints="between"),
+     "constraints must be a sequence of Constraint objects.*got 'between'"),
+    (lambda: rx.GPRegression(constraints=rx.Between(0, 1)),
+     r"constraints must be a sequence .*got Between\(lower=0, upper=1\)"),
+    (lambda: rx.AutoML(max_iter=None), "max_iter must be an integer of at least 1 .*got None"),
+    (lambda: rx.AutoML(time_budget="10"), "time_budget must be positive seconds or None, "
+                                          "got '10'"),
+    (lambda: rx.AutoML(n_jobs=0), "n_jobs must be a positive number of threads, or -1"),
+    (lambda: rx.AutoML(n_jobs=1.5), "n_jobs must be a whole number >= -1, got 1.5"),
+    (lambda: rx.AutoML(estimator_list="lgbm"),
+     r"estimator_list must be a non-empty list of FLAML learner names .*got 'lgbm'"),
+    (lambda: rx.SklearnRegressor(LinearRegression),
+     r"must be an instance, e.g. LinearRegression\(\), not the class"),
+    (lambda: rx.SklearnRegressor("lr"), r"fit\(X, y\) and predict\(X\) methods, got 'lr'"),
+    (lambda: rx.FunctionRule(3), "FunctionRule takes a function"),
 ])
 def test_settings_a_procedure_cannot_honour_are_refused(make, message):
     with pytest.raises(ConfigurationError, match=message):
@@ -141,3 +159,69 @@ def test_procedures_accept_dataframes():
     ev = rx.lottery.ExpectedValue().fit(lot)
     np.testing.assert_allclose(ev.predict(lot), lot["p"] * lot["z_hi"]
                                + (1 - lot["p"]) * lot["z_lo"])
+
+
+def test_predict_refuses_covariates_of_another_shape_or_with_nan():
+    x = np.linspace(0, 1, 20)
+    sample = rx.Sample(np.c_[x, x ** 2], 1 + x, ("x1", "x2"))
+    for proc in (rx.OLS("y ~ x1"), rx.GPRegression(), rx.SklearnRegressor(LinearRegression())):
+        rule = proc.fit(sample, np.random.default_rng(0))
+        # five columns for two gave numbers (OLS) or numpy/sklearn errors
+        with pytest.raises(DataError, match=r"shape \(m, 2\), the columns \['x1', 'x2'\]; "
+                                            r"got shape \(2, 5\)"):
+            rule.predict(np.ones((2, 5)))
+        with pytest.raises(DataError, match=r"got shape \(2,\)"):
+            rule.predict(np.ones(2))
+    # patsy's own error for NaN at prediction
+    with pytest.raises(DataError, match="'y ~ np.exp\\(x1\\)': the data contain missing values"):
+        rx.OLS("y ~ np.exp(x1)").fit(sample).predict(np.array([[np.nan, 0.0]]))
+
+
+def test_samples_refuse_nan_labels_and_ambiguous_names():
+    X = np.ones((3, 1))
+    with pytest.raises(DataError, match="labels y contain NaN or infinite values"):
+        rx.Sample(X, np.array([1.0, np.nan, 2.0]), ("x",))  # OLS fitted NaN coefficients
+    with pytest.raises(DataError, match="columns must be distinct names, got 'x'"):
+        rx.Sample(X, np.ones(3), "x")
+    with pytest.raises(DataError, match=r"distinct names, got \('x', 'x'\)"):
+        rx.Sample(np.ones((3, 2)), np.ones(3), ("x", "x"))
+    with pytest.raises(DataError, match="response must be a name other than the columns, "
+                                        "got 'x'"):
+        rx.Sample(X, np.ones(3), ("x",), response="x")
+
+
+def test_gp_regression_merges_repeated_locations_of_draws_with_replacement():
+    """Draws with replacement from a finite support repeat locations; the noise-free kernel
+    matrix was then singular and every fit failed (r̂ = 1, the baseline's). With the repeats
+    merged, the GP interpolates the support it has seen: here all of it, so r̂ = 0."""
+    X = np.array([[0.0], [0.5], [1.0], [0.5], [0.0]])
+    y = np.array([0.1, 0.4, 0.9, 0.4, 0.1])
+    rule = rx.GPRegression().fit(rx.Sample(X, y, ("x",)))
+    np.testing.assert_allclose(rule.predict(X[:3]), y[:3], atol=1e-10)
+    # the same as a fit on the distinct locations, whatever their order
+    once = rx.GPRegression().fit(rx.Sample(X[:3], y[:3], ("x",)))
+    grid = np.linspace(0, 1, 11)[:, None]
+    np.testing.assert_allclose(rule.predict(grid), once.predict(grid), rtol=1e-12)
+    support = rx.FiniteSet(np.linspace(0, 1, 5)[:, None], ("x",))
+    prior = rx.MonotoneGP(rx.EligibleSet(support, rx.Increasing("x"), rx.Between(0, 1)))
+    res = rx.Study(prior, {"GP": rx.GPRegression()}, rx.Constant(), n=[20],
+                   replications=3).run(progress=False)
+    assert int(res.dataset["failed"].sum()) == 0
+    assert float(res.restrictiveness.max()) < 1e-12
+
+
+def test_data_with_a_repeated_column_name_are_refused():
+    """pandas returns both columns of a repeated name: OLS fitted both as one 2-column term,
+    NLS silently took the first."""
+    df = _frame()
+    twice = pd.concat([df, df[["x1"]].iloc[::-1].reset_index(drop=True)], axis=1)
+    for fit in (lambda: rx.OLS("y ~ x1 + x2").fit(twice),
+                lambda: rx.GPRegression("y ~ x1").fit(twice),
+                lambda: rx.NLS("y ~ a * x1", bounds={"a": (0, 2)}).fit(twice)):
+        with pytest.raises(DataError, match=r"more than one column named \['x1'\]"):
+            fit()
+    # a repeated column the formula does not use is harmless, except to statsmodels
+    rule = rx.GPRegression("y ~ x2").fit(twice)
+    np.testing.assert_allclose(rule.predict(df.iloc[:3]), df["y"].iloc[:3], atol=1e-4)
+    with pytest.raises(DataError, match=r"OLS estimation: .*more than one column named \['x1'\]"):
+        rx.OLS("y ~ x2").fit(twice)  # was an AttributeError inside statsmodels

@@ -46,3 +46,19 @@ def test_errors_and_plot():
         frontier_table(res, comp, procedures=["A", "Z"])
     ax = plot_frontier(frontier_table(res, comp))
     assert ax.get_ylabel().startswith("restrictiveness") and len(ax.texts) == 2
+
+
+def test_frontier_table_refuses_other_objects():
+    res, comp = _fake({"A": 0.5}, {"A": 0.9})
+    # None or a string was an AttributeError from inside
+    with pytest.raises(ConfigurationError, match="takes restrictiveness Results .* got "
+                                                 "SimpleNamespace and NoneType"):
+        frontier_table(res, None)
+    with pytest.raises(ConfigurationError, match="got str and SimpleNamespace"):
+        frontier_table("res.nc", comp)
+    # a missing table was a TypeError, one without the columns a KeyError
+    with pytest.raises(ConfigurationError, match="plot_frontier takes the table of "
+                                                 r"frontier_table\(...\).*got NoneType"):
+        plot_frontier(None)
+    with pytest.raises(ConfigurationError, match="got DataFrame"):
+        plot_frontier(pd.DataFrame({"a": [1.0]}))

@@ -408,3 +408,14 @@ def test_client_must_return_text(sample):
         Completion(lambda m: 42, limits=FAST).fit(sample, np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match="client"):
         Completion("not callable")
+
+
+def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("")
+    # FileExistsError from pathlib before
+    with pytest.raises(ConfigurationError, match="cannot be used as a cache folder"):
+        ResponseCache(not_a_folder)
+    # int(None) was a bare TypeError
+    with pytest.raises(ConfigurationError, match="rounds must be a whole number >= 0, got None"):
+        Agent(lambda messages: "", rounds=None)

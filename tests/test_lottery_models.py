@@ -491,3 +491,34 @@ def test_summary_exports():
         CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit(cov_type="cluster")
     with pytest.raises(ConfigurationError, match="cov_type"):
         CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit(cov_type="robust")
+
+
+def test_lottery_helpers_refuse_inputs_they_cannot_use():
+    import restrictiveness as rx
+
+    # a list of procedures was a bare TypeError from dict()
+    with pytest.raises(ConfigurationError, match=r"procedures must be a mapping \{label: "
+                                                 r"procedure\}.*got list"):
+        rx.lottery.study(procedures=[rx.lottery.CPT()])
+    with pytest.raises(ConfigurationError, match="procedures must be a mapping"):
+        rx.lottery.completeness(pd.DataFrame(), [rx.lottery.CPT()])
+    # None for the data or the path was a TypeError from pathlib
+    with pytest.raises(DataError, match="load_bruhin takes the path of ch03_data.csv, got None"):
+        rx.lottery.completeness(None)
+    with pytest.raises(DataError, match="got None"):
+        rx.datasets.load_bruhin(None)
+    # swapped prizes were fitted silently, rank-dependent weights on the wrong prize
+    df = pd.DataFrame({"z_hi": [1.0, 0.8, 0.6, 0.9], "z_lo": [0.0, 0.9, 0.2, 0.0],
+                       "p": [0.5, 0.3, 0.7, 0.2], "ce": [0.5, 0.8, 0.4, 0.2]})
+    with pytest.raises(DataError, match=r"z_lo exceed high prizes z_hi in 1 row\(s\) "
+                                        r"\(first: row 1\)"):
+        rx.lottery.CPT().fit(df)
+    # an IndexError, an AttributeError and bool("no") before
+    rule = rx.lottery.CPT().fit(Sample(df[["z_hi", "z_lo", "p"]].iloc[[0, 2, 3]].to_numpy(),
+                                       df["ce"].iloc[[0, 2, 3]].to_numpy(), ("z_hi", "z_lo", "p")))
+    with pytest.raises(DataError, match=r"have 2 columns for the 3 names"):
+        rule.predict(np.ones((2, 2)))
+    with pytest.raises(ConfigurationError, match="utility must be rx.lottery.PowerUtility"):
+        rx.lottery.RDU(utility="power")
+    with pytest.raises(DataError, match="gains_only must be True or False, got 'no'"):
+        rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")

@@ -101,6 +101,75 @@ def test_configuration_errors_name_the_argument():
         rx.NLS("y ~ a * x", bounds={"a": (0, 1)}, scale={"a": "log"})
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("max_nfev", None, "max_nfev must be a whole number >= 1, got None"),
+    ("n_points", 2.5, "n_points must be a whole number >= 2, got 2.5"),
+    ("n_refine", 0, "n_refine must be a whole number >= 1, got 0"),
+    ("seed", -1, "seed must be a whole number >= 0, got -1"),  # used to fail inside numpy
+    ("seed", None, "seed must be a whole number >= 0, got None"),
+    ("gtol", float("nan"), r"gtol, xtol and ftol must be positive numbers, got \(nan"),
+    ("scale", "log", "scale must be a mapping"),
+])
+def test_options_are_refused_by_name(option, value, message):
+    with pytest.raises(ConfigurationError, match=message):
+        rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)}, **{option: value})
+
+
+def test_formulas_that_would_hang_or_overflow_the_checker_are_refused():
+    # sympy evaluated 10 ** 10 ** 10 exactly: the fit never returned
+    with pytest.raises(FormulaError, match=r"the constant '10 \*\* 10 \*\* 10' is not a "
+                                           "finite real number"):
+        rx.NLS("y ~ a * x * 10 ** 10 ** 10", bounds={"a": (0, 1)})
+    with pytest.raises(FormulaError, match=r"'\(-2\) \*\* 0.5' is not a finite real number"):
+        rx.NLS("y ~ a * x * (-2) ** 0.5", bounds={"a": (0, 1)})
+    with pytest.raises(FormulaError, match="the constant '99999.*' is not a finite real"):
+        rx.NLS("y ~ a * x * " + "9" * 400, bounds={"a": (0, 1)})  # OverflowError in compiling
+    # a sum of thousands of terms was a RecursionError
+    with pytest.raises(FormulaError, match="too long or too deeply nested"):
+        rx.NLS("y ~ " + " + ".join(["a * x"] * 3000), bounds={"a": (0, 1)})
+    # constants that are finite still fit
+    x = np.linspace(0.1, 2, 20)
+    fit = rx.NLS("y ~ a * x ** 2 * 2 ** -1", bounds={"a": (0, 3)}).fit(
+        pd.DataFrame({"x": x, "y": 0.7 * x ** 2}))
+    assert fit.params["a"] == pytest.approx(1.4, rel=1e-9)
+
+
+def test_unidentified_parameters_get_nan_standard_errors_not_the_pseudo_inverses():
+    """a and b enter only as a * b: the pseudo-inverse of JᵀJ reported bse = 0 for both (and
+    t = inf). They are NaN now, with a warning naming them; c keeps its standard error, the
+    one of the model with a * b as one parameter (s² still divides by N − 3)."""
+    x = np.linspace(0, 1, 40)
+    data = pd.DataFrame({"x": x, "y": 0.3 + 2 * x + 0.05 * np.cos(17 * x)})
+    with pytest.warns(RuntimeWarning, match=r"parameters \['a', 'b'\] are not identified"):
+        res = rx.NLS("y ~ c + a * b * x", bounds={"a": (0.1, 10), "b": (0.1, 5),
+                                                  "c": (-1, 1)}).fit(data)
+        bse = res.bse
+    assert np.isnan(bse["a"]) and np.isnan(bse["b"])
+    ref = rx.NLS("y ~ c + d * x", bounds={"d": (0, 10), "c": (-1, 1)}).fit(data)
+    assert bse["c"] == pytest.approx(ref.bse["c"] * np.sqrt(38 / 37), rel=1e-6)
+    assert res.params["a"] * res.params["b"] == pytest.approx(ref.params["d"], rel=1e-6)
+
+
+def test_estimation_data_errors_name_the_column_and_alpha_is_checked():
+    model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
+    x = np.linspace(0.1, 3, 30)
+    data = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+    # a formula column the data lack was a bare KeyError from pandas
+    with pytest.raises(FormulaError, match="'x' is neither a data column.*columns are "
+                                           r"\['w', 'y'\]"):
+        model.fit(data.rename(columns={"x": "w"}))
+    # text columns were a bare ValueError from numpy
+    with pytest.raises(DataError, match="column 'x' is not numeric"):
+        model.fit(data.assign(x=["u"] * 30))
+    with pytest.raises(DataError, match="column 'y' is not numeric"):
+        model.fit(data.assign(y=["u"] * 30))
+    res = model.fit(data)
+    with pytest.raises(ConfigurationError, match=r"alpha must lie in \(0, 1\), got '0.05'"):
+        res.conf_int("0.05")
+    with pytest.raises(ConfigurationError, match=r"alpha must lie in \(0, 1\), got 1.5"):
+        res.conf_int(1.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # the compiled values and Jacobian
 # ---------------------------------------------------------------------------------------------

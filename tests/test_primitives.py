@@ -164,3 +164,72 @@ def test_each_fitted_rule_has_its_own_info():
     assert a.info == {"rounds": 3} and b.info == {} and Rule().info == {}
     b.info = {"params": [1.0]}
     assert b.info == {"params": [1.0]} and a.info == {"rounds": 3}
+
+
+@pytest.mark.parametrize(("build", "error", "message"), [
+    # each of these used to pass silently (or fail later with a bare exception)
+    (lambda: rx.Box(x="01"), rx.DomainError, r"interval of 'x' must be a pair \(low, high\), "
+                                             "got '01'"),
+    (lambda: rx.Box(x=(0, 1, 2)), rx.DomainError, r"must be a pair .*got \(0, 1, 2\)"),
+    (lambda: rx.Box({"x": (0, 1)}, x=(0, 2)), rx.DomainError,
+     r"\['x'\] given both in ranges and as keyword arguments"),
+    (lambda: rx.Box(x=(0, 1)).sample(2.5, np.random.default_rng(0)), rx.DomainError,
+     "cannot sample 2.5 points; size must be a whole number >= 0"),
+    (lambda: rx.LinearInequality({"x": "a"}), rx.DomainError,
+     r"finite numbers as coefficients .*\{'x': 'a'\}"),
+    (lambda: rx.LinearInequality({"x": np.nan}), rx.DomainError, r"\{'x': nan\}"),
+    (lambda: rx.FiniteSet(np.zeros((2, 1)), ("x",), weights=np.array([np.nan, 1.0])),
+     rx.DomainError, "weights must be finite and nonnegative"),
+    (lambda: rx.FiniteSet(np.zeros((3, 2)), ("x", "x")), rx.DomainError,
+     r"columns must be distinct names, got \('x', 'x'\)"),
+    (lambda: rx.Increasing(["x", "y"]), rx.ConstraintError,
+     r"column names as separate strings.*got \(\['x', 'y'\],\)"),
+    (lambda: rx.Between(None, 1), rx.ConstraintError,
+     "lower must be a finite number or a column name, got None"),
+    (lambda: rx.Between(1, 1), rx.ConstraintError, r"lower equals upper \(1\)"),
+    (lambda: rx.Simplex(atol=-1), rx.ConstraintError, "atol must be a finite number >= 0"),
+    (lambda: rx.EligibleSet(None), rx.ConstraintError, "first argument must be a Domain"),
+    (lambda: rx.EligibleSet(rx.Box(x=(0, 1)), "increasing"), rx.ConstraintError,
+     r"constraints must be Constraint objects .*got \['increasing'\]"),
+    (lambda: rx.Matern32(lengthscale="1"), rx.ConfigurationError,
+     "variance and lengthscale must be numbers"),
+    (lambda: rx.Box.from_frame(pd.DataFrame({"x": [0.0, 1.0]}), ["x"], pad="0.1"),
+     rx.DomainError, "pad must be a nonnegative number, got '0.1'"),  # was a numpy TypeError
+    (lambda: rx.FiniteSet(np.array([[0.0], [1.0]]), ("x",), replace="no"), rx.DomainError,
+     "replace must be True or False, got 'no'"),  # bool('no') drew with replacement
+])
+def test_domains_and_constraints_refuse_what_they_cannot_honour(build, error, message):
+    with pytest.raises(error, match=message):
+        build()
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("n_eval", 0, "n_eval must be a whole number >= 1, got 0"),  # was ZeroDivisionError
+    ("n_eval", None, "n_eval must be a whole number >= 1, got None"),
+    ("max_sweeps", 0, "max_sweeps must be a whole number >= 1, got 0"),  # unprojected draws
+    ("jitter", -1, "jitter must be a finite number >= 0, got -1"),  # was LinAlgError at run
+    ("tol", 0, "tol must be a finite number > 0, got 0"),
+    ("response", "x", r"response must be a name other than the covariates \['x'\], got 'x'"),
+    ("kernel", "matern", "kernel must be a Kernel"),  # was TypeError at run
+    ("kernel", rx.Matern32(lengthscale=(1.0, 2.0)), "lengthscale has 2 values for 1 covariates"),
+])
+def test_monotone_gp_options_are_refused_by_name(option, value, message):
+    eligible = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    with pytest.raises(rx.ConfigurationError, match=message):
+        rx.MonotoneGP(eligible, **{option: value})
+    with pytest.raises(rx.ConfigurationError, match="takes an rx.EligibleSet"):
+        rx.MonotoneGP(rx.Box(x=(0, 1)))
+
+
+def test_between_columns_that_cross_on_the_domain_are_refused():
+    # where lo > hi no rule is eligible; the draws lay outside their own bounds and every
+    # procedure's predictions there were "invalid", silently changing r̂
+    crossing = rx.EligibleSet(rx.Box(lo=(0, 1), hi=(0, 1)), rx.Between("lo", "hi"))
+    with pytest.raises(rx.ConstraintError, match=r"lower bound exceeds the upper bound at \d+ "
+                                                 r"of 30 points.*where=\['lo <= hi'\]"):
+        rx.MonotoneGP(crossing, n_eval=20).draw([10], np.random.default_rng(0))
+    ordered = rx.EligibleSet(rx.Box(lo=(0, 1), hi=(0, 1), where=["lo <= hi"]),
+                             rx.Between("lo", "hi"))
+    truth = rx.MonotoneGP(ordered, n_eval=20).draw([10], np.random.default_rng(0))
+    X, y = truth.eval_X, truth.eval_y(10)
+    assert ((X[:, 0] <= y) & (y <= X[:, 1])).all()

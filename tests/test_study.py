@@ -311,3 +311,143 @@ def test_profile_plot_draws_one_line_per_procedure():
     assert ax.lines[2].get_label().startswith("baseline, r = 1")
     np.testing.assert_allclose(ax.lines[1].get_ydata(),
                                res.restrictiveness.sel(procedure="GP", discrepancy="mse"))
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("n", [10.5], r"n must be positive integers, got \[10.5\]"),
+    ("n", [True], r"n must be positive integers, got \[True\]"),
+    ("replications", None, "replications must be a whole number, got None"),
+    ("replications", 2.5, "replications must be a whole number, got 2.5"),
+    ("seed", -1, "seed must be a whole number >= 0, got -1"),
+    ("seed", None, "seed must be a whole number >= 0, got None"),
+    ("seed", 1.5, "seed must be a whole number >= 0, got 1.5"),
+    ("draws", 2.5, "draws must be a whole number >= 1, got 2.5"),
+    ("draws", None, "draws must be a whole number >= 1, got None"),
+    ("discrepancies", "mse", "discrepancies must be a sequence of Discrepancy objects"),
+])
+def test_study_options_that_int_would_truncate_are_refused(option, value, message):
+    # int() would silently turn 10.5 into 10, True into 1, and None into a bare TypeError;
+    # a negative seed used to pass here and fail inside numpy when the study ran
+    with pytest.raises(rx.ConfigurationError, match=message):
+        rx.Study(_lottery_like(), {"GP": rx.GPRegression()}, rx.Constant(),
+                 **{"n": [10], "replications": 3, option: value})
+
+
+def test_study_refuses_non_string_labels_and_a_non_distribution():
+    prior = _lottery_like()
+    with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got 1"):
+        rx.Study(prior, {1: rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    with pytest.raises(rx.ConfigurationError, match="labels must be non-empty strings, got ''"):
+        rx.Study(prior, {"": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+    capped = rx.OLS("y ~ x1")
+    capped.draws = 0  # r̂ was NaN without a word
+    with pytest.raises(rx.ConfigurationError, match=r"procedures\['capped'\].draws must be a "
+                                                    r"whole number >= 1, got 0"):
+        rx.Study(prior, {"capped": capped}, rx.Constant(), n=[10], draws=2)
+    # a baseline labelled like a procedure made summaries name two "linear"s
+    with pytest.raises(rx.ConfigurationError, match=r"baseline_label must be .*other than the "
+                                                    r"procedure labels \['linear'\]"):
+        rx.Study(prior, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 baseline_label="linear")
+    with pytest.raises(rx.ConfigurationError, match="evaluation must be an evaluation "
+                                                    "distribution .*got 3"):
+        rx.Study(3, {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10])
+
+
+def test_results_refuse_levels_weights_and_paths_they_cannot_honour(tmp_path):
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    # level 1.5 gave NaN intervals and level 0 an interval of width 0, silently
+    for level in (0, 1.5, "0.9"):
+        with pytest.raises(rx.ConfigurationError, match=rf"level must lie in \(0, 1\), got "
+                                                        rf"{level!r}"):
+            res.estimates(level=level)
+    with pytest.raises(rx.ConfigurationError, match=r"level must lie in \(0, 1\), got 0"):
+        res.contrast("linear", "GP", level=0)
+    # an empty combination was 0 with SE 0; a NaN weight gave NaN without a word
+    with pytest.raises(rx.ConfigurationError, match="non-empty mapping"):
+        res.combination({})
+    with pytest.raises(rx.ConfigurationError, match=r"finite numbers, got \{'GP': nan\}"):
+        res.combination({"linear": 1.0, "GP": float("nan")})
+    # a missing folder or a folder as the file were bare OSErrors naming a temporary file
+    with pytest.raises(rx.ConfigurationError, match="folder .*missing.* does not exist"):
+        res.to_netcdf(tmp_path / "missing" / "r.nc")
+    with pytest.raises(rx.ConfigurationError, match="it is a folder; give a file name"):
+        res.to_netcdf(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
+    with pytest.raises(rx.DataError, match="variables 'loss' and 'baseline_loss'"):
+        rx.Results(xr.Dataset({"a": ("x", [1, 2])}))
+
+
+def test_results_refuse_unknown_names_and_contribution_objects():
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    # unknown names were xarray KeyErrors, None an AttributeError
+    with pytest.raises(rx.ConfigurationError, match=r"discrepancy 'kl' not in \['mse'\]"):
+        res.summary(discrepancy="kl")
+    with pytest.raises(rx.ConfigurationError, match="procedure 'nope' not in"):
+        res.summary(procedures=["nope"])
+    with pytest.raises(rx.ConfigurationError, match="takes an rx.Contributions"):
+        res.with_contributions(None)
+    with pytest.raises(rx.ConfigurationError, match="submodels must be a mapping .*got 'GP'"):
+        rx.Contributions(full="linear", submodels="GP")
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    # bool('no') showed the bar; a string client failed deep in the dask backend
+    with pytest.raises(rx.ConfigurationError, match="progress must be True, False or None"):
+        study.run(progress="no")
+    with pytest.raises(rx.ConfigurationError, match="client must be a dask.distributed Client"):
+        study.run(backend="dask", client="tcp://nowhere:8786", progress=False)
+    with pytest.raises(rx.ConfigurationError, match="n_jobs must be a positive number .*True"):
+        study.run(n_jobs=True, progress=False)
+    with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got 3"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2).run(progress=False, checkpoint=3)
+
+
+class _Negative(rx.Discrepancy):
+    name = "negative"
+
+    def __init__(self, sign_for_baseline):
+        self.sign_for_baseline = sign_for_baseline
+
+    def __call__(self, rule, truth, n):
+        baseline = isinstance(rule, FunctionRule)
+        return -1.0 if baseline == self.sign_for_baseline else 1.0
+
+
+@pytest.mark.parametrize(("baseline_negative", "who"), [(True, "the baseline"),
+                                                         (False, "procedure 'linear'")])
+def test_a_negative_loss_is_refused_not_averaged(baseline_negative, who):
+    # -1 / -1 used to give r̂ = 1 without a word
+    with pytest.raises(rx.ConfigurationError, match=rf"discrepancy \['negative'\] gave a "
+                                                    rf"negative loss for {who}"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2, discrepancies=[_Negative(baseline_negative)]
+                 ).run(progress=False)
+
+
+def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():
+    # an IndexError inside KL was reported as "the baseline ... failed"
+    with pytest.raises(rx.ConfigurationError, match="KL compares probability vectors .*use MSE"):
+        rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                 replications=2, discrepancies=[rx.KL()]).run(progress=False)
+    with pytest.raises(rx.ConfigurationError, match=r"positive integers, got \[2.5\]"):
+        _lottery_like().draw([2.5], np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("replications", [[-1, 0], [0.5, 1], [1, 1], [], [10], 2])
+def test_run_refuses_replication_indices_it_cannot_honour(replications):
+    # -1 and 0.5 failed inside numpy, [] inside numpy.stack, 2 was a TypeError; [1, 1] ran the
+    # same pseudo-truth twice and [10] one the study does not have
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=4)
+    with pytest.raises(rx.ConfigurationError, match="replications must be"):
+        study.run(replications=replications, progress=False)
+
+
+def test_one_replication_runs_but_has_no_standard_error():
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                   replications=4).run(replications=[2], progress=False)
+    with pytest.raises(rx.ConfigurationError, match="at least two replications are needed"):
+        res.estimates()

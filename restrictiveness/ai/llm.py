@@ -63,6 +63,7 @@ from typing import Literal
 import numpy as np
 
 from ..engine.protocol import Fitted, Procedure
+from ..shared.checks import whole_number
 from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 from .clients import (
@@ -443,7 +444,11 @@ class ResponseCache:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # e.g. a file of that name: FileExistsError
+            raise ConfigurationError(f"ResponseCache: {str(path)!r} cannot be used as a cache "
+                                     f"folder ({exc.strerror or exc})") from None
         marker = self.path / self._MARKER
         if marker.is_file():
             text = marker.read_text(encoding="utf-8").strip()
@@ -1028,8 +1033,7 @@ class Agent(_LanguageModelProcedure):
         super().__init__(client, prompt, model, target, description, timeout, limits,
                          allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
-        if int(rounds) < 0:
-            raise ConfigurationError("rounds must be nonnegative")
+        whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
         if not total_seconds > 0 or not tool_chars > 100:
             raise ConfigurationError("total_seconds must be positive and tool_chars above 100")
         if tool_protocol not in TOOL_PROTOCOLS:

@@ -66,6 +66,12 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     linear               0.231         0.918      True
     quadratic            0.058         1.017      True
     """
+    if not all(hasattr(restrictiveness, a) for a in ("ns", "restrictiveness", "se")) \
+            or not all(hasattr(completeness, a) for a in ("procedures", "kappa", "kappa_se")):
+        raise ConfigurationError(f"frontier_table takes restrictiveness Results (Study.run) and "
+                                 f"CompletenessResults (estimate_completeness), got "
+                                 f"{type(restrictiveness).__name__} and "
+                                 f"{type(completeness).__name__}")
     ns = restrictiveness.ns
     n = n if n is not None else (100 if 100 in ns else ns[-1])
     if n not in ns:
@@ -127,6 +133,11 @@ def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True, level: fl
     """
     if not 0 < level < 1:
         raise ConfigurationError(f"level must lie in (0, 1); got {level}")
+    needed = ["restrictiveness", "restrictiveness_se", "completeness", "completeness_se",
+              "frontier"]
+    if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in needed):
+        raise ConfigurationError(f"plot_frontier takes the table of frontier_table(...) with "
+                                 f"columns {needed}, got {type(table).__name__}")
     ax = new_axes(ax, figsize=(6, 4.5))
     z = scipy.stats.norm.ppf(0.5 + level / 2)
     ax.axvline(0.0, color="grey", lw=0.8, ls=":", label="baseline (κ = 0, r = 1)")

@@ -64,6 +64,10 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
     >>> df.shape[0], df["participant"].nunique(), df["lottery"].nunique()  # doctest: +SKIP
     (4459, 179, 25)
     """
+    if not isinstance(path, str | os.PathLike):  # None was a TypeError from pathlib
+        raise DataError(f"load_bruhin takes the path of ch03_data.csv, got {path!r}")
+    if not isinstance(gains_only, bool | np.bool_):  # bool("no") is True
+        raise DataError(f"load_bruhin: gains_only must be True or False, got {gains_only!r}")
     path = Path(path)
     if not (np.isfinite(scale) and scale > 0):
         raise DataError(f"load_bruhin: scale must be a positive number, got {scale!r}")

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
+
 from ..engine.protocol import Procedure
 from ..engine.study import Study
-from ..shared.exceptions import ConfigurationError
+from ..shared.checks import labelled
+from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
 from .markets import MARKET_COLUMNS, MarketDistribution
@@ -103,7 +106,7 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     ('logit', ['MNL', 'NL', 'MXL'], ['shares', 'own', 'cross'])
     """
     prior = prior if prior is not None else DemandPrior(n_train=max(200, max(n)))
-    return Study(prior, dict(procedures) if procedures is not None else table3_procedures(),
+    return Study(prior, labelled(procedures, table3_procedures),
                  baseline=baseline if baseline is not None else Logit(),
                  discrepancies=(SharesMSE(), OwnElasticityMSE(), CrossElasticityMSE()), n=n,
                  replications=replications, seed=seed, draws=draws, baseline_label="logit")
@@ -138,6 +141,8 @@ def market_sample(frame) -> Sample:
     """
     from .estimation import markets_from_frame
 
+    _check_frame(frame, "market_sample", ("market_ids", "product_ids", "shares",
+                                          *MARKET_COLUMNS))
     frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
     X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
     return Sample(X, y, MARKET_COLUMNS, "shares")
@@ -198,10 +203,24 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     from .learners import LogShareRegressor
 
     frame = load_cereal() if data is None else data
-    procs = dict(procedures) if procedures is not None else table3_procedures()
+    _check_frame(frame, "completeness", ("market_ids", "product_ids", "city_ids", "shares",
+                                         *MARKET_COLUMNS))
+    procs = labelled(procedures, table3_procedures)
     base = baseline if baseline is not None else Logit()
     bench = benchmark if benchmark is not None else LogShareRegressor()
     return estimate_completeness(
         frame, procs, baseline=base, benchmark=bench,
         design=RepeatedGroupKFold(repeats=repeats, k=folds, group="city_ids"),
         to_sample=market_sample, seed=seed, constraints=[Simplex(outside=True)])
+
+
+def _check_frame(frame, who: str, required: Sequence[str]) -> None:
+    """Refuse anything but a DataFrame with the long product columns (a missing one was a
+    bare KeyError deep in the reshaping)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{who} takes a DataFrame of products by market, got "
+                        f"{type(frame).__name__}")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise DataError(f"{who}: the data lack column(s) {missing}; expected {list(required)} "
+                        f"(found {list(frame.columns)})")

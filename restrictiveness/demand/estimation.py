@@ -88,6 +88,9 @@ class DemandModel:
                  market_ids: str = "market_ids") -> None:
         if getattr(procedure, "model", None) not in _TITLES or not hasattr(procedure, "fit"):
             raise TypeError("procedure must be an MNL, NestedLogit or MixedLogit instance")
+        if not isinstance(data, pd.DataFrame):  # None was an AttributeError below
+            raise DataError(f"demand estimation takes a DataFrame of products by market, got "
+                            f"{type(data).__name__}")
         self.procedure, self.market_ids = procedure, market_ids
         f = parse_formula(procedure.formula)
         if f.response is None:

@@ -43,6 +43,7 @@ import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import BOUND_RTOL
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -507,7 +508,7 @@ class _DemandProcedure(Procedure):
         return DemandModel(cls(formula, **kwargs), data, market_ids)
 
     def _prepare(self, sample: Sample):
-        columns = tuple(sample.columns)
+        columns = _market_columns(sample, type(self).__name__)
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         design = _Design(self.formula, X, columns)
@@ -604,13 +605,23 @@ class Logit(Procedure):
         >>> fit.info["b"], bool(np.isclose(fit.params[0], np.log(0.2 / (1 - 2 * 0.2))))
         (0.2, True)
         """
-        columns = tuple(sample.columns)
+        columns = _market_columns(sample, "Logit")
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
         b = float(y.mean())
         gamma = np.log(b / (1 - X.shape[1] * b)) if b > 0 else -np.inf
         return DemandFit("logit", np.array([gamma]), ["gamma"], None, columns,
                          info={"b": b, "cost": float(0.5 * ((y - b) ** 2).sum())})
+
+
+def _market_columns(sample: Sample, who: str) -> tuple[str, ...]:
+    """The columns of a market sample; anything else is refused (a DataFrame was an
+    AttributeError)."""
+    if not isinstance(sample, Sample):
+        raise DataError(f"{who}.fit takes a market Sample (rx.demand.market_sample(frame)); "
+                        f"to estimate on a DataFrame use {who}.from_formula(formula, "
+                        f"frame).fit(); got {type(sample).__name__}")
+    return tuple(sample.columns)
 
 
 _OPTIONS_DOC = """budget : {"fit", "start", "converge"}
@@ -824,9 +835,13 @@ class MixedLogit(_DemandProcedure):
                  seed: int = NODE_SEED, budget: str = DEFAULT_BUDGET,
                  reflect: bool = True) -> None:
         super().__init__(formula, max_nfev, method, budget)
+        if not isinstance(reflect, bool | np.bool_):  # bool("no") is True
+            raise ConfigurationError(f"reflect must be True or False, got {reflect!r}")
         self.reflect = bool(reflect)
-        if int(nodes) < 2 or int(nodes) % 2:
-            raise ValueError("nodes must be an even number ≥ 2 (antithetic pairs)")
+        if not is_whole(nodes) or nodes < 2 or nodes % 2:  # None was a TypeError
+            raise ConfigurationError(f"nodes must be an even number ≥ 2 (antithetic pairs), "
+                                     f"got {nodes!r}")
+        whole_number(seed, "seed", minimum=0)  # -1 failed inside numpy at the first fit
         if isinstance(random, str):
             random = [random]
         self.random = None if random is None else tuple(random)

@@ -18,6 +18,8 @@ silently ignored a restriction would measure restrictiveness on the wrong eligib
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -280,14 +282,21 @@ class Between(Constraint):
     def __post_init__(self) -> None:
         for name in ("lower", "upper"):
             v = getattr(self, name)
-            if not isinstance(v, str) and not np.isfinite(float(v)):
-                raise ConstraintError(f"Between: {name} must be a finite number or a column name")
+            if not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, numbers.Real)
+                                           or not math.isfinite(v)):
+                raise ConstraintError(f"Between: {name} must be a finite number or a column "
+                                      f"name, got {v!r}")
         if not isinstance(self.lower, str) and not isinstance(self.upper, str):
             if float(self.lower) > float(self.upper):
                 raise ConstraintError(
                     f"Between: lower={self.lower} exceeds upper={self.upper}; the eligible set "
                     "would be empty"
                 )
+            if float(self.lower) == float(self.upper):  # r̂ would be 0/0
+                raise ConstraintError(
+                    f"Between: lower equals upper ({self.lower}); the only eligible rule is "
+                    "that constant, which the baseline fits exactly, so restrictiveness is "
+                    "undefined")
 
     def bounds(self, X: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bound per row of ``X``.
@@ -402,6 +411,9 @@ class _Monotone(Constraint):
     def __init__(self, *columns: str) -> None:
         if not columns:
             raise ConstraintError(f"{type(self).__name__} needs at least one column name")
+        if not all(isinstance(c, str) for c in columns):  # a list was a bare TypeError
+            raise ConstraintError(f"{type(self).__name__} takes column names as separate "
+                                  f"strings, e.g. Increasing('x1', 'x2'); got {columns!r}")
         if len(set(columns)) != len(columns):
             raise ConstraintError(f"{type(self).__name__}: repeated column in {columns}")
         object.__setattr__(self, "columns", tuple(columns))
@@ -536,6 +548,11 @@ class Simplex(Constraint):
 
     outside: bool = True
     atol: float = 1e-8
+
+    def __post_init__(self) -> None:
+        if isinstance(self.atol, bool) or not isinstance(self.atol, numbers.Real) \
+                or not 0 <= self.atol < np.inf:
+            raise ConstraintError(f"Simplex: atol must be a finite number >= 0, got {self.atol!r}")
 
     def check(self, pred, X, columns):
         """Flag the observations (markets) whose shares are positive with an admissible sum.

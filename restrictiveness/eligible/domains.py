@@ -9,6 +9,8 @@ finite support with probability weights.
 from __future__ import annotations
 
 import ast
+import math
+import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -135,6 +137,12 @@ class LinearInequality:
     """
 
     def __init__(self, coefs: Mapping[str, float], rhs: float = 0.0) -> None:
+        values = {**coefs, "rhs": rhs}
+        bad = {k: v for k, v in values.items() if isinstance(v, bool)
+               or not isinstance(v, numbers.Real) or not math.isfinite(v)}
+        if bad:
+            raise DomainError(f"a linear inequality needs finite numbers as coefficients and "
+                              f"right-hand side, got {bad}")
         self.coefs = {k: float(v) for k, v in coefs.items() if v != 0}
         self.rhs = float(rhs) + 0.0  # + 0.0 turns -0.0 into 0.0 for printing
         if not self.coefs:
@@ -304,9 +312,16 @@ class Box(Domain):
     def __init__(self, ranges: Mapping[str, tuple[float, float]] | None = None,
                  where: Sequence[str | LinearInequality] = (),
                  **intervals: tuple[float, float]) -> None:
+        twice = sorted(set(ranges or {}) & set(intervals))
+        if twice:
+            raise DomainError(f"Box: {twice} given both in ranges and as keyword arguments")
         ranges = {**(ranges or {}), **intervals}
         if not ranges:
             raise DomainError("Box needs at least one named interval")
+        for c, r in ranges.items():  # "01" or (0, 1, 2) used to pass as (0, 1)
+            if isinstance(r, str | bytes) or np.shape(r) != (2,):
+                raise DomainError(f"Box: the interval of {c!r} must be a pair (low, high), "
+                                  f"got {r!r}")
         self.columns = tuple(ranges)
         self.lower = np.array([float(ranges[c][0]) for c in self.columns])
         self.upper = np.array([float(ranges[c][1]) for c in self.columns])
@@ -343,7 +358,8 @@ class Box(Domain):
         Box(a=(-1.0, 3.0), b=(0.0, 4.0))
         """
         X = _frame_columns(df, columns, "Box.from_frame")
-        if not (np.isfinite(pad) and pad >= 0):
+        if isinstance(pad, bool) or not isinstance(pad, numbers.Real) \
+                or not (math.isfinite(pad) and pad >= 0):
             raise DomainError(f"Box.from_frame: pad must be a nonnegative number, got {pad!r}")
         lo, hi = X.min(axis=0), X.max(axis=0)
         flat = [c for c, a, b in zip(columns, lo, hi, strict=True) if not a < b]
@@ -411,9 +427,9 @@ class Box(Domain):
         >>> np.array_equal(box.sample(5, np.random.default_rng(0)), X[:5])
         True
         """
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+            raise DomainError(f"cannot sample {size!r} points; size must be a whole number >= 0")
         size = int(size)
-        if size < 0:
-            raise DomainError(f"cannot sample {size} points")
         sobol = qmc.Sobol(self.dim, scramble=True, seed=rng)
         kept: list[np.ndarray] = []
         have = drawn = 0
@@ -485,10 +501,16 @@ class FiniteSet(Domain):
             raise DomainError("FiniteSet: the support is empty")
         if not np.isfinite(points).all():
             raise DomainError("FiniteSet: points must be finite")
+        if isinstance(columns, str) or len(set(columns)) != len(columns):
+            raise DomainError(f"FiniteSet: columns must be distinct names, got {columns!r}")
         w = np.ones(len(points)) if weights is None else np.asarray(weights, dtype=float)
-        if w.shape != (len(points),) or (w < 0).any() or w.sum() <= 0:
-            raise DomainError("FiniteSet: weights must be nonnegative, one per point, not all 0")
+        if w.shape != (len(points),) or not np.isfinite(w).all() or (w < 0).any() \
+                or w.sum() <= 0:
+            raise DomainError("FiniteSet: weights must be finite and nonnegative, one per point, "
+                              "not all 0")
         self.points, self.weights, self.columns = points, w / w.sum(), tuple(columns)
+        if not isinstance(replace, bool | np.bool_):  # bool("no") is True
+            raise DomainError(f"FiniteSet: replace must be True or False, got {replace!r}")
         self.replace = bool(replace)
 
     @classmethod

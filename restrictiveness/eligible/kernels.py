@@ -7,6 +7,7 @@ Each kernel has a variance and a (per-dimension) length scale, evaluates covaria
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +26,14 @@ class Kernel:
     lengthscale: float | tuple[float, ...] = 1.0
 
     def __post_init__(self) -> None:
-        ls = np.atleast_1d(np.asarray(self.lengthscale, dtype=float))
         name = type(self).__name__
+        values = np.atleast_1d(np.asarray(self.lengthscale, dtype=object)).ravel()
+        if not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                   for v in (self.variance, *values)):  # "1" would pass float() but not math
+            raise ConfigurationError(f"{name}: variance and lengthscale must be numbers, got "
+                                     f"variance={self.variance!r}, "
+                                     f"lengthscale={self.lengthscale!r}")
+        ls = np.atleast_1d(np.asarray(self.lengthscale, dtype=float))
         if self.variance <= 0 or not np.isfinite(self.variance):
             raise ConfigurationError(f"{name}: variance must be a positive finite number")
         if (ls <= 0).any() or not np.isfinite(ls).all():

@@ -25,12 +25,15 @@ GP interpolation of ``g̃`` on the union (SPEC §6 "New training samples for K >
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
 from scipy.special import expit
 
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, ConstraintError
 from .constraints import Between, Constraint, Decreasing, Increasing
 from .domains import Domain
@@ -79,6 +82,13 @@ class EligibleSet:
     """
 
     def __init__(self, domain: Domain, *constraints: Constraint) -> None:
+        if not isinstance(domain, Domain):
+            raise ConstraintError(f"EligibleSet: the first argument must be a Domain (rx.Box, "
+                                  f"rx.FiniteSet, ...), got {domain!r}")
+        wrong = [c for c in constraints if not isinstance(c, Constraint)]
+        if wrong:
+            raise ConstraintError(f"EligibleSet: constraints must be Constraint objects "
+                                  f"(rx.Increasing('x'), rx.Between(0, 1), ...), got {wrong}")
         self.domain, self.constraints = domain, tuple(constraints)
         sign = np.zeros(domain.dim, dtype=np.int8)
         for c in self.constraints:
@@ -200,11 +210,28 @@ class MonotoneGP(EvaluationDistribution):
                  jitter: float = 1e-4, n_eval: int = 1000, response: str = "y",
                  order: SweepOrder = "row-major", tol: float = 1e-6,
                  max_sweeps: int = 50) -> None:
+        if not isinstance(eligible, EligibleSet):
+            raise ConfigurationError(f"MonotoneGP takes an rx.EligibleSet(domain, *constraints), "
+                                     f"got {eligible!r}")
+        if kernel is not None and not isinstance(kernel, Kernel):
+            raise ConfigurationError(f"kernel must be a Kernel (rx.Matern32, rx.Matern52, "
+                                     f"rx.SquaredExponential), got {kernel!r}")
+        if not isinstance(response, str) or not response or response in eligible.columns:
+            raise ConfigurationError(f"response must be a name other than the covariates "
+                                     f"{list(eligible.columns)}, got {response!r}")
+        if not _finite(jitter) or jitter < 0:  # a negative jitter broke the Cholesky factor
+            raise ConfigurationError(f"jitter must be a finite number >= 0, got {jitter!r}")
+        if not _finite(tol) or tol <= 0:
+            raise ConfigurationError(f"tol must be a finite number > 0, got {tol!r}")
         self.eligible = eligible
         self.columns, self.constraints = eligible.columns, eligible.constraints
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
-        self.jitter, self.n_eval, self.response = float(jitter), int(n_eval), response
-        self.order, self.tol, self.max_sweeps = order, float(tol), int(max_sweeps)
+        self.kernel._lengthscales(eligible.domain.dim)  # one, or one per covariate
+        self.jitter, self.response = float(jitter), response
+        self.n_eval = whole_number(n_eval, "n_eval", minimum=1)
+        self.order, self.tol = order, float(tol)
+        # 0 sweeps would leave the draws unprojected, i.e. not monotone
+        self.max_sweeps = whole_number(max_sweeps, "max_sweeps", minimum=1)
         if order not in ("row-major", "random"):
             raise ConfigurationError("order must be 'row-major' or 'random'")
         self.check_constraints(eligible.constraints)
@@ -242,6 +269,12 @@ class MonotoneGP(EvaluationDistribution):
         if b is None:
             return np.asarray(g, dtype=float)
         lo, hi = b.bounds(X, self.columns)
+        crossed = np.flatnonzero(lo > hi)
+        if crossed.size:  # the truths would lie outside the bounds they were drawn for
+            raise ConstraintError(
+                f"{b!r}: the lower bound exceeds the upper bound at {crossed.size} of "
+                f"{len(lo)} points of the domain, where no rule is eligible; restrict the "
+                f"domain (e.g. Box(..., where=['{b.lower} <= {b.upper}']))")
         return lo + (hi - lo) * expit(g)
 
     def impose(self, f: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -409,6 +442,8 @@ class MonotoneGP(EvaluationDistribution):
         >>> bool((np.diff(y) >= 0).all() and (0 < y).all() and (y < 1).all())
         True
         """
+        if not all(is_whole(n) for n in ns):  # 2.5 was truncated to 2
+            raise ConfigurationError(f"sample sizes n must be positive integers, got {ns!r}")
         ns = sorted({int(n) for n in ns})
         if not ns or ns[0] < 1:
             raise ConfigurationError("sample sizes n must be positive integers")
@@ -445,3 +480,9 @@ class MonotoneGP(EvaluationDistribution):
         return (f"MonotoneGP({self.eligible!r}, kernel={self.kernel!r}, jitter={self.jitter!r}, "
                 f"n_eval={self.n_eval}, response={self.response!r}, order={self.order!r}, "
                 f"tol={self.tol!r}, max_sweeps={self.max_sweeps})")
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` is a finite real number (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        and math.isfinite(value)

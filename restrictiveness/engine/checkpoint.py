@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 import warnings
@@ -136,6 +137,8 @@ class Checkpoint:
     """
 
     def __init__(self, path, configuration: dict, allow_other_versions: bool = False) -> None:
+        if not isinstance(path, str | os.PathLike):  # 3 was a TypeError from pathlib
+            raise CheckpointError(f"checkpoint must be a directory path, got {path!r}")
         self.path = Path(path)
         self.configuration = configuration
         self.hash = configuration_hash(configuration)

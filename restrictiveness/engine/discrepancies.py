@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..eligible.truth import PseudoTruth
+from ..shared.exceptions import ConfigurationError
 
 __all__ = ["Discrepancy", "MSE", "KL"]
 
@@ -132,6 +133,10 @@ class KL(Discrepancy):
         return s
 
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
+        if np.ndim(truth.eval_y(n)) < 2:  # was an IndexError, reported as the baseline's
+            raise ConfigurationError(f"{self.name}: KL compares probability vectors along the "
+                                     "last axis (e.g. market shares), but these truths are one "
+                                     "number per location; use MSE")
         p = self._full(truth.eval_y(n))
         q = self._full(rule.predict(truth.eval_X))
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..shared.checks import probability
+from ..shared.exceptions import ConfigurationError
+
 __all__ = ["ratio_estimate", "influence", "combination_estimate", "normal_interval"]
 
 
@@ -22,7 +25,8 @@ def _check(D: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if B.shape[-1] != D.shape[-1]:
         raise ValueError("D and B must have the same number of replications (last axis)")
     if B.shape[-1] < 2:
-        raise ValueError("at least two replications are needed for a standard error")
+        raise ConfigurationError("at least two replications are needed for a standard error; "
+                                 "these results hold one (e.g. run(replications=[0]))")
     return D, B
 
 
@@ -87,6 +91,7 @@ def combination_estimate(coefs: np.ndarray, D: np.ndarray, B: np.ndarray
 
 
 def normal_interval(estimate, se, level: float = 0.95):
-    """Two-sided normal confidence interval ``estimate ± z se``."""
+    """Two-sided normal confidence interval ``estimate ± z se`` (``level`` in (0, 1))."""
+    level = probability(level, "level")
     z = stats.norm.ppf(0.5 + level / 2)
     return np.asarray(estimate) - z * np.asarray(se), np.asarray(estimate) + z * np.asarray(se)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 
 __all__ = ["Procedure", "Fitted", "FunctionRule"]
@@ -94,6 +95,9 @@ class FunctionRule(Fitted):
     """
 
     def __init__(self, function: Callable[[np.ndarray], np.ndarray], info: dict | None = None):
+        if not callable(function):  # failed only at the first predict
+            raise ConfigurationError(f"FunctionRule takes a function X -> predictions, got "
+                                     f"{function!r}")
         self.function, self.info = function, dict(info or {})
 
     def predict(self, X):

@@ -21,6 +21,8 @@ says how it was made (``to_netcdf``) and reloads exactly (:func:`load`).
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -77,6 +79,10 @@ class Results(SensitivityMixin):
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
+        if not isinstance(dataset, xr.Dataset) or "loss" not in dataset.variables \
+                or "baseline_loss" not in dataset.variables:
+            raise DataError("Results wraps the xarray Dataset of a study (variables 'loss' and "
+                            "'baseline_loss'); run a Study, or read a saved file with rx.load")
         self.dataset = dataset
 
     # -- construction ---------------------------------------------------------------------
@@ -356,7 +362,14 @@ class Results(SensitivityMixin):
         20     0.145  0.024  0.098  0.192
         """
         disc = self._discrepancy(discrepancy)
+        if not isinstance(weights, Mapping) or not weights:
+            raise ConfigurationError(f"weights must be a non-empty mapping {{procedure label: "
+                                     f"coefficient}}, got {weights!r}")
         labels = [self._procedure(p) for p in weights]
+        bad = {p: c for p, c in weights.items() if isinstance(c, bool)
+               or not isinstance(c, numbers.Real) or not math.isfinite(c)}
+        if bad:
+            raise ConfigurationError(f"weights must be finite numbers, got {bad}")
         D, B = self.losses()
         D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
         B = B.sel(discrepancy=disc).transpose("n", "replication")
@@ -654,7 +667,9 @@ class Results(SensitivityMixin):
         """
         discs = (self.discrepancies if discrepancy is None
                  else [discrepancy] if isinstance(discrepancy, str) else list(discrepancy))
+        discs = [self._discrepancy(d) for d in discs]  # an unknown name was xarray's KeyError
         procs = list(procedures) if procedures is not None else self.procedures
+        procs = [self._procedure(p) for p in ([procs] if isinstance(procs, str) else procs)]
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()

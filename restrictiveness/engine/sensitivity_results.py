@@ -76,6 +76,9 @@ class Contributions:
     symbols: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.submodels, Mapping):  # a string was a bare ValueError
+            raise ConfigurationError(f"Contributions: submodels must be a mapping {{parameter: "
+                                     f"procedure label}}, got {self.submodels!r}")
         if not self.submodels:
             raise ConfigurationError("Contributions: submodels must name at least one parameter")
         object.__setattr__(self, "submodels", dict(self.submodels))
@@ -333,6 +336,9 @@ class SensitivityMixin:
     def with_contributions(self, spec: Contributions):
         """The same results with a contribution specification (for files saved without one,
         e.g. ``rx.load(path).with_contributions(rx.lottery.CPT_CONTRIBUTIONS)``)."""
+        if not isinstance(spec, Contributions):
+            raise ConfigurationError(f"with_contributions takes an rx.Contributions(full, "
+                                     f"submodels), got {spec!r}")
         missing = [p for p in (spec.full, *spec.submodels.values())
                    if p not in self.dataset["procedure"].values]
         if missing:

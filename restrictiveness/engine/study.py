@@ -29,7 +29,7 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -39,6 +39,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
     ConfigurationError,
@@ -144,33 +145,53 @@ class Study:
             procedures = dict(zip(labels, procedures, strict=True))
         if not procedures:
             raise ConfigurationError("procedures: give at least one procedure")
+        if not all(hasattr(evaluation, a) for a in ("columns", "response", "draw")):
+            raise ConfigurationError(f"evaluation must be an evaluation distribution (e.g. "
+                                     f"rx.MonotoneGP(eligible_set)), got {evaluation!r}")
         self.procedures = dict(procedures)
         for label, p in self.procedures.items():
+            if not isinstance(label, str) or not label:
+                raise ConfigurationError(f"procedure labels must be non-empty strings, got "
+                                         f"{label!r}")
             if not hasattr(p, "fit"):
                 raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
+            if getattr(p, "draws", None) is not None:  # 0 gave r̂ = NaN, 1.5 one draw
+                whole_number(p.draws, f"procedures[{label!r}].draws", minimum=1)
         for p in [*self.procedures.values(), baseline]:
             if hasattr(p, "validate"):
                 p.validate(evaluation.columns, evaluation.response)
         if not hasattr(baseline, "fit"):
             raise ConfigurationError("baseline has no fit(sample, rng) method")
+        if not isinstance(baseline_label, str) or not baseline_label \
+                or baseline_label in self.procedures:  # summaries would name two "linear"s
+            raise ConfigurationError(f"baseline_label must be a non-empty string other than the "
+                                     f"procedure labels {list(self.procedures)}, got "
+                                     f"{baseline_label!r}")
         self.evaluation, self.baseline, self.baseline_label = evaluation, baseline, baseline_label
+        if isinstance(discrepancies, str) or not isinstance(discrepancies, Iterable) \
+                or not all(callable(d) and isinstance(getattr(d, "name", None), str)
+                           for d in discrepancies):
+            raise ConfigurationError(f"discrepancies must be a sequence of Discrepancy objects "
+                                     f"(e.g. [rx.MSE()]), got {discrepancies!r}")
         self.discrepancies = tuple(discrepancies)
         names = [d.name for d in self.discrepancies]
         if not names or len(set(names)) != len(names):
             raise ConfigurationError(f"discrepancies need distinct names, got {names}")
-        try:
-            self.n = sorted({int(v) for v in n})
-        except (TypeError, ValueError):
-            raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
-        if not self.n or self.n[0] < 1:
+        if isinstance(n, str | bytes) or not isinstance(n, Iterable):
             raise ConfigurationError(f"n must be positive integers, got {n!r}")
-        if int(replications) < 2:
+        try:
+            self.n = sorted({whole_number(v, "n", minimum=1) for v in n})
+        except ConfigurationError:
+            raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
+        if not self.n:
+            raise ConfigurationError(f"n must be positive integers, got {n!r}")
+        self.replications = whole_number(replications, "replications")
+        if self.replications < 2:
             raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
-        if int(draws) < 1:
-            raise ConfigurationError("draws must be at least 1")
+        self.seed = whole_number(seed, "seed", minimum=0)
+        self.draws = whole_number(draws, "draws", minimum=1)
         if fit_on not in ("training", "evaluation"):
             raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
-        self.replications, self.seed, self.draws = int(replications), int(seed), int(draws)
         self.fit_on = fit_on
         if contributions is not None:
             missing = [p for p in (contributions.full, *contributions.submodels.values())
@@ -346,8 +367,9 @@ class Study:
         from .checkpoint import Checkpoint
         from .results import Results
 
-        reps = list(range(self.replications)) if replications is None else list(replications)
-        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute)
+        reps = list(range(self.replications)) if replications is None \
+            else self._replication_indices(replications)
+        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -456,7 +478,8 @@ class Study:
         from tqdm.auto import tqdm
 
         workers = _worker_count(n_jobs, len(replications))
-        self._check_shipping(workers, backend, concurrency, requests_per_minute)
+        self._check_shipping(workers, backend, concurrency, requests_per_minute, client,
+                             progress)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -485,10 +508,29 @@ class Study:
             bar.close()
         return [out[m] for m in replications if m in out]
 
-    def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute) -> None:
+    def _replication_indices(self, replications) -> list[int]:
+        """Distinct replication indices in ``range(self.replications)``: an int, a negative
+        or fractional index, an empty list or a repeat failed inside numpy or was run twice."""
+        if isinstance(replications, str) or not isinstance(replications, Iterable):
+            raise ConfigurationError(f"replications must be a sequence of replication indices, "
+                                     f"got {replications!r}")
+        reps = list(replications)
+        if not reps or len(set(reps)) != len(reps) or not all(
+                is_whole(m) and 0 <= m < self.replications for m in reps):
+            raise ConfigurationError(f"replications must be distinct indices in "
+                                     f"0..{self.replications - 1}, got {reps!r}")
+        return [int(m) for m in reps]
+
+    def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
+                        client=None, progress=None) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
+        if client is not None and not hasattr(client, "submit"):  # e.g. an address string
+            raise ConfigurationError(f"client must be a dask.distributed Client (e.g. "
+                                     f"Client('tcp://host:8786')), got {client!r}")
+        if progress is not None and not isinstance(progress, bool):  # bool('no') is True
+            raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
         if concurrency is not None and (not isinstance(concurrency, (int, np.integer))
                                         or isinstance(concurrency, bool) or concurrency < 1):
             raise ConfigurationError(f"concurrency must be a positive integer (threads for "
@@ -570,7 +612,7 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     if n_jobs is None or n_jobs == -1:
         n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
-    elif not isinstance(n_jobs, int | np.integer) or n_jobs < 1:
+    elif not isinstance(n_jobs, int | np.integer) or isinstance(n_jobs, bool) or n_jobs < 1:
         raise ConfigurationError(f"n_jobs must be a positive number of workers, or -1 (or None) "
                                  f"for all cores; got {n_jobs!r}")
     return max(1, min(int(n_jobs), units))
@@ -794,15 +836,30 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
                 reraise_interrupt(exc)
+                if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
+                    raise
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
             if not np.isfinite(base_loss[:, c, k]).all():
                 raise BaselineError(f"the baseline {study.baseline!r} gave a non-finite loss in "
                                     f"replication {m}, n={n}; its predictions must be finite")
+            _check_nonnegative(discs, base_loss[:, c, k], "the baseline", m, n)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds)
+
+
+#: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
+NEGATIVE_LOSS = -1e-10
+
+
+def _check_nonnegative(discs, losses, who: str, m: int, n: int) -> None:
+    """Refuse a negative loss: d(f, g) >= 0, and r̂ of negative losses means nothing."""
+    bad = [d.name for d, v in zip(discs, losses, strict=True) if v < NEGATIVE_LOSS]
+    if bad:
+        raise ConfigurationError(f"discrepancy {bad} gave a negative loss for {who} in "
+                                 f"replication {m}, n={n}; a discrepancy must be >= 0")
 
 
 def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: int
@@ -828,6 +885,7 @@ def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: in
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure.
         loss[:] = [disc(guard, truth, n) for disc in discs]
+    _check_nonnegative(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
                       fit_info)
 

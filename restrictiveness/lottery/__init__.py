@@ -26,6 +26,7 @@ from ..engine.protocol import Procedure
 from ..engine.sensitivity_results import Contributions
 from ..engine.study import Study
 from ..procedures.generic import GPRegression
+from ..shared.checks import labelled
 from .models import (
     CPT,
     RDU,
@@ -143,7 +144,7 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     >>> st.n, st.baseline_label, len(st.procedures), st.contributions is CPT_CONTRIBUTIONS
     ([50], 'EV', 8, True)
     """
-    procs = dict(procedures) if procedures is not None else table1_procedures()
+    procs = labelled(procedures, table1_procedures)
     has_cpt = all(p in procs for p in (CPT_FULL, *CPT_SUBMODELS.values()))
     return Study(lottery_prior(n_eval=n_eval), procs,
                  baseline=baseline if baseline is not None else ExpectedValue(), n=n,
@@ -199,7 +200,7 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     from ..datasets.bruhin import load_bruhin
 
     frame = data if hasattr(data, "columns") else load_bruhin(data)
-    procs = dict(procedures) if procedures is not None else table1_procedures()
+    procs = labelled(procedures, table1_procedures)
     base = baseline if baseline is not None else ExpectedValue()
     bench: Procedure | str = benchmark if benchmark is not None \
         else procs.get("GP regression", gp_regression())

@@ -72,6 +72,9 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
     if X.ndim != 2:
         raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")
     if columns is not None:
+        if X.shape[1] != len(columns):  # was an IndexError below
+            raise DataError(f"lottery covariates X have {X.shape[1]} columns for the "
+                            f"{len(columns)} names {list(columns)}")
         missing = [c for c in names if c not in columns]
         if missing:
             raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
@@ -84,6 +87,10 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
         raise DataError("lottery covariates X contain NaN or infinite values")
     if (X[:, 2] < 0).any() or (X[:, 2] > 1).any():
         raise DataError("lottery probabilities p must lie in [0, 1]")
+    swapped = np.flatnonzero(X[:, 1] > X[:, 0])
+    if swapped.size:  # rank-dependent weights would go to the wrong prize, silently
+        raise DataError(f"lottery low prizes z_lo exceed high prizes z_hi in {swapped.size} "
+                        f"row(s) (first: row {swapped[0]}); give z_hi >= z_lo")
     if (X[:, :2] + shift < 0).any():
         raise DataError("lottery prizes must be nonnegative (z + shift >= 0); normalise them "
                         "to [0, 1]")

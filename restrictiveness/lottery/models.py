@@ -249,6 +249,12 @@ class RDU(Procedure):
                  label: str | None = None) -> None:
         self.utility = utility if utility is not None else PowerUtility()
         self.weighting = weighting if weighting is not None else OddsWeighting()
+        if not isinstance(self.utility, PowerUtility | ShiftedPowerUtility) or not isinstance(
+                self.weighting, OddsWeighting | PrelecWeighting | LinearWeighting):
+            raise ConfigurationError(
+                f"utility must be rx.lottery.PowerUtility() or ShiftedPowerUtility(...) and "
+                f"weighting OddsWeighting(), PrelecWeighting() or LinearWeighting(); got "
+                f"{self.utility!r} and {self.weighting!r}")
         known = self.utility.parameters + self.weighting.parameters
         if free is None:
             free = known

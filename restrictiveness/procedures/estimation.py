@@ -29,6 +29,7 @@ Subclasses (:class:`restrictiveness.procedures.nls.NLSResults`,
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Literal, cast
@@ -39,6 +40,7 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
+from ..shared.checks import probability
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 
 __all__ = ["CovType", "COV_TYPES", "LeastSquaresResults", "cluster_codes"]
@@ -159,6 +161,26 @@ class LeastSquaresResults:
 
     # -- covariance -----------------------------------------------------------------------
     @cached_property
+    def _unidentified(self) -> np.ndarray:
+        """Per parameter: whether it loads on the null space of the Jacobian (warned once).
+
+        The pseudo-inverse of JᵀJ reports finite, even zero, standard errors for parameters
+        the data cannot tell apart (a and b in ``a * b * x``, or any two with a constant
+        covariate); :meth:`cov_params` makes theirs NaN.
+        """
+        if self.df_model == 0:
+            return np.zeros(0, dtype=bool)
+        _, S, Vt = np.linalg.svd(self._J, full_matrices=False)
+        tol = S.max(initial=0.0) * max(self._J.shape) * np.finfo(float).eps  # matrix_rank's
+        lost = (np.abs(Vt[S <= tol]) > 1e-8).any(axis=0)
+        if lost.any():
+            names = [q for q, bad in zip(self._names, lost, strict=True) if bad]
+            warnings.warn(f"parameters {names} are not identified at the estimate (the Jacobian "
+                          "is rank-deficient in their direction): their standard errors are NaN",
+                          RuntimeWarning, stacklevel=4)
+        return lost
+
+    @cached_property
     def _cov_estimated(self) -> np.ndarray:
         J, e, N, k = self._J, self.resid, self.nobs, self.df_model
         if k == 0:
@@ -181,8 +203,9 @@ class LeastSquaresResults:
     def cov_params(self) -> pd.DataFrame:
         """Covariance matrix of the estimates on the reported scale (delta method)."""
         D = self._reported_jacobian()
+        ok = ~self._unidentified
         return pd.DataFrame(D @ self._cov_estimated @ D.T, index=self._names,
-                            columns=self._names)
+                            columns=self._names).where(np.outer(ok, ok))
 
     @cached_property
     def bse(self) -> pd.Series:
@@ -218,8 +241,7 @@ class LeastSquaresResults:
         alpha : float
             One minus the coverage.
         """
-        if not 0 < alpha < 1:
-            raise ConfigurationError("alpha must lie in (0, 1)")
+        alpha = probability(alpha, "alpha")
         q = scipy.stats.t.ppf(1 - alpha / 2, self.df_inference)
         return pd.DataFrame({"lower": self.params - q * self.bse,
                              "upper": self.params + q * self.bse})

@@ -13,6 +13,8 @@ is refused. Procedures also fit on DataFrames, where the formula names the respo
 from __future__ import annotations
 
 import importlib.util
+import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,7 +25,7 @@ from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.formula import FORMULA_ENV, parse_formula
+from ..shared.formula import FORMULA_ENV, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns
 from .estimation import cluster_codes
 
@@ -55,7 +57,11 @@ def _as_table(X, columns: Sequence[str] | None) -> tuple[np.ndarray, tuple[str, 
         return X.to_numpy(dtype=float), tuple(X.columns)
     if columns is None:
         raise DataError("this rule was fitted on a DataFrame: predict on a DataFrame too")
-    return np.asarray(X, dtype=float), tuple(columns)
+    A = np.asarray(X, dtype=float)
+    if A.ndim != 2 or A.shape[1] != len(columns):  # other shapes gave numbers or numpy errors
+        raise DataError(f"predict needs covariates of shape (m, {len(columns)}), the columns "
+                        f"{list(columns)}; got shape {A.shape}")
+    return A, tuple(columns)
 
 
 def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
@@ -349,6 +355,8 @@ class OLS(FormulaProcedure):
             raise FormulaError(f"formula {formula!r} has no response (left-hand side)")
         f.design_matrix(data)   # our checks first: missing columns and values are named
         f.response_values(data)
+        # statsmodels fails on any repeated column name, used or not (AttributeError)
+        repeated_columns(data, list(data.columns), "OLS estimation")
         # the formulas' fixed namespace; statsmodels >= 0.15 takes it as a dict (its
         # FormulaManager), older versions as patsy's EvalEnvironment
         new = importlib.util.find_spec("statsmodels.formula._manager") is not None
@@ -386,6 +394,29 @@ class OLS(FormulaProcedure):
         return model.fit(cov_type=cov_type, cov_kwds=kwds, use_t=True)
 
 
+def _merge_repeats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Repeated rows of ``X`` merged into one with the mean of their labels (first-occurrence
+    order; the arrays themselves when no row repeats).
+
+    Draws with replacement (``FiniteSet``) repeat locations, which makes a noise-free kernel
+    matrix singular; noise-free labels at one location agree, and where they do not the mean
+    is the least-squares value.
+
+    Examples
+    --------
+    >>> X, y = _merge_repeats(np.array([[1.0], [0.0], [1.0]]), np.array([2.0, 5.0, 4.0]))
+    >>> X.ravel().tolist(), y.tolist()
+    ([1.0, 0.0], [3.0, 5.0])
+    """
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    if len(first) == len(X):
+        return X, y
+    inverse = inverse.ravel()
+    means = np.bincount(inverse, weights=y) / np.bincount(inverse)
+    order = np.argsort(first)
+    return X[first[order]], means[order]
+
+
 class _GPRule(Fitted):
     def __init__(self, kernel, Xtrain, alpha, mean, build, constraints, columns):
         self.kernel, self.Xtrain, self.alpha, self.mean = kernel, Xtrain, alpha, mean
@@ -412,7 +443,8 @@ class GPRegression(FormulaProcedure):
     kernel : Kernel
         Covariance function (default Matérn-3/2, variance 10, length scale 1: SPEC §6).
     noise : float
-        Variance added to the diagonal (0: interpolation, as the paper's GP regression).
+        Variance added to the diagonal (0: interpolation, as the paper's GP regression; repeated
+        training locations are then merged, with the mean of their labels).
     mean : {"zero", "sample"}
         Prior mean: zero (the paper's) or the training mean.
     constraints : sequence of Constraint
@@ -436,8 +468,16 @@ class GPRegression(FormulaProcedure):
                  constraints: Sequence[Constraint] = ()) -> None:
         if mean not in ("zero", "sample"):
             raise ConfigurationError(f"mean must be 'zero' or 'sample', got {mean!r}")
-        if not noise >= 0:
+        if isinstance(noise, bool) or not isinstance(noise, numbers.Real) \
+                or not 0 <= noise < math.inf:
             raise ConfigurationError(f"noise must be a nonnegative variance, got {noise!r}")
+        if kernel is not None and not isinstance(kernel, Kernel):
+            raise ConfigurationError(f"kernel must be a Kernel (rx.Matern32, rx.Matern52, "
+                                     f"rx.SquaredExponential), got {kernel!r}")
+        if isinstance(constraints, Constraint | str) \
+                or not all(isinstance(c, Constraint) for c in constraints):
+            raise ConfigurationError(f"constraints must be a sequence of Constraint objects, "
+                                     f"e.g. [rx.Between(0, 1)], got {constraints!r}")
         if formula is not None:
             parse_formula(formula)
         self.formula = formula
@@ -498,6 +538,8 @@ class GPRegression(FormulaProcedure):
         if not (np.isfinite(Xt).all() and np.isfinite(y).all()):
             raise DataError("GPRegression: the sample contains NaN or infinite values")
         mean = float(y.mean()) if self.mean == "sample" else 0.0
+        if self.noise == 0:
+            Xt, y = _merge_repeats(Xt, y)
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
         alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
         return _GPRule(self.kernel, Xt, alpha, mean, build, self.constraints, columns)

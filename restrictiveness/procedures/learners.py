@@ -15,11 +15,14 @@ The demand application's per-product share regressors live in
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..engine.protocol import Fitted, FunctionRule
+from ..shared.checks import whole_number
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
@@ -69,8 +72,12 @@ class SklearnRegressor(FormulaProcedure):
     """
 
     def __init__(self, estimator, formula: str | None = None, label: str | None = None) -> None:
+        if isinstance(estimator, type):  # the class passed for an instance
+            raise ConfigurationError(f"estimator must be an instance, e.g. "
+                                     f"{estimator.__name__}(), not the class itself")
         if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
-            raise TypeError("estimator must have fit(X, y) and predict(X) methods")
+            raise ConfigurationError(f"estimator must have fit(X, y) and predict(X) methods, "
+                                     f"got {estimator!r}")
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
 
@@ -177,16 +184,30 @@ class AutoML(FormulaProcedure):
     def __init__(self, time_budget: float | None = None, max_iter: int = 50,
                  estimator_list: Sequence[str] | None = None, formula: str | None = None,
                  label: str = "AutoML (FLAML)", n_jobs: int = 1) -> None:
-        if time_budget is not None and not time_budget > 0:
+        if time_budget is not None and (isinstance(time_budget, bool)
+                                        or not isinstance(time_budget, numbers.Real)
+                                        or not 0 < time_budget < math.inf):
             raise ConfigurationError(f"time_budget must be positive seconds or None, "
                                      f"got {time_budget!r}")
-        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-            raise ConfigurationError(f"max_iter must be an integer of at least 1 (trials), got "
-                                     f"{max_iter!r}")
+        try:
+            trials = whole_number(max_iter, "max_iter", minimum=1)
+        except ConfigurationError:  # None or 2.5 were a bare TypeError or truncated
+            raise ConfigurationError(f"max_iter must be an integer of at least 1 (trials), "
+                                     f"got {max_iter!r}") from None
+        if estimator_list is not None and (isinstance(estimator_list, str)
+                                           or not list(estimator_list)
+                                           or not all(isinstance(e, str)
+                                                      for e in estimator_list)):
+            raise ConfigurationError(f"estimator_list must be a non-empty list of FLAML learner "
+                                     f"names such as ['lgbm', 'rf'], got {estimator_list!r}")
         self.time_budget = None if time_budget is None else float(time_budget)
-        self.max_iter = int(max_iter)
+        self.max_iter = trials
         self.estimator_list = None if estimator_list is None else list(estimator_list)
-        self.formula, self.label, self.n_jobs = formula, label, int(n_jobs)
+        self.formula, self.label = formula, label
+        self.n_jobs = whole_number(n_jobs, "n_jobs", minimum=-1)
+        if self.n_jobs == 0:
+            raise ConfigurationError("n_jobs must be a positive number of threads, or -1 for all "
+                                     "cores; got 0")
 
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
         """Run a search on a training sample or a DataFrame.

@@ -61,6 +61,7 @@ from scipy.stats import qmc
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
+from ..shared.checks import whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.expression import (
     NonlinearFormula,
@@ -68,6 +69,7 @@ from ..shared.expression import (
     compile_expression,
     parse_nonlinear,
 )
+from ..shared.formula import repeated_columns
 from ..shared.sample import Sample
 from .estimation import LeastSquaresResults, cluster_codes
 
@@ -193,6 +195,9 @@ class NLS(Procedure):
                 raise ConfigurationError(f"bounds[{q!r}] must be finite with low < high, "
                                          f"got {(lo, hi)}")
             self.bounds[q] = (lo, hi)
+        if scale is not None and not isinstance(scale, Mapping):
+            raise ConfigurationError(f"scale must be a mapping {{parameter: 'log' or "
+                                     f"'linear'}}, got {scale!r}")
         self.scale = {}
         for q, v in dict(scale or {}).items():
             if q not in names or v not in ("log", "linear"):
@@ -202,13 +207,19 @@ class NLS(Procedure):
                 raise ConfigurationError(f"scale[{q!r}]='log' needs a positive lower bound")
             self.scale[q] = v
         k = len(names)
-        self.n_points = int(n_points) if n_points is not None else min(4096, 32 * 2 ** k)
-        if self.n_points < 2 or int(n_refine) < 1 or int(max_nfev) < 1 \
-                or not min(gtol, xtol, ftol) > 0:
-            raise ConfigurationError("n_points must be at least 2, n_refine and max_nfev "
-                                     "positive, and gtol, xtol, ftol positive")
-        self.n_refine, self.seed, self.max_nfev = int(n_refine), int(seed), int(max_nfev)
-        self.gtol, self.xtol, self.ftol = float(gtol), float(xtol), float(ftol)
+        self.n_points = whole_number(n_points, "n_points", minimum=2) if n_points is not None \
+            else min(4096, 32 * 2 ** k)
+        self.n_refine = whole_number(n_refine, "n_refine", minimum=1)
+        self.max_nfev = whole_number(max_nfev, "max_nfev", minimum=1)
+        self.seed = whole_number(seed, "seed", minimum=0)
+        try:
+            self.gtol, self.xtol, self.ftol = float(gtol), float(xtol), float(ftol)
+        except (TypeError, ValueError):
+            raise ConfigurationError(f"gtol, xtol and ftol must be positive numbers, got "
+                                     f"{(gtol, xtol, ftol)}") from None
+        if not min(self.gtol, self.xtol, self.ftol) > 0:
+            raise ConfigurationError(f"gtol, xtol and ftol must be positive numbers, got "
+                                     f"{(gtol, xtol, ftol)}")
         if label is not None:
             self.label = label
 
@@ -681,10 +692,19 @@ class NLSEstimator:
         if model.response not in data.columns:
             raise FormulaError(f"the response {model.response!r} is not a column of the data; "
                                f"columns are {list(data.columns)}")
+        if model._formula is not None:  # a missing column was a bare KeyError below
+            model._formula.check_columns(list(data.columns))
         used = [model.response, *(model.variables or ())]
+        repeated_columns(data, used, "NLS estimation")
         if data[used].isna().any().any():
             raise DataError(f"the data contain missing values in {used}; drop or impute them "
                             "first")
+        for c in used:
+            try:
+                np.asarray(data[c], dtype=float)
+            except (TypeError, ValueError):
+                raise DataError(f"column {c!r} is not numeric (dtype {data[c].dtype}); convert "
+                                "it to numbers first") from None
         self.model, self.data = model, data
         self.endog = data[model.response].to_numpy(dtype=float)
         self.design = model._design(data, list(data.columns))

@@ -158,10 +158,13 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
             raise FormulaError(f"parameter {q!r} has the name of a function; rename it")
     try:
         tree = pyast.parse(rhs, mode="eval")
+        names: list[str] = []
+        _check(tree.body, text, set(params), names, boolean=False)
     except SyntaxError as exc:
         raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}") from None
-    names: list[str] = []
-    _check(tree.body, text, set(params), names, boolean=False)
+    except RecursionError:  # e.g. a sum of thousands of terms
+        raise FormulaError(f"formula {text[:60]!r}... is too long or too deeply nested to "
+                           "check; write it with fewer terms") from None
     return NonlinearFormula(text=text, response=lhs, params=params, variables=tuple(names),
                             expression=ast.unparse(tree), tree=tree)
 
@@ -182,6 +185,9 @@ def _check(node: ast.AST, text: str, params: set[str], names: list[str], boolean
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
             raise _refuse(node, text, "the constant")
+        if not math.isfinite(_constant(node) or 0.0):  # 400 digits overflowed in compiling
+            raise FormulaError(f"formula {text!r}: the constant {ast.unparse(node)[:40]!r} is "
+                               "not a finite real number")
         return
     if isinstance(node, ast.Name):
         if node.id.startswith("__"):
@@ -200,6 +206,11 @@ def _check(node: ast.AST, text: str, params: set[str], names: list[str], boolean
                                "not allowed (use + - * / **)")
         _check(node.left, text, params, names, boolean)
         _check(node.right, text, params, names, boolean)
+        if op is ast.Pow:  # sympy would compute 10 ** 10 ** 10 exactly, for ever
+            value = _constant(node)
+            if value is not None and not math.isfinite(value):
+                raise FormulaError(f"formula {text!r}: the constant {ast.unparse(node)!r} is "
+                                   "not a finite real number")
         return
     if isinstance(node, ast.UnaryOp):
         if boolean and isinstance(node.op, ast.Not | ast.Invert):
@@ -244,6 +255,46 @@ def _check(node: ast.AST, text: str, params: set[str], names: list[str], boolean
     kind = {ast.Subscript: "the subscript", ast.Lambda: "the lambda",
             ast.IfExp: "the conditional expression (use where())"}.get(type(node), "the term")
     raise _refuse(node, text, kind)
+
+
+def _constant(node: ast.AST) -> float | None:
+    """The value of a subexpression made of numbers only (inf or nan where the arithmetic
+    overflows or divides by zero), or None when it involves a name.
+
+    Examples
+    --------
+    >>> _constant(ast.parse("2 ** -1", mode="eval").body), _constant(ast.parse("2 * a").body)
+    (0.5, None)
+    >>> _constant(ast.parse("10 ** 10 ** 10", mode="eval").body)
+    inf
+    """
+    if isinstance(node, ast.Expr):
+        node = node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        try:
+            return float(node.value)
+        except OverflowError:
+            return math.inf
+    if isinstance(node, ast.Name) and node.id in CONSTANTS:
+        return CONSTANTS[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        v = _constant(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = _constant(node.left), _constant(node.right)
+        if a is None or b is None:
+            return None
+        try:
+            if isinstance(node.op, ast.Pow):
+                v = a ** b
+                return math.nan if isinstance(v, complex) else v
+            if isinstance(node.op, ast.Div):
+                return a / b
+            return a + b if isinstance(node.op, ast.Add) else a - b \
+                if isinstance(node.op, ast.Sub) else a * b
+        except (OverflowError, ZeroDivisionError):
+            return math.inf
+    return None
 
 
 def _is_condition(node: ast.AST) -> bool:

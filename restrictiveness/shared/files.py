@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
+from .exceptions import ConfigurationError
+
 __all__ = ["CONVENTIONS", "atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
 
 #: The metadata convention of every NetCDF file the package writes (CF where it fits:
@@ -53,6 +55,11 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     'done'
     """
     target = Path(target)
+    if target.is_dir():
+        raise ConfigurationError(f"cannot write {str(target)!r}: it is a folder; give a file name")
+    if not target.parent.is_dir():
+        raise ConfigurationError(f"cannot write {str(target)!r}: the folder "
+                                 f"{str(target.parent)!r} does not exist; create it first")
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)

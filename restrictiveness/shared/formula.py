@@ -111,7 +111,10 @@ class Formula:
 
         def build(newdata: pd.DataFrame) -> np.ndarray:
             _check_columns(newdata, self.covariates, self.text)
-            (X,) = patsy.build_design_matrices([info], newdata, NA_action="raise")
+            try:
+                (X,) = patsy.build_design_matrices([info], newdata, NA_action="raise")
+            except patsy.PatsyError as exc:  # e.g. NaN covariates at prediction
+                raise self._patsy_error(exc) from None
             return np.asarray(X, dtype=float)
 
         return build(data), build
@@ -123,13 +126,17 @@ class Formula:
             X = patsy.dmatrix(self._description(intercept), data, eval_env=FORMULA_ENV,
                               NA_action="raise")
         except patsy.PatsyError as exc:
-            if "missing values" in str(exc):
-                raise DataError(f"formula {self.text!r}: the data contain missing values "
-                                "(NaN); drop or impute them first") from None
-            raise FormulaError(f"formula {self.text!r} cannot be evaluated: {exc}") from None
+            raise self._patsy_error(exc) from None
         if not np.isfinite(np.asarray(X)).all():
             raise DataError(f"formula {self.text!r}: the design matrix has infinite values")
         return X
+
+    def _patsy_error(self, exc: patsy.PatsyError) -> DataError | FormulaError:
+        """The package's error for a patsy failure on data: missing values, or the formula."""
+        if "missing values" in str(exc):
+            return DataError(f"formula {self.text!r}: the data contain missing values (NaN); "
+                             "drop or impute them first")
+        return FormulaError(f"formula {self.text!r} cannot be evaluated: {exc}")
 
 
 def parse_formula(text: str) -> Formula:
@@ -195,3 +202,15 @@ def _check_columns(data, names, text: str) -> None:
             f"formula {text!r} names column(s) {missing} that the data do not have; "
             f"available columns: {list(data.keys())}"
         )
+    repeated_columns(data, names, f"formula {text!r}")
+
+
+def repeated_columns(data, names, who: str) -> None:
+    """Refuse a DataFrame in which a column that ``names`` lists occurs more than once
+    (pandas then returns both; which one is meant cannot be told)."""
+    columns = getattr(data, "columns", None)
+    if columns is not None and not columns.is_unique:
+        twice = sorted({c for c in names if list(columns).count(c) > 1})
+        if twice:
+            raise DataError(f"{who}: the data have more than one column named {twice}; "
+                            "rename or drop the copies")

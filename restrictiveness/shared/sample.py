@@ -72,10 +72,19 @@ class Sample:
     response: str = "y"
 
     def __post_init__(self) -> None:
+        if isinstance(self.columns, str) or len(set(self.columns)) != len(self.columns) \
+                or not all(isinstance(c, str) for c in self.columns):
+            raise DataError(f"Sample: columns must be distinct names, got {self.columns!r}")
+        if not isinstance(self.response, str) or self.response in self.columns:
+            raise DataError(f"Sample: the response must be a name other than the columns, got "
+                            f"{self.response!r}")
         if np.shape(self.X)[0] != np.shape(self.y)[0]:
             raise DataError("Sample: X and y must have the same number of observations")
         if np.shape(self.X)[-1] != len(self.columns):
             raise DataError("Sample: the last axis of X must match columns")
+        # a noise-free label is a number; NaN labels gave NaN fits without a word
+        if not np.isfinite(np.asarray(self.y, dtype=float)).all():
+            raise DataError("Sample: the labels y contain NaN or infinite values")
 
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])

@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ...shared.checks import is_whole
 from ...shared.exceptions import ConfigurationError, DataError
 from ...shared.sample import Sample
 
@@ -150,7 +151,7 @@ class CellMeansKFold:
     unit_name = "observation"
 
     def __init__(self, k: int = 10, cell: str = "lottery", cluster: str = "participant") -> None:
-        if int(k) != k or k < 2:
+        if not is_whole(k) or k < 2:
             raise ConfigurationError(f"CellMeansKFold: k must be an integer >= 2, got {k!r}")
         self.k, self.cell, self.cluster = int(k), cell, cluster
 
@@ -351,9 +352,9 @@ class RepeatedGroupKFold:
     unit_name = "group"
 
     def __init__(self, repeats: int = 5, k: int = 5, group: str = "city") -> None:
-        if int(k) != k or k < 2:
+        if not is_whole(k) or k < 2:
             raise ConfigurationError(f"RepeatedGroupKFold: k must be an integer >= 2, got {k!r}")
-        if int(repeats) != repeats or repeats < 1:
+        if not is_whole(repeats) or repeats < 1:
             raise ConfigurationError("RepeatedGroupKFold: repeats must be a positive integer, "
                                      f"got {repeats!r}")
         self.repeats, self.k, self.group = int(repeats), int(k), group

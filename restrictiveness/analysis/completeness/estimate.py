@@ -168,6 +168,13 @@ def estimate_completeness(
         procs[flex_label] = flex_proc
     if base_label == flex_label:
         raise ConfigurationError("baseline and benchmark must be different procedures")
+    if not all(hasattr(design, a) for a in ("units", "folds", "repeats", "k")):
+        raise ConfigurationError(f"design must be a cross-validation design such as "
+                                 f"rx.CellMeansKFold(k=10) or rx.RepeatedGroupKFold(5, 5), got "
+                                 f"{design!r}")
+    if not callable(to_sample):
+        raise ConfigurationError(f"to_sample must turn a DataFrame into a Sample (e.g. "
+                                 f"rx.TableSample(columns, response)), got {to_sample!r}")
     data = data.reset_index(drop=True)
     units, clusters = design.units(data)
     ss = _seed_sequence(seed)

@@ -1,0 +1,145 @@
+"""Checks of user options where they enter: an option the package cannot honour is refused by name.
+
+``int(x)`` would turn ``2.5`` into 2, ``True`` into 1 and ``None`` into a bare ``TypeError``;
+:func:`whole_number` refuses each of them with the option's name and what is allowed.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Mapping
+
+from .exceptions import ConfigurationError
+
+__all__ = ["whole_number", "is_whole", "probability", "labelled"]
+
+
+def whole_number(value: object, name: str, minimum: int | None = None) -> int:
+    """``value`` as an int, refused unless it is a whole number of at least ``minimum``.
+
+    Integers, NumPy integers and integral floats (``10.0``) are accepted; booleans, strings,
+    ``None``, fractions and non-finite numbers are refused.
+
+    Parameters
+    ----------
+    value : object
+        The option as the user gave it.
+    name : str
+        The option's name, for the message.
+    minimum : int, optional
+        The smallest allowed value.
+
+    Returns
+    -------
+    int
+        The value.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the option, the allowed values and what was given.
+
+    Examples
+    --------
+    >>> whole_number(10.0, "replications", minimum=2)
+    10
+    >>> whole_number(2.5, "replications", minimum=2)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: replications must be a whole number
+    >= 2, got 2.5
+    """
+    allowed = "a whole number" + ("" if minimum is None else f" >= {minimum}")
+    if not is_whole(value) or (minimum is not None and value < minimum):  # type: ignore[operator]
+        raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def is_whole(value: object) -> bool:
+    """Whether ``value`` is a whole number: an integer or an integral float, not a bool.
+
+    Examples
+    --------
+    >>> is_whole(3), is_whole(3.0), is_whole(2.5), is_whole(True), is_whole(None)
+    (True, True, False, False, False)
+    """
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and float(value).is_integer())  # False for nan, inf
+
+
+def probability(value: object, name: str) -> float:
+    """``value`` as a float strictly between 0 and 1 (a coverage level or a test size).
+
+    Parameters
+    ----------
+    value : object
+        The option as the user gave it.
+    name : str
+        The option's name, for the message.
+
+    Returns
+    -------
+    float
+        The value.
+
+    Raises
+    ------
+    ConfigurationError
+        Unless ``value`` is a number in the open interval (0, 1).
+
+    Examples
+    --------
+    >>> probability(0.95, "level")
+    0.95
+    >>> probability(95, "level")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: level must lie in (0, 1), got 95
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 0 < value < 1:  # type: ignore[operator]
+        raise ConfigurationError(f"{name} must lie in (0, 1), got {value!r}")
+    return float(value)
+
+
+def labelled(procedures: object, default: Callable[[], dict]) -> dict:
+    """Procedures by label: a mapping copied to a dict, or ``default()`` for None.
+
+    The applications' study and completeness helpers take ``{label: procedure}``; a list
+    (``dict([proc])``) was a bare TypeError.
+
+    Parameters
+    ----------
+    procedures : mapping or None
+        The procedures as the user gave them.
+    default : callable
+        Returns the default procedures.
+
+    Returns
+    -------
+    dict
+        Label → procedure.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``procedures`` is neither None nor a mapping.
+
+    Examples
+    --------
+    >>> labelled(None, lambda: {"a": 1}), labelled({"b": 2}, dict)
+    ({'a': 1}, {'b': 2})
+    >>> labelled([2], dict)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: procedures must be a mapping {label:
+    procedure}, e.g. {'CPT': rx.lottery.CPT()}; got list
+    """
+    if procedures is None:
+        return default()
+    if not isinstance(procedures, Mapping):
+        raise ConfigurationError(f"procedures must be a mapping {{label: procedure}}, e.g. "
+                                 f"{{'CPT': rx.lottery.CPT()}}; got {type(procedures).__name__}")
+    return dict(procedures)
