@@ -555,7 +555,15 @@ def test_mixed_logit_estimator_summary(nevo):
     # never worse than the MNL it nests (L = 0 stays a candidate)
     mnl = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
     assert res.ssr <= mnl.ssr + 1e-10
-    text = res.summary().as_text()
+    # here the fit keeps MNL's estimate: at L = 0 the antithetic nodes make L's Jacobian column
+    # zero, so L is not identified and its standard error is NaN (with a warning), not 0
+    assert res.fitted.info["start"] == "MNL (L = 0)" and res.params["L[sugar,sugar]"] == 0.0
+    with pytest.warns(RuntimeWarning, match=r"\['L\[sugar,sugar\]'\] are not identified"):
+        text = res.summary().as_text()
+    assert np.isnan(res.bse["L[sugar,sugar]"])
+    # β's standard errors are MNL's, with one more parameter in the residual degrees of freedom
+    dof = np.sqrt((res.nobs - 4) / (res.nobs - 5))
+    np.testing.assert_allclose(res.bse.iloc[:4], mnl.bse * dof, rtol=1e-6)
     assert "Mixed logit" in text and "64 antithetic Sobol nodes" in text
 
 
