@@ -663,3 +663,42 @@ def test_cleanup_survives_deep_and_locked_trees(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(tmp_path)       # a link is removed, never followed
     assert remove_tree(link) and tmp_path.exists()
+
+
+def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
+    """The parent's count of the working directory (taken while the child runs) walks by
+    descriptors: a tree far past PATH_MAX is counted to its bottom, a link is one entry of
+    its own size, and a directory moved away while the count is on its way down makes the
+    count fail rather than climb out of the tree."""
+    from restrictiveness.ai.sandbox.workdir import tree_usage
+
+    top = tmp_path / "top"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(40):             # 40 * 201 characters of path
+        os.mkdir("d" * 200, dir_fd=fd)
+        sub = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.write(os.open("big", os.O_CREAT | os.O_WRONLY, dir_fd=fd), b"x" * 5000)
+    os.symlink("/", "root-link", dir_fd=fd)
+    os.close(fd)
+    assert tree_usage(top, 10**9, 10**6) == (5000 + 1, 40 + 2)
+    assert tree_usage(top, 4000, 10**6)[0] > 4000               # stops past the byte limit
+    assert tree_usage(top, 10**9, 10)[1] == 11                  # and past the entry limit
+
+    real_scandir, level = os.scandir, top / ("d" * 200) / ("d" * 200)
+    moved = []
+
+    def scandir_moving(fd):         # the child moves a directory the count is inside
+        if not moved and os.readlink(f"/proc/self/fd/{fd}") == str(level / ("d" * 200)):
+            os.rename(level, tmp_path / "away")
+            moved.append(True)
+        return real_scandir(fd)
+
+    try:
+        os.scandir = scandir_moving
+        assert tree_usage(top, 10**9, 10**6) is None
+    finally:
+        os.scandir = real_scandir
+    assert moved

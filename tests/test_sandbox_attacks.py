@@ -575,6 +575,20 @@ for i in range(1_000_000):
 for i in range(100):
     open(f'big{i}', 'wb').write(b'x' * 10**7)
 """, expect=("output-limit",)),
+    Attack("deep-path-disk-flood", "floods", """
+import os, time
+fd = os.open('.', os.O_RDONLY)
+for _ in range(20):   # 5000 characters of path: the parent's count reaches below them too
+    os.mkdir('d' * 250, dir_fd=fd)
+    new = os.open('d' * 250, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = new
+for i in range(10):
+    out = os.open(f'big{i}', os.O_CREAT | os.O_WRONLY, dir_fd=fd)
+    os.write(out, b'x' * 20_000_000)
+    os.close(out)
+time.sleep(2)
+""", expect=("output-limit",)),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

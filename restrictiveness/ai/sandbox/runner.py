@@ -383,7 +383,10 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     next_disk_check = start
 
     def over_disk() -> str | None:
-        size, count = tree_usage(root, limits.disk_bytes, limits.max_files)
+        usage = tree_usage(root, limits.disk_bytes, limits.max_files)
+        if usage is None:
+            return "moved"
+        size, count = usage
         return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
             else None
 
@@ -518,6 +521,8 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
             "disk": ("output-limit", f"wrote more than {limits.disk_bytes} bytes of files"),
             "files": ("output-limit", f"created more than {limits.max_files} files and "
                                       "directories"),
+            "moved": ("output-limit", "moved directories while the parent measured its "
+                                      "working directory, so its size could not be bounded"),
             "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
         }
         reason, what = stopped[killed]

@@ -14,27 +14,70 @@ __all__ = ["tree_usage", "remove_tree", "open_regular", "read_status"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int]:
+def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] | None:
     """Bytes of files and number of entries under ``root``; counting stops once either passes
-    its limit (unreadable parts are skipped)."""
-    total, entries, stack = 0, 0, [str(root)]
-    while stack:
+    its limit. None when the tree changed shape under the count (a directory on the way down
+    moved elsewhere), so that it could not be measured.
+
+    Walked like :func:`remove_tree`, relative to directory descriptors and without following
+    links, because the child is running: paths past ``PATH_MAX`` would hide what lies below
+    them, and a directory swapped for a link would lead the count outside. The way back up
+    (``..``) is checked against the directory that was left, since the child may move it.
+    """
+    count = [0, 0]  # bytes, entries
+
+    def scan(fd: int) -> list[str] | None:
+        """Count the directory ``fd``; its subdirectories, or None once past a limit."""
+        subdirs = []
         try:
-            with os.scandir(stack.pop()) as it:
+            with os.scandir(fd) as it:
                 for entry in it:
-                    entries += 1
+                    count[1] += 1
                     try:
                         if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
+                            subdirs.append(entry.name)
                         else:
-                            total += entry.stat(follow_symlinks=False).st_size
+                            count[0] += entry.stat(follow_symlinks=False).st_size
                     except OSError:
                         continue
-                    if total > max_bytes or entries > max_entries:
-                        return total, entries
+                    if count[0] > max_bytes or count[1] > max_entries:
+                        return None
         except OSError:
-            continue
-    return total, entries
+            pass
+        return subdirs
+
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return 0, 0
+    trail: list = []
+    try:
+        pending = scan(fd)
+        while pending is not None:
+            if pending:
+                try:
+                    child = os.open(pending.pop(), _DIR_FLAGS, dir_fd=fd)
+                except OSError:  # gone meanwhile, or replaced by a link
+                    continue
+                info = os.fstat(fd)
+                trail.append(((info.st_dev, info.st_ino), pending))
+                os.close(fd)
+                fd, pending = child, scan(child)
+                continue
+            if not trail:
+                break
+            up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            left, pending = trail.pop()
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) != left:
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return count[0], count[1]
 
 
 def _scan(fd: int) -> list[str]:
