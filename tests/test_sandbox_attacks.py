@@ -822,3 +822,26 @@ def test_agent_tool_runs_are_isolated_too(canaries):
     assert first == "forbidden" and second in ("forbidden", "crash")
     assert rule.info["tool_isolation"] == "full" and rule.info["isolation"] == "full"
     canaries.check([m["content"] for m in rule.info["transcript"]])
+
+
+@pytest.mark.parametrize("swap", ["control", "out"])
+def test_parent_reads_the_results_never_through_the_childs_links(swap, tmp_path, monkeypatch):
+    """The child owns its working directory: it can rename the control directory (or its
+    ``out``) and leave a link to a directory of this machine in its place. The parent reads
+    the status and the outputs through the descriptor it opened before the start, so a
+    status and an array planted outside are never reported as the run's."""
+    token = uuid.uuid4().hex
+    lure = tmp_path / "lure"
+    (lure / "out").mkdir(parents=True)
+    (lure / "status.json").write_text(f'{{"ok": true, "value": "{token}"}}')
+    np.save(lure / "out" / "pred.npy", np.array([4242.0]))
+    target = ".sandbox" if swap == "control" else ".sandbox/out"
+    source = (f"import os\nos.rename({target!r}, 'moved')\n"
+              f"os.symlink({str(lure / ('' if swap == 'control' else 'out'))!r}, {target!r})\n")
+    if swap == "out":
+        source += "open('.sandbox/status.json', 'w').write('{\"ok\": true, \"value\": 1}')\n"
+    monkeypatch.setattr(sandbox_runner, "_GUARD", False)  # the guard refuses os.symlink first
+    r = rx.run_python(source + "os._exit(0)\n", limits=LIMITS)
+    assert not r.ok and r.outputs == {} and token not in repr(r.value) + r.message
+    assert r.reason == ("crash" if swap == "control" else "invalid-output"), r.message
+    assert (lure / "status.json").exists() and (lure / "out" / "pred.npy").exists()

@@ -28,7 +28,7 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
-from .workdir import open_regular, read_status, remove_tree, tree_usage
+from .workdir import open_directory, open_regular, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
@@ -138,7 +138,13 @@ def run_python(source: str, *, driver: str | None = None,
         if full:
             config.update(isolation.child_config(str(root), names, isolation.backend()))
         config["inputs"] = _prepare(root, control, source, inputs, files, config.get("uid"))
-        return _supervise(control, limits, config, isolate_network)
+        # held from before the start: the child owns the working directory and may rename the
+        # control directory and put a link to anywhere on this machine in its place
+        control_fd = open_directory(str(control))
+        try:
+            return _supervise(control, control_fd, limits, config, isolate_network)
+        finally:
+            os.close(control_fd)
     finally:
         if not remove_tree(root if owned else control):
             warnings.warn(f"run_python: could not delete {root if owned else control}",
@@ -345,9 +351,10 @@ class _Watch:
             return None
 
 
-def _supervise(control: Path, limits: SandboxLimits, config: dict,
+def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: dict,
                isolate_network: bool) -> SandboxResult:
-    """Start the child, watch its output, clock and disk, and classify how it ended."""
+    """Start the child, watch its output, clock and disk, and classify how it ended; what
+    the child wrote is read through ``control_fd``, never through a path it could redirect."""
     import selectors
     import subprocess
 
@@ -448,18 +455,28 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
                   seconds=time.monotonic() - start, cpu_seconds=cpu, returncode=returncode,
                   network_isolated="namespaces" in layers or bool(prefix),
                   isolation=config["isolation"], layers=layers)
-    reason, message = _classify(killed, watch, returncode, cpu, max_rss, limits, control,
+    reason, message = _classify(killed, watch, returncode, cpu, max_rss, limits, control_fd,
                                 full and not layers)
     if reason is not None:
         return SandboxResult(False, reason, message, **common)
     outputs = {}
-    for path in sorted((control / "out").glob("*.npy")):
-        try:
-            with open_regular(path, limits.file_bytes) as fh:
-                outputs[path.stem] = np.load(fh, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            return SandboxResult(False, "invalid-output", f"output {path.stem!r} is not a "
-                                                          f"plain array: {exc}", **common)
+    try:
+        out_fd = open_directory("out", control_fd)
+    except OSError as exc:
+        return SandboxResult(False, "invalid-output", f"the output directory is not a plain "
+                                                      f"directory: {exc}", **common)
+    try:
+        for name in sorted(os.listdir(out_fd)):
+            if not name.endswith(".npy") or name.startswith("."):
+                continue
+            try:
+                with open_regular(name, limits.file_bytes, out_fd) as fh:
+                    outputs[name[:-4]] = np.load(fh, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as exc:
+                return SandboxResult(False, "invalid-output", f"output {name[:-4]!r} is not a "
+                                                              f"plain array: {exc}", **common)
+    finally:
+        os.close(out_fd)
     return SandboxResult(True, None, "ok", outputs=outputs, value=message, **common)
 
 
@@ -512,7 +529,7 @@ def _drain(stream, name: str, watch: _Watch) -> None:
 
 
 def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
-              limits: SandboxLimits, control: Path, never_ready: bool):
+              limits: SandboxLimits, control_fd: int, never_ready: bool):
     """(reason, message) of a failed run, or (None, value) of a successful one."""
     if killed is not None:
         stopped = {
@@ -538,7 +555,7 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
                              "its namespaces")
     if returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= limits.cpu - 0.5:
         return "cpu", f"the program used more than {limits.cpu} s of CPU time and was stopped"
-    status = read_status(control / "status.json")
+    status = read_status(control_fd)
     err = watch.tails["stderr"].decode("utf-8", "replace")
     if status is None:
         if returncode == 0:

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["tree_usage", "remove_tree", "open_regular", "read_status"]
+__all__ = ["tree_usage", "remove_tree", "open_regular", "open_directory", "read_status"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -149,24 +149,33 @@ def remove_tree(path: str | os.PathLike) -> bool:
     return not os.path.lexists(path)
 
 
-def open_regular(path: Path, max_bytes: int):
+def open_regular(path: str | os.PathLike, max_bytes: int, dir_fd: int | None = None):
     """Open a file the child wrote, refusing anything but a regular file of bounded size.
 
     A FIFO or device in its place would otherwise block or flood the parent; symlinks are
-    not followed.
+    not followed. ``path`` is relative to ``dir_fd`` when given (the parent's descriptor of a
+    directory the child may have renamed and replaced by a link since).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 dir_fd=dir_fd)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
         os.close(fd)
-        raise ValueError(f"{path.name} is not a regular file of at most {max_bytes} bytes")
+        raise ValueError(f"{os.path.basename(path)} is not a regular file of at most "
+                         f"{max_bytes} bytes")
     return os.fdopen(fd, "rb")
 
 
-def read_status(path: Path) -> dict | None:
-    """The status the child's driver wrote, or None."""
+def open_directory(name: str, dir_fd: int | None = None) -> int:
+    """A descriptor of the directory ``name`` (relative to ``dir_fd``), never through a link."""
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def read_status(control_fd: int) -> dict | None:
+    """The status the child's driver wrote into the control directory ``control_fd``, or
+    None."""
     try:
-        with open_regular(path, 2**24) as fh:
+        with open_regular("status.json", 2**24, control_fd) as fh:
             status = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
