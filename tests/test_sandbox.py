@@ -3,6 +3,7 @@ survives, and honest programs give the answers a direct computation gives."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import sys
@@ -680,11 +681,17 @@ def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
         sub = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
         os.close(fd)
         fd = sub
-    os.write(os.open("big", os.O_CREAT | os.O_WRONLY, dir_fd=fd), b"x" * 5000)
+    os.write(os.open("big", os.O_CREAT | os.O_WRONLY, dir_fd=fd), b"x" * 8192)  # 2 blocks
     os.symlink("/", "root-link", dir_fd=fd)
     os.close(fd)
-    assert tree_usage(top, 10**9, 10**6) == (5000 + 1, 40 + 2)
+    assert tree_usage(top, 10**9, 10**6) == (8192 + 1, 40 + 2)
     assert tree_usage(top, 4000, 10**6)[0] > 4000               # stops past the byte limit
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    with open(top / "reserved", "wb") as fh:   # FALLOC_FL_KEEP_SIZE: blocks, but no size
+        if libc.fallocate(fh.fileno(), 1, 0, 2**20) == 0:
+            assert tree_usage(top, 10**9, 10**6) == (8192 + 1 + 2**20, 40 + 3)
+    os.remove(top / "reserved")
     assert tree_usage(top, 10**9, 10)[1] == 11                  # and past the entry limit
 
     real_scandir, level = os.scandir, top / ("d" * 200) / ("d" * 200)

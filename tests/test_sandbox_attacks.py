@@ -589,6 +589,15 @@ for i in range(10):
     os.close(out)
 time.sleep(2)
 """, expect=("output-limit",)),
+    Attack("fallocate-keep-size", "floods", """
+import ctypes, os
+c = libc()
+c.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open('hidden', os.O_CREAT | os.O_WRONLY)
+c.fallocate(fd, 1, 0, 2**30)   # FALLOC_FL_KEEP_SIZE: 1 GiB on disk, past the file-size limit,
+if os.fstat(fd).st_blocks * 512 > 2**20:   # in a file whose size stays 0
+    escaped('reserved', os.fstat(fd).st_blocks * 512)
+""", expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

@@ -37,7 +37,9 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
                         if entry.is_dir(follow_symlinks=False):
                             subdirs.append(entry.name)
                         else:
-                            count[0] += entry.stat(follow_symlinks=False).st_size
+                            info = entry.stat(follow_symlinks=False)
+                            # blocks too: space reserved past the end has no size
+                            count[0] += max(info.st_size, info.st_blocks * 512)
                     except OSError:
                         continue
                     if count[0] > max_bytes or count[1] > max_entries:

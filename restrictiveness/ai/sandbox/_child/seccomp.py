@@ -8,7 +8,10 @@ package's ctypes bindings), default allow.
 * **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT); signals to
   any process but itself, scheduling, priority and resource-limit changes of other processes,
   ``personality`` (EPERM); ``clone3``, whose flags a filter cannot read (ENOSYS, so the C
-  library falls back to ``clone``).
+  library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
+  ``posix_fallocate`` writes instead): it reserves gigabytes in microseconds, far faster than
+  the parent's disk check looks, and with ``FALLOC_FL_KEEP_SIZE`` past the file-size limit and
+  past the sizes the parent counts.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -75,6 +78,7 @@ def install(pid: int) -> str:
         rule(eperm, name)
     rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, CLONE_THREAD, 0))
     rule(s.ERRNO(errno.ENOSYS), "clone3")
+    rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         rule(eperm, name, s.Arg(0, s.NE, pid))
