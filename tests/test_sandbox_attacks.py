@@ -854,3 +854,28 @@ def test_parent_reads_the_results_never_through_the_childs_links(swap, tmp_path,
     assert not r.ok and r.outputs == {} and token not in repr(r.value) + r.message
     assert r.reason == ("crash" if swap == "control" else "invalid-output"), r.message
     assert (lure / "status.json").exists() and (lure / "out" / "pred.npy").exists()
+
+
+def test_what_the_child_leaves_at_its_end_is_counted(canaries):
+    """The disk check runs a few times a second while the child runs; arrays left in sparse
+    files in the moment before it exits (200 MB here, past the 50 MB cap, written in a
+    millisecond) were loaded by the parent whenever the child ended between two checks. The
+    parent counts once more at the end. Repeated: on a race, one run proves little."""
+    source = """
+import os
+n = 10 * 2**20 // 8
+hdr = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d,), }" % n
+hdr = hdr + ' ' * (118 - len(hdr)) + '\\n'
+head = b'\\x93NUMPY\\x01\\x00' + len(hdr).to_bytes(2, 'little') + hdr.encode()
+for i in range(20):
+    fd = os.open(f'.sandbox/out/a{i}.npy', os.O_CREAT | os.O_WRONLY)
+    os.write(fd, head)
+    os.ftruncate(fd, len(head) + n * 8)
+    os.close(fd)
+open('.sandbox/status.json', 'w').write('{"ok": true, "value": 1}')
+os._exit(0)
+"""
+    for _ in range(10):
+        r = rx.run_python(source, limits=LIMITS)
+        assert (r.reason, r.outputs) == ("output-limit", {}), r
+    canaries.check([])

@@ -442,6 +442,8 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     if ended is None and setup and isinstance(setup.get("pidns"), int):
         # stopped before its relay reaped it: the program may still be dying
         _end_namespace(setup["pidns"])
+    if killed is None:  # once more at the end: the last check while it ran may be 0.25 s old,
+        killed = over_disk()  # and what it wrote since (sparse arrays) would be loaded here
     cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
     if ended is not None:  # the program's own end, not its wrappers'
         status, cpu, max_rss = ended
