@@ -22,6 +22,7 @@ it) and with the guard switched off, to show that the kernel layers alone contai
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -879,3 +880,77 @@ os._exit(0)
         r = rx.run_python(source, limits=LIMITS)
         assert (r.reason, r.outputs) == ("output-limit", {}), r
     canaries.check([])
+
+
+def test_setup_report_cannot_be_taken_and_forged(tmp_path, monkeypatch):
+    """The setup report names the run's PID namespace, which the parent empties when a run
+    is stopped. Had its channel been a pipe, a program of the parent's own uid (any run not
+    started by root) could reopen it for reading through /proc/self/fd while the parent was
+    busy (here: a slow first disk count, as in an agent's full working directory), take the
+    report and write one naming another namespace, whose processes the parent then killed.
+    The channel is a socket, which cannot be reopened (ENXIO, whoever asks)."""
+    import errno
+    import json
+
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("unshare is not installed")
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    victim = subprocess.Popen([unshare, *user, "--pid", "--fork", "sleep", "60"])
+    sleeper = None
+    try:
+        children = f"/proc/{victim.pid}/task/{victim.pid}/children"
+        deadline = time.monotonic() + 5
+        while not (os.path.exists(children) and open(children).read().split()):
+            if victim.poll() is not None or time.monotonic() > deadline:
+                pytest.skip("no PID namespace for the victim process")
+            time.sleep(0.02)
+        sleeper = int(open(children).read().split()[0])
+        pidns = os.stat(f"/proc/{sleeper}/ns/pid").st_ino
+        real_usage, calls = sandbox_runner.tree_usage, []
+
+        def slow_first_count(*args):
+            if not calls:
+                time.sleep(1.0)
+            calls.append(1)
+            return real_usage(*args)
+
+        monkeypatch.setattr(sandbox_runner, "tree_usage", slow_first_count)
+        monkeypatch.setattr(sandbox_runner, "_GUARD", False)
+        source = f"""
+import json, os, time
+seen = {{}}
+for f in os.listdir('/proc/self/fd'):
+    fd = int(f)
+    if fd <= 2:
+        continue
+    try:
+        os.readlink(f'/proc/self/fd/{{fd}}')
+        r = os.open(f'/proc/self/fd/{{fd}}', os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        seen[fd] = -exc.errno
+        continue
+    try:
+        got = os.read(r, 65536)
+    except BlockingIOError:
+        got = b''
+    seen[fd] = len(got)
+    if got:
+        os.write(fd, (json.dumps({{'setup': 'ready', 'layers': {{}}, 'pidns': {pidns}}})
+                      + chr(10)).encode())
+print(json.dumps(seen), flush=True)
+time.sleep(100)
+"""
+        limits = rx.SandboxLimits(wall_seconds=4, memory_bytes=2 * 2**30)
+        r = rx.run_python(source, limits=limits)
+        seen = json.loads(r.stdout)
+        assert r.reason == "timeout" and set(r.layers) == set(LAYERS)
+        assert -errno.ENXIO in seen.values(), seen               # the report channel
+        assert all(v in (-errno.ENOENT, -errno.ENXIO) for v in seen.values()), seen
+        assert os.path.exists(f"/proc/{sleeper}"), "the parent emptied another namespace"
+    finally:
+        victim.kill()
+        victim.wait()
+        if sleeper is not None:   # the namespace's init outlives the unshare that started it
+            with contextlib.suppress(OSError):
+                os.kill(sleeper, 9)

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -360,7 +361,12 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
 
     root = control.parent
     full = config["isolation"] == "full"
-    read_fd, write_fd = os.pipe()
+    # The report channel is a socket, not a pipe: the write end of a pipe can be reopened for
+    # reading through /proc/self/fd by a process of its owner's uid (the child's, unless root
+    # started it), which could take the setup report before we read it and write its own,
+    # naming another PID namespace for _end_namespace to empty. A socket cannot be reopened.
+    ours, theirs = socket.socketpair()
+    read_fd, write_fd = ours.detach(), theirs.detach()
     exit_read, exit_write = os.pipe()
     config["report_fd"], config["exit_fd"] = write_fd, exit_write
     (control / "config.json").write_text(json.dumps(config))
@@ -439,7 +445,8 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
             _drain(stream, name, watch)
             stream.close()
     setup, ended = watch.setup(), watch.ended()
-    if ended is None and setup and isinstance(setup.get("pidns"), int):
+    if ended is None and setup and isinstance(setup.get("pidns"), int) and \
+            setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
         # stopped before its relay reaped it: the program may still be dying
         _end_namespace(setup["pidns"])
     if killed is None:  # once more at the end: the last check while it ran may be 0.25 s old,
