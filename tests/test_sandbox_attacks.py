@@ -599,6 +599,24 @@ c.fallocate(fd, 1, 0, 2**30)   # FALLOC_FL_KEEP_SIZE: 1 GiB on disk, past the fi
 if os.fstat(fd).st_blocks * 512 > 2**20:   # in a file whose size stays 0
     escaped('reserved', os.fstat(fd).st_blocks * 512)
 """, expect=("ok", "forbidden")),
+    Attack("sysv-shm-past-memory-limit", "floods", """
+import ctypes
+c = libc()
+c.shmat.restype = ctypes.c_void_p
+c.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+sid = c.shmget(0, 2**26, 0o1000 | 0o600)   # filled, then detached: no address space left,
+if sid >= 0:                                # so any number of them outgrow the memory limit
+    addr = c.shmat(sid, None, 0)
+    ctypes.memset(addr, 1, 2**26)
+    c.shmdt(ctypes.c_void_p(addr))
+    escaped('64 MiB outside the address-space limit')
+""", expect=KILLED),
+    Attack("memfd-past-memory-limit", "floods", """
+import os
+fd = os.memfd_create('m')                   # written, never mapped: no address space either
+os.write(fd, b'x' * 2**26)
+escaped('memfd', os.fstat(fd).st_size)
+""", expect=KILLED),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)
