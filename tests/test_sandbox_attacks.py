@@ -617,6 +617,20 @@ fd = os.memfd_create('m')                   # written, never mapped: no address 
 os.write(fd, b'x' * 2**26)
 escaped('memfd', os.fstat(fd).st_size)
 """, expect=KILLED),
+    Attack("socket-buffers-past-memory-limit", "floods", """
+so = imp('_socket')
+pairs = []
+try:
+    for _ in range(1500):   # each pair holds ~200 KiB of kernel memory, outside RLIMIT_AS
+        pairs.append(so.socketpair(so.AF_UNIX, so.SOCK_STREAM))
+except OSError:
+    pass
+if len(pairs) > 512:
+    escaped(len(pairs), 'socket pairs')
+for a, b in pairs:
+    a.close()
+    b.close()
+""", expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)
