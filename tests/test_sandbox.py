@@ -709,3 +709,38 @@ def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
     finally:
         os.scandir = real_scandir
     assert moved
+
+
+_NPY_HEAD = """
+def npy(name, descr, shape, data):
+    hdr = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (descr, shape)
+    hdr = hdr + ' ' * (118 - len(hdr)) + '\\n'
+    head = b'\\x93NUMPY\\x01\\x00' + len(hdr).to_bytes(2, 'little') + hdr.encode()
+    open(f'.sandbox/out/{name}.npy', 'wb').write(head + data)
+"""
+
+
+@pytest.mark.parametrize("forged, reason", [
+    ("open('.sandbox/status.json', 'w').write('[' * 100000 + ']' * 100000)", "crash"),
+    ("npy('pred', '<U3', (2,), 'abcnan'.encode('utf-32-le'))", "invalid-output"),
+    ("npy('pred', '<M8[D]', (1,), bytes(8))", "invalid-output"),
+    ("npy('pred', '<f8', (10**12,), bytes(64))", "invalid-output"),   # 8 TB claimed
+    ("npy('pred', '<f8', (4,), bytes(8))", "invalid-output"),
+])
+def test_forged_results_are_refused_not_raised(forged, reason):
+    """The program shares its process with the driver and can write the status and outputs
+    itself. The parent parses them without trusting them: JSON nested past the parser's
+    depth, arrays of strings or dates, and headers claiming more data than the file holds
+    end the run with a reason, instead of raising in the parent (RecursionError, a terabyte
+    MemoryError) or handing a study strings for predictions."""
+    status = "open('.sandbox/status.json', 'w').write('{\"ok\": true, \"value\": 1}')\n"
+    source = _NPY_HEAD + (forged + "\n" if "status" in forged else status + forged + "\n")
+    source += "import os\nos._exit(0)\n"
+    r = run_python(source, limits=FAST)
+    assert (r.ok, r.reason, r.outputs) == (False, reason, {}), r.message
+    if "<U3" in forged:              # through a procedure: a ProgramError, not a ValueError
+        proc = ProgramProcedure(source, limits=FAST, run_at_fit=False)
+        rule = proc.fit(Sample(np.zeros((2, 1)), np.zeros(2), ("x",)),
+                        np.random.default_rng(0))
+        with pytest.raises(ProgramError, match="invalid-output"):
+            rule.predict(np.zeros((2, 1)))

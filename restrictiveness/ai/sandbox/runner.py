@@ -29,7 +29,7 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
-from .workdir import open_directory, open_regular, read_status, remove_tree, tree_usage
+from .workdir import load_array, open_directory, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
@@ -479,8 +479,7 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
             if not name.endswith(".npy") or name.startswith("."):
                 continue
             try:
-                with open_regular(name, limits.file_bytes, out_fd) as fh:
-                    outputs[name[:-4]] = np.load(fh, allow_pickle=False)
+                outputs[name[:-4]] = load_array(name, limits.file_bytes, out_fd)
             except (ValueError, OSError, EOFError) as exc:
                 return SandboxResult(False, "invalid-output", f"output {name[:-4]!r} is not a "
                                                               f"plain array: {exc}", **common)

@@ -5,11 +5,15 @@ relative to directory descriptors, so neither depth nor path length can make it 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
 
-__all__ = ["tree_usage", "remove_tree", "open_regular", "open_directory", "read_status"]
+import numpy as np
+
+__all__ = ["tree_usage", "remove_tree", "open_regular", "open_directory", "load_array",
+           "read_status"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -173,12 +177,33 @@ def open_directory(name: str, dir_fd: int | None = None) -> int:
     return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 
+def load_array(name: str, max_bytes: int, dir_fd: int) -> np.ndarray:
+    """An output array the child wrote (``name`` in the directory ``dir_fd``): a ``.npy``
+    file of a numeric dtype whose header agrees with its size, checked before anything is
+    allocated, since a header may claim any dtype and shape. Raises ValueError or OSError."""
+    with open_regular(name, max_bytes, dir_fd) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version not in ((1, 0), (2, 0)):
+            raise ValueError(f"format version {version} is not written by numpy.save")
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(fh)
+        if dtype.kind not in "biufc":
+            raise ValueError(f"dtype {dtype} is not numeric")
+        data = os.fstat(fh.fileno()).st_size - fh.tell()
+        if math.prod(shape) * dtype.itemsize != data:
+            raise ValueError(f"its header claims shape {shape} of {dtype}, but it holds "
+                             f"{data} bytes of data")
+        fh.seek(0)
+        return np.load(fh, allow_pickle=False)
+
+
 def read_status(control_fd: int) -> dict | None:
     """The status the child's driver wrote into the control directory ``control_fd``, or
     None."""
     try:
         with open_regular("status.json", 2**24, control_fd) as fh:
             status = json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # nested past the parser's depth
         return None
     return status if isinstance(status, dict) else None
