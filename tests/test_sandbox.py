@@ -726,6 +726,8 @@ def npy(name, descr, shape, data):
     ("npy('pred', '<M8[D]', (1,), bytes(8))", "invalid-output"),
     ("npy('pred', '<f8', (10**12,), bytes(64))", "invalid-output"),   # 8 TB claimed
     ("npy('pred', '<f8', (4,), bytes(8))", "invalid-output"),
+    ("open('.sandbox/status.json', 'w').write('{\"ok\": false, \"reason\": \"crash\", "
+     "\"message\": \"' + chr(92) + 'ud800\"}')", "crash"),   # a lone surrogate
 ])
 def test_forged_results_are_refused_not_raised(forged, reason):
     """The program shares its process with the driver and can write the status and outputs
@@ -738,6 +740,7 @@ def test_forged_results_are_refused_not_raised(forged, reason):
     source += "import os\nos._exit(0)\n"
     r = run_python(source, limits=FAST)
     assert (r.ok, r.reason, r.outputs) == (False, reason, {}), r.message
+    r.message.encode("utf-8")        # a result that can be written (to a study's NetCDF)
     if "<U3" in forged:              # through a procedure: a ProgramError, not a ValueError
         proc = ProgramProcedure(source, limits=FAST, run_at_fit=False)
         rule = proc.fit(Sample(np.zeros((2, 1)), np.zeros(2), ("x",)),

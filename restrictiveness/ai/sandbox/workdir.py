@@ -204,6 +204,9 @@ def read_status(control_fd: int) -> dict | None:
     try:
         with open_regular("status.json", 2**24, control_fd) as fh:
             status = json.loads(fh.read().decode("utf-8"))
+        # "\ud800" escapes decode to lone surrogates, which no UTF-8 writer accepts (a study
+        # with one in a failure message could not be saved): replace them
+        status = json.loads(json.dumps(status, ensure_ascii=False).encode("utf-8", "replace"))
     except (OSError, ValueError, RecursionError):  # nested past the parser's depth
         return None
     return status if isinstance(status, dict) else None
