@@ -7,6 +7,7 @@ import ctypes
 import os
 import pickle
 import sys
+import tempfile
 import uuid
 
 import numpy as np
@@ -709,6 +710,37 @@ def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
     finally:
         os.scandir = real_scandir
     assert moved
+
+
+def test_disk_count_fails_on_a_directory_it_cannot_read():
+    """A parent that is not root shares the child's uid, so the child could make a directory
+    (or its whole working directory) unreadable to it, mode 0300, and still write beneath
+    it: the count then fails instead of skipping what it cannot see. (Root reads anything;
+    the count is taken here under an unprivileged effective uid.)"""
+    from restrictiveness.ai.sandbox.workdir import remove_tree, tree_usage
+
+    top = tempfile.mkdtemp(dir="/tmp", prefix="rx-count-")
+    try:
+        os.mkdir(f"{top}/hidden")
+        with open(f"{top}/hidden/big", "wb") as fh:
+            fh.write(b"x" * 8192)
+        nobody = 65534 if os.geteuid() == 0 else os.geteuid()
+        if os.geteuid() == 0:
+            for path in (top, f"{top}/hidden", f"{top}/hidden/big"):
+                os.chown(path, nobody, nobody)
+        assert tree_usage(top, 10**9, 10**6) == (8192, 2)
+        for locked, mode in ((f"{top}/hidden", 0o300), (top, 0o300)):
+            os.chmod(locked, mode)
+            if os.geteuid() == 0:
+                os.seteuid(nobody)
+            try:
+                assert tree_usage(top, 10**9, 10**6) is None
+            finally:
+                if os.getuid() == 0:
+                    os.seteuid(0)
+            os.chmod(locked, 0o700)
+    finally:
+        remove_tree(top)
 
 
 _NPY_HEAD = """

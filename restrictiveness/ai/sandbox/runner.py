@@ -546,8 +546,9 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
             "disk": ("output-limit", f"wrote more than {limits.disk_bytes} bytes of files"),
             "files": ("output-limit", f"created more than {limits.max_files} files and "
                                       "directories"),
-            "moved": ("output-limit", "moved directories while the parent measured its "
-                                      "working directory, so its size could not be bounded"),
+            "moved": ("output-limit", "hid part of its working directory from the parent's "
+                                      "count (a directory moved away or made unreadable), so "
+                                      "its size could not be bounded"),
             "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
         }
         reason, what = stopped[killed]

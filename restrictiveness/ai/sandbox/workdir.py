@@ -20,8 +20,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] | None:
     """Bytes of files and number of entries under ``root``; counting stops once either passes
-    its limit. None when the tree changed shape under the count (a directory on the way down
-    moved elsewhere), so that it could not be measured.
+    its limit. None when part of the tree could not be measured: a directory on the way down
+    moved elsewhere, or one the child made unreadable (a parent that is not root shares its
+    uid, and mode 0300 let the child write where the count could not look).
 
     Walked like :func:`remove_tree`, relative to directory descriptors and without following
     links, because the child is running: paths past ``PATH_MAX`` would hide what lies below
@@ -54,6 +55,8 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
 
     try:
         fd = os.open(root, _DIR_FLAGS)
+    except PermissionError:
+        return None
     except OSError:
         return 0, 0
     trail: list = []
@@ -63,6 +66,8 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
             if pending:
                 try:
                     child = os.open(pending.pop(), _DIR_FLAGS, dir_fd=fd)
+                except PermissionError:
+                    return None
                 except OSError:  # gone meanwhile, or replaced by a link
                     continue
                 info = os.fstat(fd)
