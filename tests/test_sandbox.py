@@ -3,9 +3,11 @@ survives, and honest programs give the answers a direct computation gives."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import sys
+import tempfile
 import uuid
 
 import numpy as np
@@ -663,3 +665,117 @@ def test_cleanup_survives_deep_and_locked_trees(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(tmp_path)       # a link is removed, never followed
     assert remove_tree(link) and tmp_path.exists()
+
+
+def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
+    """The parent's count of the working directory (taken while the child runs) walks by
+    descriptors: a tree far past PATH_MAX is counted to its bottom, a link is one entry of
+    its own size, and a directory moved away while the count is on its way down makes the
+    count fail rather than climb out of the tree."""
+    from restrictiveness.ai.sandbox.workdir import tree_usage
+
+    top = tmp_path / "top"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(40):             # 40 * 201 characters of path
+        os.mkdir("d" * 200, dir_fd=fd)
+        sub = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.write(os.open("big", os.O_CREAT | os.O_WRONLY, dir_fd=fd), b"x" * 8192)  # 2 blocks
+    os.symlink("/", "root-link", dir_fd=fd)
+    os.close(fd)
+    assert tree_usage(top, 10**9, 10**6) == (8192 + 1, 40 + 2)
+    assert tree_usage(top, 4000, 10**6)[0] > 4000               # stops past the byte limit
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    with open(top / "reserved", "wb") as fh:   # FALLOC_FL_KEEP_SIZE: blocks, but no size
+        if libc.fallocate(fh.fileno(), 1, 0, 2**20) == 0:
+            assert tree_usage(top, 10**9, 10**6) == (8192 + 1 + 2**20, 40 + 3)
+    os.remove(top / "reserved")
+    assert tree_usage(top, 10**9, 10)[1] == 11                  # and past the entry limit
+
+    real_scandir, level = os.scandir, top / ("d" * 200) / ("d" * 200)
+    moved = []
+
+    def scandir_moving(fd):         # the child moves a directory the count is inside
+        if not moved and os.readlink(f"/proc/self/fd/{fd}") == str(level / ("d" * 200)):
+            os.rename(level, tmp_path / "away")
+            moved.append(True)
+        return real_scandir(fd)
+
+    try:
+        os.scandir = scandir_moving
+        assert tree_usage(top, 10**9, 10**6) is None
+    finally:
+        os.scandir = real_scandir
+    assert moved
+
+
+def test_disk_count_fails_on_a_directory_it_cannot_read():
+    """A parent that is not root shares the child's uid, so the child could make a directory
+    (or its whole working directory) unreadable to it, mode 0300, and still write beneath
+    it: the count then fails instead of skipping what it cannot see. (Root reads anything;
+    the count is taken here under an unprivileged effective uid.)"""
+    from restrictiveness.ai.sandbox.workdir import remove_tree, tree_usage
+
+    top = tempfile.mkdtemp(dir="/tmp", prefix="rx-count-")
+    try:
+        os.mkdir(f"{top}/hidden")
+        with open(f"{top}/hidden/big", "wb") as fh:
+            fh.write(b"x" * 8192)
+        nobody = 65534 if os.geteuid() == 0 else os.geteuid()
+        if os.geteuid() == 0:
+            for path in (top, f"{top}/hidden", f"{top}/hidden/big"):
+                os.chown(path, nobody, nobody)
+        assert tree_usage(top, 10**9, 10**6) == (8192, 2)
+        for locked, mode in ((f"{top}/hidden", 0o300), (top, 0o300)):
+            os.chmod(locked, mode)
+            if os.geteuid() == 0:
+                os.seteuid(nobody)
+            try:
+                assert tree_usage(top, 10**9, 10**6) is None
+            finally:
+                if os.getuid() == 0:
+                    os.seteuid(0)
+            os.chmod(locked, 0o700)
+    finally:
+        remove_tree(top)
+
+
+_NPY_HEAD = """
+def npy(name, descr, shape, data):
+    hdr = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (descr, shape)
+    hdr = hdr + ' ' * (118 - len(hdr)) + '\\n'
+    head = b'\\x93NUMPY\\x01\\x00' + len(hdr).to_bytes(2, 'little') + hdr.encode()
+    open(f'.sandbox/out/{name}.npy', 'wb').write(head + data)
+"""
+
+
+@pytest.mark.parametrize("forged, reason", [
+    ("open('.sandbox/status.json', 'w').write('[' * 100000 + ']' * 100000)", "crash"),
+    ("npy('pred', '<U3', (2,), 'abcnan'.encode('utf-32-le'))", "invalid-output"),
+    ("npy('pred', '<M8[D]', (1,), bytes(8))", "invalid-output"),
+    ("npy('pred', '<f8', (10**12,), bytes(64))", "invalid-output"),   # 8 TB claimed
+    ("npy('pred', '<f8', (4,), bytes(8))", "invalid-output"),
+    ("open('.sandbox/status.json', 'w').write('{\"ok\": false, \"reason\": \"crash\", "
+     "\"message\": \"' + chr(92) + 'ud800\"}')", "crash"),   # a lone surrogate
+])
+def test_forged_results_are_refused_not_raised(forged, reason):
+    """The program shares its process with the driver and can write the status and outputs
+    itself. The parent parses them without trusting them: JSON nested past the parser's
+    depth, arrays of strings or dates, and headers claiming more data than the file holds
+    end the run with a reason, instead of raising in the parent (RecursionError, a terabyte
+    MemoryError) or handing a study strings for predictions."""
+    status = "open('.sandbox/status.json', 'w').write('{\"ok\": true, \"value\": 1}')\n"
+    source = _NPY_HEAD + (forged + "\n" if "status" in forged else status + forged + "\n")
+    source += "import os\nos._exit(0)\n"
+    r = run_python(source, limits=FAST)
+    assert (r.ok, r.reason, r.outputs) == (False, reason, {}), r.message
+    r.message.encode("utf-8")        # a result that can be written (to a study's NetCDF)
+    if "<U3" in forged:              # through a procedure: a ProgramError, not a ValueError
+        proc = ProgramProcedure(source, limits=FAST, run_at_fit=False)
+        rule = proc.fit(Sample(np.zeros((2, 1)), np.zeros(2), ("x",)),
+                        np.random.default_rng(0))
+        with pytest.raises(ProgramError, match="invalid-output"):
+            rule.predict(np.zeros((2, 1)))

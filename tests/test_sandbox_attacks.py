@@ -22,6 +22,7 @@ it) and with the guard switched off, to show that the kernel layers alone contai
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -575,6 +576,61 @@ for i in range(1_000_000):
 for i in range(100):
     open(f'big{i}', 'wb').write(b'x' * 10**7)
 """, expect=("output-limit",)),
+    Attack("deep-path-disk-flood", "floods", """
+import os, time
+fd = os.open('.', os.O_RDONLY)
+for _ in range(20):   # 5000 characters of path: the parent's count reaches below them too
+    os.mkdir('d' * 250, dir_fd=fd)
+    new = os.open('d' * 250, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = new
+for i in range(10):
+    out = os.open(f'big{i}', os.O_CREAT | os.O_WRONLY, dir_fd=fd)
+    os.write(out, b'x' * 20_000_000)
+    os.close(out)
+time.sleep(2)
+""", expect=("output-limit",)),
+    Attack("fallocate-keep-size", "floods", """
+import ctypes, os
+c = libc()
+c.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open('hidden', os.O_CREAT | os.O_WRONLY)
+c.fallocate(fd, 1, 0, 2**30)   # FALLOC_FL_KEEP_SIZE: 1 GiB on disk, past the file-size limit,
+if os.fstat(fd).st_blocks * 512 > 2**20:   # in a file whose size stays 0
+    escaped('reserved', os.fstat(fd).st_blocks * 512)
+""", expect=("ok", "forbidden")),
+    Attack("sysv-shm-past-memory-limit", "floods", """
+import ctypes
+c = libc()
+c.shmat.restype = ctypes.c_void_p
+c.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+sid = c.shmget(0, 2**26, 0o1000 | 0o600)   # filled, then detached: no address space left,
+if sid >= 0:                                # so any number of them outgrow the memory limit
+    addr = c.shmat(sid, None, 0)
+    ctypes.memset(addr, 1, 2**26)
+    c.shmdt(ctypes.c_void_p(addr))
+    escaped('64 MiB outside the address-space limit')
+""", expect=KILLED),
+    Attack("memfd-past-memory-limit", "floods", """
+import os
+fd = os.memfd_create('m')                   # written, never mapped: no address space either
+os.write(fd, b'x' * 2**26)
+escaped('memfd', os.fstat(fd).st_size)
+""", expect=KILLED),
+    Attack("socket-buffers-past-memory-limit", "floods", """
+so = imp('_socket')
+pairs = []
+try:
+    for _ in range(1500):   # each pair holds ~200 KiB of kernel memory, outside RLIMIT_AS
+        pairs.append(so.socketpair(so.AF_UNIX, so.SOCK_STREAM))
+except OSError:
+    pass
+if len(pairs) > 512:
+    escaped(len(pairs), 'socket pairs')
+for a, b in pairs:
+    a.close()
+    b.close()
+""", expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)
@@ -808,3 +864,125 @@ def test_agent_tool_runs_are_isolated_too(canaries):
     assert first == "forbidden" and second in ("forbidden", "crash")
     assert rule.info["tool_isolation"] == "full" and rule.info["isolation"] == "full"
     canaries.check([m["content"] for m in rule.info["transcript"]])
+
+
+@pytest.mark.parametrize("swap", ["control", "out"])
+def test_parent_reads_the_results_never_through_the_childs_links(swap, tmp_path, monkeypatch):
+    """The child owns its working directory: it can rename the control directory (or its
+    ``out``) and leave a link to a directory of this machine in its place. The parent reads
+    the status and the outputs through the descriptor it opened before the start, so a
+    status and an array planted outside are never reported as the run's."""
+    token = uuid.uuid4().hex
+    lure = tmp_path / "lure"
+    (lure / "out").mkdir(parents=True)
+    (lure / "status.json").write_text(f'{{"ok": true, "value": "{token}"}}')
+    np.save(lure / "out" / "pred.npy", np.array([4242.0]))
+    target = ".sandbox" if swap == "control" else ".sandbox/out"
+    source = (f"import os\nos.rename({target!r}, 'moved')\n"
+              f"os.symlink({str(lure / ('' if swap == 'control' else 'out'))!r}, {target!r})\n")
+    if swap == "out":
+        source += "open('.sandbox/status.json', 'w').write('{\"ok\": true, \"value\": 1}')\n"
+    monkeypatch.setattr(sandbox_runner, "_GUARD", False)  # the guard refuses os.symlink first
+    r = rx.run_python(source + "os._exit(0)\n", limits=LIMITS)
+    assert not r.ok and r.outputs == {} and token not in repr(r.value) + r.message
+    assert r.reason == ("crash" if swap == "control" else "invalid-output"), r.message
+    assert (lure / "status.json").exists() and (lure / "out" / "pred.npy").exists()
+
+
+def test_what_the_child_leaves_at_its_end_is_counted(canaries):
+    """The disk check runs a few times a second while the child runs; arrays left in sparse
+    files in the moment before it exits (200 MB here, past the 50 MB cap, written in a
+    millisecond) were loaded by the parent whenever the child ended between two checks. The
+    parent counts once more at the end. Repeated: on a race, one run proves little."""
+    source = """
+import os
+n = 10 * 2**20 // 8
+hdr = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d,), }" % n
+hdr = hdr + ' ' * (118 - len(hdr)) + '\\n'
+head = b'\\x93NUMPY\\x01\\x00' + len(hdr).to_bytes(2, 'little') + hdr.encode()
+for i in range(20):
+    fd = os.open(f'.sandbox/out/a{i}.npy', os.O_CREAT | os.O_WRONLY)
+    os.write(fd, head)
+    os.ftruncate(fd, len(head) + n * 8)
+    os.close(fd)
+open('.sandbox/status.json', 'w').write('{"ok": true, "value": 1}')
+os._exit(0)
+"""
+    for _ in range(10):
+        r = rx.run_python(source, limits=LIMITS)
+        assert (r.reason, r.outputs) == ("output-limit", {}), r
+    canaries.check([])
+
+
+def test_setup_report_cannot_be_taken_and_forged(tmp_path, monkeypatch):
+    """The setup report names the run's PID namespace, which the parent empties when a run
+    is stopped. Had its channel been a pipe, a program of the parent's own uid (any run not
+    started by root) could reopen it for reading through /proc/self/fd while the parent was
+    busy (here: a slow first disk count, as in an agent's full working directory), take the
+    report and write one naming another namespace, whose processes the parent then killed.
+    The channel is a socket, which cannot be reopened (ENXIO, whoever asks)."""
+    import errno
+    import json
+
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("unshare is not installed")
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    victim = subprocess.Popen([unshare, *user, "--pid", "--fork", "sleep", "60"])
+    sleeper = None
+    try:
+        children = f"/proc/{victim.pid}/task/{victim.pid}/children"
+        deadline = time.monotonic() + 5
+        while not (os.path.exists(children) and open(children).read().split()):
+            if victim.poll() is not None or time.monotonic() > deadline:
+                pytest.skip("no PID namespace for the victim process")
+            time.sleep(0.02)
+        sleeper = int(open(children).read().split()[0])
+        pidns = os.stat(f"/proc/{sleeper}/ns/pid").st_ino
+        real_usage, calls = sandbox_runner.tree_usage, []
+
+        def slow_first_count(*args):
+            if not calls:
+                time.sleep(1.0)
+            calls.append(1)
+            return real_usage(*args)
+
+        monkeypatch.setattr(sandbox_runner, "tree_usage", slow_first_count)
+        monkeypatch.setattr(sandbox_runner, "_GUARD", False)
+        source = f"""
+import json, os, time
+seen = {{}}
+for f in os.listdir('/proc/self/fd'):
+    fd = int(f)
+    if fd <= 2:
+        continue
+    try:
+        os.readlink(f'/proc/self/fd/{{fd}}')
+        r = os.open(f'/proc/self/fd/{{fd}}', os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        seen[fd] = -exc.errno
+        continue
+    try:
+        got = os.read(r, 65536)
+    except BlockingIOError:
+        got = b''
+    seen[fd] = len(got)
+    if got:
+        os.write(fd, (json.dumps({{'setup': 'ready', 'layers': {{}}, 'pidns': {pidns}}})
+                      + chr(10)).encode())
+print(json.dumps(seen), flush=True)
+time.sleep(100)
+"""
+        limits = rx.SandboxLimits(wall_seconds=4, memory_bytes=2 * 2**30)
+        r = rx.run_python(source, limits=limits)
+        seen = json.loads(r.stdout)
+        assert r.reason == "timeout" and set(r.layers) == set(LAYERS)
+        assert -errno.ENXIO in seen.values(), seen               # the report channel
+        assert all(v in (-errno.ENOENT, -errno.ENXIO) for v in seen.values()), seen
+        assert os.path.exists(f"/proc/{sleeper}"), "the parent emptied another namespace"
+    finally:
+        victim.kill()
+        victim.wait()
+        if sleeper is not None:   # the namespace's init outlives the unshare that started it
+            with contextlib.suppress(OSError):
+                os.kill(sleeper, 9)

@@ -23,7 +23,8 @@ layers that are each checked from inside the child before the program runs:
   (one per working directory); otherwise it keeps the caller's uid inside its user namespace;
 * **capabilities** — every set empty (bounding and ambient included);
 * **no-new-privs** — set, so nothing it could execute gains privileges;
-* **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks;
+* **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
+  and 1024 open descriptors;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
   whole group at the end;
 * **landlock** — a second file rule set (read beneath the read-only roots, everything beneath

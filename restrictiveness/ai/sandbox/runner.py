@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -28,7 +29,7 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
-from .workdir import open_regular, read_status, remove_tree, tree_usage
+from .workdir import load_array, open_directory, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
@@ -138,7 +139,13 @@ def run_python(source: str, *, driver: str | None = None,
         if full:
             config.update(isolation.child_config(str(root), names, isolation.backend()))
         config["inputs"] = _prepare(root, control, source, inputs, files, config.get("uid"))
-        return _supervise(control, limits, config, isolate_network)
+        # held from before the start: the child owns the working directory and may rename the
+        # control directory and put a link to anywhere on this machine in its place
+        control_fd = open_directory(str(control))
+        try:
+            return _supervise(control, control_fd, limits, config, isolate_network)
+        finally:
+            os.close(control_fd)
     finally:
         if not remove_tree(root if owned else control):
             warnings.warn(f"run_python: could not delete {root if owned else control}",
@@ -345,15 +352,21 @@ class _Watch:
             return None
 
 
-def _supervise(control: Path, limits: SandboxLimits, config: dict,
+def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: dict,
                isolate_network: bool) -> SandboxResult:
-    """Start the child, watch its output, clock and disk, and classify how it ended."""
+    """Start the child, watch its output, clock and disk, and classify how it ended; what
+    the child wrote is read through ``control_fd``, never through a path it could redirect."""
     import selectors
     import subprocess
 
     root = control.parent
     full = config["isolation"] == "full"
-    read_fd, write_fd = os.pipe()
+    # The report channel is a socket, not a pipe: the write end of a pipe can be reopened for
+    # reading through /proc/self/fd by a process of its owner's uid (the child's, unless root
+    # started it), which could take the setup report before we read it and write its own,
+    # naming another PID namespace for _end_namespace to empty. A socket cannot be reopened.
+    ours, theirs = socket.socketpair()
+    read_fd, write_fd = ours.detach(), theirs.detach()
     exit_read, exit_write = os.pipe()
     config["report_fd"], config["exit_fd"] = write_fd, exit_write
     (control / "config.json").write_text(json.dumps(config))
@@ -383,7 +396,10 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
     next_disk_check = start
 
     def over_disk() -> str | None:
-        size, count = tree_usage(root, limits.disk_bytes, limits.max_files)
+        usage = tree_usage(root, limits.disk_bytes, limits.max_files)
+        if usage is None:
+            return "moved"
+        size, count = usage
         return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
             else None
 
@@ -429,9 +445,12 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
             _drain(stream, name, watch)
             stream.close()
     setup, ended = watch.setup(), watch.ended()
-    if ended is None and setup and isinstance(setup.get("pidns"), int):
+    if ended is None and setup and isinstance(setup.get("pidns"), int) and \
+            setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
         # stopped before its relay reaped it: the program may still be dying
         _end_namespace(setup["pidns"])
+    if killed is None:  # once more at the end: the last check while it ran may be 0.25 s old,
+        killed = over_disk()  # and what it wrote since (sparse arrays) would be loaded here
     cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
     if ended is not None:  # the program's own end, not its wrappers'
         status, cpu, max_rss = ended
@@ -445,18 +464,27 @@ def _supervise(control: Path, limits: SandboxLimits, config: dict,
                   seconds=time.monotonic() - start, cpu_seconds=cpu, returncode=returncode,
                   network_isolated="namespaces" in layers or bool(prefix),
                   isolation=config["isolation"], layers=layers)
-    reason, message = _classify(killed, watch, returncode, cpu, max_rss, limits, control,
+    reason, message = _classify(killed, watch, returncode, cpu, max_rss, limits, control_fd,
                                 full and not layers)
     if reason is not None:
         return SandboxResult(False, reason, message, **common)
     outputs = {}
-    for path in sorted((control / "out").glob("*.npy")):
-        try:
-            with open_regular(path, limits.file_bytes) as fh:
-                outputs[path.stem] = np.load(fh, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            return SandboxResult(False, "invalid-output", f"output {path.stem!r} is not a "
-                                                          f"plain array: {exc}", **common)
+    try:
+        out_fd = open_directory("out", control_fd)
+    except OSError as exc:
+        return SandboxResult(False, "invalid-output", f"the output directory is not a plain "
+                                                      f"directory: {exc}", **common)
+    try:
+        for name in sorted(os.listdir(out_fd)):
+            if not name.endswith(".npy") or name.startswith("."):
+                continue
+            try:
+                outputs[name[:-4]] = load_array(name, limits.file_bytes, out_fd)
+            except (ValueError, OSError, EOFError) as exc:
+                return SandboxResult(False, "invalid-output", f"output {name[:-4]!r} is not a "
+                                                              f"plain array: {exc}", **common)
+    finally:
+        os.close(out_fd)
     return SandboxResult(True, None, "ok", outputs=outputs, value=message, **common)
 
 
@@ -509,7 +537,7 @@ def _drain(stream, name: str, watch: _Watch) -> None:
 
 
 def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
-              limits: SandboxLimits, control: Path, never_ready: bool):
+              limits: SandboxLimits, control_fd: int, never_ready: bool):
     """(reason, message) of a failed run, or (None, value) of a successful one."""
     if killed is not None:
         stopped = {
@@ -518,6 +546,9 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
             "disk": ("output-limit", f"wrote more than {limits.disk_bytes} bytes of files"),
             "files": ("output-limit", f"created more than {limits.max_files} files and "
                                       "directories"),
+            "moved": ("output-limit", "hid part of its working directory from the parent's "
+                                      "count (a directory moved away or made unreadable), so "
+                                      "its size could not be bounded"),
             "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
         }
         reason, what = stopped[killed]
@@ -533,7 +564,7 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
                              "its namespaces")
     if returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= limits.cpu - 0.5:
         return "cpu", f"the program used more than {limits.cpu} s of CPU time and was stopped"
-    status = read_status(control / "status.json")
+    status = read_status(control_fd)
     err = watch.tails["stderr"].decode("utf-8", "replace")
     if status is None:
         if returncode == 0:

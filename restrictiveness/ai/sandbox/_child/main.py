@@ -5,7 +5,7 @@ The trusted bootstrap forks the program's process and stays behind as its relay 
 built-in backend, the namespace's init does), so the parent learns the program's true wait
 status and resource use whatever wraps it (bubblewrap reports a signal as an exit code).
 
-The first line written to the report channel (a pipe inherited as ``cfg["report_fd"]``) is the
+The first line written to the report channel (a socket inherited as ``cfg["report_fd"]``) is the
 setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or ``{"setup": "failed", "layer":
 ..., "detail": ...}``; it is written before any untrusted code runs. Guard refusals follow.
 """

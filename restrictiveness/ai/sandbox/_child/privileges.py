@@ -9,10 +9,17 @@ import resource
 
 from . import syscalls as sc
 
+#: Most open descriptors: each socket holds a few hundred KiB of kernel memory that the
+#: address-space limit does not count (9000 filled socket pairs held 2 GB).
+MAX_FILES_OPEN = 1024
+
 
 def set_limits(cfg: dict, processes: bool) -> None:
-    """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files;
-    with ``processes``, at most ``cfg["nproc"]`` tasks (threads) for the sandbox's uid."""
+    """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files,
+    at most :data:`MAX_FILES_OPEN` descriptors; with ``processes``, at most ``cfg["nproc"]``
+    tasks (threads) for the sandbox's uid."""
+    files = min(MAX_FILES_OPEN, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
     cpu = int(cfg["cpu"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (int(cfg["memory"]), int(cfg["memory"])))

@@ -4,11 +4,16 @@ package's ctypes bindings), default allow.
 * **Killed** (SIGSYS, classified "forbidden"): new processes and programs (``fork``,
   ``vfork``, ``clone`` without ``CLONE_THREAD``, ``execve``), tracing and other processes'
   memory, namespace and mount changes, ``pidfd_*``, kernel keyrings, BPF, perf, io_uring,
-  handles that reopen files, module and clock changes, reboot, and the like.
+  handles that reopen files, module and clock changes, reboot, and the like; and memory the
+  address-space limit does not count (System V shared memory and message queues,
+  ``memfd_create``): filled, detached or written without a mapping, it outgrew any limit.
 * **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT); signals to
   any process but itself, scheduling, priority and resource-limit changes of other processes,
   ``personality`` (EPERM); ``clone3``, whose flags a filter cannot read (ENOSYS, so the C
-  library falls back to ``clone``).
+  library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
+  ``posix_fallocate`` writes instead): it reserves gigabytes in microseconds, far faster than
+  the parent's disk check looks, and with ``FALLOC_FL_KEEP_SIZE`` past the file-size limit and
+  past the sizes the parent counts.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -32,7 +37,8 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "finit_module", "delete_module", "reboot", "swapon", "swapoff", "syslog", "acct",
          "quotactl", "quotactl_fd", "iopl", "ioperm", "settimeofday", "clock_settime",
          "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
-         "lookup_dcookie", "fanotify_init", "lsm_set_self_attr")
+         "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "shmget", "msgget",
+         "memfd_create")
 _DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages")
 _pyseccomp = None
 
@@ -75,6 +81,7 @@ def install(pid: int) -> str:
         rule(eperm, name)
     rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, CLONE_THREAD, 0))
     rule(s.ERRNO(errno.ENOSYS), "clone3")
+    rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         rule(eperm, name, s.Arg(0, s.NE, pid))
