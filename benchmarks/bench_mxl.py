@@ -154,12 +154,18 @@ def fit_table(count, n, budget="fit"):
     return pd.DataFrame(rows).set_index("replication")
 
 
+#: Relative gaps to a start's final objective at which --profile counts evaluations.
+TAIL_TOLERANCES = (1e-3, 1e-6, 1e-8)
+
+
 def profile_table(count, n):
     """Where the compiled fit's time goes on the first ``count`` samples: per sample the fit's
     CPU time, its evaluations (MNL stage apart), the evaluations of the two SPEC starts and how
     many of their trial points were accepted (the same solver run as Python around the compiled
     callback, which records every evaluation), and the CPU time of one evaluation with the
-    Jacobian (the optimiser's callback) and of the shares alone, at the fitted parameters."""
+    Jacobian (the optimiser's callback) and of the shares alone, at the fitted parameters; and
+    how many of the starts' evaluations came before each came within 1e-3, 1e-6 and 1e-8 of its
+    final objective (the rest is the convergence tail)."""
     proc = MixedLogit()
     timed_fit(proc, next(prior_samples(1, n))[1])
     costs = []
@@ -177,6 +183,7 @@ def profile_table(count, n):
         prob = _problem("MXL", W, y, proc._extra(design.names))
         diag = prob.lo[len(fit.info["mnl_params"]):] == 0.0     # Cholesky diagonals
         spec = accepted = 0
+        reach = {tol: 0 for tol in TAIL_TOLERANCES}
         for c in (0.5, 1.0):
             x0 = prob.encode(np.r_[fit.info["mnl_params"], np.where(diag, c, 0.0)])
             costs.clear()
@@ -186,6 +193,8 @@ def profile_table(count, n):
             best = np.minimum.accumulate(costs)
             spec += len(costs)
             accepted += int(np.sum(np.asarray(costs[1:]) < best[:-1]))
+            for tol in TAIL_TOLERANCES:   # evaluations until within tol of the start's end
+                reach[tol] += int(np.argmax(best <= best[-1] * (1 + tol))) + 1
         x = prob.encode(fit.params)
         d, nuT = nb._mean_utility_and_nodes(fit.params, prob.data[0], prob.data[4],
                                             prob.data[5], prob.data[6], len(prob.data[3]))
@@ -195,6 +204,7 @@ def profile_table(count, n):
         rows.append({"replication": m, "fit cpu [s]": cpu, "evaluations": fit.info["nfev"],
                      "starts": len(fit.info["starts"]), "SPEC starts' evaluations": spec,
                      "accepted fraction": accepted / max(spec - 2, 1),
+                     **{f"to {tol:.0e}": reach[tol] for tol in TAIL_TOLERANCES},
                      "evaluation [ms]": 1e3 * t_full, "shares only [ms]": 1e3 * t_res})
     df = pd.DataFrame(rows).set_index("replication")
     print(f"\nWhere an MXL fit's time goes (n = {n}, first {count} samples)")
@@ -206,6 +216,11 @@ def profile_table(count, n):
           f"{df['accepted fraction'].median():.0%}; the shares alone are "
           f"{df['shares only [ms]'].median() / df['evaluation [ms]'].median():.0%} of an "
           f"evaluation")
+    total = df["SPEC starts' evaluations"].sum()
+    print("  the SPEC starts' evaluations until within a relative tolerance of where each start "
+          "ends: " + ", ".join(f"{tol:.0e}: {df[f'to {tol:.0e}'].sum() / total:.0%}"
+                               for tol in TAIL_TOLERANCES)
+          + f" of {total}")
     return df
 
 
