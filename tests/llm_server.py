@@ -7,7 +7,8 @@ its script if any is left:
 
 * ``("status", code, headers)`` — answer with that HTTP status (an error body) and headers;
 * ``("slow", seconds)`` — wait, then answer normally (a client with a shorter timeout gives up);
-* ``("drop",)`` — close the connection without answering.
+* ``("drop",)`` — close the connection without answering;
+* ``("raw", code, body, headers)`` — answer with that status and those body bytes, verbatim.
 
 ``fail_with=code`` answers every request with that status; ``delay`` delays every answer.
 Token counts are deterministic functions of the request and the reply, so tests can check the
@@ -51,6 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "drop":
                 self.close_connection = True
                 return None
+            if kind == "raw":
+                return self._send(step[1], step[2], step[3] if len(step) > 3 else {})
             if kind == "status":
                 return self._send(step[1], {"error": {"message": f"scripted {step[1]}",
                                                       "type": "scripted"}},
@@ -62,8 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
         payload = owner.protocol_reply(body, out)
         return self._send(200, payload)
 
-    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: dict | bytes, headers: dict | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -125,6 +125,17 @@ def test_client_errors_are_not_retried_and_retries_are_bounded(protocol):
     assert len(server.requests) == 4 and err.value.retries == 3
 
 
+def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protocol):
+    key = "sk-RECOGNISABLE-0123456789"
+    body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}",
+                                 "type": "invalid_request_error"}}).encode()
+    with ChatServer(protocol, lambda body: "x", script=[("raw", 401, body)]) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and err.value.status == 401 and err.value.retries == 0
+    assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

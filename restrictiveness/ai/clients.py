@@ -491,6 +491,11 @@ class ChatAdapter:
         except ClientError as exc:
             raise ConfigurationError(str(exc)) from None
 
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key (an endpoint's error message may quote the request)."""
+        key = self.api_key or os.environ.get(self.api_key_env)
+        return text.replace(key, "[API key]") if key else text
+
     def _module(self):
         try:
             return __import__(self.sdk)
@@ -572,8 +577,8 @@ class ChatAdapter:
                     tries = f" after {retries} retr{'y' if retries == 1 else 'ies'}" \
                         if retries else ""
                     raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
-                                      f"{what}{tries}: {str(exc)[:500]}", retries, status
-                                      ) from exc
+                                      f"{what}{tries}: {self._redact(str(exc))[:500]}",
+                                      retries, status) from exc
                 time.sleep(wait if wait is not None else
                            backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
