@@ -136,6 +136,32 @@ def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protoco
     assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
 
 
+@pytest.mark.parametrize("body, content_type", [
+    (b"<html><body>Bad gateway</body></html>", "text/html"),
+    (b"[1, 2]", "application/json"),
+    (b'{"id": "x"}', "application/json")])  # no choices / content
+def test_a_malformed_reply_is_a_client_error_not_an_empty_answer(protocol, body, content_type):
+    with ChatServer(protocol, lambda body: "x",
+                    script=[("raw", 200, body, {"content-type": content_type})]) as server:
+        with pytest.raises(rx.llm.ClientError, match=r"malformed reply \(") as err:
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and err.value.retries == 0
+
+
+def test_token_counts_that_are_not_counts_are_dropped(protocol):
+    with ChatServer(protocol, lambda body: "hello world") as server:
+        good = adapter(server).chat([{"role": "user", "content": "hi"}])
+        payload = server.protocol_reply({"messages": []}, {"text": "hello world"})
+        names = ["prompt_tokens", "completion_tokens"] if protocol == "openai" \
+            else ["input_tokens", "output_tokens"]
+        payload["usage"] = {names[0]: -5, names[1]: "NaN"}
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        bad = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert (good.input_tokens, good.output_tokens) == (input_tokens(
+        server.requests[0]["body"]), len("hello world") // 4)
+    assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

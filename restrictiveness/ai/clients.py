@@ -17,9 +17,12 @@ model calls needs:
   ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
   ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
-  with reason ``"client"`` (the baseline takes its place), never a crashed study.
+  with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
+  is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
+  :class:`ClientError` too, not retried, never an empty answer.
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
+  A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
 * **Native tool calling.** ``chat(messages, tools=...)`` maps provider-neutral messages and
   tools to OpenAI function tools or Anthropic tool use, so the Agent can use the endpoint's own
   tool protocol.
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import random
 import threading
@@ -583,13 +587,28 @@ class ChatAdapter:
                            backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
                 continue
-            reply = self._parse(response)
+            try:
+                reply = self._parse(response)
+            except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+                # an HTML page, a JSON list, no choices: the endpoint's fault, not the model's
+                raise ClientError(f"{self.provider} {self.model} at {self.base_url}: malformed "
+                                  f"reply ({self._redact(str(exc))[:200]}): "
+                                  f"{self._redact(repr(response))[:300]}", retries) from exc
             reply.seconds, reply.retries = time.perf_counter() - start, retries
             return reply
 
     def __call__(self, messages: Sequence[Mapping]) -> str:
         """The reply text (the plain ``client(messages) -> str`` protocol)."""
         return self.chat(messages).text
+
+
+def _tokens(value) -> int | None:
+    """A token count the endpoint reported, or None when it is not a count (negative, NaN,
+    a string): usage totals must not be poisoned by a misbehaving server."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def _json_arguments(text: str | None) -> dict:
@@ -679,15 +698,17 @@ class OpenAIChat(ChatAdapter):
                                               timeout=self.timeout)
 
     def _parse(self, response) -> ChatReply:
-        choice = response.choices[0] if response.choices else None
-        message = choice.message if choice is not None else None
+        if not response.choices:
+            raise ValueError("the reply has no choices")
+        choice = response.choices[0]
+        message = choice.message
         calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)
         return ChatReply(getattr(message, "content", None) or "", calls,
-                         getattr(usage, "prompt_tokens", None),
-                         getattr(usage, "completion_tokens", None),
+                         _tokens(getattr(usage, "prompt_tokens", None)),
+                         _tokens(getattr(usage, "completion_tokens", None)),
                          stop_reason=getattr(choice, "finish_reason", None))
 
 
@@ -783,15 +804,18 @@ class AnthropicChat(ChatAdapter):
         return client.messages.create(**kwargs, extra_body=extra or None, timeout=self.timeout)
 
     def _parse(self, response) -> ChatReply:
+        if response.content is None:
+            raise ValueError("the reply has no content")
         text, calls = [], []
-        for block in response.content or ():
+        for block in response.content:
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
         usage = getattr(response, "usage", None)
-        return ChatReply("".join(text), tuple(calls), getattr(usage, "input_tokens", None),
-                         getattr(usage, "output_tokens", None),
+        return ChatReply("".join(text), tuple(calls),
+                         _tokens(getattr(usage, "input_tokens", None)),
+                         _tokens(getattr(usage, "output_tokens", None)),
                          stop_reason=getattr(response, "stop_reason", None))
 
 
