@@ -162,6 +162,22 @@ def test_token_counts_that_are_not_counts_are_dropped(protocol):
     assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
 
 
+def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
+    from restrictiveness.ai import clients
+    waits: list[float] = []
+    monkeypatch.setattr(clients.time, "sleep", waits.append)
+    script = [("status", 429, {"Retry-After": "999999999"}),
+              ("status", 503, {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}),
+              ("status", 429, {"Retry-After": "-5"}), ("status", 429, {"Retry-After": "soon"}),
+              ("status", 503, {"retry-after-ms": "nan", "Retry-After": "3"})]
+    with ChatServer(protocol, lambda body: "done", script=script) as server:
+        reply = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert reply.text == "done" and reply.retries == 5 and len(server.requests) == 6
+    assert waits[:2] == [clients.RETRY_AFTER_MAX] * 2 == [300.0] * 2 and waits[4] == 3.0
+    # QUICK backoff (10 ms doubling, 50 ms cap, equal jitter) for retries 2 and 3
+    assert 0.02 <= waits[2] <= 0.04 and 0.025 <= waits[3] <= 0.05
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -12,7 +12,8 @@ model calls needs:
   in each process (and thread-safely shared by the threads of a process), so adapters travel to
   worker processes and dask workers. The API key never appears in ``repr``.
 * **Robust calls.** The SDK's own retries are switched off and replaced by one policy whose
-  attempts are counted: rate limits (429, honouring ``Retry-After`` / ``retry-after-ms``),
+  attempts are counted: rate limits (429, honouring ``Retry-After`` / ``retry-after-ms`` up
+  to :data:`RETRY_AFTER_MAX` seconds; an unreadable or negative value falls back to backoff),
   408/409, server errors (5xx), timeouts and dropped connections are retried up to
   ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
   ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
@@ -55,7 +56,8 @@ from ..engine.concurrency import request_slot
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
-           "ClientError", "call_client", "backoff_delay", "retry_after_seconds"]
+           "ClientError", "call_client", "backoff_delay", "retry_after_seconds",
+           "RETRY_AFTER_MAX"]
 
 #: Base URLs used when none is given (and none is set in the SDK's environment variable).
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
@@ -63,6 +65,10 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
 
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
+
+#: Longest wait, in seconds, a ``Retry-After`` header can impose before one retry (a server
+#: asking for days, or a date years ahead, must not hang a study).
+RETRY_AFTER_MAX = 300.0
 
 
 class ClientError(RestrictivenessError, RuntimeError):
@@ -307,12 +313,15 @@ def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> fl
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """The wait a response asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date; None when absent or unreadable.
+    HTTP date, at most :data:`RETRY_AFTER_MAX`; a date already past is 0; None when absent,
+    unreadable or negative (the caller's backoff applies).
 
     Examples
     --------
     >>> retry_after_seconds({"retry-after": "2"}), retry_after_seconds({"retry-after-ms": "250"})
     (2.0, 0.25)
+    >>> retry_after_seconds({"retry-after": "1e9"}), retry_after_seconds({"retry-after": "-5"})
+    (300.0, None)
     >>> retry_after_seconds({}) is None
     True
     """
@@ -332,10 +341,9 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
                 date = email.utils.parsedate_to_datetime(value)
             except (TypeError, ValueError):
                 continue
-            seconds = date.timestamp() - time.time()
-        if seconds == seconds and seconds >= 0:  # not NaN
-            return min(seconds, 3600.0)
-        return 0.0
+            seconds = max(0.0, date.timestamp() - time.time())
+        if seconds >= 0:  # not NaN, not negative
+            return min(seconds, RETRY_AFTER_MAX)
     return None
 
 
@@ -646,7 +654,7 @@ class OpenAIChat(ChatAdapter):
         Extra request fields (``{"reasoning_effort": "low"}``, ``{"seed": 0}``, ...).
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``Retry-After``
-        header overrides them.
+        header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
 
     Examples
     --------
@@ -741,7 +749,7 @@ class AnthropicChat(ChatAdapter):
         Extra request fields, e.g. thinking settings ``{"thinking": {"type": "adaptive"}}``.
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``retry-after``
-        header overrides them.
+        header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
 
     Examples
     --------
