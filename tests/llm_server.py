@@ -8,7 +8,9 @@ its script if any is left:
 * ``("status", code, headers)`` — answer with that HTTP status (an error body) and headers;
 * ``("slow", seconds)`` — wait, then answer normally (a client with a shorter timeout gives up);
 * ``("drop",)`` — close the connection without answering;
-* ``("raw", code, body, headers)`` — answer with that status and those body bytes, verbatim.
+* ``("raw", code, body, headers)`` — answer with that status and those body bytes, verbatim;
+* ``("trickle", seconds)`` — answer normally, but send the body a byte at a time, ``seconds``
+  apart (each read is quick, the whole reply slow).
 
 ``fail_with=code`` answers every request with that status; ``delay`` delays every answer.
 Token counts are deterministic functions of the request and the reply, so tests can check the
@@ -63,9 +65,10 @@ class _Handler(BaseHTTPRequestHandler):
         out = owner.reply(body)
         out = {"text": out} if isinstance(out, str) else dict(out)
         payload = owner.protocol_reply(body, out)
-        return self._send(200, payload)
+        return self._send(200, payload, pause=step[1] if step and step[0] == "trickle" else 0)
 
-    def _send(self, status: int, payload: dict | bytes, headers: dict | None = None) -> None:
+    def _send(self, status: int, payload: dict | bytes, headers: dict | None = None,
+              pause: float = 0) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -74,7 +77,12 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in (headers or {}).items():
                 self.send_header(k, str(v))
             self.end_headers()
-            self.wfile.write(data)
+            if not pause:
+                self.wfile.write(data)
+            for i in range(len(data) if pause else 0):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(pause)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
 

@@ -178,6 +178,30 @@ def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol
     assert 0.02 <= waits[2] <= 0.04 and 0.025 <= waits[3] <= 0.05
 
 
+def test_a_reply_trickled_byte_by_byte_times_out_in_all(protocol):
+    # each read arrives within the timeout; the whole body would take over 20 s
+    with ChatServer(protocol, lambda body: "x" * 100,
+                    script=[("trickle", 0.05)] * 2) as server:
+        start = time.monotonic()
+        with pytest.raises(rx.llm.ClientError, match="APITimeoutError after 1 retry") as err:
+            adapter(server, timeout=0.5, max_retries=1).chat([{"role": "user", "content": "hi"}])
+        wall = time.monotonic() - start
+    assert len(server.requests) == 2 and err.value.retries == 1 and wall < 10
+
+
+def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
+    from restrictiveness.ai import clients
+    monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 2000)
+    with ChatServer(protocol, lambda body: "x" * 4000) as server:
+        with pytest.raises(rx.llm.ClientError,
+                           match="ReplyTooLarge: the reply exceeds 2000 bytes") as err:
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+        monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 8000)
+        fits = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 2 and err.value.retries == 0 and err.value.status is None
+    assert fits.text == "x" * 4000
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -20,7 +20,10 @@ model calls needs:
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
-  :class:`ClientError` too, not retried, never an empty answer.
+  :class:`ClientError` too, not retried, never an empty answer. A reply body is read for at
+  most ``timeout`` seconds in all (the SDK's timeout bounds each network read, so a server
+  trickling bytes would otherwise hold a call forever) and at most :data:`MAX_REPLY_BYTES`
+  bytes (a larger one raises :class:`ClientError`, not retried).
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
   A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
@@ -65,6 +68,10 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
 
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
+
+#: Largest reply body read, in bytes: a reply of 32,000 tokens is about 130 kB, so a larger body
+#: is a broken or hostile endpoint, and reading it whole could exhaust memory.
+MAX_REPLY_BYTES = 64 * 2**20
 
 #: Longest wait, in seconds, a ``Retry-After`` header can impose before one retry (a server
 #: asking for days, or a date years ahead, must not hang a study).
@@ -347,6 +354,43 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return None
 
 
+class ReplyTooLarge(RuntimeError):
+    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES` (the call is not retried)."""
+
+
+def _bounded_http_client(module, timeout: float):
+    """The SDK's default HTTP client, with every reply cut off at :data:`MAX_REPLY_BYTES` and
+    at ``timeout`` seconds in all: the SDK's own timeout bounds each network read only, so a
+    server trickling a byte at a time would hold a call (and a study) forever."""
+    import httpx2 as httpx  # the SDKs' HTTP library, present whenever they are
+
+    class Stream(httpx.SyncByteStream):
+        def __init__(self, inner, deadline: float) -> None:
+            self.inner, self.deadline = inner, deadline
+
+        def __iter__(self):
+            size = 0
+            for chunk in self.inner:
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
+                if time.monotonic() > self.deadline:
+                    raise httpx.ReadTimeout(f"the reply took over {timeout:g} s")
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Transport(httpx.HTTPTransport):
+        def handle_request(self, request):
+            deadline = time.monotonic() + timeout
+            response = super().handle_request(request)
+            response.stream = Stream(response.stream, deadline)
+            return response
+
+    return module.DefaultHttpxClient(transport=Transport())
+
+
 class ChatAdapter:
     """Shared machinery of the SDK adapters: configuration, lazy SDK client, retries.
 
@@ -523,8 +567,9 @@ class ChatAdapter:
 
     def _make_client(self, module, api_key: str):
         # the SDK's own retries are off: ours are counted and configurable
-        return getattr(module, self.sdk_client)(api_key=api_key, base_url=self.base_url,
-                                                max_retries=0, timeout=self.timeout)
+        return getattr(module, self.sdk_client)(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
+            http_client=_bounded_http_client(module, self.timeout))
 
     def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
                  tool_choice: str):
@@ -583,6 +628,8 @@ class ChatAdapter:
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ClientError
+                if isinstance(exc.__cause__, ReplyTooLarge):  # wrapped by the anthropic SDK
+                    exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
                 if not retry or retries >= self.max_retries:
