@@ -21,6 +21,7 @@ from restrictiveness.ai.sandbox import SandboxLimits
 from restrictiveness.cli import main
 from restrictiveness.engine.protocol import FunctionRule, Procedure
 from restrictiveness.shared.exceptions import ConfigurationError
+from restrictiveness.shared.sample import Sample
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 
@@ -200,6 +201,21 @@ def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
         fits = adapter(server).chat([{"role": "user", "content": "hi"}])
     assert len(server.requests) == 2 and err.value.retries == 0 and err.value.status is None
     assert fits.text == "x" * 4000
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_and_run(protocol, tmp_path):
+    # JSON admits "\udcff", which no file or hash can encode as UTF-8
+    text = "Here \udcff is the program:\n```python\n" + MEAN_PROGRAM + "```\n"
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    with ChatServer(protocol, lambda body: text) as server:
+        proc = rx.Completion(adapter(server), cache=tmp_path, limits=LIMITS)
+        rule = proc.fit(sample, np.random.default_rng(0))
+        again = proc.fit(sample, np.random.default_rng(0))
+    assert rule.info["reason"] is None and len(server.requests) == 1
+    assert again.info["client_calls"] == 0 and rule.predict(sample.X[:2]).tolist() == [2.0, 2.0]
+    cached = rx.llm.ResponseCache(tmp_path)
+    assert len(cached) == 1 and "Here \ufffd is" in next(tmp_path.glob("*.json")).read_text(
+        encoding="utf-8")
 
 
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):

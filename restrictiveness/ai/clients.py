@@ -49,6 +49,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -203,6 +204,9 @@ class Tool:
                 "parameters": self.parameters}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 @dataclass
 class ChatReply:
     """A model's reply and what the call cost.
@@ -238,6 +242,11 @@ class ChatReply:
     seconds: float = 0.0
     retries: int = 0
     stop_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        # JSON admits lone surrogates ("\udcff"), which no file, hash or netCDF can encode:
+        # they become U+FFFD here, once, rather than crash whatever writes the reply
+        self.text = _SURROGATE.sub("\ufffd", self.text)
 
     def message(self) -> dict:
         """The reply as a provider-neutral assistant message.
