@@ -218,6 +218,18 @@ def test_a_reply_with_a_lone_surrogate_is_stored_and_run(protocol, tmp_path):
         encoding="utf-8")
 
 
+def test_a_tool_call_with_a_lone_surrogate_runs(protocol):
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    call = {"id": "c1", "name": "run_python", "arguments": {"code": "print('\udcff')"}}
+    script = iter([{"text": "", "tool_calls": [call]}, fenced(MEAN_PROGRAM)])
+    with ChatServer(protocol, lambda body: next(script)) as server:
+        rule = rx.Agent(adapter(server), rounds=2, limits=LIMITS).fit(
+            sample, np.random.default_rng(0))
+    assert len(server.requests) == 2 and rule.info["reason"] is None
+    assert rule.info["tool_runs"] == [{"ok": True, "reason": None}]
+    assert tool_results(server.requests[1]["body"])[0] == "Run finished.\n[output]\n\ufffd\n"
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -121,6 +121,11 @@ class ClientError(RestrictivenessError, RuntimeError):
         self.retries, self.status = retries, status
 
 
+#: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
+#: them as UTF-8, so replies replace them with U+FFFD once, when they arrive.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call requested by the model: its id, the tool's name and its arguments.
@@ -144,6 +149,14 @@ class ToolCall:
     id: str
     name: str
     arguments: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        text = json.dumps(self.arguments, ensure_ascii=False, default=str)
+        for name, value in (("id", self.id), ("name", self.name)):
+            if isinstance(value, str):
+                object.__setattr__(self, name, _SURROGATE.sub("\ufffd", value))
+        if _SURROGATE.search(text):
+            object.__setattr__(self, "arguments", json.loads(_SURROGATE.sub("\ufffd", text)))
 
     def to_json(self) -> dict:
         """The call as a provider-neutral dict (the ``tool_calls`` entry of a message).
@@ -204,9 +217,6 @@ class Tool:
                 "parameters": self.parameters}
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 @dataclass
 class ChatReply:
     """A model's reply and what the call cost.
@@ -244,9 +254,7 @@ class ChatReply:
     stop_reason: str | None = None
 
     def __post_init__(self) -> None:
-        # JSON admits lone surrogates ("\udcff"), which no file, hash or netCDF can encode:
-        # they become U+FFFD here, once, rather than crash whatever writes the reply
-        self.text = _SURROGATE.sub("\ufffd", self.text)
+        self.text = _SURROGATE.sub("\ufffd", self.text)  # (see _SURROGATE)
 
     def message(self) -> dict:
         """The reply as a provider-neutral assistant message.
