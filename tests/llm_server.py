@@ -7,7 +7,10 @@ its script if any is left:
 
 * ``("status", code, headers)`` — answer with that HTTP status (an error body) and headers;
 * ``("slow", seconds)`` — wait, then answer normally (a client with a shorter timeout gives up);
-* ``("drop",)`` — close the connection without answering.
+* ``("drop",)`` — close the connection without answering;
+* ``("raw", code, body, headers)`` — answer with that status and those body bytes, verbatim;
+* ``("trickle", seconds)`` — answer normally, but send the body a byte at a time, ``seconds``
+  apart (each read is quick, the whole reply slow).
 
 ``fail_with=code`` answers every request with that status; ``delay`` delays every answer.
 Token counts are deterministic functions of the request and the reply, so tests can check the
@@ -51,6 +54,8 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "drop":
                 self.close_connection = True
                 return None
+            if kind == "raw":
+                return self._send(step[1], step[2], step[3] if len(step) > 3 else {})
             if kind == "status":
                 return self._send(step[1], {"error": {"message": f"scripted {step[1]}",
                                                       "type": "scripted"}},
@@ -60,10 +65,11 @@ class _Handler(BaseHTTPRequestHandler):
         out = owner.reply(body)
         out = {"text": out} if isinstance(out, str) else dict(out)
         payload = owner.protocol_reply(body, out)
-        return self._send(200, payload)
+        return self._send(200, payload, pause=step[1] if step and step[0] == "trickle" else 0)
 
-    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: dict | bytes, headers: dict | None = None,
+              pause: float = 0) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -71,7 +77,12 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in (headers or {}).items():
                 self.send_header(k, str(v))
             self.end_headers()
-            self.wfile.write(data)
+            if not pause:
+                self.wfile.write(data)
+            for i in range(len(data) if pause else 0):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(pause)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import sys
 
@@ -317,6 +318,22 @@ def test_rerun_with_cache_makes_no_calls(sample, tmp_path):
     other.model = "another-model"
     Completion(other, cache=cache, limits=FAST).fit(sample, np.random.default_rng(0))
     assert other.calls == 1 and len(cache) == 2
+
+
+def test_a_cache_that_cannot_be_written_keeps_the_reply(sample, tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path / "replies")
+    real_replace = os.replace
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    client = Scripted(fenced(OLS_CODE))
+    with pytest.warns(RuntimeWarning, match=r"a reply was not stored \(\[Errno 28\] No space"):
+        rule = Completion(client, cache=cache, limits=FAST).fit(sample, np.random.default_rng(0))
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert client.calls == 1 and rule.info["reason"] is None and rule.info["client_calls"] == 1
+    assert len(cache) == 0 and sorted(p.name for p in cache.path.iterdir()) == ["FORMAT"]
 
 
 def test_agent_rerun_with_cache_makes_no_calls(sample, tmp_path):

@@ -21,6 +21,7 @@ from restrictiveness.ai.sandbox import SandboxLimits
 from restrictiveness.cli import main
 from restrictiveness.engine.protocol import FunctionRule, Procedure
 from restrictiveness.shared.exceptions import ConfigurationError
+from restrictiveness.shared.sample import Sample
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="sandbox limits need Linux")
 
@@ -123,6 +124,110 @@ def test_client_errors_are_not_retried_and_retries_are_bounded(protocol):
         with pytest.raises(rx.llm.ClientError, match="after 3 retries") as err:
             adapter(server, max_retries=3).chat([{"role": "user", "content": "hi"}])
     assert len(server.requests) == 4 and err.value.retries == 3
+
+
+def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protocol):
+    key = "sk-RECOGNISABLE-0123456789"
+    body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}",
+                                 "type": "invalid_request_error"}}).encode()
+    with ChatServer(protocol, lambda body: "x", script=[("raw", 401, body)]) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and err.value.status == 401 and err.value.retries == 0
+    assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
+
+
+@pytest.mark.parametrize("body, content_type", [
+    (b"<html><body>Bad gateway</body></html>", "text/html"),
+    (b"[1, 2]", "application/json"),
+    (b'{"id": "x"}', "application/json")])  # no choices / content
+def test_a_malformed_reply_is_a_client_error_not_an_empty_answer(protocol, body, content_type):
+    with ChatServer(protocol, lambda body: "x",
+                    script=[("raw", 200, body, {"content-type": content_type})]) as server:
+        with pytest.raises(rx.llm.ClientError, match=r"malformed reply \(") as err:
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and err.value.retries == 0
+
+
+def test_token_counts_that_are_not_counts_are_dropped(protocol):
+    with ChatServer(protocol, lambda body: "hello world") as server:
+        good = adapter(server).chat([{"role": "user", "content": "hi"}])
+        payload = server.protocol_reply({"messages": []}, {"text": "hello world"})
+        names = ["prompt_tokens", "completion_tokens"] if protocol == "openai" \
+            else ["input_tokens", "output_tokens"]
+        payload["usage"] = {names[0]: -5, names[1]: "NaN"}
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        bad = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert (good.input_tokens, good.output_tokens) == (input_tokens(
+        server.requests[0]["body"]), len("hello world") // 4)
+    assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
+
+
+def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
+    from restrictiveness.ai import clients
+    waits: list[float] = []
+    monkeypatch.setattr(clients.time, "sleep", waits.append)
+    script = [("status", 429, {"Retry-After": "999999999"}),
+              ("status", 503, {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}),
+              ("status", 429, {"Retry-After": "-5"}), ("status", 429, {"Retry-After": "soon"}),
+              ("status", 503, {"retry-after-ms": "nan", "Retry-After": "3"})]
+    with ChatServer(protocol, lambda body: "done", script=script) as server:
+        reply = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert reply.text == "done" and reply.retries == 5 and len(server.requests) == 6
+    assert waits[:2] == [clients.RETRY_AFTER_MAX] * 2 == [300.0] * 2 and waits[4] == 3.0
+    # QUICK backoff (10 ms doubling, 50 ms cap, equal jitter) for retries 2 and 3
+    assert 0.02 <= waits[2] <= 0.04 and 0.025 <= waits[3] <= 0.05
+
+
+def test_a_reply_trickled_byte_by_byte_times_out_in_all(protocol):
+    # each read arrives within the timeout; the whole body would take over 20 s
+    with ChatServer(protocol, lambda body: "x" * 100,
+                    script=[("trickle", 0.05)] * 2) as server:
+        start = time.monotonic()
+        with pytest.raises(rx.llm.ClientError, match="APITimeoutError after 1 retry") as err:
+            adapter(server, timeout=0.5, max_retries=1).chat([{"role": "user", "content": "hi"}])
+        wall = time.monotonic() - start
+    assert len(server.requests) == 2 and err.value.retries == 1 and wall < 10
+
+
+def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
+    from restrictiveness.ai import clients
+    monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 2000)
+    with ChatServer(protocol, lambda body: "x" * 4000) as server:
+        with pytest.raises(rx.llm.ClientError,
+                           match="ReplyTooLarge: the reply exceeds 2000 bytes") as err:
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+        monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 8000)
+        fits = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 2 and err.value.retries == 0 and err.value.status is None
+    assert fits.text == "x" * 4000
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_and_run(protocol, tmp_path):
+    # JSON admits "\udcff", which no file or hash can encode as UTF-8
+    text = "Here \udcff is the program:\n```python\n" + MEAN_PROGRAM + "```\n"
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    with ChatServer(protocol, lambda body: text) as server:
+        proc = rx.Completion(adapter(server), cache=tmp_path, limits=LIMITS)
+        rule = proc.fit(sample, np.random.default_rng(0))
+        again = proc.fit(sample, np.random.default_rng(0))
+    assert rule.info["reason"] is None and len(server.requests) == 1
+    assert again.info["client_calls"] == 0 and rule.predict(sample.X[:2]).tolist() == [2.0, 2.0]
+    cached = rx.llm.ResponseCache(tmp_path)
+    assert len(cached) == 1 and "Here \ufffd is" in next(tmp_path.glob("*.json")).read_text(
+        encoding="utf-8")
+
+
+def test_a_tool_call_with_a_lone_surrogate_runs(protocol):
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    call = {"id": "c1", "name": "run_python", "arguments": {"code": "print('\udcff')"}}
+    script = iter([{"text": "", "tool_calls": [call]}, fenced(MEAN_PROGRAM)])
+    with ChatServer(protocol, lambda body: next(script)) as server:
+        rule = rx.Agent(adapter(server), rounds=2, limits=LIMITS).fit(
+            sample, np.random.default_rng(0))
+    assert len(server.requests) == 2 and rule.info["reason"] is None
+    assert rule.info["tool_runs"] == [{"ok": True, "reason": None}]
+    assert tool_results(server.requests[1]["body"])[0] == "Run finished.\n[output]\n\ufffd\n"
 
 
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):

@@ -12,14 +12,21 @@ model calls needs:
   in each process (and thread-safely shared by the threads of a process), so adapters travel to
   worker processes and dask workers. The API key never appears in ``repr``.
 * **Robust calls.** The SDK's own retries are switched off and replaced by one policy whose
-  attempts are counted: rate limits (429, honouring ``Retry-After`` / ``retry-after-ms``),
+  attempts are counted: rate limits (429, honouring ``Retry-After`` / ``retry-after-ms`` up
+  to :data:`RETRY_AFTER_MAX` seconds; an unreadable or negative value falls back to backoff),
   408/409, server errors (5xx), timeouts and dropped connections are retried up to
   ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
   ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
-  with reason ``"client"`` (the baseline takes its place), never a crashed study.
+  with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
+  is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
+  :class:`ClientError` too, not retried, never an empty answer. A reply body is read for at
+  most ``timeout`` seconds in all (the SDK's timeout bounds each network read, so a server
+  trickling bytes would otherwise hold a call forever) and at most :data:`MAX_REPLY_BYTES`
+  bytes (a larger one raises :class:`ClientError`, not retried).
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
+  A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
 * **Native tool calling.** ``chat(messages, tools=...)`` maps provider-neutral messages and
   tools to OpenAI function tools or Anthropic tool use, so the Agent can use the endpoint's own
   tool protocol.
@@ -39,8 +46,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +60,8 @@ from ..engine.concurrency import request_slot
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
-           "ClientError", "call_client", "backoff_delay", "retry_after_seconds"]
+           "ClientError", "call_client", "backoff_delay", "retry_after_seconds",
+           "RETRY_AFTER_MAX"]
 
 #: Base URLs used when none is given (and none is set in the SDK's environment variable).
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
@@ -59,6 +69,14 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
 
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
+
+#: Largest reply body read, in bytes: a reply of 32,000 tokens is about 130 kB, so a larger body
+#: is a broken or hostile endpoint, and reading it whole could exhaust memory.
+MAX_REPLY_BYTES = 64 * 2**20
+
+#: Longest wait, in seconds, a ``Retry-After`` header can impose before one retry (a server
+#: asking for days, or a date years ahead, must not hang a study).
+RETRY_AFTER_MAX = 300.0
 
 
 class ClientError(RestrictivenessError, RuntimeError):
@@ -103,6 +121,11 @@ class ClientError(RestrictivenessError, RuntimeError):
         self.retries, self.status = retries, status
 
 
+#: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
+#: them as UTF-8, so replies replace them with U+FFFD once, when they arrive.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call requested by the model: its id, the tool's name and its arguments.
@@ -126,6 +149,14 @@ class ToolCall:
     id: str
     name: str
     arguments: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        text = json.dumps(self.arguments, ensure_ascii=False, default=str)
+        for name, value in (("id", self.id), ("name", self.name)):
+            if isinstance(value, str):
+                object.__setattr__(self, name, _SURROGATE.sub("\ufffd", value))
+        if _SURROGATE.search(text):
+            object.__setattr__(self, "arguments", json.loads(_SURROGATE.sub("\ufffd", text)))
 
     def to_json(self) -> dict:
         """The call as a provider-neutral dict (the ``tool_calls`` entry of a message).
@@ -222,6 +253,9 @@ class ChatReply:
     retries: int = 0
     stop_reason: str | None = None
 
+    def __post_init__(self) -> None:
+        self.text = _SURROGATE.sub("\ufffd", self.text)  # (see _SURROGATE)
+
     def message(self) -> dict:
         """The reply as a provider-neutral assistant message.
 
@@ -303,12 +337,15 @@ def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> fl
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """The wait a response asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date; None when absent or unreadable.
+    HTTP date, at most :data:`RETRY_AFTER_MAX`; a date already past is 0; None when absent,
+    unreadable or negative (the caller's backoff applies).
 
     Examples
     --------
     >>> retry_after_seconds({"retry-after": "2"}), retry_after_seconds({"retry-after-ms": "250"})
     (2.0, 0.25)
+    >>> retry_after_seconds({"retry-after": "1e9"}), retry_after_seconds({"retry-after": "-5"})
+    (300.0, None)
     >>> retry_after_seconds({}) is None
     True
     """
@@ -328,11 +365,47 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
                 date = email.utils.parsedate_to_datetime(value)
             except (TypeError, ValueError):
                 continue
-            seconds = date.timestamp() - time.time()
-        if seconds == seconds and seconds >= 0:  # not NaN
-            return min(seconds, 3600.0)
-        return 0.0
+            seconds = max(0.0, date.timestamp() - time.time())
+        if seconds >= 0:  # not NaN, not negative
+            return min(seconds, RETRY_AFTER_MAX)
     return None
+
+
+class ReplyTooLarge(RuntimeError):
+    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES` (the call is not retried)."""
+
+
+def _bounded_http_client(module, timeout: float):
+    """The SDK's default HTTP client, with every reply cut off at :data:`MAX_REPLY_BYTES` and
+    at ``timeout`` seconds in all: the SDK's own timeout bounds each network read only, so a
+    server trickling a byte at a time would hold a call (and a study) forever."""
+    import httpx2 as httpx  # the SDKs' HTTP library, present whenever they are
+
+    class Stream(httpx.SyncByteStream):
+        def __init__(self, inner, deadline: float) -> None:
+            self.inner, self.deadline = inner, deadline
+
+        def __iter__(self):
+            size = 0
+            for chunk in self.inner:
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
+                if time.monotonic() > self.deadline:
+                    raise httpx.ReadTimeout(f"the reply took over {timeout:g} s")
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Transport(httpx.HTTPTransport):
+        def handle_request(self, request):
+            deadline = time.monotonic() + timeout
+            response = super().handle_request(request)
+            response.stream = Stream(response.stream, deadline)
+            return response
+
+    return module.DefaultHttpxClient(transport=Transport())
 
 
 class ChatAdapter:
@@ -491,6 +564,11 @@ class ChatAdapter:
         except ClientError as exc:
             raise ConfigurationError(str(exc)) from None
 
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key (an endpoint's error message may quote the request)."""
+        key = self.api_key or os.environ.get(self.api_key_env)
+        return text.replace(key, "[API key]") if key else text
+
     def _module(self):
         try:
             return __import__(self.sdk)
@@ -506,8 +584,9 @@ class ChatAdapter:
 
     def _make_client(self, module, api_key: str):
         # the SDK's own retries are off: ours are counted and configurable
-        return getattr(module, self.sdk_client)(api_key=api_key, base_url=self.base_url,
-                                                max_retries=0, timeout=self.timeout)
+        return getattr(module, self.sdk_client)(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
+            http_client=_bounded_http_client(module, self.timeout))
 
     def _request(self, client, messages: Sequence[Mapping], tools: Sequence[Tool] | None,
                  tool_choice: str):
@@ -566,25 +645,42 @@ class ChatAdapter:
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ClientError
+                if isinstance(exc.__cause__, ReplyTooLarge):  # wrapped by the anthropic SDK
+                    exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
                 if not retry or retries >= self.max_retries:
                     tries = f" after {retries} retr{'y' if retries == 1 else 'ies'}" \
                         if retries else ""
                     raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
-                                      f"{what}{tries}: {str(exc)[:500]}", retries, status
-                                      ) from exc
+                                      f"{what}{tries}: {self._redact(str(exc))[:500]}",
+                                      retries, status) from exc
                 time.sleep(wait if wait is not None else
                            backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
                 continue
-            reply = self._parse(response)
+            try:
+                reply = self._parse(response)
+            except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+                # an HTML page, a JSON list, no choices: the endpoint's fault, not the model's
+                raise ClientError(f"{self.provider} {self.model} at {self.base_url}: malformed "
+                                  f"reply ({self._redact(str(exc))[:200]}): "
+                                  f"{self._redact(repr(response))[:300]}", retries) from exc
             reply.seconds, reply.retries = time.perf_counter() - start, retries
             return reply
 
     def __call__(self, messages: Sequence[Mapping]) -> str:
         """The reply text (the plain ``client(messages) -> str`` protocol)."""
         return self.chat(messages).text
+
+
+def _tokens(value) -> int | None:
+    """A token count the endpoint reported, or None when it is not a count (negative, NaN,
+    a string): usage totals must not be poisoned by a misbehaving server."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def _json_arguments(text: str | None) -> dict:
@@ -622,7 +718,7 @@ class OpenAIChat(ChatAdapter):
         Extra request fields (``{"reasoning_effort": "low"}``, ``{"seed": 0}``, ...).
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``Retry-After``
-        header overrides them.
+        header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
 
     Examples
     --------
@@ -674,15 +770,17 @@ class OpenAIChat(ChatAdapter):
                                               timeout=self.timeout)
 
     def _parse(self, response) -> ChatReply:
-        choice = response.choices[0] if response.choices else None
-        message = choice.message if choice is not None else None
+        if not response.choices:
+            raise ValueError("the reply has no choices")
+        choice = response.choices[0]
+        message = choice.message
         calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)
         return ChatReply(getattr(message, "content", None) or "", calls,
-                         getattr(usage, "prompt_tokens", None),
-                         getattr(usage, "completion_tokens", None),
+                         _tokens(getattr(usage, "prompt_tokens", None)),
+                         _tokens(getattr(usage, "completion_tokens", None)),
                          stop_reason=getattr(choice, "finish_reason", None))
 
 
@@ -715,7 +813,7 @@ class AnthropicChat(ChatAdapter):
         Extra request fields, e.g. thinking settings ``{"thinking": {"type": "adaptive"}}``.
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``retry-after``
-        header overrides them.
+        header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
 
     Examples
     --------
@@ -778,15 +876,18 @@ class AnthropicChat(ChatAdapter):
         return client.messages.create(**kwargs, extra_body=extra or None, timeout=self.timeout)
 
     def _parse(self, response) -> ChatReply:
+        if response.content is None:
+            raise ValueError("the reply has no content")
         text, calls = [], []
-        for block in response.content or ():
+        for block in response.content:
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
         usage = getattr(response, "usage", None)
-        return ChatReply("".join(text), tuple(calls), getattr(usage, "input_tokens", None),
-                         getattr(usage, "output_tokens", None),
+        return ChatReply("".join(text), tuple(calls),
+                         _tokens(getattr(usage, "input_tokens", None)),
+                         _tokens(getattr(usage, "output_tokens", None)),
                          stop_reason=getattr(response, "stop_reason", None))
 
 

@@ -55,6 +55,7 @@ import re
 import tempfile
 import textwrap
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -582,9 +583,13 @@ class ResponseCache:
 
     def _write(self, target: Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)  # no half-written temporary left behind (a full disk)
+            raise
 
     @classmethod
     def migrate(cls, path: str | os.PathLike, client) -> int:
@@ -766,7 +771,11 @@ class _LanguageModelProcedure(Procedure):
             raise
         log.add(reply, cached=False)
         if cache is not None and identity is not None:
-            cache.put(identity, messages, reply, request)
+            try:
+                cache.put(identity, messages, reply, request)
+            except OSError as exc:  # a full or read-only disk must not discard a paid reply
+                warnings.warn(f"{cache!r}: a reply was not stored ({exc}); the fit goes on "
+                              "without it", RuntimeWarning, stacklevel=2)
         return reply
 
     def _prompt_name(self) -> str:
