@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 import zlib
@@ -618,10 +619,21 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     return max(1, min(int(n_jobs), units))
 
 
-def _ignore_sigint() -> None:
+def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
+    # would wait for work for ever, holding their memory: they exit once it is gone.
+    parent = os.getppid()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True,
+                     name="rx-parent-watch").start()
+
+
+def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def _run_pool(study: Study, replications: Sequence[int], workers: int,
@@ -633,7 +645,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     # __main__ guard; spawn where fork does not exist.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
     pending, running = iter(replications), {}
 
     def submit_next() -> None:
