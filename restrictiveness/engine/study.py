@@ -664,9 +664,14 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
                 try:
                     record = fut.result()
                 except BrokenProcessPool:
+                    # A dead worker breaks every future at once, so which of the replications
+                    # in flight killed it is unknown: name them all, not an arbitrary one.
+                    flight = sorted([m, *running.values()])
+                    which = f"replication {m}" if len(flight) == 1 else \
+                        "one of replications " + ", ".join(map(str, flight))
                     raise ExecutionError(
-                        f"a worker process died while running replication {m} (killed, or out "
-                        "of memory?); rerun with fewer workers or smaller n") from None
+                        f"a worker process died while running {which} (killed, or out of "
+                        "memory?); rerun with fewer workers or smaller n") from None
                 finish(m, record)
                 submit_next()
     except BaseException:
