@@ -43,6 +43,7 @@ from ..shared.blas import one_thread
 from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
+    CheckpointWarning,
     ConfigurationError,
     ExecutionError,
     FailureWarning,
@@ -379,6 +380,7 @@ class Study:
         try:
             if checkpoint is not None:
                 store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
+                _warn_hidden_state(self, store.path)
                 wanted = set(reps)
                 finished.update({m: r for m, r in store.done().items() if m in wanted})
             options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
@@ -606,6 +608,25 @@ def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: 
                 finish(m, run_unit(study, m))
     else:
         _run_pool(study, replications, workers, finish, claim)
+
+
+def _warn_hidden_state(study: Study, path) -> None:
+    """Warn about procedures whose repr, the checkpoint's only view of them, hides their
+    state: ``Shrink(a=0.5)`` storing ``a`` as ``self._a`` shows as ``Shrink()``, and a
+    checkpoint of it would silently feed its records to a run with ``Shrink(a=1.0)``."""
+    items = {**study.procedures, study.baseline_label: study.baseline}
+    hidden = []
+    for label, p in items.items():
+        shown = type(p).__repr__
+        if shown is object.__repr__ or (shown is Procedure.__repr__ and any(
+                k.startswith("_") for k in getattr(p, "__dict__", {}))):
+            hidden.append(label)
+    if hidden:
+        warnings.warn(f"checkpoint {path}: the repr of {hidden} does not show all of its "
+                      "attributes, and the repr is all a checkpoint knows of a procedure: "
+                      "records of the same class with other settings would be resumed as "
+                      "this study's. Give it a __repr__ that shows its settings",
+                      CheckpointWarning, stacklevel=3)
 
 
 def _worker_count(n_jobs: int | None, units: int) -> int:
