@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import pickle
 import time
+import warnings
 import zipfile
 
 import numpy as np
@@ -16,6 +17,7 @@ import xarray as xr
 import restrictiveness as rx
 import restrictiveness.engine.study as study_module
 from restrictiveness.engine.checkpoint import Checkpoint, configuration_hash
+from restrictiveness.engine.protocol import FunctionRule
 from restrictiveness.engine.study import run_replication
 
 TIMING = ["seconds", "baseline_seconds"]
@@ -281,3 +283,32 @@ def test_concurrent_resumers_compute_each_replication_once(tmp_path):
         xr.testing.assert_identical(xr.Dataset.from_dict(ds),
                                     expected.drop_vars(TIMING).drop_attrs())
     assert not list((ck / ".claims").iterdir())  # every claim released
+
+
+class Shrink(rx.Procedure):
+    """Keeps its setting in a private attribute, which Procedure's repr does not show."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def fit(self, sample, rng):
+        a = self._a
+        return FunctionRule(lambda X: np.full(len(X), a * sample.y.mean()))
+
+
+def test_a_procedure_whose_repr_hides_its_settings_is_warned_about(tmp_path):
+    """Records of Shrink(0.5) were resumed silently by a Shrink(1.0) study (repr "Shrink()"
+    for both): r̂ was then a mixture of the two settings' losses."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    ck = tmp_path / "ck"
+
+    def run(procedure, **kw):
+        return rx.Study(rx.MonotoneGP(F, n_eval=40), {"p": procedure}, rx.Constant(), n=[10],
+                        replications=4).run(progress=False, checkpoint=ck, **kw)
+
+    with pytest.warns(rx.CheckpointWarning,
+                      match=r"the repr of \['p'\] does not show all of its attributes"):
+        run(Shrink(0.5), replications=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rx.CheckpointWarning)
+        _study().run(progress=False, checkpoint=tmp_path / "ols")  # OLS shows its formula

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -70,8 +73,89 @@ class DiesInWorker(rx.Procedure):
 def test_a_worker_that_dies_is_an_execution_error():
     study = rx.Study(_prior(), {"p": DiesInWorker()}, rx.Constant(), n=[10], replications=4)
     with pytest.raises(rx.ExecutionError, match=r"a worker process died while running "
-                                                r"replication \d \(killed, or out of memory"):
+                                                r"one of replications 0, 1, 2, 3 \(killed, or "
+                                                r"out of memory"):
         study.run(n_jobs=2, progress=False)
+
+
+class DiesInReplicationZero(rx.Procedure):
+    """Kills its worker in replication 0 only (told apart by the sample, which is drawn from
+    the replication's pseudo-truth); the other fits take a second, so all four replications
+    of the two workers are in flight when it dies."""
+
+    def __init__(self, first_y):
+        self.first_y = first_y
+
+    def fit(self, sample, rng):
+        if sample.y[0] == self.first_y:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(1.0)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_a_dead_worker_names_the_replications_in_flight_not_an_arbitrary_one():
+    """Before: the error named whichever broken future came first (e.g. replication 2 when
+    replication 0 killed the worker)."""
+    from restrictiveness.engine.study import replication_context
+
+    probe = rx.Study(_prior(), {"p": rx.Constant()}, rx.Constant(), n=[10], replications=6)
+    first_y = replication_context(probe, 0).samples[0, 0].y[0]
+    study = rx.Study(_prior(), {"p": DiesInReplicationZero(first_y)}, rx.Constant(), n=[10],
+                     replications=6)
+    with pytest.raises(rx.ExecutionError) as info:
+        study.run(n_jobs=2, progress=False)
+    assert str(info.value) == ("a worker process died while running one of replications 0, 1, "
+                               "2, 3 (killed, or out of memory?); rerun with fewer workers or "
+                               "smaller n")
+
+
+_ORPHAN_SCRIPT = """
+import os, sys, time
+import numpy as np
+import restrictiveness as rx
+from restrictiveness.engine.protocol import FunctionRule
+
+class Marks(rx.Procedure):
+    def fit(self, sample, rng):
+        open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+        time.sleep(2.0)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+rx.Study(rx.MonotoneGP(F, n_eval=40), {"p": Marks()}, rx.Constant(), n=[10],
+         replications=8).run(n_jobs=2, progress=False)
+"""
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_workers_of_a_killed_parent_exit(tmp_path):
+    """Before: workers of a parent killed with SIGKILL finished their fits and then waited
+    for work for ever (still alive 30 s later), holding their memory."""
+    script = tmp_path / "run.py"
+    script.write_text(_ORPHAN_SCRIPT)
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(workers := [int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()]) < 2:
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10  # a fit takes 2 s; the watch looks every 0.5 s
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [pid for pid in workers if _alive(pid)]
+    for pid in alive:  # leave no process behind, whatever the outcome
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []
 
 
 def test_n_jobs_must_be_a_positive_count_or_minus_one():

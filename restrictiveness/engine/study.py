@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 import zlib
@@ -42,6 +43,7 @@ from ..shared.blas import one_thread
 from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
+    CheckpointWarning,
     ConfigurationError,
     ExecutionError,
     FailureWarning,
@@ -378,6 +380,7 @@ class Study:
         try:
             if checkpoint is not None:
                 store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
+                _warn_hidden_state(self, store.path)
                 wanted = set(reps)
                 finished.update({m: r for m, r in store.done().items() if m in wanted})
             options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
@@ -607,6 +610,25 @@ def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: 
         _run_pool(study, replications, workers, finish, claim)
 
 
+def _warn_hidden_state(study: Study, path) -> None:
+    """Warn about procedures whose repr, the checkpoint's only view of them, hides their
+    state: ``Shrink(a=0.5)`` storing ``a`` as ``self._a`` shows as ``Shrink()``, and a
+    checkpoint of it would silently feed its records to a run with ``Shrink(a=1.0)``."""
+    items = {**study.procedures, study.baseline_label: study.baseline}
+    hidden = []
+    for label, p in items.items():
+        shown = type(p).__repr__
+        if shown is object.__repr__ or (shown is Procedure.__repr__ and any(
+                k.startswith("_") for k in getattr(p, "__dict__", {}))):
+            hidden.append(label)
+    if hidden:
+        warnings.warn(f"checkpoint {path}: the repr of {hidden} does not show all of its "
+                      "attributes, and the repr is all a checkpoint knows of a procedure: "
+                      "records of the same class with other settings would be resumed as "
+                      "this study's. Give it a __repr__ that shows its settings",
+                      CheckpointWarning, stacklevel=3)
+
+
 def _worker_count(n_jobs: int | None, units: int) -> int:
     """Workers for ``units`` replications: ``n_jobs`` (None or -1: the usable cores)."""
     if n_jobs is None or n_jobs == -1:
@@ -618,10 +640,21 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     return max(1, min(int(n_jobs), units))
 
 
-def _ignore_sigint() -> None:
+def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
+    # would wait for work for ever, holding their memory: they exit once it is gone.
+    parent = os.getppid()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True,
+                     name="rx-parent-watch").start()
+
+
+def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def _run_pool(study: Study, replications: Sequence[int], workers: int,
@@ -633,7 +666,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     # __main__ guard; spawn where fork does not exist.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
     pending, running = iter(replications), {}
 
     def submit_next() -> None:
@@ -652,9 +685,14 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
                 try:
                     record = fut.result()
                 except BrokenProcessPool:
+                    # A dead worker breaks every future at once, so which of the replications
+                    # in flight killed it is unknown: name them all, not an arbitrary one.
+                    flight = sorted([m, *running.values()])
+                    which = f"replication {m}" if len(flight) == 1 else \
+                        "one of replications " + ", ".join(map(str, flight))
                     raise ExecutionError(
-                        f"a worker process died while running replication {m} (killed, or out "
-                        "of memory?); rerun with fewer workers or smaller n") from None
+                        f"a worker process died while running {which} (killed, or out of "
+                        "memory?); rerun with fewer workers or smaller n") from None
                 finish(m, record)
                 submit_next()
     except BaseException:
