@@ -363,6 +363,43 @@ def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(t
     assert pids.stdout.strip() == ""  # no worker left behind
 
 
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "process group"])
+def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, group):
+    """A batch scheduler's time limit (SIGTERM to the job's processes, or to the parent alone):
+    before, exit status 143 with no word, the summary and the claim clean-up skipped."""
+    ck = tmp_path / "ck"
+    cmd = [sys.executable, "-m", "restrictiveness", "replicate", "lottery", "-M", "300",
+           "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress",
+           "--jobs", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**ENV, "PYTHONFAULTHANDLER": "1"}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(ck.glob("replication-*.npz"))) < 2 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        if group:
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)  # show where it hangs
+        raise AssertionError(proc.communicate(timeout=30)[1][-5000:]) from None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    done = len(list(ck.glob("replication-*.npz")))
+    assert 2 <= done < 300
+    assert err.strip().splitlines()[-1] == (f"interrupted: {done} of 300 replications finished, "
+                                            f"saved in {ck}; rerun the same command to resume")
+    assert not list((ck / ".claims").iterdir())
+    time.sleep(1.0)   # the workers' own exit
+    pids = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    assert pids.stdout.strip() == ""  # no worker left behind
+
+
 # --------------------------------------------------------------- dask
 
 

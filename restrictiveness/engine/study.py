@@ -644,6 +644,9 @@ def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the command line's SIGTERM handler, which would raise in the
+    # worker: SIGTERM keeps its default action there (the parent stops the pool).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
     # would wait for work for ever, holding their memory: they exit once it is gone.
     parent = os.getppid()
