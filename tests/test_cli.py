@@ -328,11 +328,12 @@ def test_compile_notice_is_printed_once_across_forked_workers(tmp_path):
 # --------------------------------------------------------------- stop fast
 
 
-def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(tmp_path):
-    """Before: 19–26 s, then a traceback; with -M 300 still computing after 60 s."""
-    ck = tmp_path / "ck"
+def _stop_after_two_records(ck, send, jobs=1):
+    """Run a 300-replication study, ``send(pid)`` a signal once two records are saved; returns
+    ``(returncode, stderr, seconds from the signal to the exit, pid)``."""
     cmd = [sys.executable, "-m", "restrictiveness", "replicate", "lottery", "-M", "300",
-           "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress"]
+           "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress",
+           "--jobs", str(jobs)]
     # SIG_DFL: a shell starts background jobs (e.g. a backgrounded pytest) ignoring SIGINT,
     # and the child would inherit that; PYTHONFAULTHANDLER: SIGABRT dumps its threads.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -343,61 +344,51 @@ def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(t
         while len(list(ck.glob("replication-*.npz"))) < 2 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: workers get it too
+        send(proc.pid)
         start = time.monotonic()
-        out, err = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - start
+        _, err = proc.communicate(timeout=30)
+        return proc.returncode, err, time.monotonic() - start, proc.pid
     except subprocess.TimeoutExpired:
         os.kill(proc.pid, signal.SIGABRT)  # show where it hangs
         raise AssertionError(proc.communicate(timeout=30)[1][-5000:]) from None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130 and elapsed < 5, (elapsed, err)
-    done = len(list(ck.glob("replication-*.npz")))
-    assert 2 <= done < 300
-    assert err.strip() == (f"interrupted: {done} of 300 replications finished, saved in {ck}; "
-                           "rerun the same command to resume")
-    assert not list((ck / ".claims").iterdir())
-    pids = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
-    assert pids.stdout.strip() == ""  # no worker left behind
 
 
-@pytest.mark.parametrize("group", [False, True], ids=["parent", "process group"])
-def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, group):
-    """A batch scheduler's time limit (SIGTERM to the job's processes, or to the parent alone):
-    before, exit status 143 with no word, the summary and the claim clean-up skipped."""
-    ck = tmp_path / "ck"
-    cmd = [sys.executable, "-m", "restrictiveness", "replicate", "lottery", "-M", "300",
-           "--checkpoint", str(ck), "--n", "50", "--only", "GP regression", "--no-progress",
-           "--jobs", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**ENV, "PYTHONFAULTHANDLER": "1"}, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while len(list(ck.glob("replication-*.npz"))) < 2 and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        if group:
-            os.killpg(proc.pid, signal.SIGTERM)
-        else:
-            os.kill(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGABRT)  # show where it hangs
-        raise AssertionError(proc.communicate(timeout=30)[1][-5000:]) from None
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 143, err
+def _assert_stopped_cleanly(ck, err, pid):
+    """Finished work kept and summarised in one line, claims released, no worker left."""
     done = len(list(ck.glob("replication-*.npz")))
     assert 2 <= done < 300
     assert err.strip().splitlines()[-1] == (f"interrupted: {done} of 300 replications finished, "
                                             f"saved in {ck}; rerun the same command to resume")
     assert not list((ck / ".claims").iterdir())
     time.sleep(1.0)   # the workers' own exit
-    pids = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    pids = subprocess.run(["pgrep", "-s", str(pid)], capture_output=True, text=True)
     assert pids.stdout.strip() == ""  # no worker left behind
+
+
+def test_sigint_stops_a_running_replication_within_5_s_and_keeps_finished_work(tmp_path):
+    """Before: 19–26 s, then a traceback; with -M 300 still computing after 60 s."""
+    ck = tmp_path / "ck"
+    # as Ctrl-C in a terminal: the workers get it too
+    status, err, elapsed, pid = _stop_after_two_records(
+        ck, lambda pid: os.killpg(pid, signal.SIGINT))
+    assert status == 130 and elapsed < 5, (elapsed, err)
+    assert len(err.strip().splitlines()) == 1, err   # one line, no traceback
+    _assert_stopped_cleanly(ck, err, pid)
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "process group"])
+def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, group):
+    """A batch scheduler's time limit (SIGTERM to the job's processes, or to the parent alone):
+    before, the process died of the signal (status -15) without a word and left its claims."""
+    ck = tmp_path / "ck"
+    send = (lambda pid: os.killpg(pid, signal.SIGTERM)) if group else \
+        (lambda pid: os.kill(pid, signal.SIGTERM))
+    status, err, _, pid = _stop_after_two_records(ck, send, jobs=2)
+    assert status == 143, err
+    _assert_stopped_cleanly(ck, err, pid)
 
 
 # --------------------------------------------------------------- dask
