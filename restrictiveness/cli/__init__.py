@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "it; set RESTRICTIVENESS_TRACEBACK=1 to see the traceback)", file=sys.stderr)
         return 1
     finally:
-        if in_main:
+        if previous is not None:  # None: not in the main thread, or a handler set outside Python
             signal.signal(signal.SIGTERM, previous)
 
 
