@@ -248,12 +248,12 @@ _REAL_RUN_UNIT = study_module.run_unit
 _LOG = {}
 
 
-def _logged_run_unit(study, m):
+def _logged_run_unit(study, m, *rest):
     """run_unit that logs the replication it computes (module level: the pool pickles it)."""
     with open(_LOG["path"], "a") as fh:
         fh.write(f"{m}\n")
     time.sleep(0.05)  # long enough for the two runs to overlap
-    return _REAL_RUN_UNIT(study, m)
+    return _REAL_RUN_UNIT(study, m, *rest)
 
 
 def _resume_logged(ck, log, n_jobs, barrier, results):
