@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -212,28 +213,41 @@ def _processes_named(marker):
     return found
 
 
+def _children():
+    """This process's descendants, but multiprocessing's resource tracker (started once, e.g.
+    by dask's local cluster, and kept for the life of the process)."""
+    import psutil
+    return {p.pid for p in psutil.Process().children(recursive=True)
+            if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())}
+
+
 def _timeout_study(procedures):
     return rx.Study(_prior(), procedures, baseline=rx.Constant(), n=[10, 20], replications=3,
                     seed=7)
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(n_jobs):
-    """Before: no per-fit limit, and the run hung for ever on the stuck procedure."""
-    psutil = pytest.importorskip("psutil")
-    marker = f"rx-stuck-{os.getpid()}-{n_jobs}"
+@pytest.mark.parametrize("backend, n_jobs, start_up", [("processes", 1, 0), ("processes", 2, 0),
+                                                     ("dask", 2, 20)])
+def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(backend, n_jobs, start_up):
+    """Before: no per-fit limit, and the run hung for ever on the stuck procedure. On dask, the
+    fits' processes are forked by the dask workers (``start_up``: a local cluster's start)."""
+    pytest.importorskip("psutil")
+    if backend == "dask":
+        pytest.importorskip("distributed")
+    marker = f"rx-stuck-{os.getpid()}-{backend}-{n_jobs}"
     fine = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
     reference = _timeout_study(fine).run(progress=False).dataset
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = _children()
     start = time.monotonic()
     with pytest.warns(rx.FailureWarning, match=r"stuck failed in 6 of 6 fits.*first error: "
                                                r"fit: timed out after 1 s \(fit_timeout\)"):
         ds = _timeout_study({"linear": fine["linear"], "stuck": Stuck(marker),
                              "quadratic": fine["quadratic"]}
-                            ).run(n_jobs=n_jobs, fit_timeout=1, progress=False).dataset
+                            ).run(n_jobs=n_jobs, backend=backend, fit_timeout=1,
+                                  progress=False).dataset
     elapsed = time.monotonic() - start
     # six stuck fits of 1 s on n_jobs workers, plus a fork per replication and per timeout
-    assert elapsed < 6 / n_jobs + 10
+    assert elapsed < 6 / n_jobs + 10 + start_up
     stuck = ds.sel(procedure="stuck")
     assert (stuck["failed"] == 1).all()
     assert all(str(e).startswith("fit: timed out after 1 s") for e in stuck["error"].values.flat)
@@ -244,15 +258,14 @@ def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(n_jobs):
         assert (ds["loss"].sel(procedure=label) == reference["loss"].sel(procedure=label)).all()
         assert (ds["failed"].sel(procedure=label) == 0).all()
     # nothing left behind: the fits' processes and what the stuck fit started are gone
-    deadline = time.monotonic() + 5
-    while (_processes_named(marker) or {p.pid for p in psutil.Process().children(
-            recursive=True)} - before) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 5 + start_up
+    while (_processes_named(marker) or _children() - before) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = _processes_named(marker)
     for p in left:
         p.kill()
     assert left == []
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
+    assert _children() <= before
 
 
 _STUCK_SCRIPT = """
@@ -309,3 +322,28 @@ def test_fit_timeout_is_refused_for_fits_on_threads():
     with pytest.raises(rx.ConfigurationError, match=r"cannot stop the fits of \['llm'\]: with "
                                                     "concurrency=N they run on threads"):
         study.run(fit_timeout=5, concurrency=2, progress=False)
+
+
+class Compiles(rx.OLS):
+    """OLS whose fit first spends 2 s in numba compilation (numba's own event, as a kernel
+    compiled on first use in the fit's process announces it)."""
+
+    def fit(self, sample, rng):
+        from numba.core import event
+        with event.trigger_event("numba:compile", data={"dispatcher": None, "args": ()}):
+            time.sleep(2)
+        return super().fit(sample, rng)
+
+
+def test_numba_compilation_does_not_count_against_fit_timeout():
+    """Before: a cold numba cache timed out every compiled fit whose compilation took longer
+    than the limit, one child after another (each compiling again)."""
+    study = rx.Study(_prior(), {"linear": Compiles("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rx.FailureWarning)
+        ds = study.run(fit_timeout=1, progress=False).dataset
+    assert (ds["failed"] == 0).all()
+    plain = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7).run(progress=False).dataset
+    assert (ds["loss"].values == plain["loss"].values).all()

@@ -10,6 +10,13 @@ child, forked from the same state, goes on with the next unit. One fork per batc
 replication), not per unit: a fork costs tens of milliseconds in a process that has loaded
 NumPy and SciPy.
 
+Numba compiles a kernel in the child on first use (up to a minute for the package's kernels
+when numba's cache on disk is cold; later children load the cached kernel). Compiling is not
+the unit's doing, so it does not count against the limit (up to :data:`COMPILE_ALLOWANCE` s
+per unit): the child reports numba's ``"numba:compile"`` events and the caller stops the clock
+meanwhile. Otherwise a limit below the compile time would time out every fit that compiles,
+one child after another, each compiling again and killed before writing the cache.
+
 The child is a fork of the caller, so each unit computes exactly what it computes in the
 caller, bit for bit. A child never outlives its caller: on Linux the kernel kills it when the
 caller dies (``PR_SET_PDEATHSIG``), elsewhere a thread of the child watches the caller.
@@ -41,6 +48,8 @@ R = TypeVar("R")
 
 _HEADER = struct.Struct("!Q")
 _PR_SET_PDEATHSIG = 1
+#: Seconds of numba compilation per unit that do not count against its time limit.
+COMPILE_ALLOWANCE = 600.0
 
 
 def check_timeout(timeout: object, name: str = "fit_timeout") -> float | None:
@@ -154,20 +163,31 @@ class _Child:
         self.kill()
 
     def receive(self, deadline: float, key) -> Any:
-        """The next unit's result, :data:`_TIMED_OUT` after ``deadline``; raises what the
-        unit raised, or :class:`ExecutionError` if the child died."""
-        header = self._read(_HEADER.size, deadline, key)
-        if header is _TIMED_OUT:
-            return _TIMED_OUT
-        body = self._read(_HEADER.unpack(header)[0], None, key)
-        try:
-            kind, value = pickle.loads(body)
-        except Exception as exc:  # noqa: BLE001 - e.g. an exception class that cannot unpickle
-            raise ExecutionError(f"the result of {key!r} could not be read back from its "
-                                 f"process ({type(exc).__name__}: {exc})") from None
-        if kind == "raise":
-            raise value
-        return value
+        """The next unit's result, :data:`_TIMED_OUT` after ``deadline`` (moved back by the
+        time the unit spent compiling); raises what the unit raised, or
+        :class:`ExecutionError` if the child died."""
+        compiling_since, allowance = None, COMPILE_ALLOWANCE
+        while True:
+            until = deadline if compiling_since is None else compiling_since + allowance
+            header = self._read(_HEADER.size, until, key)
+            if header is _TIMED_OUT:
+                return _TIMED_OUT
+            body = self._read(_HEADER.unpack(header)[0], None, key)
+            try:
+                kind, value = pickle.loads(body)
+            except Exception as exc:  # noqa: BLE001 - e.g. an exception that cannot unpickle
+                raise ExecutionError(f"the result of {key!r} could not be read back from its "
+                                     f"process ({type(exc).__name__}: {exc})") from None
+            if kind == "compiling" and value:
+                compiling_since = time.monotonic()
+            elif kind == "compiling" and compiling_since is not None:
+                spent = time.monotonic() - compiling_since
+                deadline, allowance = deadline + spent, allowance - spent
+                compiling_since = None
+            elif kind == "raise":
+                raise value
+            elif kind == "ok":
+                return value
 
     def _read(self, size: int, deadline: float | None, key) -> Any:
         while len(self.buffer) < size:
@@ -213,6 +233,7 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):  # the caller handles Ctrl-C and SIGTERM
         with contextlib.suppress(ValueError, OSError):
             signal.signal(sig, signal.SIG_DFL)
+    _report_compiling(fd)
     for key in keys:
         try:
             message: tuple = ("ok", work(key))
@@ -225,15 +246,42 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int) -> None:
             data = pickle.dumps(("raise", ExecutionError(
                 f"{key!r}: {type(what).__name__}: {what} (cannot be sent back from the "
                 "fit's process)")))
-        os.write(fd, _HEADER.pack(len(data)))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _send(fd, data)
         if message[0] == "raise":
             break
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+
+
+def _send(fd: int, data: bytes) -> None:
+    os.write(fd, _HEADER.pack(len(data)))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _report_compiling(fd: int) -> None:
+    """Tell the caller when numba starts and ends compiling (nested compilations once)."""
+    try:
+        from numba.core import event
+    except ImportError:  # nothing to compile
+        return
+
+    class Report(event.Listener):
+        depth = 0
+
+        def on_start(self, ev) -> None:
+            self.depth += 1
+            if self.depth == 1:
+                _send(fd, pickle.dumps(("compiling", True)))
+
+        def on_end(self, ev) -> None:
+            self.depth -= 1
+            if self.depth == 0:
+                _send(fd, pickle.dumps(("compiling", False)))
+
+    event.register("numba:compile", Report())
 
 
 def _die_with(parent: int) -> None:
