@@ -348,10 +348,9 @@ class Study:
             without a limit, on any backend. The baseline's fits and the pseudo-truth draws
             are not limited. Not with ``concurrency`` for I/O-bound procedures: their fits
             run on threads, which cannot be stopped (they bound their own requests and
-            programs). Numba kernels compile in the child on first use (up to a minute, once:
-            the cache on disk serves later children), so a limit below that fails a cold first
-            run's compiled fits. A checkpoint keeps a timed-out fit as failed when resumed with
-            another limit. Default: no limit.
+            programs). Time numba spends compiling kernels in the child does not count (see
+            :mod:`restrictiveness.engine.timeouts`). A checkpoint keeps a timed-out fit as
+            failed when resumed with another limit. Default: no limit.
 
         Returns
         -------
