@@ -539,9 +539,9 @@ class Study:
                 mine = [m for m in replications if claim is None or claim(m)]
                 # one BLAS thread for the fits of this process, as run_unit does in workers
                 with one_thread():
+                    # (fit_timeout was refused for fits on threads)
                     self._run_threaded(mine, io, workers, backend, client,
-                                       int(concurrency), limiter, finish, worker_timeout,
-                                       fit_timeout)
+                                       int(concurrency), limiter, finish, worker_timeout)
             else:
                 with rate_limited(limiter):
                     _dispatch(self, replications, workers, backend, client, finish, claim,
@@ -603,7 +603,7 @@ class Study:
             check_picklable(shipped, _PICKLE_REMEDY)
 
     def _run_threaded(self, replications, io, n_jobs, backend, client, threads, limiter,
-                      finish, worker_timeout, fit_timeout) -> None:
+                      finish, worker_timeout) -> None:
         """I/O-bound fits on threads here, the rest through the usual backend (module
         :mod:`~restrictiveness.engine.concurrency`)."""
         cpu_labels = [label for label in self.labels if label not in io]
@@ -626,7 +626,7 @@ class Study:
 
             def cpu(done):
                 _dispatch(sub, replications, n_jobs, backend, client, done, None,
-                          worker_timeout, fit_timeout)
+                          worker_timeout)
 
         run_with_threads(replications, tasks,
                          lambda m, key: fit_outcome(self, contexts.get(m), *key), merge,
