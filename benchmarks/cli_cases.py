@@ -292,10 +292,10 @@ def case_resumers(r: Runner) -> Outcome:
     return r.py(_CK + """
     import restrictiveness.engine.study as S
     real = S.run_unit
-    def logged(st, m):
+    def logged(st, m, *rest):
         with open("log", "a") as fh: fh.write(f"{m}\\n")
         time.sleep(0.05)
-        return real(st, m)
+        return real(st, m, *rest)
     def resume(barrier):
         S.run_unit = logged
         barrier.wait()

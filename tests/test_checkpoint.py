@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import pickle
+import re
 import time
 import warnings
 import zipfile
@@ -248,12 +250,12 @@ _REAL_RUN_UNIT = study_module.run_unit
 _LOG = {}
 
 
-def _logged_run_unit(study, m):
+def _logged_run_unit(study, m, *rest):
     """run_unit that logs the replication it computes (module level: the pool pickles it)."""
     with open(_LOG["path"], "a") as fh:
         fh.write(f"{m}\n")
     time.sleep(0.05)  # long enough for the two runs to overlap
-    return _REAL_RUN_UNIT(study, m)
+    return _REAL_RUN_UNIT(study, m, *rest)
 
 
 def _resume_logged(ck, log, n_jobs, barrier, results):
@@ -312,3 +314,71 @@ def test_a_procedure_whose_repr_hides_its_settings_is_warned_about(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", rx.CheckpointWarning)
         _study().run(progress=False, checkpoint=tmp_path / "ols")  # OLS shows its formula
+
+
+def _dead_pid():
+    """The id of a process that has exited (and been reaped)."""
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_opening_removes_the_temporary_files_of_dead_writers_only(tmp_path):
+    """A writer killed mid-write (SIGKILL) leaves its temporary file; before, it stayed for
+    ever. Only the package's own temporaries of dead, unclaimed writers go, never a link."""
+    from restrictiveness.shared.files import FileLock
+    ck = tmp_path / "ck"
+    Checkpoint(ck, {"seed": 1}).close()
+    dead, me = _dead_pid(), os.getpid()
+    stale = [ck / f".replication-000003.npz.{dead}.ab1_cd2e.tmp",
+             ck / f".study.json.{dead}.x9y8z7w6.tmp"]
+    kept = [ck / f".replication-000004.npz.{me}.ab1_cd2e.tmp",  # a live writer's
+            ck / f".replication-000006.npz.{dead}.ab1_cd2e.tmp",  # claimed by a live run
+            ck / f".replication-000007.npz.{dead}.ab1_cd2e.tmp" / "x",  # a folder's file
+            ck / f".other.npz.{dead}.ab1_cd2e.tmp",  # not the checkpoint's
+            ck / ".replication-000008.npz.ab1_cd2e.tmp",  # no pid in the name
+            ck / "notes.tmp"]
+    for path in stale + kept:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"half a record")
+    outside = tmp_path / "precious"
+    outside.write_text("keep me")
+    link = ck / f".replication-000005.npz.{dead}.ab1_cd2e.tmp"
+    link.symlink_to(outside)
+    with FileLock(ck / ".claims" / "replication-000006", remove=True):
+        Checkpoint(ck, {"seed": 1}).close()
+    assert [p.exists() for p in stale] == [False, False]
+    assert all(p.exists() for p in kept)
+    assert link.is_symlink() and outside.read_text() == "keep me"
+    assert sorted(p.name for p in (ck / ".claims").iterdir()) == []  # no claim left behind
+
+
+def test_temporary_files_carry_their_writers_pid(tmp_path):
+    from restrictiveness.shared.files import atomic_output
+    with atomic_output(tmp_path / "replication-000001.npz") as tmp:
+        assert re.fullmatch(rf"\.replication-000001\.npz\.{os.getpid()}\.[a-z0-9_]+\.tmp",
+                            tmp.name)
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+from restrictiveness.shared.files import atomic_output
+with atomic_output(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half a record")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_record_writer_killed_mid_write_leaves_no_litter_after_a_resume(partial,
+                                                                           uninterrupted):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(_record(partial, 1))])
+    assert proc.returncode == -9
+    assert len(list(partial.glob(".replication-000001.npz.*.tmp"))) == 1
+    Counting.fits = 0
+    _same(_study().run(progress=False, checkpoint=partial), uninterrupted)
+    assert Counting.fits == 3  # replications 1, 4 and 5
+    assert list(partial.glob(".*.tmp")) == []

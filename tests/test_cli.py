@@ -84,6 +84,8 @@ def _err_line(capsys) -> str:
     (["replicate", "lottery", "--backend", "dask", "--scheduler", "nonsense"],
      "neither an existing scheduler file nor an address"),
     (["replicate", "lottery", "--backend", "dask", "--worker-timeout", "0"], "above 0"),
+    (["replicate", "lottery", "--fit-timeout", "0"], "above 0"),
+    (["demo", "--fit-timeout", "inf"], "give a finite number"),
     (["replicate", "lottery", "--resume-other-versions"], "needs --checkpoint"),
     (["replicate", "lottery", "--n", "100000", "--only", "CPT(delta)"],
      "n=100000 needs at least 152.0 GiB of memory per replication"),
@@ -215,6 +217,31 @@ def test_cli_shows_a_typo_formula_as_failed_warns_and_strict_exits_1(tmp_path, c
     assert "has no attribute 'lgo'" in warning[0]
     assert main([*argv, "--strict"]) == 1
     assert "error: --strict: 2 failed fit(s)" in capsys.readouterr().err
+
+
+STUCK = ("import time\nimport restrictiveness as rx\n"
+         "class Stuck(rx.Procedure):\n"
+         "    def fit(self, sample, rng):\n"
+         "        time.sleep(10 ** 6)\n"
+         "PROCEDURES = {'stuck': Stuck()}\n")
+
+
+def test_cli_fit_timeout_stops_a_stuck_procedure_and_shows_it_failed(tmp_path, capsys):
+    """Before: no --fit-timeout, and the run hung for ever."""
+    path = tmp_path / "procs.py"
+    path.write_text(STUCK)
+    argv = ["replicate", "lottery", "-M", "2", "--n", "20", "--jobs", "1", "--no-progress",
+            "--only", "CPT(delta)", "--procedures", str(path), "--fit-timeout", "1"]
+    start = time.monotonic()
+    assert main([*argv, "--strict"]) == 1
+    assert time.monotonic() - start < 2 + 30
+    captured = capsys.readouterr()
+    rows = [line.split() for line in captured.out.splitlines() if line.strip().startswith("stuck")]
+    assert rows[0] == ["stuck", "failed"]
+    warning = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "stuck failed in 2 of 2 fits" in warning[0]
+    assert "fit: timed out after 1 s (fit_timeout)" in warning[0]
+    assert "error: --strict: 2 failed fit(s)" in captured.err
 
 
 # --------------------------------------------------------------- reading the output

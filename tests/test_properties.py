@@ -155,9 +155,9 @@ VALUES = ["0", "1", "2", "-1", "-2", "3.5", "nan", "inf", "1e9", "100000", "x", 
           "GP regression", "mse", "lottery", "demand"]
 OPTIONS = ["--n", "-M", "--seed", "--jobs", "--out", "--checkpoint", "--draws", "--procedures",
            "--only", "--table", "--plot", "--strict", "--no-progress", "--backend",
-           "--scheduler", "--worker-timeout", "--resume-other-versions", "--data", "--folds",
-           "--repeats", "--compare", "--gamma", "--gamma-max", "--discrepancy", "--help",
-           "--version", "--bogus"]
+           "--scheduler", "--worker-timeout", "--fit-timeout", "--resume-other-versions",
+           "--data", "--folds", "--repeats", "--compare", "--gamma", "--gamma-max",
+           "--discrepancy", "--help", "--version", "--bogus"]
 COMMANDS = [["demo"], ["replicate", "lottery"], ["replicate", "demand"],
             ["completeness", "lottery"], ["completeness", "demand"], ["sensitivity", "{d}/res.nc"],
             ["sensitivity", "{d}/kappa.nc"], ["sensitivity"], ["replicate"], [], ["nope"]]

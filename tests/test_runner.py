@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -183,3 +184,166 @@ def test_memory_estimate_refuses_sizes_that_cannot_fit():
     assert format_bytes(1536) == "1.5 KiB" and format_bytes(12) == "12 B"
     with pytest.raises(rx.ConfigurationError, match="n=100000 needs at least"):
         lottery.run(progress=False)  # refused before any work
+
+
+# -- fit_timeout: a procedure that never returns --------------------------------------------
+
+class Stuck(rx.Procedure):
+    """Never returns, as a hostile or broken procedure may; first starts a process of its own
+    (named by ``marker``) that must die with it."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __repr__(self):
+        return f"Stuck({self.marker!r})"
+
+    def fit(self, sample, rng):
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", self.marker])
+        while True:
+            time.sleep(1)
+
+
+def _processes_named(marker):
+    import psutil
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if marker in (p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE:
+            found.append(p)
+    return found
+
+
+def _children():
+    """This process's descendants, but multiprocessing's resource tracker (started once, e.g.
+    by dask's local cluster, and kept for the life of the process)."""
+    import psutil
+    return {p.pid for p in psutil.Process().children(recursive=True)
+            if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())}
+
+
+def _timeout_study(procedures):
+    return rx.Study(_prior(), procedures, baseline=rx.Constant(), n=[10, 20], replications=3,
+                    seed=7)
+
+
+@pytest.mark.parametrize("backend, n_jobs, start_up", [("processes", 1, 0), ("processes", 2, 0),
+                                                     ("dask", 2, 20)])
+def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(backend, n_jobs, start_up):
+    """Before: no per-fit limit, and the run hung for ever on the stuck procedure. On dask, the
+    fits' processes are forked by the dask workers (``start_up``: a local cluster's start)."""
+    pytest.importorskip("psutil")
+    if backend == "dask":
+        pytest.importorskip("distributed")
+    marker = f"rx-stuck-{os.getpid()}-{backend}-{n_jobs}"
+    fine = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
+    reference = _timeout_study(fine).run(progress=False).dataset
+    before = _children()
+    start = time.monotonic()
+    with pytest.warns(rx.FailureWarning, match=r"stuck failed in 6 of 6 fits.*first error: "
+                                               r"fit: timed out after 1 s \(fit_timeout\)"):
+        ds = _timeout_study({"linear": fine["linear"], "stuck": Stuck(marker),
+                             "quadratic": fine["quadratic"]}
+                            ).run(n_jobs=n_jobs, backend=backend, fit_timeout=1,
+                                  progress=False).dataset
+    elapsed = time.monotonic() - start
+    # six stuck fits of 1 s on n_jobs workers, plus a fork per replication and per timeout
+    assert elapsed < 6 / n_jobs + 10 + start_up
+    stuck = ds.sel(procedure="stuck")
+    assert (stuck["failed"] == 1).all()
+    assert all(str(e).startswith("fit: timed out after 1 s") for e in stuck["error"].values.flat)
+    assert ((stuck["seconds"] >= 1) & (stuck["seconds"] < 5)).all()
+    # a failed fit gets the baseline's predictions: its loss is the baseline's
+    assert (stuck["loss"] == ds["baseline_loss"]).all()
+    for label in fine:  # the other fits, bit for bit those of a run without the stuck one
+        assert (ds["loss"].sel(procedure=label) == reference["loss"].sel(procedure=label)).all()
+        assert (ds["failed"].sel(procedure=label) == 0).all()
+    # nothing left behind: the fits' processes and what the stuck fit started are gone
+    deadline = time.monotonic() + 5 + start_up
+    while (_processes_named(marker) or _children() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _processes_named(marker)
+    for p in left:
+        p.kill()
+    assert left == []
+    assert _children() <= before
+
+
+_STUCK_SCRIPT = """
+import os, sys, time
+import restrictiveness as rx
+
+class Stuck(rx.Procedure):
+    def fit(self, sample, rng):
+        open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+        while True:
+            time.sleep(1)
+
+F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+rx.Study(rx.MonotoneGP(F, n_eval=40), {"p": Stuck()}, rx.Constant(), n=[10],
+         replications=2).run(fit_timeout=600, progress=False)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_the_process_of_a_fit_dies_with_its_run(tmp_path):
+    """A run killed with SIGKILL cannot stop the process running a fit; it must not be left
+    running the fit for ever (the kernel kills it with its parent)."""
+    script = tmp_path / "run.py"
+    script.write_text(_STUCK_SCRIPT)
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (children := [int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()]):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    assert children != [parent.pid]  # the fit runs in a process of its own
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [pid for pid in children if _alive(pid)]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), True, "5"])
+def test_fit_timeout_must_be_a_positive_number_of_seconds(bad):
+    study = _timeout_study({"linear": rx.OLS("y ~ x")})
+    with pytest.raises(rx.ConfigurationError, match="fit_timeout must be a positive"):
+        study.run(fit_timeout=bad, progress=False)
+
+
+def test_fit_timeout_is_refused_for_fits_on_threads():
+    slow = rx.OLS("y ~ x")
+    slow.io_bound = True
+    study = _timeout_study({"llm": slow})
+    with pytest.raises(rx.ConfigurationError, match=r"cannot stop the fits of \['llm'\]: with "
+                                                    "concurrency=N they run on threads"):
+        study.run(fit_timeout=5, concurrency=2, progress=False)
+
+
+class Compiles(rx.OLS):
+    """OLS whose fit first spends 2 s in numba compilation (numba's own event, as a kernel
+    compiled on first use in the fit's process announces it)."""
+
+    def fit(self, sample, rng):
+        from numba.core import event
+        with event.trigger_event("numba:compile", data={"dispatcher": None, "args": ()}):
+            time.sleep(2)
+        return super().fit(sample, rng)
+
+
+def test_numba_compilation_does_not_count_against_fit_timeout():
+    """Before: a cold numba cache timed out every compiled fit whose compilation took longer
+    than the limit, one child after another (each compiling again)."""
+    study = rx.Study(_prior(), {"linear": Compiles("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rx.FailureWarning)
+        ds = study.run(fit_timeout=1, progress=False).dataset
+    assert (ds["failed"] == 0).all()
+    plain = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7).run(progress=False).dataset
+    assert (ds["loss"].values == plain["loss"].values).all()

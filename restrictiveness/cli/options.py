@@ -226,7 +226,7 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
-    """``--backend``, ``--scheduler`` and ``--worker-timeout``."""
+    """``--backend``, ``--scheduler``, ``--worker-timeout`` and ``--fit-timeout``."""
     parser.add_argument("--backend", choices=("processes", "dask"), default="processes",
                         help="run replications in local processes (default) or on a "
                              "dask.distributed cluster")
@@ -237,6 +237,11 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="with --backend dask: fail when no worker has been connected for "
                              "this long (default 60)")
+    parser.add_argument("--fit-timeout", type=real(0, inclusive=False), default=None,
+                        metavar="SECONDS",
+                        help="stop a procedure's fit that takes longer and record it as a "
+                             "failed fit (default: no limit); fits then run in a child process "
+                             "that is killed when one overruns")
 
 
 def add_output_options(parser: argparse.ArgumentParser, plot: bool = True,
@@ -374,7 +379,8 @@ def run_study(study, args: argparse.Namespace, **options):
         return study.run(n_jobs=args.jobs, progress=False if args.no_progress else None,
                          checkpoint=args.checkpoint, backend=args.backend, client=client,
                          resume_other_versions=args.resume_other_versions,
-                         worker_timeout=args.worker_timeout, **options)
+                         worker_timeout=args.worker_timeout, fit_timeout=args.fit_timeout,
+                         **options)
     finally:
         if client is not None:
             client.close()

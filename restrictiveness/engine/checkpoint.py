@@ -7,7 +7,8 @@ A checkpoint is a directory holding
 * ``replication-000042.npz`` — one record per finished replication (arrays in ``.npz``,
   metadata in JSON, a SHA-256 of the content and the configuration hash; see
   :mod:`restrictiveness.engine.records`), each written atomically;
-* ``.lock`` and ``.claims/`` — ``fcntl`` locks (empty files).
+* ``.lock`` and ``.claims/`` — ``fcntl`` locks (empty files);
+* for a moment, ``.replication-000042.npz.{pid}.{random}.tmp`` — a record being written.
 
 Safety rules:
 
@@ -27,6 +28,10 @@ Safety rules:
   replication (a lock on ``.claims/replication-000042``) before computing it, and skips those
   claimed by others; it then waits for them and loads their records, or computes them itself
   if their claimant stopped without finishing.
+* A writer killed mid-write (SIGKILL) leaves its temporary file behind. Opening a checkpoint
+  removes such files, and only them: names of the package's own temporary pattern, regular
+  files (a symbolic link is neither followed nor removed), whose writer (the process id in the
+  name) is dead and, for a record, whose replication nobody claims.
 
 Records are assembled in replication order, so resumed results are identical to an
 uninterrupted run.
@@ -34,6 +39,7 @@ uninterrupted run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -53,6 +59,9 @@ FORMAT = "restrictiveness-checkpoint"
 FORMAT_VERSION = 2
 #: Configuration fields that do not change any replication's numbers.
 _NOT_HASHED = ("replications",)
+#: Temporary files of :func:`~restrictiveness.shared.files.atomic_output` in a checkpoint:
+#: the target's name, the writer's process id, mkstemp's random part.
+_TEMPORARY = re.compile(r"\.(?:replication-(\d{6})\.npz|study\.json)\.([1-9]\d*)\.[a-z0-9_]+\.tmp")
 
 
 def _identity(configuration: dict) -> dict:
@@ -151,6 +160,7 @@ class Checkpoint:
             (self.path / ".claims").mkdir(parents=True, exist_ok=True)
             with FileLock(self.path / ".lock"):
                 self._open(allow_other_versions)
+                self._remove_stale_temporaries()
         except OSError as exc:
             raise CheckpointError(f"checkpoint {self.path} cannot be used: "
                                   f"{exc.strerror or exc}") from None
@@ -209,6 +219,30 @@ class Checkpoint:
                     "fresh checkpoint directory")
             warnings.warn(f"resuming checkpoint {self.path} written under other package "
                           f"versions ({what})", CheckpointWarning, stacklevel=3)
+
+    def _remove_stale_temporaries(self) -> None:
+        """Remove the temporary files of writers killed mid-write (they stay for ever
+        otherwise), under the rules of the module docstring; called under ``.lock``, which
+        every writer of ``study.json`` holds."""
+        with os.scandir(self.path) as entries:
+            found = [(e, match) for e in entries if (match := _TEMPORARY.fullmatch(e.name))]
+        for entry, match in found:
+            if not entry.is_file(follow_symlinks=False) or _alive(int(match.group(2))):
+                continue
+            claim = None
+            if match.group(1) is not None:  # a record's writer holds its replication's claim
+                claim = FileLock(self.path / ".claims" / f"replication-{match.group(1)}",
+                                 remove=True)
+                try:
+                    claim.acquire(blocking=False)
+                except LockBusy:
+                    continue
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+            finally:
+                if claim is not None:
+                    claim.release()
 
     # -- records --------------------------------------------------------------------------
     def _record_files(self) -> list[Path]:
@@ -300,3 +334,14 @@ class Checkpoint:
         else:
             self._claims[replication] = lock
         return record
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (in doubt, it does: its file is then kept)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process; too large a number
+        pass
+    return True

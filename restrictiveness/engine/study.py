@@ -56,6 +56,7 @@ from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
 from .sensitivity_results import Contributions
+from .timeouts import check_timeout, exit_when_orphaned, run_in_child
 from .usage import add_usage
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng",
@@ -302,7 +303,8 @@ class Study:
             replications: Sequence[int] | None = None, checkpoint=None,
             backend: Literal["processes", "dask"] = "processes", client=None,
             concurrency: int | None = None, requests_per_minute: float | None = None,
-            resume_other_versions: bool = False, worker_timeout: float = 60.0):
+            resume_other_versions: bool = False, worker_timeout: float = 60.0,
+            fit_timeout: float | None = None):
         """Run every replication and return :class:`~restrictiveness.engine.results.Results`.
 
         Parameters
@@ -335,6 +337,20 @@ class Study:
         worker_timeout : float
             ``backend="dask"``: seconds without any connected worker before the run fails with
             :class:`~restrictiveness.ExecutionError` (dask alone would wait for ever).
+        fit_timeout : float, optional
+            Seconds each procedure's fit (with the scoring of its predictions) may take; a fit
+            that takes longer is stopped and recorded as a failed fit ("timed out after N s")
+            under the failure protocol, and the run goes on. To be stopped for real, fits then
+            run in a child process forked by whichever process runs the replication (this one
+            when serial, a pool or dask worker otherwise; one fork per replication, tens of
+            milliseconds), which is killed, with whatever it started, when a fit overruns; a
+            new child goes on with the next fit. The other fits' numbers are those of a run
+            without a limit, on any backend. The baseline's fits and the pseudo-truth draws
+            are not limited. Not with ``concurrency`` for I/O-bound procedures: their fits
+            run on threads, which cannot be stopped (they bound their own requests and
+            programs). Time numba spends compiling kernels in the child does not count (see
+            :mod:`restrictiveness.engine.timeouts`). A checkpoint keeps a timed-out fit as
+            failed when resumed with another limit. Default: no limit.
 
         Returns
         -------
@@ -365,13 +381,32 @@ class Study:
         >>> half = study.run(replications=[2, 3], progress=False)
         >>> bool((half.dataset["loss"] == res.dataset["loss"].sel(replication=[2, 3])).all())
         True
+
+        A procedure that never returns is stopped after ``fit_timeout`` seconds and shows as
+        failed; the other procedures' numbers are unchanged:
+
+        >>> import time, warnings
+        >>> import restrictiveness as rx
+        >>> class Stuck(rx.Procedure):
+        ...     def fit(self, sample, rng):
+        ...         time.sleep(10 ** 6)
+        >>> stuck = rx.Study(study.evaluation, {**study.procedures, "stuck": Stuck()},
+        ...                  baseline=rx.Constant(), n=study.n, replications=2)
+        >>> with warnings.catch_warnings(record=True):
+        ...     bounded = stuck.run(fit_timeout=1, progress=False)
+        >>> print(bounded.failure_report())  # doctest: +ELLIPSIS
+        the baseline's ... stuck failed in 4 of 4 fits ... fit: timed out after 1 s (fit_timeout)...
+        >>> bool((bounded.dataset["loss"].sel(procedure="linear", replication=[0, 1])
+        ...       == res.dataset["loss"].sel(procedure="linear", replication=[0, 1])).all())
+        True
         """
         from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None \
             else self._replication_indices(replications)
-        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress)
+        self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
+                             fit_timeout)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -385,7 +420,7 @@ class Study:
                 finished.update({m: r for m, r in store.done().items() if m in wanted})
             options = dict(n_jobs=n_jobs, progress=progress, backend=backend, client=client,
                            concurrency=concurrency, requests_per_minute=requests_per_minute,
-                           worker_timeout=worker_timeout)
+                           worker_timeout=worker_timeout, fit_timeout=fit_timeout)
             self._run_missing(reps, finished, store, options)
         except (KeyboardInterrupt, SystemError) as exc:
             if not is_interrupt(exc):
@@ -430,7 +465,8 @@ class Study:
                   client=None, concurrency: int | None = None,
                   requests_per_minute: float | None = None,
                   claim: Callable[[int], bool] | None = None,
-                  worker_timeout: float = 60.0) -> list[ReplicationRecord]:
+                  worker_timeout: float = 60.0,
+                  fit_timeout: float | None = None) -> list[ReplicationRecord]:
         """Run the given replications and return their records, in the order given.
 
         The building block of :meth:`run` (which adds checkpoints and assembles
@@ -463,6 +499,8 @@ class Study:
             run computes it).
         worker_timeout : float
             As in :meth:`run`.
+        fit_timeout : float, optional
+            As in :meth:`run`.
 
         Returns
         -------
@@ -482,7 +520,7 @@ class Study:
 
         workers = _worker_count(n_jobs, len(replications))
         self._check_shipping(workers, backend, concurrency, requests_per_minute, client,
-                             progress)
+                             progress, fit_timeout)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -501,12 +539,13 @@ class Study:
                 mine = [m for m in replications if claim is None or claim(m)]
                 # one BLAS thread for the fits of this process, as run_unit does in workers
                 with one_thread():
+                    # (fit_timeout was refused for fits on threads)
                     self._run_threaded(mine, io, workers, backend, client,
                                        int(concurrency), limiter, finish, worker_timeout)
             else:
                 with rate_limited(limiter):
                     _dispatch(self, replications, workers, backend, client, finish, claim,
-                              worker_timeout)
+                              worker_timeout, fit_timeout)
         finally:
             bar.close()
         return [out[m] for m in replications if m in out]
@@ -525,7 +564,7 @@ class Study:
         return [int(m) for m in reps]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
-                        client=None, progress=None) -> None:
+                        client=None, progress=None, fit_timeout=None) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
@@ -541,6 +580,12 @@ class Study:
         n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
         threaded = io if concurrency is not None else set()
+        if check_timeout(fit_timeout) is not None and threaded:
+            raise ConfigurationError(
+                f"fit_timeout cannot stop the fits of {sorted(threaded)}: with concurrency=N "
+                "they run on threads, and a thread cannot be killed (these procedures bound "
+                "their own requests and programs). Drop fit_timeout, or drop concurrency to "
+                "fit them in processes under the limit")
         remote = backend == "dask" or n_jobs > 1
         if requests_per_minute is not None and remote and io - threaded:
             raise ConfigurationError(
@@ -596,18 +641,19 @@ _PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat
 
 def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: str, client,
               finish: Callable, claim: Callable[[int], bool] | None,
-              worker_timeout: float) -> None:
+              worker_timeout: float, fit_timeout: float | None = None) -> None:
     """Run the units of ``study`` serially, on a process pool or on dask; ``finish(m, record)``
     is called in the calling thread as each completes (replications ``claim`` refuses are
     skipped)."""
     if backend == "dask":
-        _run_dask(study, replications, workers, client, finish, claim, worker_timeout)
+        _run_dask(study, replications, workers, client, finish, claim, worker_timeout,
+                  fit_timeout)
     elif workers == 1:
         for m in replications:
             if claim is None or claim(m):
-                finish(m, run_unit(study, m))
+                finish(m, run_unit(study, m, fit_timeout))
     else:
-        _run_pool(study, replications, workers, finish, claim)
+        _run_pool(study, replications, workers, finish, claim, fit_timeout)
 
 
 def _warn_hidden_state(study: Study, path) -> None:
@@ -650,18 +696,13 @@ def _init_worker() -> None:
     # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
     # would wait for work for ever, holding their memory: they exit once it is gone.
     parent = os.getppid()
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True,
+    threading.Thread(target=exit_when_orphaned, args=(parent,), daemon=True,
                      name="rx-parent-watch").start()
 
 
-def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
-    while os.getppid() == parent:
-        time.sleep(interval)
-    os._exit(1)
-
-
 def _run_pool(study: Study, replications: Sequence[int], workers: int,
-              finish: Callable, claim: Callable[[int], bool] | None) -> None:
+              finish: Callable, claim: Callable[[int], bool] | None,
+              fit_timeout: float | None = None) -> None:
     """Run replications on a local process pool, two per worker in flight (claimed only as
     they are submitted, so concurrent runs share the rest). On any exception, Ctrl-C included,
     the workers are terminated at once rather than waited for."""
@@ -675,7 +716,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     def submit_next() -> None:
         for m in pending:
             if claim is None or claim(m):
-                running[pool.submit(run_unit, study, m)] = m
+                running[pool.submit(run_unit, study, m, fit_timeout)] = m
                 return
 
     try:
@@ -723,7 +764,7 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 
 def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
               finish: Callable, claim: Callable[[int], bool] | None,
-              worker_timeout: float) -> None:
+              worker_timeout: float, fit_timeout: float | None = None) -> None:
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -740,7 +781,7 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     try:
         for m in replications:
             if claim is None or claim(m):
-                futures[client.submit(run_unit, study, m, pure=False)] = m
+                futures[client.submit(run_unit, study, m, fit_timeout, pure=False)] = m
         _gather_dask(client, futures, finish, worker_timeout)
     except BaseException:
         client.cancel(list(futures))
@@ -803,13 +844,14 @@ def _subset(study: Study, labels: Sequence[str]) -> Study:
     return sub
 
 
-def run_unit(study: Study, replication: int) -> ReplicationRecord:
+def run_unit(study: Study, replication: int, fit_timeout: float | None = None
+             ) -> ReplicationRecord:
     """:func:`run_replication` with one BLAS thread, wherever it runs (in-process, a pool
     worker or a dask worker): multithreaded BLAS sums in another order, and results must agree
     to the last bit whatever the backend; n_jobs workers with OpenBLAS's default threads also
     oversubscribe the cores (measured: 40x slower)."""
     with one_thread():
-        return run_replication(study, replication)
+        return run_replication(study, replication, fit_timeout)
 
 
 def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_rule,
@@ -907,10 +949,16 @@ def fit_outcome(study: Study, ctx: ReplicationContext, label: str, c: int, k: in
                 ) -> FitOutcome:
     """Fit procedure ``label`` on sample ``(n index c, draw k)`` of the context and score it
     under the failure protocol."""
-    n, discs, truth = study.n[c], study.discrepancies, ctx.truth
     guard, secs, fit_info = _fit_guarded(study, label, study.procedures[label],
                                          ctx.samples[c, k], ctx.base_rules[c, k],
-                                         ctx.replication, n, k)
+                                         ctx.replication, study.n[c], k)
+    return _score(study, ctx, label, c, guard, secs, fit_info)
+
+
+def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: GuardedRule,
+           secs: float, fit_info: dict) -> FitOutcome:
+    """The outcome of a guarded fit: its losses under the failure protocol."""
+    n, discs, truth = study.n[c], study.discrepancies, ctx.truth
     had_fit = guard.fitted is not None
     loss = np.full(len(discs), np.nan)
     for d, disc in enumerate(discs):
@@ -983,16 +1031,38 @@ def assemble_record(study: Study, ctx: ReplicationContext, outcomes: Mapping,
                              seconds, ctx.base_seconds.copy(), error, info, diagnostics)
 
 
-def run_replication(study: Study, replication: int) -> ReplicationRecord:
+def _timed_out(study: Study, ctx: ReplicationContext, key: tuple[str, int, int],
+               seconds: float, limit: float) -> FitOutcome:
+    """The outcome of a fit stopped after ``limit`` seconds: a failed fit (the baseline's
+    predictions everywhere), saying why."""
+    label, c, k = key
+    guard = GuardedRule(None, ctx.base_rules[c, k], study.evaluation.constraints,
+                        study.evaluation.columns,
+                        f"fit: timed out after {limit:g} s (fit_timeout); its process was killed")
+    return _score(study, ctx, label, c, guard, seconds, {})
+
+
+def _sendable(outcome: FitOutcome) -> FitOutcome:
+    """The outcome with its ``info`` as JSON values, so that it pickles back from a child
+    process; the record stores ``info`` as JSON anyway, and the text is the same."""
+    outcome.info = json.loads(_json(outcome.info))
+    return outcome
+
+
+def run_replication(study: Study, replication: int, fit_timeout: float | None = None
+                    ) -> ReplicationRecord:
     """One replication: a pseudo-truth, its samples, and every procedure's losses for every n.
 
-    A pure function of ``(study, replication)``.
+    A pure function of ``(study, replication)``. With ``fit_timeout``, the fits run in a child
+    process and a fit that takes longer is recorded as failed (see :meth:`Study.run`).
     """
     ctx = replication_context(study, replication)
-    outcomes = {}
-    for c in range(len(study.n)):
-        for k in range(study.draws):
-            for label in study.labels:
-                if k < study.procedure_draws(label):
-                    outcomes[label, c, k] = fit_outcome(study, ctx, label, c, k)
+    keys = [(label, c, k) for c in range(len(study.n)) for k in range(study.draws)
+            for label in study.labels if k < study.procedure_draws(label)]
+    if fit_timeout is None:
+        outcomes = {key: fit_outcome(study, ctx, *key) for key in keys}
+    else:
+        outcomes = run_in_child(lambda key: _sendable(fit_outcome(study, ctx, *key)), keys,
+                                fit_timeout,
+                                lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout))
     return assemble_record(study, ctx, outcomes)

@@ -43,7 +43,9 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
 
     The temporary file sits in ``target``'s folder (a rename across file systems would not be
     atomic) and is removed if the block raises, so a failed or interrupted write leaves the
-    previous ``target`` untouched.
+    previous ``target`` untouched. Its name, ``.{target name}.{pid}.{random}.tmp``, carries the
+    writer's process id: a writer killed outright (SIGKILL) cannot remove it, and whoever
+    cleans up (a checkpoint when it is opened) can tell its writer is dead.
 
     Examples
     --------
@@ -60,7 +62,8 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     if not target.parent.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: the folder "
                                  f"{str(target.parent)!r} does not exist; create it first")
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
+                                suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
     try:
