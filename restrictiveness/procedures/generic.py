@@ -373,7 +373,8 @@ class OLS(FormulaProcedure):
         cov_type : {"nonrobust", "HC1", "cluster"}
             Covariance of the estimates, as in :mod:`restrictiveness.procedures.estimation`.
         groups : str or array_like, optional
-            Cluster identifiers for ``"cluster"``: a column name or one identifier per row.
+            Cluster identifiers for ``"cluster"``: a column name or one identifier per row; a
+            :class:`pandas.Series` is aligned with the data's rows by index label, not position.
 
         Returns
         -------

@@ -723,7 +723,8 @@ class NLSEstimator:
         cov_type : {"nonrobust", "HC1", "cluster"}
             See :mod:`restrictiveness.procedures.estimation`.
         groups : str or array_like, optional
-            Cluster identifiers (a column name or one per observation) for ``"cluster"``.
+            Cluster identifiers (a column name or one per observation) for ``"cluster"``; a
+            :class:`pandas.Series` is aligned with the data's rows by index label, not position.
 
         Returns
         -------
