@@ -15,7 +15,9 @@ A model that is not an expression can be given as a function,
 signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
 predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
 same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
-one-sided at the bounds). Formula models run compiled;
+one-sided at the bounds). An exception raised by either function is re-raised as a
+:class:`~restrictiveness.ModelFunctionError` naming the function, its role and the parameters
+(the original as its ``__cause__``). Formula models run compiled;
 function models run the same algorithm interpreted (about 10–100× slower).
 
 **The fit** minimises the sum of squared residuals over the parameter box, with the lessons of
@@ -62,7 +64,7 @@ from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
 from ..shared.checks import whole_number
-from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
 from ..shared.expression import (
     NonlinearFormula,
     callback_type,
@@ -476,11 +478,21 @@ class NLS(Procedure):
 
     def _call(self, fn, data, theta: np.ndarray):
         """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
-        not name the parameters (two positional arguments: the data and the vector)."""
+        not name the parameters (two positional arguments: the data and the vector).
+
+        An exception of ``fn`` becomes a :class:`ModelFunctionError` naming the function, its
+        role and the parameters, with the original as ``__cause__``."""
         theta = np.asarray(theta, dtype=float)
-        if _takes_names(fn, self.params):
-            return fn(data, **dict(zip(self.params, theta.tolist(), strict=True)))
-        return fn(data, theta.copy())
+        named = dict(zip(self.params, theta.tolist(), strict=True))
+        try:
+            if _takes_names(fn, self.params):
+                return fn(data, **named)
+            return fn(data, theta.copy())
+        except Exception as exc:  # KeyboardInterrupt and SystemExit pass through unwrapped
+            role = "jac" if fn is self.jac else "model function"
+            name = getattr(fn, "__qualname__", None) or repr(fn)
+            raise ModelFunctionError(f"NLS: the {role} {name} raised {type(exc).__name__}: "
+                                     f"{exc}, at parameters {named}") from exc
 
     def values(self, design, theta: np.ndarray, jacobian: bool = False):
         """Predictions of the model at parameters ``theta`` on its input, and optionally ``∂f/∂θ``.
