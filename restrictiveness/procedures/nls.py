@@ -63,7 +63,7 @@ from scipy.stats import qmc
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
-from ..shared.checks import whole_number
+from ..shared.checks import keywords_of, known_keywords, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
 from ..shared.expression import (
     NonlinearFormula,
@@ -369,6 +369,7 @@ class NLS(Procedure):
         [2.002, 0.7]
         """
         if isinstance(sample, pd.DataFrame):
+            known_keywords(estimation, keywords_of(NLSEstimator.fit, skip=("self",)), "NLS.fit")
             return NLSEstimator(self, sample).fit(**estimation)
         if estimation:
             raise ConfigurationError(f"{sorted(estimation)} apply to estimation on a DataFrame, "
@@ -564,6 +565,7 @@ class NLS(Procedure):
         >>> res.params.round(3).to_dict()
         {'a': 2.001, 'b': 0.7}
         """
+        known_keywords(options, keywords_of(cls, skip=("model",)), "NLS.from_formula")
         return NLSEstimator(cls(formula, params=params, bounds=bounds, **options), data)
 
     def __repr__(self) -> str:
