@@ -102,6 +102,8 @@ def test_an_interpolating_baseline_gives_nan_and_a_warning_naming_the_procedures
     message = str(caught[0].message)
     assert "'linear'" in message and "'GP'" in message and "GPRegression" in message
     assert res.degenerate_baseline().values.tolist() == [[True]]
+    text = res.summary().as_text()  # r̂ is cached: warned above, once
+    assert "nan (nan)" in text and "zero to rounding" in text
 
 
 def test_contrasts_and_sensitivity_bounds_of_an_interpolating_baseline_are_nan(interpolating):

@@ -763,6 +763,9 @@ class Results(SensitivityMixin):
                          "throughout; '*': some fits failed or predictions were replaced by the "
                          "baseline's, pulling r̂ toward 1.")
         notes += [f"{p}: {text}." for p, text in failures]
+        if self.degenerate_baseline().sel(discrepancy=discs).values.any():
+            notes.append("nan: the baseline's mean loss is zero to rounding relative to the "
+                         "truths' scale, so r̂ = D̄ / B̄ is 0/0 (Results.degenerate_baseline).")
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
 
