@@ -507,6 +507,14 @@ def test_configuration_errors():
         RepeatedGroupKFold(repeats="5")
     with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
         CellMeansKFold(k=None)
+    # a Series of identifiers was an unhashable-type TypeError at the first fold; a column name
+    # is the one way to give them (a Series would be matched to the rows by position)
+    with pytest.raises(ConfigurationError, match="CellMeansKFold: cluster must be the name of a "
+                                                 "column of the data .a str., got Series"):
+        CellMeansKFold(cluster=data["participant"])
+    with pytest.raises(ConfigurationError, match="RepeatedGroupKFold: group must be the name of "
+                                                 "a column of the data .a str., got ndarray"):
+        RepeatedGroupKFold(group=np.arange(3))
     # a string design or a missing converter were AttributeErrors from inside
     procs = {"OLS": OLS("ce ~ z_hi + z_lo + p")}
     with pytest.raises(ConfigurationError, match="design must be a cross-validation design"):

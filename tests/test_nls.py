@@ -487,6 +487,44 @@ def test_function_models_taking_a_parameter_vector():
         rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS).fit(df)
 
 
+def test_an_error_in_a_model_function_is_wrapped_with_its_context():
+    """An exception of the user's function (or jac) is a ModelFunctionError naming the
+    function, its role and the parameters, with the original as __cause__; before, the bare
+    ZeroDivisionError came out of the optimiser with nothing saying which function or where."""
+    df = _lottery_frame(seed=25, n=40)
+
+    def fragile(data, alpha, beta):
+        if alpha > 1.5:
+            raise ZeroDivisionError("alpha above 1.5")
+        return prelec(data, alpha, beta)
+
+    def broken_jac(data, alpha, beta):
+        raise KeyError("dprelec")
+
+    with pytest.raises(rx.ModelFunctionError,
+                       match=r"NLS: the model function .*fragile raised ZeroDivisionError: alpha "
+                             r"above 1\.5, at parameters \{'alpha': [0-9.]+, 'beta': ") as info:
+        rx.NLS(fragile, bounds=PRELEC_BOUNDS, response="ce").fit(df)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert str(info.value.__cause__) == "alpha above 1.5"
+    with pytest.raises(rx.ModelFunctionError,
+                       match=r"NLS: the jac .*broken_jac raised KeyError: 'dprelec', at "
+                             r"parameters \{'alpha': 1\.0, 'beta': 2\.0\}") as info:
+        rx.NLS(prelec, bounds=PRELEC_BOUNDS, jac=broken_jac, response="ce").values(
+            df, [1.0, 2.0], jacobian=True)
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize("signal", [KeyboardInterrupt, SystemExit])
+def test_interrupts_in_a_model_function_pass_through_unwrapped(signal):
+    def interrupted(data, alpha, beta):
+        raise signal()
+
+    with pytest.raises(signal) as info:
+        rx.NLS(interrupted, bounds=PRELEC_BOUNDS, response="ce").fit(_lottery_frame(seed=26))
+    assert info.type is signal and info.value.__cause__ is None
+
+
 # ---------------------------------------------------------------------------------------------
 # as a procedure
 # ---------------------------------------------------------------------------------------------

@@ -203,6 +203,24 @@ def test_domains_and_constraints_refuse_what_they_cannot_honour(build, error, me
         build()
 
 
+@pytest.mark.parametrize("build", [
+    lambda: rx.FiniteSet(np.array([[0.5]]), ("x",)),
+    lambda: rx.FiniteSet(np.full((3, 2), 0.5), ("x", "y")),  # one point given three times
+    lambda: rx.FiniteSet(np.array([[0.0], [1.0]]), ("x",), weights=[0.0, 1.0]),
+    lambda: rx.FiniteSet.from_frame(pd.DataFrame({"x": [2.0, 2.0, 2.0]}), ["x"]),
+])
+def test_one_point_finite_set_is_refused(build):
+    """A support with one distinct point of positive weight is refused: the truths are one number
+    each, a constant baseline fits them to rounding, and a study reported r̂ = 1.000 (0.000) for
+    every procedure from losses of 1e-16 (0/0)."""
+    with pytest.raises(rx.ConfigurationError,
+                       match=r"restrictiveness needs variation in the covariates, but the support "
+                             r"has 1 distinct point with positive weight .*r̂ would be 0/0"):
+        build()
+    two = rx.FiniteSet(np.array([[0.0], [1.0]]), ("x",), weights=[1.0, 3.0])  # two points: fine
+    assert two.weights.tolist() == [0.25, 0.75]
+
+
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("n_eval", 0, "n_eval must be a whole number >= 1, got 0"),  # was ZeroDivisionError
     ("n_eval", None, "n_eval must be a whole number >= 1, got None"),

@@ -168,17 +168,50 @@ class SharesMSE(Discrepancy):
         err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)
         return _weighted(err, truth)
 
+    def scale(self, truth: PseudoTruth, n: int) -> float:
+        """Mean squared true share (the loss of predicting zero shares).
+
+        Parameters
+        ----------
+        truth : PseudoTruth
+            The pseudo-truth (markets at ``eval_X``, inside shares from ``eval_y(n)``).
+        n : int
+            Training sample size.
+
+        Returns
+        -------
+        float
+            The weighted mean over markets of the mean squared inside share.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from types import SimpleNamespace
+        >>> truth = SimpleNamespace(eval_weights=np.array([1.0]),
+        ...                         eval_y=lambda n: np.array([[0.2, 0.4]]))
+        >>> round(SharesMSE().scale(truth, n=10), 12)  # (0.2² + 0.4²) / 2
+        0.1
+        """
+        y = np.asarray(truth.eval_y(n), dtype=float)
+        return _weighted((y ** 2).reshape(len(y), -1).mean(axis=1), truth)
+
 
 class _ElasticityMSE(Discrepancy):
     own: bool
 
+    def _mask(self, J: int) -> np.ndarray:
+        return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)
+
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
         E_true = truth_elasticities(truth, n)
         E_rule = rule_elasticities(rule, truth.eval_X, price_steps(truth), _perturbed(truth))
-        J = E_true.shape[-1]
-        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)
-        err = ((E_rule - E_true)[:, mask] ** 2).mean(axis=1)
+        err = ((E_rule - E_true)[:, self._mask(E_true.shape[-1])] ** 2).mean(axis=1)
         return _weighted(err, truth)
+
+    def scale(self, truth: PseudoTruth, n: int) -> float:
+        """Mean squared true elasticity (the loss of predicting zero elasticities)."""
+        E_true = truth_elasticities(truth, n)
+        return _weighted((E_true[:, self._mask(E_true.shape[-1])] ** 2).mean(axis=1), truth)
 
 
 class OwnElasticityMSE(_ElasticityMSE):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults
+from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -109,7 +110,13 @@ class DemandModel:
     @classmethod
     def from_formula(cls, procedure_class, formula: str, data: pd.DataFrame,
                      market_ids: str = "market_ids", **kwargs) -> DemandModel:
-        """Build the procedure from a formula and options, bound to ``data``."""
+        """Build the procedure from a formula and options, bound to ``data``.
+
+        Options the procedure does not take are a ``ConfigurationError`` naming them and the
+        accepted ones.
+        """
+        known_keywords(kwargs, keywords_of(procedure_class, skip=("formula",)),
+                       f"{procedure_class.__name__}.from_formula")
         return cls(procedure_class(formula, **kwargs), data, market_ids)
 
     def fit(self) -> DemandResults:

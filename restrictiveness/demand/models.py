@@ -505,7 +505,7 @@ class _DemandProcedure(Procedure):
         mushy        0.085
         Name: params, dtype: float64
         """
-        return DemandModel(cls(formula, **kwargs), data, market_ids)
+        return DemandModel.from_formula(cls, formula, data, market_ids, **kwargs)
 
     def _prepare(self, sample: Sample):
         columns = _market_columns(sample, type(self).__name__)

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from ..shared import pyast
-from ..shared.exceptions import DomainError
+from ..shared.exceptions import ConfigurationError, DomainError
 
 __all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
 
@@ -482,6 +482,10 @@ class FiniteSet(Domain):
     ------
     DomainError
         If the support is empty, not finite or of the wrong shape, or the weights are invalid.
+    ConfigurationError
+        If fewer than two distinct points have positive weight: restrictiveness needs variation
+        in the covariates (on one location a constant baseline fits every rule exactly, and r̂
+        would be 0/0).
 
     Examples
     --------
@@ -508,6 +512,15 @@ class FiniteSet(Domain):
                 or w.sum() <= 0:
             raise DomainError("FiniteSet: weights must be finite and nonnegative, one per point, "
                               "not all 0")
+        distinct = len(np.unique(points[w > 0], axis=0))
+        if distinct < 2:
+            # every rule is one number on one location: a constant baseline fits it exactly, so
+            # r̂ would be 0/0 made of rounding errors (it came out as 1.000 (0.000))
+            raise ConfigurationError(
+                f"FiniteSet: restrictiveness needs variation in the covariates, but the support "
+                f"has {distinct} distinct point with positive weight (of {len(points)} given); "
+                "on one location every rule is a single number that a constant baseline fits "
+                "exactly, so r̂ would be 0/0; give at least two distinct points")
         self.points, self.weights, self.columns = points, w / w.sum(), tuple(columns)
         if not isinstance(replace, bool | np.bool_):  # bool("no") is True
             raise DomainError(f"FiniteSet: replace must be True or False, got {replace!r}")
@@ -581,9 +594,10 @@ class FiniteSet(Domain):
         Examples
         --------
         >>> import numpy as np
-        >>> dom = FiniteSet(np.array([[0.0], [1.0]]), ("x",), weights=np.array([0.0, 1.0]))
-        >>> dom.sample(3, np.random.default_rng(0)).ravel().tolist()
-        [1.0, 1.0, 1.0]
+        >>> dom = FiniteSet(np.array([[0.0], [1.0], [2.0]]), ("x",),
+        ...                 weights=np.array([0.0, 1.0, 1.0]))
+        >>> sorted(set(dom.sample(20, np.random.default_rng(0)).ravel().tolist()))
+        [1.0, 2.0]
         """
         if not self.replace and size > len(self.points):
             raise DomainError(

@@ -23,6 +23,11 @@ class Discrepancy:
     is the pseudo-truth (``eval_X``, ``eval_y(n)``, ``eval_weights``) and ``n`` the training
     sample size (the truth at the evaluation locations may depend on it).
 
+    It may also implement ``scale(truth, n) -> float``, the size of a loss for this truth (for
+    a squared error, the mean squared truth). Results compare the mean baseline loss with it:
+    a baseline whose loss is zero to rounding relative to the truths' scale makes r̂ = 0/0,
+    reported as NaN with a warning. The default, NaN, means unknown and skips that check.
+
     Examples
     --------
     Mean absolute error, weighted by the evaluation distribution. A stand-in for a pseudo-truth
@@ -48,6 +53,28 @@ class Discrepancy:
 
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
         raise NotImplementedError
+
+    def scale(self, truth: PseudoTruth, n: int) -> float:
+        """Size of a loss for ``truth`` at training size ``n``; NaN (unknown) unless overridden.
+
+        Parameters
+        ----------
+        truth : PseudoTruth
+            The pseudo-truth.
+        n : int
+            Training sample size.
+
+        Returns
+        -------
+        float
+            A positive number in the units of the loss, or NaN.
+
+        Examples
+        --------
+        >>> Discrepancy().scale(None, n=10)
+        nan
+        """
+        return float("nan")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -90,6 +117,34 @@ class MSE(Discrepancy):
         pred = np.asarray(rule.predict(truth.eval_X), dtype=float)
         err = _row_mean((pred - truth.eval_y(n)) ** 2)
         return float(truth.eval_weights @ err)
+
+    def scale(self, truth: PseudoTruth, n: int) -> float:
+        """Weighted mean of the squared truth (the loss of predicting zero).
+
+        Parameters
+        ----------
+        truth : PseudoTruth
+            The pseudo-truth.
+        n : int
+            Training sample size.
+
+        Returns
+        -------
+        float
+            ``Σ_i w_i mean(f(x_i)²)``.
+
+        Examples
+        --------
+        Truth 0 and 1 with equal weights: (0² + 1²) / 2.
+
+        >>> import numpy as np
+        >>> from types import SimpleNamespace
+        >>> truth = SimpleNamespace(eval_weights=np.array([0.5, 0.5]),
+        ...                         eval_y=lambda n: np.array([0.0, 1.0]))
+        >>> MSE().scale(truth, n=10)
+        0.5
+        """
+        return float(truth.eval_weights @ _row_mean(np.asarray(truth.eval_y(n), float) ** 2))
 
 
 class KL(Discrepancy):
@@ -143,3 +198,25 @@ class KL(Discrepancy):
             terms = np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)
         kl = terms.sum(axis=-1)
         return float(truth.eval_weights @ _row_mean(kl))
+
+    def scale(self, truth: PseudoTruth, n: int) -> float:
+        """1: probabilities have no units, so KL is on a fixed scale.
+
+        Parameters
+        ----------
+        truth : PseudoTruth
+            The pseudo-truth (not used).
+        n : int
+            Training sample size (not used).
+
+        Returns
+        -------
+        float
+            1.0.
+
+        Examples
+        --------
+        >>> KL().scale(None, n=10)
+        1.0
+        """
+        return 1.0

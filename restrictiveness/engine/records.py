@@ -23,6 +23,7 @@ RECORD_FORMAT = 2
 _ARRAYS = ("loss", "baseline_loss", "failed", "invalid", "seconds", "baseline_seconds")
 _META = "__meta__"
 _DIAG = "diagnostics."
+_SCALE = "truth_scale"  # optional: records of earlier versions lack it and still load
 
 
 @dataclass
@@ -39,6 +40,8 @@ class ReplicationRecord:
     error: np.ndarray           # (procedure, n) first failure message ('' if none)
     info: np.ndarray            # (procedure, n) JSON of the first draw's Fitted.info
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,)
+    # (discrepancy, n) Discrepancy.scale of the truth; None (unknown) in records written before
+    truth_scale: np.ndarray | None = None
 
 
 class RecordError(ValueError):
@@ -59,6 +62,8 @@ def encode_record(record: ReplicationRecord, configuration_hash: str,
     """The ``.npz`` bytes of ``record``, tagged with the study's configuration hash."""
     arrays = {name: np.asarray(getattr(record, name)) for name in _ARRAYS}
     arrays.update({_DIAG + k: np.asarray(v) for k, v in record.diagnostics.items()})
+    if record.truth_scale is not None:
+        arrays[_SCALE] = np.asarray(record.truth_scale)
     meta = {"format": RECORD_FORMAT, "replication": int(record.replication),
             "configuration_sha256": configuration_hash, "versions": versions,
             "error": np.asarray(record.error, dtype=str).tolist(),
@@ -95,4 +100,5 @@ def decode_record(data: bytes, configuration_hash: str) -> ReplicationRecord:
     diagnostics = {k[len(_DIAG):]: v for k, v in content.items() if k.startswith(_DIAG)}
     return ReplicationRecord(replication=int(meta["replication"]),
                              **{k: content[k] for k in _ARRAYS},
-                             error=strings["error"], info=strings["info"], diagnostics=diagnostics)
+                             error=strings["error"], info=strings["info"], diagnostics=diagnostics,
+                             truth_scale=content.get(_SCALE))

@@ -6,6 +6,9 @@ when the study used K > 1 training samples per pseudo-truth) and variables
 * ``loss`` (procedure, discrepancy, n, replication[, draw]) — d(Â, f_m), NaN for draws a
   procedure did not run;
 * ``baseline_loss`` (discrepancy, n, replication[, draw]);
+* ``truth_scale`` (discrepancy, n, replication) — the size of a loss for the truth
+  (:meth:`Discrepancy.scale <restrictiveness.engine.discrepancies.Discrepancy.scale>`), NaN where
+  unknown; files written before it existed lack it;
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
 * ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's, over
   every prediction the discrepancies asked for (elasticities ask for 48 perturbed copies of each
@@ -47,6 +50,11 @@ from .usage import USAGE_KEYS, price_per_token
 __all__ = ["Results", "load"]
 
 NETCDF_ENGINE: Final = "netcdf4"
+
+#: A mean baseline loss at most this fraction of the truths' mean scale is zero to rounding
+#: (r̂ = 0/0). Scale-free: legitimate studies measured 1e-2 to 1 (a Matern32 prior of variance
+#: 1e-30 has losses of 1e-31 and a ratio of 1), an interpolating baseline 3e-31.
+DEGENERATE_BASELINE: Final = 1e-12
 
 
 class Results(SensitivityMixin):
@@ -139,6 +147,9 @@ class Results(SensitivityMixin):
         data = {
             "loss": (ldims, loss),
             "baseline_loss": (bdims, base),
+            "truth_scale": (("discrepancy", "n", "replication"), np.stack(
+                [np.full(r.baseline_loss.shape[:2], np.nan) if r.truth_scale is None
+                 else r.truth_scale for r in records], axis=-1)),
             "failed": (pnm, stack("failed")),
             "invalid": (pnm, stack("invalid")),
             "seconds": (pnm, stack("seconds")),
@@ -263,6 +274,45 @@ class Results(SensitivityMixin):
             raise ConfigurationError(f"procedure {label!r} not in {self.procedures}")
         return label
 
+    def degenerate_baseline(self) -> xr.DataArray:
+        """Where the baseline's mean loss is zero to rounding relative to the truths' scale.
+
+        r̂ = D̄ / B̄ is then 0/0 (e.g. a baseline that interpolates every pseudo-truth), and
+        :attr:`restrictiveness`, :meth:`combination` and the sensitivity bounds report NaN
+        there with a RuntimeWarning. The test is scale-free: B̄ ≤ 1e-12 × the mean
+        ``truth_scale``, by discrepancy and n; it is skipped (False) where the scale is unknown
+        (a discrepancy without ``scale``, or a file written before ``truth_scale`` existed).
+
+        Returns
+        -------
+        xarray.DataArray
+            Boolean, (discrepancy, n).
+
+        Examples
+        --------
+        >>> res.degenerate_baseline().values.tolist()
+        [[False, False]]
+        """
+        _, B = self.losses()
+        Bbar = B.mean("replication").transpose("discrepancy", "n")
+        if "truth_scale" not in self.dataset:
+            return xr.zeros_like(Bbar, dtype=bool)
+        scale = self.dataset["truth_scale"].mean("replication")
+        return Bbar <= DEGENERATE_BASELINE * scale
+
+    def _warn_degenerate(self, what: str, discrepancy: str, ns: Sequence[int]) -> None:
+        _, B = self.losses()
+        Bbar = float(B.sel(discrepancy=discrepancy, n=list(ns)).mean("replication").max())
+        scale = float(self.dataset["truth_scale"].sel(discrepancy=discrepancy, n=list(ns))
+                      .mean("replication").min())
+        baseline = ", ".join(self.configuration.get("baseline", {}).values())
+        warnings.warn(f"{what} is NaN for discrepancy {discrepancy!r} at n={list(ns)}: the "
+                      f"baseline {baseline}'s loss is zero to "
+                      f"rounding relative to the truths' scale (mean baseline loss {Bbar:.3g}, "
+                      f"truths' scale {scale:.3g}), so D̄ / B̄ is 0/0; use a baseline that does "
+                      "not reproduce the pseudo-truths (e.g. rx.Constant())",
+                      RuntimeWarning, stacklevel=3)
+
     # -- estimates ------------------------------------------------------------------------
     @cached_property
     def _estimates(self) -> tuple[xr.DataArray, xr.DataArray]:
@@ -270,6 +320,12 @@ class Results(SensitivityMixin):
         D = D.transpose("procedure", "discrepancy", "n", "replication")
         B = B.transpose("discrepancy", "n", "replication")
         r, se = ratio_estimate(D.values, B.values[None])
+        bad = self.degenerate_baseline().values
+        r[:, bad], se[:, bad] = np.nan, np.nan
+        for d, disc in enumerate(self.discrepancies):
+            if bad[d].any():
+                self._warn_degenerate(f"restrictiveness r̂ (and se) of {self.procedures}", disc,
+                                      np.asarray(self.ns)[bad[d]].tolist())
         dims = ("procedure", "discrepancy", "n")
         coords = {d: D[d] for d in dims}
         # Named, with attributes, so ``to_dataframe()`` and ``xr.merge`` work as in xarray.
@@ -374,6 +430,11 @@ class Results(SensitivityMixin):
         D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
         B = B.sel(discrepancy=disc).transpose("n", "replication")
         est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values, B.values)
+        zero = self.degenerate_baseline().sel(discrepancy=disc).values
+        if zero.any():
+            est[zero], se[zero] = np.nan, np.nan
+            self._warn_degenerate(f"the combination {dict(weights)} of r̂", disc,
+                                  np.asarray(self.ns)[zero].tolist())
         lo, hi = normal_interval(est, se, level)
         return pd.DataFrame({"estimate": est, "se": se, "lower": lo, "upper": hi},
                             index=pd.Index(self.ns, name="n"))
@@ -702,6 +763,9 @@ class Results(SensitivityMixin):
                          "throughout; '*': some fits failed or predictions were replaced by the "
                          "baseline's, pulling r̂ toward 1.")
         notes += [f"{p}: {text}." for p, text in failures]
+        if self.degenerate_baseline().sel(discrepancy=discs).values.any():
+            notes.append("nan: the baseline's mean loss is zero to rounding relative to the "
+                         "truths' scale, so r̂ = D̄ / B̄ is 0/0 (Results.degenerate_baseline).")
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
 
@@ -718,6 +782,7 @@ class Results(SensitivityMixin):
 VARIABLE_ATTRS = {
     "loss": ("discrepancy d(Â, f) between the fitted rule and the truth", None),
     "baseline_loss": ("discrepancy d(baseline, f) of the baseline rule", None),
+    "truth_scale": ("size of a loss for the truth (Discrepancy.scale; NaN: unknown)", None),
     "failed": ("fits that failed and used the baseline", "1"),
     "invalid": ("prediction rows replaced by the baseline's", "1"),
     "seconds": ("mean wall time of one fit", "s"),

@@ -326,6 +326,8 @@ class SensitivityMixin:
         def losses(self) -> tuple[xr.DataArray, xr.DataArray]: ...
         def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
                         level: float = 0.95) -> pd.DataFrame: ...
+        def degenerate_baseline(self) -> xr.DataArray: ...
+        def _warn_degenerate(self, what: str, discrepancy: str, ns: Sequence[int]) -> None: ...
 
     @property
     def contribution_spec(self) -> Contributions | None:
@@ -394,6 +396,14 @@ class SensitivityMixin:
         coefs = np.array([weights[p] for p in labels], dtype=float)
         return np.tensordot(coefs, D, axes=(0, 0)), B
 
+    def _degenerate_ns(self, what: str, discrepancy: str | None) -> np.ndarray:
+        """Boolean by n: the baseline's loss is zero to rounding there (warned, as in r̂)."""
+        disc = self._discrepancy(discrepancy)
+        bad = self.degenerate_baseline().sel(discrepancy=disc).values
+        if bad.any():
+            self._warn_degenerate(what, disc, np.asarray(self.ns)[bad].tolist())
+        return bad
+
     # -- bounds ---------------------------------------------------------------------------
     def sensitivity(self, a: str | Mapping[str, float], b: str | Mapping[str, float] | None = None,
                     gamma: ArrayLike = 2.0, discrepancy: str | None = None) -> pd.DataFrame:
@@ -430,9 +440,11 @@ class SensitivityMixin:
         num, den = self._sens_losses(weights, discrepancy)
         g, scalar = _sens._gammas(gamma)
         ns = self.ns
+        bad = self._degenerate_ns(f"the sensitivity bounds of {weights}", discrepancy)
         est = num.mean(axis=1) / den.mean(axis=1)
-        lo, hi = np.empty((len(ns), g.size)), np.empty((len(ns), g.size))
-        for i in range(len(ns)):
+        est[bad] = np.nan
+        lo, hi = np.full((len(ns), g.size), np.nan), np.full((len(ns), g.size), np.nan)
+        for i in np.flatnonzero(~bad):
             lo[i], hi[i] = _sens.bounds(num[i], None, den[i], g)
         if scalar:
             index = pd.Index(ns, name="n")
@@ -469,7 +481,9 @@ class SensitivityMixin:
         """
         weights = self._weights(a, b)
         num, den = self._sens_losses(weights, discrepancy)
-        out = [_sens.critical_gamma(num[i], None, den[i], gamma_max=gamma_max)
+        bad = self._degenerate_ns(f"the critical Γ* of {weights}", discrepancy)
+        out = [np.nan if bad[i] else _sens.critical_gamma(num[i], None, den[i],
+                                                          gamma_max=gamma_max)
                for i in range(num.shape[0])]
         return pd.Series(out, index=pd.Index(self.ns, name="n"), name="critical_gamma",
                          dtype=float)

@@ -881,6 +881,7 @@ class ReplicationContext:
     base_rules: dict
     base_loss: np.ndarray       # (discrepancy, n, draw)
     base_seconds: np.ndarray    # (n,)
+    truth_scale: np.ndarray     # (discrepancy, n): Discrepancy.scale of the truth
 
 
 @dataclass
@@ -930,7 +931,10 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
             _check_nonnegative(discs, base_loss[:, c, k], "the baseline", m, n)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
-    return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds)
+    # after the baseline's losses, so that any truth computed lazily is computed as before
+    scale = np.array([[d.scale(truth, n) for n in ns] for d in discs], dtype=float).reshape(
+        len(discs), len(ns))
+    return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds, scale)
 
 
 #: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
@@ -1028,7 +1032,8 @@ def assemble_record(study: Study, ctx: ReplicationContext, outcomes: Mapping,
     diagnostics = {name: np.array([ctx.truth.diagnostics(n).get(name, np.nan) for n in study.n])
                    for name in study.evaluation.diagnostic_names}
     return ReplicationRecord(ctx.replication, loss, ctx.base_loss.copy(), failed, invalid,
-                             seconds, ctx.base_seconds.copy(), error, info, diagnostics)
+                             seconds, ctx.base_seconds.copy(), error, info, diagnostics,
+                             ctx.truth_scale.copy())
 
 
 def _timed_out(study: Study, ctx: ReplicationContext, key: tuple[str, int, int],

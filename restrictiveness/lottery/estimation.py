@@ -119,7 +119,8 @@ class LotteryNLS:
             or cluster-robust by ``groups``.
         groups : str or array_like, optional
             Cluster identifiers (a column of the formula's data, or an array of length N);
-            required for ``cov_type="cluster"``.
+            required for ``cov_type="cluster"``. With a formula's data, a
+            :class:`pandas.Series` is aligned with the data's rows by index label, not position.
 
         Returns
         -------

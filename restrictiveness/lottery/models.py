@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.protocol import Fitted, Procedure
+from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from . import _rdu_nb
@@ -435,6 +436,8 @@ class RDU(Procedure):
         ('LotteryNLSResults', {'alpha': 0.752})
         """
         if isinstance(sample, pd.DataFrame):
+            known_keywords(estimation, keywords_of(LotteryNLS.fit, skip=("self",)),
+                           f"{type(self).__name__}.fit")
             formula = self.formula or "ce ~ z_hi + z_lo + p"
             return LotteryNLS.from_formula(formula, sample, self).fit(**estimation)
         if estimation:
@@ -506,6 +509,8 @@ class CPT(RDU):
             raise ConfigurationError("free must be a nonempty sequence drawn from "
                                      "('alpha', 'gamma', 'delta'); ExpectedValue is the model "
                                      "with none")
+        known_keywords(options, keywords_of(RDU, skip=("utility", "weighting", "free", "bounds")),
+                       "CPT")
         super().__init__(PowerUtility(), OddsWeighting(), free=free, **options)
         if "label" not in options or options["label"] is None:
             self.label = f"CPT({','.join(self.free)})"
@@ -532,6 +537,8 @@ class ExpectedUtility(RDU):
 
     def __init__(self, utility: PowerUtility | ShiftedPowerUtility | None = None,
                  **options) -> None:
+        known_keywords(options, keywords_of(RDU, skip=("utility", "weighting", "free")),
+                       "ExpectedUtility")
         options.setdefault("label", "EU")
         super().__init__(utility, LinearWeighting(), free=("alpha",), **options)
 
@@ -567,6 +574,8 @@ class DisappointmentAversion(RDU):
         for key in ("utility", "weighting", "bounds"):
             if key in options:
                 raise ConfigurationError(f"DisappointmentAversion fixes {key}")
+        known_keywords(options, keywords_of(RDU, skip=("utility", "weighting", "free", "bounds")),
+                       "DisappointmentAversion")
         if "grid" in options and options["grid"] is not None and "eta" in options["grid"]:
             grid = dict(options["grid"])
             etas = grid.pop("eta")

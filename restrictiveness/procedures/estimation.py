@@ -60,7 +60,10 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
         One of :data:`COV_TYPES` (or an alias in ``aliases``).
     groups : str or array_like or None
         Cluster identifiers: a column of ``data`` or one entry per observation; required for
-        ``"cluster"`` and refused otherwise.
+        ``"cluster"`` and refused otherwise. A :class:`pandas.Series` is aligned with the rows
+        of ``data`` by index label (extra labels are ignored; a missing label, or a non-unique
+        index that differs from the data's, is a :class:`DataError`), as pandas aligns; an array
+        or list is taken in the data's row order.
     nobs : int
         Number of observations.
     data : DataFrame, optional
@@ -95,6 +98,8 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
         if data is None or groups not in data.columns:
             raise FormulaError(f"groups names column {groups!r} that the data do not have")
         groups = data[groups].to_numpy()
+    elif isinstance(groups, pd.Series) and data is not None:
+        groups = _aligned(groups, data.index)
     groups = np.asarray(groups)
     if groups.shape != (nobs,):
         raise DataError(f"groups must have one entry per observation ({nobs}), "
@@ -105,6 +110,24 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     if codes.max() < 1:
         raise DataError("cov_type='cluster' needs at least two clusters")
     return canonical, codes
+
+
+def _aligned(groups: pd.Series, index: pd.Index) -> np.ndarray:
+    """A Series of cluster identifiers aligned with the data's rows by index label (as pandas,
+    statsmodels' formulas and linearmodels align), never by position."""
+    if groups.index.equals(index):
+        return groups.to_numpy()
+    if not groups.index.is_unique or not index.is_unique:
+        raise DataError("groups is a Series whose index differs from the data's and is not "
+                        "unique (or the data's is not), so it cannot be aligned by label; give "
+                        "a Series with the data's index, a column name or an array in the "
+                        "data's row order")
+    missing = index.difference(groups.index)
+    if len(missing):
+        raise DataError(f"groups is a Series whose index lacks {len(missing)} of the data's "
+                        f"row labels (e.g. {missing[:5].tolist()}); it is aligned by index "
+                        "label, so it must hold every row of the data")
+    return groups.reindex(index).to_numpy()
 
 
 class LeastSquaresResults:

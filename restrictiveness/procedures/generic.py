@@ -24,6 +24,7 @@ import scipy.linalg
 from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
+from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns
@@ -312,8 +313,13 @@ class OLS(FormulaProcedure):
         >>> OLS("y ~ x").fit(df).params.round(2).tolist()
         [1.03, 1.98]
         """
+        who = f"{type(self).__name__}.fit"
         if isinstance(sample, pd.DataFrame):
+            known_keywords(estimation, keywords_of(self.estimate, skip=("data",)), who)
             return self.estimate(sample, **estimation)
+        if estimation:  # cov_type='HC1' on a training sample was ignored without a word
+            raise ConfigurationError(f"{who}: {sorted(estimation)} apply to estimation on a "
+                                     "DataFrame, not to fits on a training sample")
         D, y, build, _ = training_design("OLS", self.formula, sample)
         beta, *_ = np.linalg.lstsq(D, y, rcond=None)
         return _LinearRule(beta, build)
@@ -373,7 +379,8 @@ class OLS(FormulaProcedure):
         cov_type : {"nonrobust", "HC1", "cluster"}
             Covariance of the estimates, as in :mod:`restrictiveness.procedures.estimation`.
         groups : str or array_like, optional
-            Cluster identifiers for ``"cluster"``: a column name or one identifier per row.
+            Cluster identifiers for ``"cluster"``: a column name or one identifier per row; a
+            :class:`pandas.Series` is aligned with the data's rows by index label, not position.
 
         Returns
         -------

@@ -15,7 +15,9 @@ A model that is not an expression can be given as a function,
 signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
 predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
 same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
-one-sided at the bounds). Formula models run compiled;
+one-sided at the bounds). An exception raised by either function is re-raised as a
+:class:`~restrictiveness.ModelFunctionError` naming the function, its role and the parameters
+(the original as its ``__cause__``). Formula models run compiled;
 function models run the same algorithm interpreted (about 10–100× slower).
 
 **The fit** minimises the sum of squared residuals over the parameter box, with the lessons of
@@ -61,8 +63,8 @@ from scipy.stats import qmc
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
-from ..shared.checks import whole_number
-from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.checks import keywords_of, known_keywords, whole_number
+from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
 from ..shared.expression import (
     NonlinearFormula,
     callback_type,
@@ -367,6 +369,7 @@ class NLS(Procedure):
         [2.002, 0.7]
         """
         if isinstance(sample, pd.DataFrame):
+            known_keywords(estimation, keywords_of(NLSEstimator.fit, skip=("self",)), "NLS.fit")
             return NLSEstimator(self, sample).fit(**estimation)
         if estimation:
             raise ConfigurationError(f"{sorted(estimation)} apply to estimation on a DataFrame, "
@@ -476,11 +479,21 @@ class NLS(Procedure):
 
     def _call(self, fn, data, theta: np.ndarray):
         """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
-        not name the parameters (two positional arguments: the data and the vector)."""
+        not name the parameters (two positional arguments: the data and the vector).
+
+        An exception of ``fn`` becomes a :class:`ModelFunctionError` naming the function, its
+        role and the parameters, with the original as ``__cause__``."""
         theta = np.asarray(theta, dtype=float)
-        if _takes_names(fn, self.params):
-            return fn(data, **dict(zip(self.params, theta.tolist(), strict=True)))
-        return fn(data, theta.copy())
+        named = dict(zip(self.params, theta.tolist(), strict=True))
+        try:
+            if _takes_names(fn, self.params):
+                return fn(data, **named)
+            return fn(data, theta.copy())
+        except Exception as exc:  # KeyboardInterrupt and SystemExit pass through unwrapped
+            role = "jac" if fn is self.jac else "model function"
+            name = getattr(fn, "__qualname__", None) or repr(fn)
+            raise ModelFunctionError(f"NLS: the {role} {name} raised {type(exc).__name__}: "
+                                     f"{exc}, at parameters {named}") from exc
 
     def values(self, design, theta: np.ndarray, jacobian: bool = False):
         """Predictions of the model at parameters ``theta`` on its input, and optionally ``∂f/∂θ``.
@@ -552,6 +565,7 @@ class NLS(Procedure):
         >>> res.params.round(3).to_dict()
         {'a': 2.001, 'b': 0.7}
         """
+        known_keywords(options, keywords_of(cls, skip=("model",)), "NLS.from_formula")
         return NLSEstimator(cls(formula, params=params, bounds=bounds, **options), data)
 
     def __repr__(self) -> str:
@@ -723,7 +737,8 @@ class NLSEstimator:
         cov_type : {"nonrobust", "HC1", "cluster"}
             See :mod:`restrictiveness.procedures.estimation`.
         groups : str or array_like, optional
-            Cluster identifiers (a column name or one per observation) for ``"cluster"``.
+            Cluster identifiers (a column name or one per observation) for ``"cluster"``; a
+            :class:`pandas.Series` is aligned with the data's rows by index label, not position.
 
         Returns
         -------

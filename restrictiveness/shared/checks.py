@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["whole_number", "is_whole", "probability", "labelled"]
+__all__ = ["whole_number", "is_whole", "probability", "labelled", "keywords_of", "known_keywords"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -143,3 +144,66 @@ def labelled(procedures: object, default: Callable[[], dict]) -> dict:
         raise ConfigurationError(f"procedures must be a mapping {{label: procedure}}, e.g. "
                                  f"{{'CPT': rx.lottery.CPT()}}; got {type(procedures).__name__}")
     return dict(procedures)
+
+
+def keywords_of(target: Callable, skip: Iterable[str] = ()) -> list[str]:
+    """The keyword arguments ``target`` accepts by name, in signature order, less ``skip``.
+
+    Parameters
+    ----------
+    target : callable
+        A function or class (its ``__init__``).
+    skip : iterable of str
+        Names the caller sets itself (or fixes), so a user may not pass them.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> def f(data, a, *, b=1, **rest): ...
+    >>> keywords_of(f, skip=("data",))
+    ['a', 'b']
+    """
+    skipped = set(skip)
+    return [p.name for p in inspect.signature(target).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skipped]
+
+
+def known_keywords(given: Mapping[str, object], accepted: Iterable[str], who: str) -> None:
+    """Refuse keyword arguments outside ``accepted`` before they are passed on.
+
+    A ``**options`` passed to another function would fail there with a ``TypeError`` naming
+    that function (or, where the receiver takes ``**`` itself, be ignored); this names the
+    function the user called, the unknown keys and the accepted ones.
+
+    Parameters
+    ----------
+    given : mapping
+        The keyword arguments as the user gave them.
+    accepted : iterable of str
+        The names the receiving function takes.
+    who : str
+        The function the user called, for the message.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the unknown keys and listing the accepted ones.
+
+    Examples
+    --------
+    >>> known_keywords({"cov_type": "HC1"}, ["cov_type", "groups"], "NLS.fit")
+    >>> known_keywords({"cov": "HC1"}, ["cov_type", "groups"], "NLS.fit")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: NLS.fit: unknown keyword argument(s)
+    ['cov']; accepted: ['cov_type', 'groups']
+    """
+    names = list(accepted)
+    unknown = [k for k in given if k not in names]
+    if unknown:
+        raise ConfigurationError(f"{who}: unknown keyword argument(s) {unknown}; accepted: "
+                                 f"{names}")

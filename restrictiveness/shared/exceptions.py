@@ -15,6 +15,7 @@ __all__ = [
     "BaselineError",
     "CheckpointError",
     "ExecutionError",
+    "ModelFunctionError",
     "StudyInterrupted",
     "FailureWarning",
     "SandboxUnavailableError",
@@ -192,6 +193,32 @@ class ExecutionError(RestrictivenessError, RuntimeError):
     >>> import restrictiveness as rx
     >>> issubclass(rx.ExecutionError, RuntimeError), issubclass(rx.ExecutionError, ValueError)
     (True, False)
+    """
+
+
+class ModelFunctionError(RestrictivenessError, RuntimeError):
+    """A function the user gave as part of a model raised (an :class:`~restrictiveness.NLS`
+    model function or its ``jac``).
+
+    The message names the function, its role and the parameters it was called at; the
+    function's own exception is the ``__cause__``, with its traceback. Fix the function (or
+    narrow the bounds to where it is defined). ``KeyboardInterrupt`` and ``SystemExit`` are not
+    wrapped.
+
+    Examples
+    --------
+    >>> import numpy as np, restrictiveness as rx
+    >>> def decay(data, a, b):
+    ...     if b > 4:
+    ...         raise ZeroDivisionError("b too large")
+    ...     return a * np.exp(-b * data["x"])
+    >>> model = rx.NLS(decay, bounds={"a": (0, 10), "b": (0.01, 5)}, response="y")
+    >>> model.values(rx.Sample(np.ones((2, 1)), np.ones(2), ("x",)).frame(), [1.0, 4.5])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ModelFunctionError: NLS: the model function decay raised
+    ZeroDivisionError: b too large, at parameters {'a': 1.0, 'b': 4.5}
     """
 
 

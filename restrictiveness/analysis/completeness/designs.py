@@ -108,6 +108,16 @@ def _column(data: pd.DataFrame, name: str, role: str) -> np.ndarray:
     return values.to_numpy()
 
 
+def _column_name(value, role: str, design: str) -> str:
+    """A design's column argument, which must name a column: a Series or an array would be
+    matched to the rows by position, and a misaligned one silently so."""
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{design}: {role} must be the name of a column of the data "
+                                 f"(a str), got {type(value).__name__}; add the identifiers to "
+                                 "the data as a column and name it")
+    return value
+
+
 @dataclass(frozen=True)
 class Fold:
     """One training/test split: positional row indices into the data frame."""
@@ -153,7 +163,9 @@ class CellMeansKFold:
     def __init__(self, k: int = 10, cell: str = "lottery", cluster: str = "participant") -> None:
         if not is_whole(k) or k < 2:
             raise ConfigurationError(f"CellMeansKFold: k must be an integer >= 2, got {k!r}")
-        self.k, self.cell, self.cluster = int(k), cell, cluster
+        self.k = int(k)
+        self.cell = _column_name(cell, "cell", "CellMeansKFold")
+        self.cluster = _column_name(cluster, "cluster", "CellMeansKFold")
 
     def __repr__(self) -> str:
         return f"CellMeansKFold(k={self.k}, cell={self.cell!r}, cluster={self.cluster!r})"
@@ -357,7 +369,8 @@ class RepeatedGroupKFold:
         if not is_whole(repeats) or repeats < 1:
             raise ConfigurationError("RepeatedGroupKFold: repeats must be a positive integer, "
                                      f"got {repeats!r}")
-        self.repeats, self.k, self.group = int(repeats), int(k), group
+        self.repeats, self.k = int(repeats), int(k)
+        self.group = _column_name(group, "group", "RepeatedGroupKFold")
 
     def __repr__(self) -> str:
         return f"RepeatedGroupKFold(repeats={self.repeats}, k={self.k}, group={self.group!r})"
