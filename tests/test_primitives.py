@@ -251,3 +251,28 @@ def test_between_columns_that_cross_on_the_domain_are_refused():
     truth = rx.MonotoneGP(ordered, n_eval=20).draw([10], np.random.default_rng(0))
     X, y = truth.eval_X, truth.eval_y(10)
     assert ((X[:, 0] <= y) & (y <= X[:, 1])).all()
+
+
+def test_monotone_gp_refuses_a_jitter_that_swamps_the_kernel_variance():
+    """The jitter is absolute: with variance 1e-30 and the default 1e-4 the truths were the
+    jitter's white noise (scale 3e-5) without a word. Up to 1% of the variance is accepted."""
+    eligible = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+    with pytest.raises(rx.ConfigurationError,
+                       match=r"jitter=0.0001 is more than 1% of the kernel's variance 1e-30"):
+        rx.MonotoneGP(eligible, kernel=rx.Matern32(variance=1e-30))
+    rx.MonotoneGP(eligible, kernel=rx.Matern32(variance=1e-2), jitter=1e-4)      # exactly 1%
+    with pytest.raises(rx.ConfigurationError, match="more than 1%"):
+        rx.MonotoneGP(eligible, kernel=rx.Matern32(variance=1e-2), jitter=1.0001e-4)
+
+
+def test_monotone_gp_truths_scale_with_variance_and_jitter_together():
+    """Scaling the kernel's variance and the jitter by c scales the latent field by √c; with no
+    link or bounds, and the projection's absolute stopping rule (SPEC §6: a sweep's change below
+    1e-6) scaled by √c, the projected truths scale by √c too (the projection is equivariant)."""
+    eligible = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+
+    def truth(c):
+        prior = rx.MonotoneGP(eligible, kernel=rx.Matern32(variance=c), jitter=1e-6 * c,
+                              tol=1e-6 * np.sqrt(c), n_eval=40)
+        return prior.draw([10], np.random.default_rng(3)).eval_y(10)
+    np.testing.assert_allclose(truth(1e-20), 1e-10 * truth(1.0), rtol=1e-8, atol=0)

@@ -43,6 +43,9 @@ from .truth import EvaluationDistribution, PseudoTruth
 
 __all__ = ["EligibleSet", "MonotoneGP", "MonotoneGPTruth"]
 
+#: The largest jitter a MonotoneGP accepts, as a share of its kernel's variance.
+JITTER_SHARE = 0.01
+
 
 class EligibleSet:
     """A domain with the economic restrictions that eligible prediction rules satisfy.
@@ -183,7 +186,8 @@ class MonotoneGP(EvaluationDistribution):
         Latent covariance, in the domain's own coordinates (default Matérn-3/2, variance 10,
         length scale 1).
     jitter : float
-        Added to the covariance diagonal before the Cholesky factorisation.
+        Added to the covariance diagonal before the Cholesky factorisation (absolute; at most
+        1% of the kernel's variance).
     n_eval : int
         Number of evaluation locations (ignored by finite domains, which use their support).
     response : str
@@ -227,6 +231,13 @@ class MonotoneGP(EvaluationDistribution):
         self.columns, self.constraints = eligible.columns, eligible.constraints
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.kernel._lengthscales(eligible.domain.dim)  # one, or one per covariate
+        # the jitter is absolute: against a small variance it would make the truths its own
+        # white noise (variance 1e-30 gave truths of scale 3e-5, all jitter), without a word
+        if jitter > JITTER_SHARE * self.kernel.variance:
+            raise ConfigurationError(
+                f"jitter={jitter!r} is more than {JITTER_SHARE:.0%} of the kernel's variance "
+                f"{self.kernel.variance!r}: the truths would be mostly the jitter's white noise; "
+                f"give a jitter of about 1e-5 times the variance")
         self.jitter, self.response = float(jitter), response
         self.n_eval = whole_number(n_eval, "n_eval", minimum=1)
         self.order, self.tol = order, float(tol)
