@@ -190,6 +190,19 @@ def test_a_reply_trickled_byte_by_byte_times_out_in_all(protocol):
     assert len(server.requests) == 2 and err.value.retries == 1 and wall < 10
 
 
+def test_headers_trickled_byte_by_byte_time_out_in_all(protocol):
+    # the status line and headers (about 150 bytes) a byte every 50 ms: each read is quick,
+    # the head alone would take over 7 s; the whole attempt must end at the 0.5 s timeout
+    with ChatServer(protocol, lambda body: "x", script=[("trickle_head", 0.05)] * 2) as server:
+        start = time.monotonic()
+        with pytest.raises(rx.llm.ClientError, match="APITimeoutError after 1 retry: "
+                                                     "Request timed out") as err:
+            adapter(server, timeout=0.5, max_retries=1).chat([{"role": "user", "content": "hi"}])
+        wall = time.monotonic() - start
+    # two attempts of 0.5 s and a backoff of at most 50 ms (QUICK), with slack for a busy machine
+    assert len(server.requests) == 2 and err.value.retries == 1 and wall < 2.5
+
+
 def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
     from restrictiveness.ai import clients
     monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 2000)

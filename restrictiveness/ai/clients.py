@@ -20,10 +20,14 @@ model calls needs:
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
-  :class:`ClientError` too, not retried, never an empty answer. A reply body is read for at
-  most ``timeout`` seconds in all (the SDK's timeout bounds each network read, so a server
-  trickling bytes would otherwise hold a call forever) and at most :data:`MAX_REPLY_BYTES`
-  bytes (a larger one raises :class:`ClientError`, not retried).
+  :class:`ClientError` too, not retried, never an empty answer. Each attempt — connecting,
+  sending the request, reading the status line, headers and body — takes at most ``timeout``
+  seconds in all, enforced at the socket: every connect, send and receive waits at most the
+  time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
+  each network read only, so a server trickling bytes would otherwise hold a call for ever);
+  an attempt that runs out of time is a timeout, retried as one. Resolving the host name is
+  left to the system resolver and its own timeouts. A reply body is read up to
+  :data:`MAX_REPLY_BYTES` bytes (a larger one raises :class:`ClientError`, not retried).
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
   A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
@@ -50,6 +54,7 @@ import math
 import os
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -375,34 +380,190 @@ class ReplyTooLarge(RuntimeError):
     """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES` (the call is not retried)."""
 
 
-def _bounded_http_client(module, timeout: float):
-    """The SDK's default HTTP client, with every reply cut off at :data:`MAX_REPLY_BYTES` and
-    at ``timeout`` seconds in all: the SDK's own timeout bounds each network read only, so a
-    server trickling a byte at a time would hold a call (and a study) forever."""
-    import httpx2 as httpx  # the SDKs' HTTP library, present whenever they are
+#: The HTTP attempt running on each thread (see :class:`_Attempt`); the SDKs send a request and
+#: read its reply on the calling thread, and our network streams find its deadline here.
+_ATTEMPT = threading.local()
 
-    class Stream(httpx.SyncByteStream):
-        def __init__(self, inner, deadline: float) -> None:
-            self.inner, self.deadline = inner, deadline
 
-        def __iter__(self):
-            size = 0
-            for chunk in self.inner:
-                size += len(chunk)
-                if size > MAX_REPLY_BYTES:
-                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
-                if time.monotonic() > self.deadline:
-                    raise httpx.ReadTimeout(f"the reply took over {timeout:g} s")
-                yield chunk
+def _shutdown(sock) -> None:
+    """Shut a socket down for both directions, which wakes a thread blocked on it. The plain
+    socket's method, also for a TLS socket (whose own ``shutdown`` drops its TLS state under
+    the feet of a thread still reading it)."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, TypeError):  # already closed, or not a socket
+        pass
+
+
+class _Attempt:
+    """The deadline of one HTTP attempt: connect, TLS, request, status line, headers and body.
+
+    Every socket operation of the attempt waits at most the time left (a timeout the kernel
+    enforces on each connect, send and receive), and a watchdog shuts the attempt's sockets
+    down at the deadline, which wakes any send or receive still blocked (a peer that takes or
+    gives one byte just before each per-operation timeout would otherwise stretch the attempt
+    without end).
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.expired = False
+        self._done = False
+        self._sockets: list = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self, error: type[Exception]) -> float:
+        """Seconds left, or ``error`` when none are."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or self.expired:
+            raise error(f"timed out: the attempt took over {self.timeout:g} s")
+        return left
+
+    def watch(self, sock) -> None:
+        """Shut ``sock`` down at the deadline (at once if it is past)."""
+        with self._lock:
+            if sock is None or self._done:
+                return
+            if self.expired:
+                _shutdown(sock)
+            elif all(s is not sock for s in self._sockets):
+                self._sockets.append(sock)
+
+    def _expire(self) -> None:
+        # under the lock: once finish() returns, no socket of a later attempt is touched
+        with self._lock:
+            if not self._done:
+                self.expired = True
+                for sock in self._sockets:
+                    _shutdown(sock)
+
+    def finish(self) -> None:
+        """The attempt is over: stop the watchdog and forget the sockets (kept in the pool)."""
+        with self._lock:
+            self._done = True
+            self._sockets.clear()
+        self._timer.cancel()
+        if getattr(_ATTEMPT, "current", None) is self:
+            _ATTEMPT.current = None
+
+
+def _deadline_backend(httpcore):
+    """An httpcore network backend whose streams obey the calling thread's :class:`_Attempt`
+    (the system's, unchanged, outside an attempt)."""
+
+    def wait(timeout: float | None, error, sock=None) -> float | None:
+        attempt = getattr(_ATTEMPT, "current", None)
+        if attempt is None:
+            return timeout
+        attempt.watch(sock)
+        left = attempt.left(error)
+        return left if timeout is None else min(timeout, left)
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def _wait(self, timeout: float | None, error) -> float | None:
+            return wait(timeout, error, self.inner.get_extra_info("socket"))
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.inner.read(max_bytes, self._wait(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.inner.write(buffer, self._wait(timeout, httpcore.WriteTimeout))
 
         def close(self) -> None:
             self.inner.close()
 
+        def start_tls(self, ssl_context, server_hostname: str | None = None,
+                      timeout: float | None = None):
+            return Stream(self.inner.start_tls(ssl_context, server_hostname,
+                                               self._wait(timeout, httpcore.ConnectTimeout)))
+
+        def get_extra_info(self, info: str):
+            return self.inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self.inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None, socket_options=None):
+            return Stream(self.inner.connect_tcp(host, port, wait(timeout, httpcore.ConnectTimeout),
+                                                 local_address, socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                socket_options=None):
+            return Stream(self.inner.connect_unix_socket(
+                path, wait(timeout, httpcore.ConnectTimeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self.inner.sleep(seconds)
+
+    return Backend()
+
+
+def _bounded_http_client(module, timeout: float):
+    """The SDK's default HTTP client, with every attempt (connect, request, headers, body)
+    bounded by ``timeout`` seconds in all (:class:`_Attempt`; the SDK's own timeout bounds each
+    network read only, so a server trickling a byte at a time would hold a call, and a study,
+    for ever) and every reply cut off at :data:`MAX_REPLY_BYTES`."""
+    import httpcore2 as httpcore  # the SDKs' HTTP libraries, present whenever they are
+    import httpx2 as httpx
+
+    def timed_out(attempt: _Attempt, request, exc: Exception) -> Exception:
+        # a socket the watchdog shut down fails however it fails (a read of nothing, a
+        # broken pipe): the cause is the deadline, and the SDKs retry timeouts
+        if attempt.expired or isinstance(exc, httpx.TimeoutException):
+            return httpx.ReadTimeout(f"timed out: the attempt took over {timeout:g} s",
+                                     request=request)
+        return exc
+
+    class Stream(httpx.SyncByteStream):
+        def __init__(self, inner, attempt: _Attempt, request) -> None:
+            self.inner, self.attempt, self.request = inner, attempt, request
+
+        def __iter__(self):
+            size = 0
+            try:
+                for chunk in self.inner:
+                    size += len(chunk)
+                    if size > MAX_REPLY_BYTES:
+                        raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
+                    self.attempt.left(httpx.ReadTimeout)
+                    yield chunk
+            except (httpx.TransportError, OSError) as exc:
+                raise timed_out(self.attempt, self.request, exc) from exc
+
+        def close(self) -> None:
+            try:
+                self.inner.close()
+            finally:
+                self.attempt.finish()
+
     class Transport(httpx.HTTPTransport):
+        def __init__(self) -> None:
+            super().__init__()
+            if not hasattr(self._pool, "_network_backend"):  # an HTTP library we do not know
+                raise ConfigurationError("the installed httpx2/httpcore2 cannot bound the time "
+                                         "of a request; install the versions the SDKs pin")
+            self._pool._network_backend = _deadline_backend(httpcore)
+
         def handle_request(self, request):
-            deadline = time.monotonic() + timeout
-            response = super().handle_request(request)
-            response.stream = Stream(response.stream, deadline)
+            attempt = _ATTEMPT.current = _Attempt(timeout)
+            try:
+                response = super().handle_request(request)
+            except Exception as exc:
+                attempt.finish()
+                error = timed_out(attempt, request, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            response.stream = Stream(response.stream, attempt, request)
             return response
 
     return module.DefaultHttpxClient(transport=Transport())
@@ -429,7 +590,7 @@ class ChatAdapter:
     max_tokens : int or None
         Output-token limit per reply.
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict or None
@@ -711,7 +872,7 @@ class OpenAIChat(ChatAdapter):
         Output-token limit per reply (for OpenAI reasoning models pass
         ``extra_body={"max_completion_tokens": N}`` instead).
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict, optional
@@ -806,7 +967,8 @@ class AnthropicChat(ChatAdapter):
         Output-token limit per reply, required by the API; the default is the paper's limit
         (S.1.2).
     timeout : float
-        Seconds per HTTP request (long replies are slow).
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte (long
+        replies are slow).
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict, optional
