@@ -203,6 +203,31 @@ def test_headers_trickled_byte_by_byte_time_out_in_all(protocol):
     assert len(server.requests) == 2 and err.value.retries == 1 and wall < 2.5
 
 
+def test_the_attempt_watchdog_wakes_a_blocked_receive_at_the_deadline():
+    # the backstop for sends and receives that a peer keeps alive piecewise: a receive with no
+    # timeout of its own returns (end of stream) when the attempt's time is up
+    import socket
+
+    from restrictiveness.ai.clients import _Attempt
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        attempt = _Attempt(0.3)
+        attempt.watch(ours)
+        ours.settimeout(None)
+        start = time.monotonic()
+        assert ours.recv(10) == b"" and attempt.expired
+        assert 0.25 < time.monotonic() - start < 2
+        attempt.finish()
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        late = _Attempt(0.05)  # a finished attempt leaves the sockets it watched alone
+        late.watch(ours)
+        late.finish()
+        time.sleep(0.1)
+        ours.sendall(b"ok")  # would be EPIPE had the watchdog shut it down
+        assert peer.recv(10) == b"ok" and not late.expired
+
+
 def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
     from restrictiveness.ai import clients
     monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 2000)
@@ -214,6 +239,59 @@ def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
         fits = adapter(server).chat([{"role": "user", "content": "hi"}])
     assert len(server.requests) == 2 and err.value.retries == 0 and err.value.status is None
     assert fits.text == "x" * 4000
+
+
+def _compressed(data_blocks, encoding: str) -> bytes:
+    import zlib
+    c = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | (16 if encoding == "gzip" else 0))
+    return b"".join(c.compress(block) for block in data_blocks) + c.flush()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_compressed_bomb_is_cut_off_once_decoded_in_bounded_memory(protocol, encoding,
+                                                                      monkeypatch):
+    import tracemalloc
+
+    from restrictiveness.ai import clients
+    monkeypatch.setattr(clients, "MAX_REPLY_BYTES", 2**20)
+    bomb = _compressed([bytes(2**20)] * 64, encoding)  # 64 KiB that expand to 64 MiB
+    assert len(bomb) < 2**17
+    script = [("slow", 0), ("raw", 200, bomb, {"content-encoding": encoding})]
+    with ChatServer(protocol, lambda body: "warm", script=script) as server:
+        llm = adapter(server)
+        assert llm.chat([{"role": "user", "content": "hi"}]).text == "warm"  # SDK imported
+        tracemalloc.start()
+        try:
+            with pytest.raises(rx.llm.ClientError, match=f"ReplyTooLarge: the reply exceeds "
+                                                         f"1048576 bytes once decoded "
+                                                         f"\\({encoding}\\)") as err:
+                llm.chat([{"role": "user", "content": "hi"}])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert len(server.requests) == 2 and err.value.retries == 0
+    # the cap (1 MiB) and a few pieces of 64 KiB, not the 64 MiB the body expands to
+    assert peak < 8 * 2**20
+
+
+def test_compressed_replies_are_decoded_and_other_encodings_refused(protocol):
+    def payload(text):
+        return json.dumps(ChatServer(protocol, str).protocol_reply(
+            {"messages": []}, {"text": text})).encode()
+    script = [("raw", 200, _compressed([payload("zipped")], "gzip"), {"content-encoding": "gzip"}),
+              ("raw", 200, _compressed([payload("raw deflate")], "deflate")[2:-4],
+               {"content-encoding": "deflate"}),
+              ("raw", 200, payload("brotli?"), {"content-encoding": "br"})]
+    with ChatServer(protocol, lambda body: "unused", script=script) as server:
+        llm = adapter(server)
+        texts = [llm.chat([{"role": "user", "content": "hi"}]).text for _ in range(2)]
+        with pytest.raises(rx.llm.ClientError, match="ReplyTooLarge: the reply is encoded as "
+                                                     "br, which cannot be decoded") as err:
+            llm.chat([{"role": "user", "content": "hi"}])
+    assert texts == ["zipped", "raw deflate"] and err.value.retries == 0
+    assert len(server.requests) == 3
+    assert [{k.lower(): v for k, v in r["headers"].items()}["accept-encoding"]
+            for r in server.requests] == ["gzip, deflate"] * 3
 
 
 def test_a_reply_with_a_lone_surrogate_is_stored_and_run(protocol, tmp_path):

@@ -27,7 +27,10 @@ model calls needs:
   each network read only, so a server trickling bytes would otherwise hold a call for ever);
   an attempt that runs out of time is a timeout, retried as one. Resolving the host name is
   left to the system resolver and its own timeouts. A reply body is read up to
-  :data:`MAX_REPLY_BYTES` bytes (a larger one raises :class:`ClientError`, not retried).
+  :data:`MAX_REPLY_BYTES` bytes, counted as received and again once decoded: the adapters
+  accept only the gzip and deflate content encodings, which they decode a 64 KiB piece at a
+  time (a small compressed body can expand a thousandfold), and refuse any other. A larger
+  reply, or one in another encoding, raises :class:`ClientError`, not retried.
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
   A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
@@ -57,7 +60,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -75,8 +79,9 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
-#: Largest reply body read, in bytes: a reply of 32,000 tokens is about 130 kB, so a larger body
-#: is a broken or hostile endpoint, and reading it whole could exhaust memory.
+#: Largest reply body read, in bytes, as received and once decoded (gzip, deflate): a reply of
+#: 32,000 tokens is about 130 kB, so a larger body is a broken or hostile endpoint, and reading
+#: it whole could exhaust memory.
 MAX_REPLY_BYTES = 64 * 2**20
 
 #: Longest wait, in seconds, a ``Retry-After`` header can impose before one retry (a server
@@ -377,7 +382,8 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 
 class ReplyTooLarge(RuntimeError):
-    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES` (the call is not retried)."""
+    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES`, as received or once decoded,
+    or came in a content encoding that cannot be decoded within it (the call is not retried)."""
 
 
 #: The HTTP attempt running on each thread (see :class:`_Attempt`); the SDKs send a request and
@@ -507,6 +513,46 @@ def _deadline_backend(httpcore):
     return Backend()
 
 
+#: Content encodings the adapters accept (and ask for): those they can decode in bounded
+#: pieces, each counted against :data:`MAX_REPLY_BYTES`.
+ACCEPTED_ENCODINGS = ("gzip", "deflate")
+
+#: Most bytes one step of decompression produces (memory stays near this, not the reply's).
+_PIECE = 2**16
+
+
+def _inflate(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
+    """Decode a gzip or deflate stream in pieces of at most :data:`_PIECE` bytes, however much
+    one compressed chunk expands (a kilobyte of zeros compressed expands a thousandfold).
+
+    ``deflate`` is zlib-wrapped by the standard and raw from some servers; both are read. Data
+    after the end of the compressed stream are ignored, as browsers and httpx do.
+    """
+    # deflate: the two-byte zlib header decides; until both are in, a raw stream is possible
+    head: bytes | None = b"" if encoding == "deflate" else None
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding == "gzip" else zlib.MAX_WBITS)
+    for chunk in chunks:
+        if d.eof:  # trailing data: still read (and counted), not decoded
+            continue
+        try:
+            piece = d.decompress(chunk, _PIECE)
+        except zlib.error:
+            if head is None:
+                raise
+            d = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
+            piece = d.decompress(head + chunk, _PIECE)
+            head = None
+        if head is not None:
+            head += chunk
+            head = head if len(head) < 2 else None
+        while piece:  # input left over, or output pending: drain a piece at a time
+            yield piece
+            piece = d.decompress(d.unconsumed_tail, _PIECE)
+    tail = d.flush()
+    if tail:
+        yield tail
+
+
 def _bounded_http_client(module, timeout: float):
     """The SDK's default HTTP client, with every attempt (connect, request, headers, body)
     bounded by ``timeout`` seconds in all (:class:`_Attempt`; the SDK's own timeout bounds each
@@ -524,18 +570,32 @@ def _bounded_http_client(module, timeout: float):
         return exc
 
     class Stream(httpx.SyncByteStream):
-        def __init__(self, inner, attempt: _Attempt, request) -> None:
+        """The reply body, decoded here (its content encodings in the order applied), each
+        byte read and each byte decoded counted against the cap and the deadline."""
+
+        def __init__(self, inner, attempt: _Attempt, request, encodings: list[str]) -> None:
             self.inner, self.attempt, self.request = inner, attempt, request
+            self.encodings = encodings
+
+        def _counted(self, chunks: Iterable[bytes], what: str) -> Iterator[bytes]:
+            size = 0
+            for chunk in chunks:
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes{what}")
+                self.attempt.left(httpx.ReadTimeout)
+                yield chunk
 
         def __iter__(self):
-            size = 0
             try:
-                for chunk in self.inner:
-                    size += len(chunk)
-                    if size > MAX_REPLY_BYTES:
-                        raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
-                    self.attempt.left(httpx.ReadTimeout)
-                    yield chunk
+                chunks = self._counted(self.inner, "")
+                for encoding in reversed(self.encodings):
+                    chunks = self._counted(_inflate(chunks, encoding),
+                                           f" once decoded ({encoding})")
+                yield from chunks
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"the reply is not valid {self.encodings}: {exc}",
+                                          request=self.request) from exc
             except (httpx.TransportError, OSError) as exc:
                 raise timed_out(self.attempt, self.request, exc) from exc
 
@@ -554,16 +614,29 @@ def _bounded_http_client(module, timeout: float):
             self._pool._network_backend = _deadline_backend(httpcore)
 
         def handle_request(self, request):
+            # only encodings we decode within the cap (httpx would also take br and zstd)
+            request.headers["Accept-Encoding"] = ", ".join(ACCEPTED_ENCODINGS)
             attempt = _ATTEMPT.current = _Attempt(timeout)
             try:
                 response = super().handle_request(request)
+                encodings = [e.strip().lower() for e in response.headers.get_list(
+                    "content-encoding", split_commas=True) if e.strip().lower() != "identity"]
+                refused = [e for e in encodings if e not in ACCEPTED_ENCODINGS]
+                if refused:
+                    response.close()
+                    raise ReplyTooLarge(f"the reply is encoded as {', '.join(refused)}, which "
+                                        "cannot be decoded within a size bound (the request "
+                                        f"accepts {', '.join(ACCEPTED_ENCODINGS)})")
             except Exception as exc:
                 attempt.finish()
                 error = timed_out(attempt, request, exc)
                 if error is exc:
                     raise
                 raise error from exc
-            response.stream = Stream(response.stream, attempt, request)
+            # decoded by Stream, under the cap: httpx must not decode again (unbounded in all)
+            for name in ("content-encoding", "content-length"):
+                response.headers.pop(name, None)
+            response.stream = Stream(response.stream, attempt, request, encodings)
             return response
 
     return module.DefaultHttpxClient(transport=Transport())
