@@ -321,6 +321,92 @@ def test_a_tool_call_with_a_lone_surrogate_runs(protocol):
     assert tool_results(server.requests[1]["body"])[0] == "Run finished.\n[output]\n\ufffd\n"
 
 
+def test_a_call_budget_refuses_the_request_past_its_limit(protocol):
+    hi = [{"role": "user", "content": "hi"}]
+    budget = rx.llm.CallBudget(max_requests=3)
+    with ChatServer(protocol, lambda body: "ok", script=[("status", 500)]) as server:
+        llm = adapter(server, budget=budget)
+        first = llm.chat(hi)  # a 500 and its retry: two requests
+        second = llm.chat(hi)
+        with pytest.raises(rx.llm.BudgetExhausted,
+                           match="call budget used up: 3 of 3 requests sent") as err:
+            llm.chat(hi)
+    assert (first.retries, second.retries, err.value.retries) == (1, 0, 0)
+    assert len(server.requests) == 3 == budget.requests
+    # a retry is a request too: refused mid-call, after the one request the budget allowed
+    with ChatServer(protocol, lambda body: "ok", script=[("status", 503)]) as server:
+        with pytest.raises(rx.llm.BudgetExhausted, match="1 of 1 requests") as err:
+            adapter(server, budget=rx.llm.CallBudget(max_requests=1)).chat(hi)
+    assert len(server.requests) == 1 and err.value.retries == 1 and err.value.status is None
+
+
+def test_a_token_budget_counts_reported_or_estimated_tokens(protocol):
+    from restrictiveness.ai.budget import estimate_tokens
+    hi = [{"role": "user", "content": "hi"}]
+    with ChatServer(protocol, lambda body: "twelve chars") as server:
+        probe = adapter(server).chat(hi)
+        cost = probe.input_tokens + probe.output_tokens
+        assert cost > 0
+        for limit, allowed in ((2 * cost, 2), (2 * cost + 1, 3)):
+            budget, done = rx.llm.CallBudget(max_tokens=limit), 0
+            llm = adapter(server, budget=budget)
+            with pytest.raises(rx.llm.BudgetExhausted, match=f"tokens used, the limit is "
+                                                             f"{limit}"):
+                for _ in range(5):
+                    llm.chat(hi)
+                    done += 1
+            assert done == allowed and budget.tokens == allowed * cost
+    # counts the endpoint does not report are estimated, not taken as free
+    with ChatServer(protocol, lambda body: {"text": "no usage here"}) as server:
+        payload = server.protocol_reply({"messages": []}, {"text": "no usage here"})
+        payload.pop("usage")
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        budget = rx.llm.CallBudget(max_tokens=10**6)
+        reply = adapter(server, budget=budget).chat(hi)
+    assert reply.input_tokens is None and reply.output_tokens is None
+    assert budget.tokens == estimate_tokens(json.dumps(hi)) + estimate_tokens(
+        json.dumps(reply.message())) > 0
+
+
+def test_a_call_budget_is_shared_by_threads_and_cache_hits_are_free(protocol, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    budget = rx.llm.CallBudget(max_requests=5)
+    with ChatServer(protocol, lambda body: "ok", delay=0.05) as server:
+        llm = adapter(server, budget=budget)
+
+        def ask(i):
+            try:
+                return llm.chat([{"role": "user", "content": f"question {i}"}]).text
+            except rx.llm.BudgetExhausted:
+                return "refused"
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(ask, range(8)))
+    assert sorted(answers) == ["ok"] * 5 + ["refused"] * 3 and len(server.requests) == 5
+    # with a reply cache, a fit whose reply is cached makes no request and costs nothing
+    samples = [Sample(np.arange(10.0).reshape(5, 2) + i, np.arange(5.0), ("a", "b"))
+               for i in range(2)]
+    budget = rx.llm.CallBudget(max_requests=1)
+    with ChatServer(protocol, lambda body: fenced(MEAN_PROGRAM)) as server:
+        proc = rx.Completion(adapter(server, budget=budget), cache=tmp_path, limits=LIMITS,
+                             run_at_fit=False)
+        fits = [proc.fit(samples[i], np.random.default_rng(0)) for i in (0, 0, 1)]
+    assert len(server.requests) == 1 == budget.requests
+    assert [f.info["reason"] for f in fits] == [None, None, "client"]
+    assert [f.info["usage"]["calls"] for f in fits] == [1, 0, 0]
+    assert fits[1].info["usage"]["cached_calls"] == 1
+    assert "call budget used up: 1 of 1 requests sent" in fits[2].info["message"]
+
+
+def test_a_call_budget_does_not_travel_to_worker_processes(protocol):
+    with ChatServer(protocol, lambda body: "ok") as server:
+        llm = adapter(server, budget=rx.llm.CallBudget(max_requests=10))
+        study = gp_study({"Completion": rx.Completion(llm, limits=LIMITS)})
+        with pytest.raises(ConfigurationError,
+                           match="CallBudget counts in one process.*concurrency=N"):
+            study.run(n_jobs=2)
+        assert len(server.requests) == 0
+
+
 def test_missing_key_for_the_provider_endpoint_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

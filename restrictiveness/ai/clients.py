@@ -31,6 +31,9 @@ model calls needs:
   accept only the gzip and deflate content encodings, which they decode a 64 KiB piece at a
   time (a small compressed body can expand a thousandfold), and refuse any other. A larger
   reply, or one in another encoding, raises :class:`ClientError`, not retried.
+* **Budgets.** A :class:`CallBudget` given to adapters (``budget=``) limits the requests they
+  send and the tokens they use; once it is used up, requests are refused with
+  :class:`BudgetExhausted`, never sent or retried. Replies from a reply cache cost nothing.
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
   A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
@@ -70,7 +73,7 @@ from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
            "ClientError", "call_client", "backoff_delay", "retry_after_seconds",
-           "RETRY_AFTER_MAX"]
+           "RETRY_AFTER_MAX", "CallBudget", "BudgetExhausted", "estimate_tokens"]
 
 #: Base URLs used when none is given (and none is set in the SDK's environment variable).
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
@@ -386,6 +389,157 @@ class ReplyTooLarge(RuntimeError):
     or came in a content encoding that cannot be decoded within it (the call is not retried)."""
 
 
+_TOKEN_PIECES = re.compile(r"\d{1,3}|[A-Za-z]+|[^\sA-Za-z\d]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Approximate tokens of ``text`` for current BPE tokenizers: a word, a run of up to three
+    digits, or a punctuation mark each count one (numbers dominate a CSV prompt, and they
+    tokenize about three digits at a time).
+
+    Examples
+    --------
+    >>> estimate_tokens("z_hi,z_lo,p\\n83.59103725,0,0.5")
+    20
+    """
+    return len(_TOKEN_PIECES.findall(text))
+
+
+def _spent_tokens(reply: ChatReply, messages: Sequence[Mapping]) -> int:
+    """Tokens a reply cost: the endpoint's counts, or estimates (:func:`estimate_tokens`) for
+    the counts it does not report, so that a budget is never blind to a reply."""
+    sent = reply.input_tokens if reply.input_tokens is not None else estimate_tokens(
+        json.dumps(list(messages), ensure_ascii=False, default=str))
+    made = reply.output_tokens if reply.output_tokens is not None else estimate_tokens(
+        json.dumps(reply.message(), ensure_ascii=False))
+    return sent + made
+
+
+class BudgetExhausted(ClientError):
+    """A client's :class:`CallBudget` is used up: the request was refused, not sent.
+
+    A :class:`ClientError`, so in a study the fit fails with reason ``"client"`` and this
+    message (the failure shows in the run's summary); it is never retried.
+
+    Parameters
+    ----------
+    message : str
+        Which budget and how much of it was used.
+    retries : int
+        Retries the call had made before its next request was refused.
+    status : int, optional
+        Always None: the refused request was not sent.
+
+    Examples
+    --------
+    >>> budget = CallBudget(max_requests=0)
+    >>> budget.acquire()
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.clients.BudgetExhausted: call budget used up: 0 of 0 requests sent
+    """
+
+
+class CallBudget:
+    """An enforced limit on what clients may spend: requests sent and tokens used.
+
+    Give one to an adapter (``OpenAIChat(..., budget=b)``); share one object between adapters
+    for a limit over all of them. Every HTTP request the adapter would send — retries included,
+    since a failed or timed-out request may be billed — first takes one request from the
+    budget; once ``max_requests`` are taken, or the tokens used reach ``max_tokens``, requests
+    are refused with :class:`BudgetExhausted` (not retried). Tokens are the input and output
+    counts the endpoint reports, or estimates (:func:`estimate_tokens`) where it reports none;
+    they are known only once a reply arrives, so the request that crosses ``max_tokens`` is
+    completed (and requests in flight on other threads: at most one reply per thread).
+
+    Replies read from a :class:`~restrictiveness.ai.llm.ResponseCache` cost nothing: the
+    adapter is not called. The counts live in this object (thread-safe) and start at zero in
+    each session: a budget does not pickle, so adapters carrying one are fitted on threads
+    (``Study.run(..., concurrency=N)``, beside any ``n_jobs``), not shipped to worker processes,
+    where each copy would count apart (such a run is refused before any work).
+
+    Parameters
+    ----------
+    max_requests : int, optional
+        Most HTTP requests sent (None: no limit).
+    max_tokens : int, optional
+        Most input plus output tokens used (None: no limit).
+
+    Attributes
+    ----------
+    requests : int
+        Requests taken so far.
+    tokens : int
+        Tokens used so far.
+
+    Examples
+    --------
+    >>> budget = CallBudget(max_requests=2, max_tokens=1000)
+    >>> budget.acquire(); budget.charge(600)
+    >>> budget.acquire(); budget.charge(500)      # the reply in flight completes
+    >>> budget.requests, budget.tokens
+    (2, 1100)
+    >>> budget.acquire()
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.clients.BudgetExhausted: call budget used up: 2 of 2 requests sent
+    """
+
+    def __init__(self, max_requests: int | None = None, max_tokens: int | None = None) -> None:
+        for name, value in (("max_requests", max_requests), ("max_tokens", max_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ConfigurationError(f"CallBudget: {name} must be a nonnegative integer "
+                                         f"or None, got {value!r}")
+        self.max_requests, self.max_tokens = max_requests, max_tokens
+        self.requests = self.tokens = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        """Take one request, or raise :class:`BudgetExhausted` (nothing taken) if none is left.
+
+        Examples
+        --------
+        >>> budget = CallBudget(max_requests=1)
+        >>> budget.acquire(); budget.requests
+        1
+        """
+        with self._lock:
+            if self.max_requests is not None and self.requests >= self.max_requests:
+                raise BudgetExhausted(f"call budget used up: {self.requests} of "
+                                      f"{self.max_requests} requests sent")
+            if self.max_tokens is not None and self.tokens >= self.max_tokens:
+                raise BudgetExhausted(f"call budget used up: {self.tokens} tokens used, the "
+                                      f"limit is {self.max_tokens}")
+            self.requests += 1
+
+    def charge(self, tokens: int) -> None:
+        """Add the tokens a reply used.
+
+        Parameters
+        ----------
+        tokens : int
+            Input plus output tokens of the reply.
+
+        Examples
+        --------
+        >>> budget = CallBudget(max_tokens=10)
+        >>> budget.charge(4); budget.tokens
+        4
+        """
+        with self._lock:
+            self.tokens += int(tokens)
+
+    def __getstate__(self):
+        raise TypeError("a CallBudget counts in one process and cannot be copied to another "
+                        "(each copy would count apart); fit language-model procedures on "
+                        "threads in this process (Study.run(..., concurrency=N))")
+
+    def __repr__(self) -> str:
+        return (f"CallBudget(max_requests={self.max_requests}, max_tokens={self.max_tokens}; "
+                f"used {self.requests} requests, {self.tokens} tokens)")
+
+
 #: The HTTP attempt running on each thread (see :class:`_Attempt`); the SDKs send a request and
 #: read its reply on the calling thread, and our network streams find its deadline here.
 _ATTEMPT = threading.local()
@@ -670,6 +824,8 @@ class ChatAdapter:
         Extra JSON request fields, sent with every request (they key the cache too).
     backoff, backoff_max : float
         First retry wait and its cap, in seconds.
+    budget : CallBudget, optional
+        An enforced limit on requests and tokens (shared by the adapters given the same one).
 
     Examples
     --------
@@ -694,7 +850,7 @@ class ChatAdapter:
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  api_key_env: str, temperature: float | None, max_tokens: int | None,
                  timeout: float, max_retries: int, extra_body: Mapping | None,
-                 backoff: float, backoff_max: float) -> None:
+                 backoff: float, backoff_max: float, budget: CallBudget | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"{type(self).__name__}: model must be a nonempty model "
                                      f"id string, got {model!r}")
@@ -728,6 +884,10 @@ class ChatAdapter:
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.extra_body = dict(extra_body) if extra_body else None
         self.backoff, self.backoff_max = float(backoff), float(backoff_max)
+        if budget is not None and not isinstance(budget, CallBudget):
+            raise ConfigurationError(f"{type(self).__name__}: budget must be a CallBudget, got "
+                                     f"{type(budget).__name__}")
+        self.budget = budget
         self._client = None
         self._lock = threading.Lock()
 
@@ -875,6 +1035,12 @@ class ChatAdapter:
         rng = random.Random()  # jitter only: never affects results
         start, retries = time.perf_counter(), 0
         while True:
+            if self.budget is not None:
+                try:
+                    self.budget.acquire()
+                except BudgetExhausted as exc:
+                    raise BudgetExhausted(f"{self.provider} {self.model} at {self.base_url}: "
+                                          f"{exc}", retries) from None
             request_slot()
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
@@ -901,6 +1067,8 @@ class ChatAdapter:
                                   f"reply ({self._redact(str(exc))[:200]}): "
                                   f"{self._redact(repr(response))[:300]}", retries) from exc
             reply.seconds, reply.retries = time.perf_counter() - start, retries
+            if self.budget is not None:
+                self.budget.charge(_spent_tokens(reply, messages))
             return reply
 
     def __call__(self, messages: Sequence[Mapping]) -> str:
@@ -953,6 +1121,8 @@ class OpenAIChat(ChatAdapter):
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``Retry-After``
         header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
+    budget : CallBudget, optional
+        An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
 
     Examples
     --------
@@ -969,9 +1139,10 @@ class OpenAIChat(ChatAdapter):
                  api_key_env: str = "OPENAI_API_KEY", temperature: float | None = None,
                  max_tokens: int | None = None, timeout: float = 120,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0,
+                 budget: CallBudget | None = None) -> None:
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
-                         timeout, max_retries, extra_body, backoff, backoff_max)
+                         timeout, max_retries, extra_body, backoff, backoff_max, budget)
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> list[dict]:
@@ -1049,6 +1220,8 @@ class AnthropicChat(ChatAdapter):
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``retry-after``
         header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
+    budget : CallBudget, optional
+        An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
 
     Examples
     --------
@@ -1062,12 +1235,13 @@ class AnthropicChat(ChatAdapter):
                  api_key_env: str = "ANTHROPIC_API_KEY", temperature: float | None = None,
                  max_tokens: int = 32000, timeout: float = 600,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0,
+                 budget: CallBudget | None = None) -> None:
         if max_tokens is None:
             raise ConfigurationError("AnthropicChat: max_tokens is required by the Messages "
                                      "API; give the output-token limit per reply")
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
-                         timeout, max_retries, extra_body, backoff, backoff_max)
+                         timeout, max_retries, extra_body, backoff, backoff_max, budget)
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:

@@ -69,6 +69,8 @@ from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 from .clients import (
     AnthropicChat,
+    BudgetExhausted,
+    CallBudget,
     ChatAdapter,
     ChatReply,
     ClientError,
@@ -91,7 +93,7 @@ __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_
            "ResponseCache", "Completion", "Agent", "FINAL_MARKER", "RUN_PYTHON",
            # the client adapters (restrictiveness.ai.clients), here so that rx.llm has them
            "OpenAIChat", "AnthropicChat", "ChatAdapter", "ChatReply", "ClientError", "Tool",
-           "ToolCall"]
+           "ToolCall", "CallBudget", "BudgetExhausted"]
 
 Client = Callable[[list[dict]], str]
 
@@ -767,7 +769,8 @@ class _LanguageModelProcedure(Procedure):
         try:
             reply = call_client(self.client, copy.deepcopy(messages), tools, tool_choice)
         except ClientError as exc:
-            log.add_failure(exc)
+            if not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
+                log.add_failure(exc)  # (a request refused before any was sent is no call)
             raise
         log.add(reply, cached=False)
         if cache is not None and identity is not None:
