@@ -748,7 +748,8 @@ def _bounded_http_client(module, timeout: float):
                                            f" once decoded ({encoding})")
                 yield from chunks
             except zlib.error as exc:
-                raise httpx.DecodingError(f"the reply is not valid {self.encodings}: {exc}",
+                raise httpx.DecodingError(f"the reply is not valid {', '.join(self.encodings)}: "
+                                          f"{exc}",
                                           request=self.request) from exc
             except (httpx.TransportError, OSError) as exc:
                 raise timed_out(self.attempt, self.request, exc) from exc
