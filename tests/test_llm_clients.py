@@ -244,6 +244,27 @@ def test_a_huge_reply_is_cut_off_and_not_retried(protocol, monkeypatch):
     assert fits.text == "x" * 4000
 
 
+def test_the_proxy_environment_is_honoured_and_bounded(protocol, monkeypatch):
+    # the scripted server as an HTTP proxy: it gets the absolute URL of a host that does not
+    # resolve, so a reply means the request went through it; the head is trickled, so a reply
+    # not bounded through the proxy would take over 7 s
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY",
+                 "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with ChatServer(protocol, lambda body: "via the proxy",
+                    script=[("slow", 0), ("trickle_head", 0.05)]) as server:
+        host, port = server._server.server_address[:2]
+        monkeypatch.setenv("HTTP_PROXY", f"http://{host}:{port}")
+        cls = rx.llm.OpenAIChat if protocol == "openai" else rx.llm.AnthropicChat
+        llm = cls("gp-model", base_url="http://llm.invalid/v1", timeout=0.5, max_retries=0)
+        assert llm.chat([{"role": "user", "content": "hi"}]).text == "via the proxy"
+        start = time.monotonic()
+        with pytest.raises(rx.llm.ClientError, match="Request timed out"):
+            llm.chat([{"role": "user", "content": "hi"}])
+        wall = time.monotonic() - start
+    assert server.requests[0]["path"].startswith("http://llm.invalid/v1/") and wall < 2
+
+
 def _compressed(data_blocks, encoding: str) -> bytes:
     import zlib
     c = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | (16 if encoding == "gzip" else 0))

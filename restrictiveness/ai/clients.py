@@ -25,8 +25,9 @@ model calls needs:
   seconds in all, enforced at the socket: every connect, send and receive waits at most the
   time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
   each network read only, so a server trickling bytes would otherwise hold a call for ever);
-  an attempt that runs out of time is a timeout, retried as one. Resolving the host name is
-  left to the system resolver and its own timeouts. A reply body is read up to
+  an attempt that runs out of time is a timeout, retried as one; the same holds through the
+  proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...). Resolving
+  the host name is left to the system resolver and its own timeouts. A reply body is read up to
   :data:`MAX_REPLY_BYTES` bytes, counted as received and again once decoded: the adapters
   accept only the gzip and deflate content encodings, which they decode a 64 KiB piece at a
   time (a small compressed body can expand a thousandfold), and refuse any other. A larger
@@ -711,7 +712,8 @@ def _bounded_http_client(module, timeout: float):
     """The SDK's default HTTP client, with every attempt (connect, request, headers, body)
     bounded by ``timeout`` seconds in all (:class:`_Attempt`; the SDK's own timeout bounds each
     network read only, so a server trickling a byte at a time would hold a call, and a study,
-    for ever) and every reply cut off at :data:`MAX_REPLY_BYTES`."""
+    for ever) and every reply cut off at :data:`MAX_REPLY_BYTES`, also through the proxies
+    named by the environment (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...)."""
     import httpcore2 as httpcore  # the SDKs' HTTP libraries, present whenever they are
     import httpx2 as httpx
 
@@ -761,8 +763,8 @@ def _bounded_http_client(module, timeout: float):
                 self.attempt.finish()
 
     class Transport(httpx.HTTPTransport):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, proxy: str | None = None) -> None:
+            super().__init__(proxy=proxy)
             if not hasattr(self._pool, "_network_backend"):  # an HTTP library we do not know
                 raise ConfigurationError("the installed httpx2/httpcore2 cannot bound the time "
                                          "of a request; install the versions the SDKs pin")
@@ -794,7 +796,12 @@ def _bounded_http_client(module, timeout: float):
             response.stream = Stream(response.stream, attempt, request, encodings)
             return response
 
-    return module.DefaultHttpxClient(transport=Transport())
+    # httpx ignores the proxy environment variables once given a transport: route them, as
+    # it would, through bounded transports (None: no proxy for that pattern, from NO_PROXY)
+    from httpx2._utils import get_environment_proxies
+    mounts = {pattern: None if url is None else Transport(url)
+              for pattern, url in get_environment_proxies().items()}
+    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts)
 
 
 class ChatAdapter:
