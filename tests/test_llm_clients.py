@@ -112,8 +112,8 @@ def test_scripted_failures_are_retried_then_succeed(protocol):
     # at the 1 s timeout, which counts from the attempt's start (before the server saw the
     # request, so the server's gap may be shorter on a loaded machine); the other retries
     # followed quickly
-    assert gaps[0] >= 0.95 and gaps[2] < 2.5
-    assert all(g < 0.5 for g in (gaps[1], gaps[3], gaps[4]))
+    assert gaps[0] >= 0.95 and gaps[2] < 2.5, gaps
+    assert all(g < 0.5 for g in (gaps[1], gaps[3], gaps[4])), gaps
     # the Retry-After wait and the whole timeout: at least 2 s of the call
     assert reply.seconds <= wall and reply.seconds >= 2.0
 
