@@ -10,7 +10,9 @@ its script if any is left:
 * ``("drop",)`` — close the connection without answering;
 * ``("raw", code, body, headers)`` — answer with that status and those body bytes, verbatim;
 * ``("trickle", seconds)`` — answer normally, but send the body a byte at a time, ``seconds``
-  apart (each read is quick, the whole reply slow).
+  apart (each read is quick, the whole reply slow);
+* ``("trickle_head", seconds)`` — the same with the status line and headers (the body follows
+  at once, if the client is still there).
 
 ``fail_with=code`` answers every request with that status; ``delay`` delays every answer.
 Token counts are deterministic functions of the request and the reply, so tests can check the
@@ -65,10 +67,11 @@ class _Handler(BaseHTTPRequestHandler):
         out = owner.reply(body)
         out = {"text": out} if isinstance(out, str) else dict(out)
         payload = owner.protocol_reply(body, out)
-        return self._send(200, payload, pause=step[1] if step and step[0] == "trickle" else 0)
+        return self._send(200, payload, pause=step[1] if step and step[0] == "trickle" else 0,
+                          head_pause=step[1] if step and step[0] == "trickle_head" else 0)
 
     def _send(self, status: int, payload: dict | bytes, headers: dict | None = None,
-              pause: float = 0) -> None:
+              pause: float = 0, head_pause: float = 0) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -76,7 +79,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-length", str(len(data)))
             for k, v in (headers or {}).items():
                 self.send_header(k, str(v))
-            self.end_headers()
+            if head_pause:  # send the buffered status line and headers a byte at a time
+                head = b"".join(self._headers_buffer) + b"\r\n"
+                self._headers_buffer = []
+                for i in range(len(head)):
+                    self.wfile.write(head[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(head_pause)
+            else:
+                self.end_headers()
             if not pause:
                 self.wfile.write(data)
             for i in range(len(data) if pause else 0):

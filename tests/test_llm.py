@@ -420,6 +420,55 @@ def test_old_cache_format_is_refused_then_migrated(sample, tmp_path):
         ResponseCache(tmp_path)
 
 
+def _create_and_put(root, folders, barrier, glob_delay, lag, errors) -> None:
+    """One of two processes creating the same fresh cache folders at once, each then storing a
+    reply of its own; failures go to ``errors``."""
+    import time
+    from pathlib import Path
+    if glob_delay:  # widen the window between "no marker yet" and the look for entries
+        glob = Path.glob
+
+        def slow_glob(self, pattern):
+            time.sleep(glob_delay)
+            return glob(self, pattern)
+        Path.glob = slow_glob  # type: ignore[method-assign]  # (in this child process only)
+    for i in range(folders):
+        barrier.wait()
+        time.sleep(lag)
+        try:
+            ResponseCache(root / str(i)).put("m", [{"role": "user", "content": str(os.getpid())}],
+                                             "hi")
+        except Exception as exc:  # noqa: BLE001 - reported to the parent
+            errors.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize("folders, glob_delay, lag", [(200, 0.0, 0.0), (3, 0.2, 0.05)],
+                         ids=["hammer", "entry-before-the-look"])
+def test_two_processes_creating_one_cache_folder(tmp_path, folders, glob_delay, lag):
+    # the second case forces the interleaving the first hits by chance: one process finds no
+    # FORMAT marker, then (0.2 s later) entries the other wrote after its marker
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    barrier, errors = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_create_and_put, args=(tmp_path, folders, barrier, delay, wait,
+                                                        errors))
+             for delay, wait in ((glob_delay, 0.0), (0.0, lag))]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    found = []
+    while not errors.empty():
+        found.append(errors.get())
+    assert found == [] and [p.exitcode for p in procs] == [0, 0]
+    for i in range(folders):
+        cache = ResponseCache(tmp_path / str(i))
+        assert len(cache) == 2 and (tmp_path / str(i) / "FORMAT").read_text().startswith(
+            "restrictiveness response cache")
+        assert {cache.get("m", [{"role": "user", "content": str(p.pid)}]).text
+                for p in procs} == {"hi"}
+
+
 def test_client_must_return_text(sample):
     with pytest.raises(ConfigurationError, match="client"):
         Completion(lambda m: 42, limits=FAST).fit(sample, np.random.default_rng(0))
@@ -433,6 +482,9 @@ def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
     # FileExistsError from pathlib before
     with pytest.raises(ConfigurationError, match="cannot be used as a cache folder"):
         ResponseCache(not_a_folder)
+    (tmp_path / "odd" / "FORMAT").mkdir(parents=True)  # IsADirectoryError before
+    with pytest.raises(ConfigurationError, match="its FORMAT marker cannot be read"):
+        ResponseCache(tmp_path / "odd")
     # int(None) was a bare TypeError
     with pytest.raises(ConfigurationError, match="rounds must be a whole number >= 0, got None"):
         Agent(lambda messages: "", rounds=None)

@@ -16,11 +16,14 @@
 Samples come from the study's own seeds. With a cache, every replication's samples are drawn
 (the truth draws take a moment each); without one, the first replication's prompt sizes stand
 for all (prompts differ between replications only in the digits of the data).
+
+:func:`plan_calls` predicts; a :class:`~restrictiveness.ai.clients.CallBudget` given to a client
+(``rx.llm.OpenAIChat(..., budget=rx.llm.CallBudget(max_requests=500))``) enforces a limit on
+requests and tokens while the study runs.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,25 +31,10 @@ import pandas as pd
 
 from ..engine.study import Study, truth_rng
 from ..engine.usage import price_per_token
+from .clients import estimate_tokens
 from .llm import ResponseCache
 
 __all__ = ["plan_calls", "estimate_tokens"]
-
-_PIECES = re.compile(r"\d{1,3}|[A-Za-z]+|[^\sA-Za-z\d]")
-
-
-def estimate_tokens(text: str) -> int:
-    """Approximate tokens of ``text`` for current BPE tokenizers: a word, a run of up to three
-    digits, or a punctuation mark each count one (numbers dominate a CSV prompt, and they
-    tokenize about three digits at a time).
-
-    Examples
-    --------
-    >>> estimate_tokens("z_hi,z_lo,p\\n83.59103725,0,0.5")
-    20
-    """
-    return len(_PIECES.findall(text))
-
 
 def _message_tokens(messages: Sequence[Mapping]) -> int:
     return sum(estimate_tokens(str(m.get("content") or "")) + 4 for m in messages)

@@ -20,10 +20,21 @@ model calls needs:
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
-  :class:`ClientError` too, not retried, never an empty answer. A reply body is read for at
-  most ``timeout`` seconds in all (the SDK's timeout bounds each network read, so a server
-  trickling bytes would otherwise hold a call forever) and at most :data:`MAX_REPLY_BYTES`
-  bytes (a larger one raises :class:`ClientError`, not retried).
+  :class:`ClientError` too, not retried, never an empty answer. Each attempt — connecting,
+  sending the request, reading the status line, headers and body — takes at most ``timeout``
+  seconds in all, enforced at the socket: every connect, send and receive waits at most the
+  time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
+  each network read only, so a server trickling bytes would otherwise hold a call for ever);
+  an attempt that runs out of time is a timeout, retried as one; the same holds through the
+  proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...). Resolving
+  the host name is left to the system resolver and its own timeouts. A reply body is read up to
+  :data:`MAX_REPLY_BYTES` bytes, counted as received and again once decoded: the adapters
+  accept only the gzip and deflate content encodings, which they decode a 64 KiB piece at a
+  time (a small compressed body can expand a thousandfold), and refuse any other. A larger
+  reply, or one in another encoding, raises :class:`ClientError`, not retried.
+* **Budgets.** A :class:`CallBudget` given to adapters (``budget=``) limits the requests they
+  send and the tokens they use; once it is used up, requests are refused with
+  :class:`BudgetExhausted`, never sent or retried. Replies from a reply cache cost nothing.
 * **Usage.** Each call returns a :class:`ChatReply` with the text, any tool calls, input and
   output tokens, the wall time of the call (retries and waits included) and its retry count.
   A count the endpoint reports that is not a nonnegative integer (or is absent) reads as None.
@@ -50,9 +61,11 @@ import math
 import os
 import random
 import re
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,7 +74,7 @@ from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
            "ClientError", "call_client", "backoff_delay", "retry_after_seconds",
-           "RETRY_AFTER_MAX"]
+           "RETRY_AFTER_MAX", "CallBudget", "BudgetExhausted", "estimate_tokens"]
 
 #: Base URLs used when none is given (and none is set in the SDK's environment variable).
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
@@ -70,8 +83,9 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
-#: Largest reply body read, in bytes: a reply of 32,000 tokens is about 130 kB, so a larger body
-#: is a broken or hostile endpoint, and reading it whole could exhaust memory.
+#: Largest reply body read, in bytes, as received and once decoded (gzip, deflate): a reply of
+#: 32,000 tokens is about 130 kB, so a larger body is a broken or hostile endpoint, and reading
+#: it whole could exhaust memory.
 MAX_REPLY_BYTES = 64 * 2**20
 
 #: Longest wait, in seconds, a ``Retry-After`` header can impose before one retry (a server
@@ -372,40 +386,422 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 
 class ReplyTooLarge(RuntimeError):
-    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES` (the call is not retried)."""
+    """An endpoint's reply body exceeded :data:`MAX_REPLY_BYTES`, as received or once decoded,
+    or came in a content encoding that cannot be decoded within it (the call is not retried)."""
 
 
-def _bounded_http_client(module, timeout: float):
-    """The SDK's default HTTP client, with every reply cut off at :data:`MAX_REPLY_BYTES` and
-    at ``timeout`` seconds in all: the SDK's own timeout bounds each network read only, so a
-    server trickling a byte at a time would hold a call (and a study) forever."""
-    import httpx2 as httpx  # the SDKs' HTTP library, present whenever they are
+_TOKEN_PIECES = re.compile(r"\d{1,3}|[A-Za-z]+|[^\sA-Za-z\d]")
 
-    class Stream(httpx.SyncByteStream):
-        def __init__(self, inner, deadline: float) -> None:
-            self.inner, self.deadline = inner, deadline
 
-        def __iter__(self):
-            size = 0
-            for chunk in self.inner:
-                size += len(chunk)
-                if size > MAX_REPLY_BYTES:
-                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes")
-                if time.monotonic() > self.deadline:
-                    raise httpx.ReadTimeout(f"the reply took over {timeout:g} s")
-                yield chunk
+def estimate_tokens(text: str) -> int:
+    """Approximate tokens of ``text`` for current BPE tokenizers: a word, a run of up to three
+    digits, or a punctuation mark each count one (numbers dominate a CSV prompt, and they
+    tokenize about three digits at a time).
+
+    Examples
+    --------
+    >>> estimate_tokens("z_hi,z_lo,p\\n83.59103725,0,0.5")
+    20
+    """
+    return len(_TOKEN_PIECES.findall(text))
+
+
+def _spent_tokens(reply: ChatReply, messages: Sequence[Mapping]) -> int:
+    """Tokens a reply cost: the endpoint's counts, or estimates (:func:`estimate_tokens`) for
+    the counts it does not report, so that a budget is never blind to a reply."""
+    sent = reply.input_tokens if reply.input_tokens is not None else estimate_tokens(
+        json.dumps(list(messages), ensure_ascii=False, default=str))
+    made = reply.output_tokens if reply.output_tokens is not None else estimate_tokens(
+        json.dumps(reply.message(), ensure_ascii=False))
+    return sent + made
+
+
+class BudgetExhausted(ClientError):
+    """A client's :class:`CallBudget` is used up: the request was refused, not sent.
+
+    A :class:`ClientError`, so in a study the fit fails with reason ``"client"`` and this
+    message (the failure shows in the run's summary); it is never retried.
+
+    Parameters
+    ----------
+    message : str
+        Which budget and how much of it was used.
+    retries : int
+        Retries the call had made before its next request was refused.
+    status : int, optional
+        Always None: the refused request was not sent.
+
+    Examples
+    --------
+    >>> budget = CallBudget(max_requests=0)
+    >>> budget.acquire()
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.clients.BudgetExhausted: call budget used up: 0 of 0 requests sent
+    """
+
+
+class CallBudget:
+    """An enforced limit on what clients may spend: requests sent and tokens used.
+
+    Give one to an adapter (``OpenAIChat(..., budget=b)``); share one object between adapters
+    for a limit over all of them. Every HTTP request the adapter would send — retries included,
+    since a failed or timed-out request may be billed — first takes one request from the
+    budget; once ``max_requests`` are taken, or the tokens used reach ``max_tokens``, requests
+    are refused with :class:`BudgetExhausted` (not retried). Tokens are the input and output
+    counts the endpoint reports, or estimates (:func:`estimate_tokens`) where it reports none;
+    they are known only once a reply arrives, so the request that crosses ``max_tokens`` is
+    completed (and requests in flight on other threads: at most one reply per thread).
+
+    Replies read from a :class:`~restrictiveness.ai.llm.ResponseCache` cost nothing: the
+    adapter is not called. The counts live in this object (thread-safe) and start at zero in
+    each session: a budget does not pickle, so adapters carrying one are fitted on threads
+    (``Study.run(..., concurrency=N)``, beside any ``n_jobs``), not shipped to worker processes,
+    where each copy would count apart (such a run is refused before any work).
+
+    Parameters
+    ----------
+    max_requests : int, optional
+        Most HTTP requests sent (None: no limit).
+    max_tokens : int, optional
+        Most input plus output tokens used (None: no limit).
+
+    Attributes
+    ----------
+    requests : int
+        Requests taken so far.
+    tokens : int
+        Tokens used so far.
+
+    Examples
+    --------
+    >>> budget = CallBudget(max_requests=2, max_tokens=1000)
+    >>> budget.acquire(); budget.charge(600)
+    >>> budget.acquire(); budget.charge(500)      # the reply in flight completes
+    >>> budget.requests, budget.tokens
+    (2, 1100)
+    >>> budget.acquire()
+    Traceback (most recent call last):
+    ...
+    restrictiveness.ai.clients.BudgetExhausted: call budget used up: 2 of 2 requests sent
+    """
+
+    def __init__(self, max_requests: int | None = None, max_tokens: int | None = None) -> None:
+        for name, value in (("max_requests", max_requests), ("max_tokens", max_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ConfigurationError(f"CallBudget: {name} must be a nonnegative integer "
+                                         f"or None, got {value!r}")
+        self.max_requests, self.max_tokens = max_requests, max_tokens
+        self.requests = self.tokens = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        """Take one request, or raise :class:`BudgetExhausted` (nothing taken) if none is left.
+
+        Examples
+        --------
+        >>> budget = CallBudget(max_requests=1)
+        >>> budget.acquire(); budget.requests
+        1
+        """
+        with self._lock:
+            if self.max_requests is not None and self.requests >= self.max_requests:
+                raise BudgetExhausted(f"call budget used up: {self.requests} of "
+                                      f"{self.max_requests} requests sent")
+            if self.max_tokens is not None and self.tokens >= self.max_tokens:
+                raise BudgetExhausted(f"call budget used up: {self.tokens} tokens used, the "
+                                      f"limit is {self.max_tokens}")
+            self.requests += 1
+
+    def charge(self, tokens: int) -> None:
+        """Add the tokens a reply used.
+
+        Parameters
+        ----------
+        tokens : int
+            Input plus output tokens of the reply.
+
+        Examples
+        --------
+        >>> budget = CallBudget(max_tokens=10)
+        >>> budget.charge(4); budget.tokens
+        4
+        """
+        with self._lock:
+            self.tokens += int(tokens)
+
+    def __getstate__(self):
+        raise TypeError("a CallBudget counts in one process and cannot be copied to another "
+                        "(each copy would count apart); fit language-model procedures on "
+                        "threads in this process (Study.run(..., concurrency=N))")
+
+    def __repr__(self) -> str:
+        return (f"CallBudget(max_requests={self.max_requests}, max_tokens={self.max_tokens}; "
+                f"used {self.requests} requests, {self.tokens} tokens)")
+
+
+#: The HTTP attempt running on each thread (see :class:`_Attempt`); the SDKs send a request and
+#: read its reply on the calling thread, and our network streams find its deadline here.
+_ATTEMPT = threading.local()
+
+
+def _shutdown(sock) -> None:
+    """Shut a socket down for both directions, which wakes a thread blocked on it. The plain
+    socket's method, also for a TLS socket (whose own ``shutdown`` drops its TLS state under
+    the feet of a thread still reading it)."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, TypeError):  # already closed, or not a socket
+        pass
+
+
+class _Attempt:
+    """The deadline of one HTTP attempt: connect, TLS, request, status line, headers and body.
+
+    Every socket operation of the attempt waits at most the time left (a timeout the kernel
+    enforces on each connect, send and receive), and a watchdog shuts the attempt's sockets
+    down at the deadline, which wakes any send or receive still blocked (a peer that takes or
+    gives one byte just before each per-operation timeout would otherwise stretch the attempt
+    without end).
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.expired = False
+        self._done = False
+        self._sockets: list = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self, error: type[Exception]) -> float:
+        """Seconds left, or ``error`` when none are."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or self.expired:
+            raise error(f"timed out: the attempt took over {self.timeout:g} s")
+        return left
+
+    def watch(self, sock) -> None:
+        """Shut ``sock`` down at the deadline (at once if it is past)."""
+        with self._lock:
+            if sock is None or self._done:
+                return
+            if self.expired:
+                _shutdown(sock)
+            elif all(s is not sock for s in self._sockets):
+                self._sockets.append(sock)
+
+    def _expire(self) -> None:
+        # under the lock: once finish() returns, no socket of a later attempt is touched
+        with self._lock:
+            if not self._done:
+                self.expired = True
+                for sock in self._sockets:
+                    _shutdown(sock)
+
+    def finish(self) -> None:
+        """The attempt is over: stop the watchdog and forget the sockets (kept in the pool)."""
+        with self._lock:
+            self._done = True
+            self._sockets.clear()
+        self._timer.cancel()
+        if getattr(_ATTEMPT, "current", None) is self:
+            _ATTEMPT.current = None
+
+
+def _deadline_backend(httpcore):
+    """An httpcore network backend whose streams obey the calling thread's :class:`_Attempt`
+    (the system's, unchanged, outside an attempt)."""
+
+    def wait(timeout: float | None, error, sock=None) -> float | None:
+        attempt = getattr(_ATTEMPT, "current", None)
+        if attempt is None:
+            return timeout
+        attempt.watch(sock)
+        left = attempt.left(error)
+        return left if timeout is None else min(timeout, left)
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def _wait(self, timeout: float | None, error) -> float | None:
+            return wait(timeout, error, self.inner.get_extra_info("socket"))
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.inner.read(max_bytes, self._wait(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.inner.write(buffer, self._wait(timeout, httpcore.WriteTimeout))
 
         def close(self) -> None:
             self.inner.close()
 
+        def start_tls(self, ssl_context, server_hostname: str | None = None,
+                      timeout: float | None = None):
+            return Stream(self.inner.start_tls(ssl_context, server_hostname,
+                                               self._wait(timeout, httpcore.ConnectTimeout)))
+
+        def get_extra_info(self, info: str):
+            return self.inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self.inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None, socket_options=None):
+            return Stream(self.inner.connect_tcp(host, port, wait(timeout, httpcore.ConnectTimeout),
+                                                 local_address, socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                socket_options=None):
+            return Stream(self.inner.connect_unix_socket(
+                path, wait(timeout, httpcore.ConnectTimeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self.inner.sleep(seconds)
+
+    return Backend()
+
+
+#: Content encodings the adapters accept (and ask for): those they can decode in bounded
+#: pieces, each counted against :data:`MAX_REPLY_BYTES`.
+ACCEPTED_ENCODINGS = ("gzip", "deflate")
+
+#: Most bytes one step of decompression produces (memory stays near this, not the reply's).
+_PIECE = 2**16
+
+
+def _inflate(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
+    """Decode a gzip or deflate stream in pieces of at most :data:`_PIECE` bytes, however much
+    one compressed chunk expands (a kilobyte of zeros compressed expands a thousandfold).
+
+    ``deflate`` is zlib-wrapped by the standard and raw from some servers; both are read. Data
+    after the end of the compressed stream are ignored, as browsers and httpx do.
+    """
+    # deflate: the two-byte zlib header decides; until both are in, a raw stream is possible
+    head: bytes | None = b"" if encoding == "deflate" else None
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding == "gzip" else zlib.MAX_WBITS)
+    for chunk in chunks:
+        if d.eof:  # trailing data: still read (and counted), not decoded
+            continue
+        try:
+            piece = d.decompress(chunk, _PIECE)
+        except zlib.error:
+            if head is None:
+                raise
+            d = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
+            piece = d.decompress(head + chunk, _PIECE)
+            head = None
+        if head is not None:
+            head += chunk
+            head = head if len(head) < 2 else None
+        while piece:  # input left over, or output pending: drain a piece at a time
+            yield piece
+            piece = d.decompress(d.unconsumed_tail, _PIECE)
+    tail = d.flush()
+    if tail:
+        yield tail
+
+
+def _bounded_http_client(module, timeout: float):
+    """The SDK's default HTTP client, with every attempt (connect, request, headers, body)
+    bounded by ``timeout`` seconds in all (:class:`_Attempt`; the SDK's own timeout bounds each
+    network read only, so a server trickling a byte at a time would hold a call, and a study,
+    for ever) and every reply cut off at :data:`MAX_REPLY_BYTES`, also through the proxies
+    named by the environment (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...)."""
+    import httpcore2 as httpcore  # the SDKs' HTTP libraries, present whenever they are
+    import httpx2 as httpx
+
+    def timed_out(attempt: _Attempt, request, exc: Exception) -> Exception:
+        # a socket the watchdog shut down fails however it fails (a read of nothing, a
+        # broken pipe): the cause is the deadline, and the SDKs retry timeouts
+        if attempt.expired or isinstance(exc, httpx.TimeoutException):
+            return httpx.ReadTimeout(f"timed out: the attempt took over {timeout:g} s",
+                                     request=request)
+        return exc
+
+    class Stream(httpx.SyncByteStream):
+        """The reply body, decoded here (its content encodings in the order applied), each
+        byte read and each byte decoded counted against the cap and the deadline."""
+
+        def __init__(self, inner, attempt: _Attempt, request, encodings: list[str]) -> None:
+            self.inner, self.attempt, self.request = inner, attempt, request
+            self.encodings = encodings
+
+        def _counted(self, chunks: Iterable[bytes], what: str) -> Iterator[bytes]:
+            size = 0
+            for chunk in chunks:
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply exceeds {MAX_REPLY_BYTES} bytes{what}")
+                self.attempt.left(httpx.ReadTimeout)
+                yield chunk
+
+        def __iter__(self):
+            try:
+                chunks = self._counted(self.inner, "")
+                for encoding in reversed(self.encodings):
+                    chunks = self._counted(_inflate(chunks, encoding),
+                                           f" once decoded ({encoding})")
+                yield from chunks
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"the reply is not valid {', '.join(self.encodings)}: "
+                                          f"{exc}",
+                                          request=self.request) from exc
+            except (httpx.TransportError, OSError) as exc:
+                raise timed_out(self.attempt, self.request, exc) from exc
+
+        def close(self) -> None:
+            try:
+                self.inner.close()
+            finally:
+                self.attempt.finish()
+
     class Transport(httpx.HTTPTransport):
+        def __init__(self, proxy: str | None = None) -> None:
+            super().__init__(proxy=proxy)
+            if not hasattr(self._pool, "_network_backend"):  # an HTTP library we do not know
+                raise ConfigurationError("the installed httpx2/httpcore2 cannot bound the time "
+                                         "of a request; install the versions the SDKs pin")
+            self._pool._network_backend = _deadline_backend(httpcore)
+
         def handle_request(self, request):
-            deadline = time.monotonic() + timeout
-            response = super().handle_request(request)
-            response.stream = Stream(response.stream, deadline)
+            # only encodings we decode within the cap (httpx would also take br and zstd)
+            request.headers["Accept-Encoding"] = ", ".join(ACCEPTED_ENCODINGS)
+            attempt = _ATTEMPT.current = _Attempt(timeout)
+            try:
+                response = super().handle_request(request)
+                encodings = [e.strip().lower() for e in response.headers.get_list(
+                    "content-encoding", split_commas=True) if e.strip().lower() != "identity"]
+                refused = [e for e in encodings if e not in ACCEPTED_ENCODINGS]
+                if refused:
+                    response.close()
+                    raise ReplyTooLarge(f"the reply is encoded as {', '.join(refused)}, which "
+                                        "cannot be decoded within a size bound (the request "
+                                        f"accepts {', '.join(ACCEPTED_ENCODINGS)})")
+            except Exception as exc:
+                attempt.finish()
+                error = timed_out(attempt, request, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            # decoded by Stream, under the cap: httpx must not decode again (unbounded in all)
+            for name in ("content-encoding", "content-length"):
+                response.headers.pop(name, None)
+            response.stream = Stream(response.stream, attempt, request, encodings)
             return response
 
-    return module.DefaultHttpxClient(transport=Transport())
+    # httpx ignores the proxy environment variables once given a transport: route them, as
+    # it would, through bounded transports (None: no proxy for that pattern, from NO_PROXY)
+    from httpx2._utils import get_environment_proxies
+    mounts = {pattern: None if url is None else Transport(url)
+              for pattern, url in get_environment_proxies().items()}
+    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts)
 
 
 class ChatAdapter:
@@ -429,13 +825,15 @@ class ChatAdapter:
     max_tokens : int or None
         Output-token limit per reply.
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict or None
         Extra JSON request fields, sent with every request (they key the cache too).
     backoff, backoff_max : float
         First retry wait and its cap, in seconds.
+    budget : CallBudget, optional
+        An enforced limit on requests and tokens (shared by the adapters given the same one).
 
     Examples
     --------
@@ -460,7 +858,7 @@ class ChatAdapter:
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  api_key_env: str, temperature: float | None, max_tokens: int | None,
                  timeout: float, max_retries: int, extra_body: Mapping | None,
-                 backoff: float, backoff_max: float) -> None:
+                 backoff: float, backoff_max: float, budget: CallBudget | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"{type(self).__name__}: model must be a nonempty model "
                                      f"id string, got {model!r}")
@@ -494,6 +892,10 @@ class ChatAdapter:
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.extra_body = dict(extra_body) if extra_body else None
         self.backoff, self.backoff_max = float(backoff), float(backoff_max)
+        if budget is not None and not isinstance(budget, CallBudget):
+            raise ConfigurationError(f"{type(self).__name__}: budget must be a CallBudget, got "
+                                     f"{type(budget).__name__}")
+        self.budget = budget
         self._client = None
         self._lock = threading.Lock()
 
@@ -641,6 +1043,12 @@ class ChatAdapter:
         rng = random.Random()  # jitter only: never affects results
         start, retries = time.perf_counter(), 0
         while True:
+            if self.budget is not None:
+                try:
+                    self.budget.acquire()
+                except BudgetExhausted as exc:
+                    raise BudgetExhausted(f"{self.provider} {self.model} at {self.base_url}: "
+                                          f"{exc}", retries) from None
             request_slot()
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
@@ -667,6 +1075,8 @@ class ChatAdapter:
                                   f"reply ({self._redact(str(exc))[:200]}): "
                                   f"{self._redact(repr(response))[:300]}", retries) from exc
             reply.seconds, reply.retries = time.perf_counter() - start, retries
+            if self.budget is not None:
+                self.budget.charge(_spent_tokens(reply, messages))
             return reply
 
     def __call__(self, messages: Sequence[Mapping]) -> str:
@@ -711,7 +1121,7 @@ class OpenAIChat(ChatAdapter):
         Output-token limit per reply (for OpenAI reasoning models pass
         ``extra_body={"max_completion_tokens": N}`` instead).
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict, optional
@@ -719,6 +1129,8 @@ class OpenAIChat(ChatAdapter):
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``Retry-After``
         header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
+    budget : CallBudget, optional
+        An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
 
     Examples
     --------
@@ -735,9 +1147,10 @@ class OpenAIChat(ChatAdapter):
                  api_key_env: str = "OPENAI_API_KEY", temperature: float | None = None,
                  max_tokens: int | None = None, timeout: float = 120,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0,
+                 budget: CallBudget | None = None) -> None:
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
-                         timeout, max_retries, extra_body, backoff, backoff_max)
+                         timeout, max_retries, extra_body, backoff, backoff_max, budget)
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> list[dict]:
@@ -806,7 +1219,8 @@ class AnthropicChat(ChatAdapter):
         Output-token limit per reply, required by the API; the default is the paper's limit
         (S.1.2).
     timeout : float
-        Seconds per HTTP request (long replies are slow).
+        Seconds per HTTP attempt in all, from connecting to the reply's last byte (long
+        replies are slow).
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict, optional
@@ -814,6 +1228,8 @@ class AnthropicChat(ChatAdapter):
     backoff, backoff_max : float
         First retry wait and its cap, in seconds (doubling, with jitter); a ``retry-after``
         header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
+    budget : CallBudget, optional
+        An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
 
     Examples
     --------
@@ -827,12 +1243,13 @@ class AnthropicChat(ChatAdapter):
                  api_key_env: str = "ANTHROPIC_API_KEY", temperature: float | None = None,
                  max_tokens: int = 32000, timeout: float = 600,
                  max_retries: int = 6, extra_body: Mapping | None = None, *,
-                 backoff: float = 0.5, backoff_max: float = 60.0) -> None:
+                 backoff: float = 0.5, backoff_max: float = 60.0,
+                 budget: CallBudget | None = None) -> None:
         if max_tokens is None:
             raise ConfigurationError("AnthropicChat: max_tokens is required by the Messages "
                                      "API; give the output-token limit per reply")
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
-                         timeout, max_retries, extra_body, backoff, backoff_max)
+                         timeout, max_retries, extra_body, backoff, backoff_max, budget)
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:

@@ -69,6 +69,8 @@ from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 from .clients import (
     AnthropicChat,
+    BudgetExhausted,
+    CallBudget,
     ChatAdapter,
     ChatReply,
     ClientError,
@@ -91,7 +93,7 @@ __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_
            "ResponseCache", "Completion", "Agent", "FINAL_MARKER", "RUN_PYTHON",
            # the client adapters (restrictiveness.ai.clients), here so that rx.llm has them
            "OpenAIChat", "AnthropicChat", "ChatAdapter", "ChatReply", "ClientError", "Tool",
-           "ToolCall"]
+           "ToolCall", "CallBudget", "BudgetExhausted"]
 
 Client = Callable[[list[dict]], str]
 
@@ -424,7 +426,8 @@ class ResponseCache:
     Parameters
     ----------
     path : str or PathLike
-        Directory (created if missing; a ``FORMAT`` file marks its layout).
+        Directory (created if missing; a ``FORMAT`` file marks its layout). Processes and
+        threads may create and fill the same directory at once.
 
     Examples
     --------
@@ -451,21 +454,38 @@ class ResponseCache:
             raise ConfigurationError(f"ResponseCache: {str(path)!r} cannot be used as a cache "
                                      f"folder ({exc.strerror or exc})") from None
         marker = self.path / self._MARKER
-        if marker.is_file():
-            text = marker.read_text(encoding="utf-8").strip()
-            if text != self._marker_text():
+        text = self._read_marker()
+        # Another process may be creating this folder at this moment: it writes its marker
+        # before any entry, so entries without a marker are old only if the marker is still
+        # absent once the entries have been seen.
+        if text is None and any(self.path.glob("*.json")):
+            text = self._read_marker()
+            if text is None:
                 raise ConfigurationError(
-                    f"ResponseCache({str(self.path)!r}): unknown cache format {text!r} "
-                    f"(this version reads {self._marker_text()!r}); use another directory")
-        elif any(self.path.glob("*.json")):
-            raise ConfigurationError(
-                f"ResponseCache({str(self.path)!r}) holds replies in the format of "
-                "restrictiveness 0.1, keyed by model id and messages only (no endpoint or "
-                "sampling parameters), so they cannot be attributed safely and are not read. "
-                "Use a new directory, or re-key them for the client that wrote them with "
-                "ResponseCache.migrate(path, client).")
-        else:
+                    f"ResponseCache({str(self.path)!r}) holds replies in the format of "
+                    "restrictiveness 0.1, keyed by model id and messages only (no endpoint or "
+                    "sampling parameters), so they cannot be attributed safely and are not "
+                    "read. Use a new directory, or re-key them for the client that wrote them "
+                    "with ResponseCache.migrate(path, client).")
+        if text is None:
+            # concurrent creators each replace the marker atomically, with the same text
             self._write(marker, self._marker_text())
+        elif text != self._marker_text():
+            raise ConfigurationError(
+                f"ResponseCache({str(self.path)!r}): unknown cache format {text!r} "
+                f"(this version reads {self._marker_text()!r}); use another directory")
+
+    def _read_marker(self) -> str | None:
+        """The FORMAT marker's text, or None when there is none (it is written atomically,
+        so it is never seen half-written)."""
+        try:
+            return (self.path / self._MARKER).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:  # a folder, unreadable, not text
+            raise ConfigurationError(f"ResponseCache({str(self.path)!r}): its {self._MARKER} "
+                                     f"marker cannot be read ({exc}); use another "
+                                     "directory") from None
 
     @classmethod
     def _marker_text(cls) -> str:
@@ -767,7 +787,8 @@ class _LanguageModelProcedure(Procedure):
         try:
             reply = call_client(self.client, copy.deepcopy(messages), tools, tool_choice)
         except ClientError as exc:
-            log.add_failure(exc)
+            if not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
+                log.add_failure(exc)  # (a request refused before any was sent is no call)
             raise
         log.add(reply, cached=False)
         if cache is not None and identity is not None:
