@@ -24,7 +24,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def _tiny_results(seed=1):
-    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Decreasing("x2"),
+                       rx.Between(0, 1))
     procs = {"linear": rx.OLS("y ~ x1 + x2"), "x1 only": rx.OLS("y ~ x1")}
     return rx.Study(rx.MonotoneGP(F, n_eval=40), procs, rx.Constant(), n=[10, 20],
                     replications=5, seed=seed).run(progress=False)

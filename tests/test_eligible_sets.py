@@ -62,11 +62,11 @@ def test_monotone_gp_refuses_a_constraint_it_cannot_impose():
 
 
 def test_a_projectable_constraint_is_imposed_on_every_draw():
-    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1),
-                       Floor(0.4))
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Decreasing("x2"),
+                       rx.Between(0, 1), Floor(0.4))
     prior = rx.MonotoneGP(F, n_eval=200)
-    plain = rx.MonotoneGP(rx.EligibleSet(F.domain, rx.Increasing("x1"), rx.Between(0, 1)),
-                          n_eval=200)
+    plain = rx.MonotoneGP(rx.EligibleSet(F.domain, rx.Increasing("x1"), rx.Decreasing("x2"),
+                                         rx.Between(0, 1)), n_eval=200)
     for seed in range(3):
         truth = prior.draw([20, 40], np.random.default_rng(seed))
         ref = plain.draw([20, 40], np.random.default_rng(seed))
@@ -118,10 +118,24 @@ def test_box_from_frame_spans_the_data():
 
 
 def test_a_study_on_an_eligible_set_derived_from_data():
+    """A FiniteSet's training draws repeat its support points. Ordered both ways, repeats made
+    both projections tie them alike, so the blend weight was ½ and (1 − w) g₊ − w g₋ cancelled
+    the truths to 0.5 ± 5e-7 (a constant; r̂ a ratio of rounding noise). Now each location has
+    one value: truths vary, increase in x1 within every group of x2, and r̂ is a number."""
     rng = np.random.default_rng(2)
-    df = pd.DataFrame({"x1": rng.uniform(0, 1, 80), "x2": rng.uniform(0, 1, 80)})
+    df = pd.DataFrame({"x1": rng.uniform(0, 1, 80), "x2": rng.integers(0, 3, 80).astype(float)})
     F = rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]), rx.Increasing("x1"),
                        rx.Between(0, 1))
+    truth = rx.MonotoneGP(F).draw([30], np.random.default_rng(0))
+    y, X = truth.eval_y(30), truth.eval_X
+    assert y.std() > 0.1
+    for g in range(3):
+        inside = X[:, 1] == g
+        assert np.all(np.diff(y[inside][np.argsort(X[inside, 0])]) >= -1e-9)
+    # a training point repeating a support point carries that point's value
+    Xt, yt = truth.train_locations[0][:30], truth.train_y(30)
+    at = [np.flatnonzero((X == x).all(axis=1))[0] for x in Xt]
+    np.testing.assert_array_equal(yt, y[at])
     res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F), n=[30], replications=4,
                          progress=False)
     assert res.dataset.sizes["replication"] == 4
@@ -141,3 +155,40 @@ def test_monotone_gp_blend_of_the_two_projections_by_hand():
     # an already increasing g is its own increasing projection: w = 0 leaves it unchanged
     g = np.array([0.0, 1.0, 3.0])
     np.testing.assert_array_equal(prior.project(g, X, np.random.default_rng(0))[0], g)
+
+
+def test_projection_gives_a_repeated_location_one_value():
+    """g = (0, 2, 0.2) at x = (0, 1, 0): one value per location, the mean 0.1 of the repeat's
+    latent draws; (0.1, 2) is already increasing, so e₊ = 0, w = 0 and g̃ = (0.1, 2, 0.1) by
+    hand. Before, the repeat was a pair ordered both ways, e₊ = 0.02 > 0 and the decreasing
+    projection leaked into the blend."""
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x")))
+    g_tilde, violations = prior.project(np.array([0.0, 2.0, 0.2]),
+                                        np.array([[0.0], [1.0], [0.0]]), np.random.default_rng(0))
+    np.testing.assert_allclose(g_tilde, [0.1, 2.0, 0.1], rtol=0, atol=1e-15)
+    assert violations == 0
+    # without repeats nothing changes: the same as projecting the distinct points directly
+    g = np.array([0.3, -0.5, 1.2, 0.1])
+    X = np.array([[0.2], [0.9], [0.5], [0.1]])
+    single = prior.project(g, X, np.random.default_rng(0))[0]
+    np.testing.assert_array_equal(prior.project(np.r_[g, g[2]], np.r_[X, X[2:3]],
+                                                np.random.default_rng(0))[0], np.r_[single,
+                                                                                    single[2]])
+
+
+def test_monotonicity_that_orders_no_pair_of_points_is_refused():
+    """Points are ordered only when they agree in every unconstrained column (SPEC §6): on a
+    continuous (x1, x2) domain, Increasing("x1") alone orders no pair and imposed nothing."""
+    with pytest.raises(ConstraintError, match=r"the monotonicity in \['x1'\] orders no two of "
+                                              r"2000 distinct points .* \['x2'\]"):
+        rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1")))
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x1": rng.uniform(0, 1, 50), "x2": rng.uniform(0, 1, 50)})
+    with pytest.raises(ConstraintError, match=r"orders no two of 50 distinct points"):
+        rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]),
+                                     rx.Decreasing("x1")))
+    # a shared value of x2 is enough, and constraining x2 too orders the continuous box
+    df.loc[1, "x2"] = df.loc[0, "x2"]
+    rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]), rx.Decreasing("x1")))
+    rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"),
+                                 rx.Increasing("x2")))

@@ -261,7 +261,8 @@ class _OneDraw(rx.OLS):
 
 @pytest.fixture(scope="module")
 def tiny_study():
-    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Decreasing("x2"),
+                       rx.Between(0, 1))
     procs = {"OLS(x1,x2)": rx.OLS("y ~ x1 + x2"), "OLS(x1)": _OneDraw("y ~ x1")}
     study = rx.Study(rx.MonotoneGP(F, n_eval=60), procs, baseline=rx.Constant(), n=[10, 20],
                      replications=8, draws=3, seed=1)

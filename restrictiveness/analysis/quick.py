@@ -53,13 +53,14 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
     Examples
     --------
     >>> import restrictiveness as rx
-    >>> F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"), rx.Between(0, 1))
+    >>> F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"),
+    ...                    rx.Decreasing("x2"), rx.Between(0, 1))
     >>> res = rx.quick_check("y ~ x1 + x2", rx.MonotoneGP(F, n_eval=50), n=[20],
     ...                      replications=4, progress=False)
     >>> res.procedures
     ['y ~ x1 + x2']
     >>> res.restrictiveness.sel(discrepancy="mse", n=20).round(3).values
-    array([0.451])
+    array([0.18])
     """
     if not isinstance(procedures, Mapping):
         procedures = {procedures if isinstance(procedures, str)

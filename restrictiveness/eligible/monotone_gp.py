@@ -45,6 +45,8 @@ __all__ = ["EligibleSet", "MonotoneGP", "MonotoneGPTruth"]
 
 #: The largest jitter a MonotoneGP accepts, as a share of its kernel's variance.
 JITTER_SHARE = 0.01
+#: Evaluation points on which a MonotoneGP checks that its monotonicity orders some pair.
+ORDER_PROBE = 2000
 
 
 class EligibleSet:
@@ -249,6 +251,30 @@ class MonotoneGP(EvaluationDistribution):
         #: constraints imposed by their own projection, after the link
         self.projected = tuple(c for c in eligible.constraints
                                if not isinstance(c, self.imposes))
+        self._check_orders_points()
+
+    def _check_orders_points(self) -> None:
+        """Refuse monotonicity that orders no two distinct points of the domain.
+
+        Points are ordered only when they agree in every unconstrained column (SPEC §6), so
+        ``Increasing("x1")`` on a continuous ``(x1, x2)`` domain orders no pair and would impose
+        nothing, silently. Checked on up to :data:`ORDER_PROBE` evaluation points drawn with a
+        fixed seed (the study's random streams are untouched).
+        """
+        sign = self.eligible.sign
+        if not sign.any():
+            return
+        X, _ = self.eligible.domain.evaluation_points(ORDER_PROBE, np.random.default_rng(0))
+        X = np.unique(np.asarray(X, dtype=float)[:ORDER_PROBE], axis=0)
+        if len(ordered_pairs(X, sign)[0]) == 0:
+            free = [c for c, k in zip(self.columns, sign, strict=True) if k == 0]
+            monotone = [c for c, k in zip(self.columns, sign, strict=True) if k != 0]
+            raise ConstraintError(
+                f"the monotonicity in {monotone} orders no two of {len(X)} distinct points of the "
+                f"domain: points are ordered only when they agree in the unconstrained column(s) "
+                f"{free}, and no two do, so the constraint would impose nothing; constrain "
+                f"{free} too (Increasing/Decreasing), or use a FiniteSet whose points share "
+                f"values of {free}")
 
     def link(self, g: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Map latent values onto the ``Between`` range (identity without one).
@@ -373,6 +399,20 @@ class MonotoneGP(EvaluationDistribution):
         """
         if not self.eligible.sign.any():
             return g, 0
+        # Repeated locations (a FiniteSet's training draws are its support points) would be
+        # ordered both ways: both projections tie them alike, e₊ = e₋ and w = ½, so the blend
+        # (1 − w) g₊ − w g₋ cancels them to 0 (truths ≈ constant, measured sd 5e-7). One value
+        # per location (the mean of its latent draws: they differ by the jitter alone), projected
+        # in first-occurrence order, so that without repeats nothing changes.
+        _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+        if len(first) < len(X):
+            order = np.argsort(first)
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            at = rank[inverse.ravel()]
+            merged = np.bincount(at, weights=g) / np.bincount(at)
+            g_tilde, violations = self.project(merged, X[first[order]], rng)
+            return g_tilde[at], violations
         pairs = ordered_pairs(X, self.eligible.sign)
         g_up, _ = monotone_project(g, pairs, "increasing", order=self.order, rng=rng,
                                    tol=self.tol, max_sweeps=self.max_sweeps)
