@@ -76,6 +76,38 @@ NL = ("tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_t
 PRIOR = ("tests/test_demand_prior.py::test_kernel_matches_numpy_twin",
          "tests/test_demand_prior.py")
 KERNELS = ("tests/test_primitives.py", "tests/test_adapters.py")
+CHECKS = ("restrictiveness/shared/checks.py",
+          "tests/test_nls.py::test_options_are_refused_by_name",
+          "tests/test_study.py::test_study_options_that_int_would_truncate_are_refused",
+          "tests/test_study.py::test_results_refuse_levels_weights_and_paths_they_cannot_honour",
+          "tests/test_demand_models.py::test_demand_helpers_refuse_inputs_they_cannot_use")
+# the budget and option tests of the demand fits first (seconds), then the whole file
+FIT = ("tests/test_demand_fitting.py::test_budget_options_are_checked",
+       "tests/test_demand_fitting.py::test_budgets_count_evaluations_as_documented",
+       "tests/test_demand_fitting.py::test_followups_share_the_budget_and_run_only_after_"
+       "improvements",
+       "tests/test_demand_fitting.py::test_scipy_methods_give_the_same_optimum_as_the_compiled_one",
+       "tests/test_demand_fitting.py")
+# the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
+DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
+              "tests/test_demand_models.py::test_nested_logit_estimate_on_its_bound_is_flagged",
+              "tests/test_demand_models.py::test_analytic_elasticities_match_finite_differences",
+              "tests/test_demand_models.py::test_mxl_keeps_the_mnl_fit_as_a_candidate",
+              "tests/test_demand_models.py::test_mnl_recovers_parameters_exactly",
+              "tests/test_demand_models.py::test_mxl_recovers_means_and_diagonal_cholesky",
+              "tests/test_demand_fitting.py::test_mxl_with_zero_covariance_and_nl_with_zero_rho_"
+              "fit_as_mnl",
+              "tests/test_demand_fitting.py::test_compiled_mxl_fit_reaches_scipys_optimum",
+              "tests/test_demand_fitting.py::test_reflection_lowers_a_fit_that_ended_with_a_"
+              "diagonal_at_zero")
+ELAST = ("tests/test_demand_app.py::test_a_market_with_a_replaced_perturbation_gets_zero_"
+         "elasticities",
+         "tests/test_demand_app.py::test_baseline_elasticity_loss_is_the_mean_squared_true_"
+         "elasticity",
+         "tests/test_demand_prior.py::test_finite_differences_match_analytic_logit",
+         "tests/test_demand_prior.py::test_truth_predictor_has_zero_loss",
+         "tests/test_demand_prior.py::test_elasticity_cache_and_generic_truth",
+         "tests/test_demand_app.py", "restrictiveness/demand/elasticities.py")
 
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
@@ -350,6 +382,121 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/kernels.py", "        X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls",
            "        X1 = np.atleast_2d(np.asarray(X1, dtype=float))",
            "first argument not divided by the length scales", KERNELS),
+    # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
+    Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
+           "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",
+           "upper snapping margin scaled by the lower bound", LM),
+    Mutant("shared/_lsq_nb.py", "        if free[a] == 0:\n            continue\n        v = min(max(x[a], lo[a]), hi[a])",
+           "        v = min(max(x[a], lo[a]), hi[a])",
+           "fixed entries clipped and snapped to the box", LM),
+    Mutant("shared/_lsq_nb.py", "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):",
+           "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] > 0.0):",
+           "held on the upper bound by the inward gradient", LM),
+    Mutant("shared/_lsq_nb.py", "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):",
+           "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] > hi[a] and g[a] < 0.0):",
+           "never held on an upper bound (strict comparison)", LM),
+    Mutant("shared/_lsq_nb.py", "            opt = max(opt, abs(g[a]) / math.sqrt(G[a, a] * ssr))",
+           "            opt = max(opt, g[a] / math.sqrt(G[a, a] * ssr))",
+           "gradient cosine without its absolute value", LM),
+    Mutant("shared/_lsq_nb.py", "        if nfev >= max_nfev:\n            break\n        for a in range(p):",
+           "        if nfev > max_nfev:\n            break\n        for a in range(p):",
+           "one evaluation over the budget", LM),
+    Mutant("shared/_lsq_nb.py", "                    if nfev >= max_nfev:\n                        break\n",
+           "", "rejected steps go on past the budget", LM),
+    Mutant("shared/_lsq_nb.py", "                        small_x = math.sqrt(step) <= xtol * (xtol + math.sqrt(xnorm))",
+           "                        small_x = step <= xtol * (xtol + math.sqrt(xnorm))",
+           "step test on the squared step length", LM),
+    Mutant("shared/_lsq_nb.py", "                            pred -= 2.0 * g[a] * dx[a]",
+           "                            pred -= g[a] * dx[a]",
+           "predicted reduction with half the gradient term", LM),
+    Mutant("shared/_lsq_nb.py", "MU0 = 1e-3", "MU0 = 1e-2", "initial damping 1e-2, not 1e-3", LM),
+    Mutant("shared/_lsq_nb.py", "                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+           "                        mu *= min(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+           "Nielsen's damping update with min, not max", LM),
+    Mutant("shared/_lsq_nb.py", "                M[q, q] += mu * max(d2[idx[q]], floor)",
+           "                M[q, q] += mu", "damping not scaled by D² (Levenberg, not Marquardt)", LM),
+    Mutant("shared/_lsq_nb.py", "                    if dx[a] != 0.0 and (xn[a] == lo[a] or xn[a] == hi[a]):",
+           "                    if dx[a] != 0.0 and xn[a] == lo[a]:",
+           "a step cut at a new upper bound taken as convergence", LM),
+    Mutant("shared/_lsq_nb.py", "                        _secant_update(S, dx, gn - g, gn - np.dot(J.T, rn))",
+           "                        _secant_update(S, dx, gn - np.dot(J.T, rn), gn - g)",
+           "secant update with y and y# swapped", LM),
+    Mutant("shared/_lsq_nb.py", "                        second = actual < SWITCH * ssr",
+           "                        second = actual > SWITCH * ssr",
+           "second-order model after fast, not slow, progress", LM),
+    # -- shared/checks.py ----------------------------------------------------------------------
+    Mutant("shared/checks.py", "    if not is_whole(value) or (minimum is not None and value < minimum):",
+           "    if not is_whole(value) or (minimum is not None and value <= minimum):",
+           "the minimum itself refused", CHECKS),
+    Mutant("shared/checks.py", "    if isinstance(value, bool):\n        return False\n", "",
+           "booleans accepted as whole numbers", CHECKS),
+    Mutant("shared/checks.py", "            or not 0 < value < 1:", "            or not 0 < value <= 1:",
+           "probability 1 accepted", CHECKS),
+    Mutant("shared/checks.py", "    if not isinstance(procedures, Mapping):",
+           "    if not hasattr(procedures, \"__iter__\"):",
+           "any iterable taken for a mapping of procedures", CHECKS),
+    # -- demand/fitting.py ---------------------------------------------------------------------
+    Mutant("demand/fitting.py", "    if int(max_nfev) != max_nfev or int(max_nfev) < 1:",
+           "    if int(max_nfev) != max_nfev or int(max_nfev) < 0:",
+           "max_nfev = 0 accepted", FIT),
+    Mutant("demand/fitting.py", "            cap = {\"converge\": CONVERGE_CAP, \"start\": per_start}.get(budget, left)",
+           "            cap = {\"converge\": CONVERGE_CAP, \"start\": left}.get(budget, left)",
+           "budget='start' shares one budget", FIT),
+    Mutant("demand/fitting.py", "            if cap <= 0:", "            if cap < 0:",
+           "a start left with no evaluation still runs", FIT),
+    Mutant("demand/fitting.py", "                improved = improved or (best is not None and cost < best[1] * (1 - FOLLOWUP_GAIN))",
+           "                improved = improved or (best is not None and cost < best[1] * (1 + FOLLOWUP_GAIN))",
+           "a re-converged last digit counts as a gain", FIT),
+    Mutant("demand/fitting.py", "    status = {1: 1, 2: 2, 3: 3, 4: 2}.get(int(r.status), 0)",
+           "    status = {1: 1, 2: 2, 3: 3, 4: 2}.get(int(r.status), 1)",
+           "scipy's budget stop reported as convergence", FIT),
+    Mutant("demand/fitting.py", "        if self._x is not None and np.array_equal(z, self._x):",
+           "        if self._x is not None:",
+           "scipy's Jacobian served from the last residual call, wherever asked", FIT),
+    Mutant("demand/fitting.py", "    x0 = x0.copy()\n    _snap(x0, problem.lo, problem.hi, problem.free)",
+           "    x0 = x0.copy()", "scipy's start not put on a bound within rounding",
+           (*FIT, "tests/test_demand_fitting.py::test_the_stalled_sample_fits_below_mnl")),
+    # -- demand/models.py ----------------------------------------------------------------------
+    Mutant("demand/models.py", "            beta[names.index(\"Intercept\")] = np.log(b / (1 - W.shape[1] * b))",
+           "            beta[names.index(\"Intercept\")] = np.log(b / (1 - b))",
+           "baseline start from a one-product market", DEMAND_FIT),
+    Mutant("demand/models.py", "        lhs = np.log(np.where(ok, y, 1.0) / s0)[ok]",
+           "        lhs = np.log(np.where(ok, y, 1.0))[ok]",
+           "Berry regression on log s_j, not log(s_j/s_0)", DEMAND_FIT),
+    Mutant("demand/models.py", "                hit = abs(abs(v) - CHOL_BOUND) < tol or (v == 0 and row == col)",
+           "                hit = abs(abs(v) - CHOL_BOUND) < tol or v == 0",
+           "an off-diagonal L at 0 flagged as on a bound", DEMAND_FIT),
+    Mutant("demand/models.py", "                hit = v <= tol or v >= RHO_MAX - tol",
+           "                hit = v <= tol", "ρ on its upper bound 0.99 not flagged", DEMAND_FIT),
+    Mutant("demand/models.py", "    x_lo[d], x_hi[d] = -np.sqrt(CHOL_BOUND), np.sqrt(CHOL_BOUND)",
+           "    x_lo[d], x_hi[d] = -CHOL_BOUND, CHOL_BOUND",
+           "η = √L_aa bounded by L_aa's bound, not its square root", DEMAND_FIT),
+    Mutant("demand/models.py", "        if float(jac[:, K + q] @ r) < 0.0:",
+           "        if float(jac[:, K + q] @ r) > 0.0:",
+           "reflected start screened by the wrong slope sign",
+           ("tests/test_demand_fitting.py::test_reflected_start_has_the_same_covariance_and_is_"
+            "screened_by_its_slope", *DEMAND_FIT)),
+    Mutant("demand/models.py", "    if (y < 0).any() or (y.sum(axis=1) >= 1).any():",
+           "    if (y < 0).any() or (y.sum(axis=1) > 1).any():",
+           "inside shares summing to exactly 1 accepted", DEMAND_FIT),
+    Mutant("demand/models.py", "    g = design.price_derivative(X) @ params * _price(X, design)     # ∂δ_k/∂log p_k",
+           "    g = design.price_derivative(X) @ params     # ∂δ_k/∂log p_k",
+           "MNL elasticities in price, not log price", DEMAND_FIT),
+    # -- demand/elasticities.py ------------------------------------------------------------------
+    Mutant("demand/elasticities.py", "    ok = np.isfinite(pred).all(axis=(1, 2, 3)) & (pred > 0).all(axis=(1, 2, 3))",
+           "    ok = np.isfinite(pred).all(axis=(1, 2, 3))", "zero shares not refused", ELAST),
+    Mutant("demand/elasticities.py", "        ok &= ~np.asarray(replaced).reshape(n, 2 * J).any(axis=1)",
+           "        ok &= ~np.asarray(replaced).reshape(n, 2 * J).all(axis=1)",
+           "a market falls back only when every perturbed copy was replaced", ELAST),
+    Mutant("demand/elasticities.py", "    return float(truth.eval_weights @ err)",
+           "    return float(err.mean())", "demand discrepancies ignore the evaluation weights",
+           ELAST),
+    Mutant("demand/elasticities.py", "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)",
+           "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).sum(axis=1)",
+           "share MSE summed over products, not averaged", ELAST),
+    Mutant("demand/elasticities.py", "        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
+           "        mask = np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
+           "cross-price MSE includes the own elasticities", ELAST),
 ]
 
 
@@ -378,20 +525,23 @@ def _apply(root: Path, m: Mutant) -> str:
     return text
 
 
-def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool, float]:
-    """Run pytest in the copy: (killed, seconds)."""
+def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool, float, str]:
+    """Run pytest in the copy: (killed, seconds, the first failing test's id or "")."""
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-            "--no-header"]
+            "--no-header", "-rfE"]
     args += list(files or [])
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True)
     # exit 1: a test failed; 2: collection errors (an import broken by the mutant);
     # 4 (usage error: a test id not found) and 5 (nothing collected) are errors of this
     # script's test lists, not kills
     if proc.returncode in (4, 5):
         raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
-    return proc.returncode != 0, time.perf_counter() - start
+    # the short summary names the failure: "FAILED tests/x.py::test_y - message"
+    first = next((line.split()[1] for line in proc.stdout.splitlines()
+                  if line.startswith(("FAILED ", "ERROR "))), "")
+    return proc.returncode != 0, time.perf_counter() - start, first
 
 
 def _copy_repo(dest: Path) -> Path:
@@ -440,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONPATH=str(root))
         # the unmutated copy must pass every related test, or each mutant would look killed
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
-        failing, _ = _pytest(root, related, env)
+        failing, _, _ = _pytest(root, related, env)
         if failing:
             print(f"the unmutated copy fails its related tests {related}: fix them first")
             return 1
@@ -449,10 +599,10 @@ def main(argv: list[str] | None = None) -> int:
             _clear_numba_cache(root, m.path)
             original = _apply(root, m)
             try:
-                killed, secs = _pytest(root, m.tests, env)
+                killed, secs, by = _pytest(root, m.tests, env)
                 where = "related"
                 if not killed and not opts.quick:
-                    killed, more = _pytest(root, None, env)
+                    killed, more, by = _pytest(root, None, env)
                     secs += more
                     where = "full suite"
             finally:
@@ -460,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                 _clear_numba_cache(root, m.path)
             verdict = "killed" if killed else "SURVIVED"
             print(f"[{i:2d}/{len(mutants)}] {verdict:8s} ({where}, {secs:5.0f} s) "
-                  f"{m.path}: {m.why}", flush=True)
+                  f"{m.path}: {m.why}" + (f"\n        by {by}" if by else ""), flush=True)
             results[m.path].append((m, killed))
     print("\nmodule                           mutants  killed  survived")
     total = caught = 0
