@@ -100,6 +100,12 @@ DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_fitting.py::test_compiled_mxl_fit_reaches_scipys_optimum",
               "tests/test_demand_fitting.py::test_reflection_lowers_a_fit_that_ended_with_a_"
               "diagonal_at_zero")
+# the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
+SANDBOX = ("restrictiveness/ai/sandbox/limits.py",
+           "tests/test_sandbox.py::test_limits_validate_arguments",
+           "tests/test_sandbox.py::test_forged_results_are_refused_not_raised",
+           "tests/test_sandbox.py::test_printing_megabytes_is_stopped",
+           "tests/test_sandbox.py::test_runs_and_returns_arrays_exactly")
 ELAST = ("tests/test_demand_app.py::test_a_market_with_a_replaced_perturbation_gets_zero_"
          "elasticities",
          "tests/test_demand_app.py::test_baseline_elasticity_loss_is_the_mean_squared_true_"
@@ -497,6 +503,21 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
            "        mask = np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
            "cross-price MSE includes the own elasticities", ELAST),
+    # -- ai/sandbox: the parent's side -----------------------------------------------------------
+    Mutant("ai/sandbox/limits.py", "        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None",
+           "        return max(1, int(self.cpu_seconds if self.cpu_seconds is not None",
+           "fractional CPU limit truncated, not rounded up", SANDBOX),
+    Mutant("ai/sandbox/limits.py", "        if self.cpu_seconds is not None and not self.cpu_seconds > 0:",
+           "        if self.cpu_seconds is not None and self.cpu_seconds < 0:",
+           "cpu_seconds = 0 accepted", SANDBOX),
+    Mutant("ai/sandbox/workdir.py", "        if math.prod(shape) * dtype.itemsize != data:",
+           "        if math.prod(shape) * dtype.itemsize > data:",
+           "an array file longer than its header says accepted", SANDBOX),
+    Mutant("ai/sandbox/workdir.py", "    return status if isinstance(status, dict) else None",
+           "    return status", "a status that is not a JSON object passed on", SANDBOX),
+    Mutant("ai/sandbox/runner.py", "            self.tails[name] = (self.tails[name] + chunk)[-self.keep:]",
+           "            self.tails[name] = (self.tails[name] + chunk)[:self.keep]",
+           "the head of a stream kept, not its tail", SANDBOX),
 ]
 
 
