@@ -21,6 +21,7 @@ Usage (from the repository root)::
     python tools/mutate.py --only inference        # mutants whose module name contains this
     python tools/mutate.py --only failures,results # ... or any of these
     python tools/mutate.py --quick                 # related tests only (no full-suite pass)
+    python tools/mutate.py --why "upper bound"     # mutants whose description says this
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_fitting.py::test_compiled_mxl_fit_reaches_scipys_optimum",
               "tests/test_demand_fitting.py::test_reflection_lowers_a_fit_that_ended_with_a_"
               "diagonal_at_zero")
+LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
+                  "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
+                  "restrictiveness/lottery/models.py")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("restrictiveness/ai/sandbox/limits.py",
            "tests/test_sandbox.py::test_limits_validate_arguments",
@@ -518,6 +522,18 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/runner.py", "            self.tails[name] = (self.tails[name] + chunk)[-self.keep:]",
            "            self.tails[name] = (self.tails[name] + chunk)[:self.keep]",
            "the head of a stream kept, not its tail", SANDBOX),
+    # -- lottery/models.py: bounds, grids and the reported δ ----------------------------------------
+    Mutant("lottery/models.py", "        if ell <= np.log(lo):\n            return lo\n", "",
+           "δ on its lower bound reported as exp(log δ), an ulp off", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "                if free[a] and (theta[a] <= lo[a] or theta[a] >= hi[a])]",
+           "                if free[a] and (theta[a] <= lo[a] or theta[a] > hi[a])]",
+           "estimates on an upper bound not flagged", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q in (\"alpha\", \"delta\") and lo <= 0:",
+           "            if q in (\"alpha\", \"delta\") and lo < 0:",
+           "a lower bound of 0 accepted for α and δ", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:",
+           "            if q not in _ORDER or not vals or min(vals) < lo:",
+           "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
 ]
 
 
@@ -588,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
     ap.add_argument("--only", default="",
                     help="only mutants whose module path contains this (comma-separated: any)")
+    ap.add_argument("--why", default="",
+                    help="only mutants whose description contains this (comma-separated: any)")
     ap.add_argument("--exclude", default=None,
                     help="skip mutants whose module path contains this (to split a run)")
     ap.add_argument("--quick", action="store_true",
@@ -596,7 +614,9 @@ def main(argv: list[str] | None = None) -> int:
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     only = opts.only.split(",")
+    why = opts.why.split(",")
     mutants = [m for m in MUTANTS if any(o in m.path for o in only)
+               and any(w in m.why for w in why)
                and (opts.exclude is None or opts.exclude not in m.path)]
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
