@@ -366,6 +366,31 @@ def test_followups_share_the_budget_and_run_only_after_improvements():
     assert tight.starts[-1][3] == NOT_RUN and tight.nfev == conv.nfev
 
 
+def test_only_a_real_gain_earns_another_round_of_followups():
+    """A follow-up that lowers the best objective by more than FOLLOWUP_GAIN (relative) earns
+    the new best its own follow-ups; one that re-converges to the last digits (a gain of 1e-12)
+    does not, and the rounds stop at MAX_FOLLOWUP_ROUNDS. A scripted solver returns the cost
+    its start names, in x0[0]."""
+    from restrictiveness.demand.fitting import FOLLOWUP_GAIN, MAX_FOLLOWUP_ROUNDS
+
+    def solver(x0, lo, hi, free, data, nfev, gtol, xtol, ftol):
+        return x0, x0[0], 1, 1, 0.0
+
+    prob = Problem(None, solver, (), np.zeros(1), np.full(1, 10.0), np.ones(1, np.int64))
+    last = MAX_FOLLOWUP_ROUNDS
+    for factor, rounds in ((1 - 1e-12, 1), (1 - 0.1 * FOLLOWUP_GAIN, 1),
+                           (1 - 10 * FOLLOWUP_GAIN, last), (0.5, last)):
+        calls = []
+
+        def more(x, factor=factor, calls=calls):
+            calls.append(x[0])
+            return [("again", x * factor)]
+
+        sol = solve(prob, [("start", np.array([1.0]))], "converge", None, followups=more)
+        assert len(calls) == rounds, (factor, calls)
+        assert sol.cost == pytest.approx(factor ** rounds, rel=1e-15)
+
+
 def test_reflection_lowers_a_fit_that_ended_with_a_diagonal_at_zero():
     """Replication 47 of seed 0 at n = 100: both MXL starts ended at L[prices, prices] = 0 with
     an objective 6% above scipy dogbox's; the reflected start gets below dogbox's (0.23966)."""

@@ -77,13 +77,16 @@ NL = ("tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_t
 PRIOR = ("tests/test_demand_prior.py::test_kernel_matches_numpy_twin",
          "tests/test_demand_prior.py")
 KERNELS = ("tests/test_primitives.py", "tests/test_adapters.py")
-CHECKS = ("restrictiveness/shared/checks.py",
+CHECKS = ("tests/test_checks.py", "restrictiveness/shared/checks.py",
           "tests/test_nls.py::test_options_are_refused_by_name",
           "tests/test_study.py::test_study_options_that_int_would_truncate_are_refused",
           "tests/test_study.py::test_results_refuse_levels_weights_and_paths_they_cannot_honour",
           "tests/test_demand_models.py::test_demand_helpers_refuse_inputs_they_cannot_use")
 # the budget and option tests of the demand fits first (seconds), then the whole file
 FIT = ("tests/test_demand_fitting.py::test_budget_options_are_checked",
+       "tests/test_demand_fitting.py::test_only_a_real_gain_earns_another_round_of_followups",
+       "tests/test_demand_fitting.py::test_scipy_objective_gives_the_jacobian_of_the_point_"
+       "asked_for",
        "tests/test_demand_fitting.py::test_budgets_count_evaluations_as_documented",
        "tests/test_demand_fitting.py::test_followups_share_the_budget_and_run_only_after_"
        "improvements",
@@ -91,6 +94,13 @@ FIT = ("tests/test_demand_fitting.py::test_budget_options_are_checked",
        "tests/test_demand_fitting.py")
 # the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
 DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
+              "tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_"
+              "bound",
+              "tests/test_demand_models.py::test_mxl_box_in_the_solver_coordinates_maps_onto_the_"
+              "parameter_box",
+              "tests/test_demand_models.py::test_shares_must_leave_the_outside_good_a_positive_"
+              "share",
+              "tests/test_demand_fitting.py::test_baseline_and_berry_starts_are_their_closed_forms",
               "tests/test_demand_models.py::test_nested_logit_estimate_on_its_bound_is_flagged",
               "tests/test_demand_models.py::test_analytic_elasticities_match_finite_differences",
               "tests/test_demand_models.py::test_mxl_keeps_the_mnl_fit_as_a_candidate",
@@ -110,7 +120,9 @@ SANDBOX = ("restrictiveness/ai/sandbox/limits.py",
            "tests/test_sandbox.py::test_forged_results_are_refused_not_raised",
            "tests/test_sandbox.py::test_printing_megabytes_is_stopped",
            "tests/test_sandbox.py::test_runs_and_returns_arrays_exactly")
-ELAST = ("tests/test_demand_app.py::test_a_market_with_a_replaced_perturbation_gets_zero_"
+ELAST = ("tests/test_demand_app.py::test_demand_discrepancies_are_weighted_means_over_markets",
+         "tests/test_demand_app.py::test_a_market_with_a_zero_share_gets_zero_elasticities",
+         "tests/test_demand_app.py::test_a_market_with_a_replaced_perturbation_gets_zero_"
          "elasticities",
          "tests/test_demand_app.py::test_baseline_elasticity_loss_is_the_mean_squared_true_"
          "elasticity",
@@ -450,8 +462,8 @@ MUTANTS: list[Mutant] = [
            "    if int(max_nfev) != max_nfev or int(max_nfev) < 0:",
            "max_nfev = 0 accepted", FIT),
     Mutant("demand/fitting.py", "            cap = {\"converge\": CONVERGE_CAP, \"start\": per_start}.get(budget, left)",
-           "            cap = {\"converge\": CONVERGE_CAP, \"start\": left}.get(budget, left)",
-           "budget='start' shares one budget", FIT),
+           "            cap = {\"converge\": CONVERGE_CAP, \"start\": per_start}.get(budget, per_start)",
+           "budget='fit' gives every start the whole budget", FIT),
     Mutant("demand/fitting.py", "            if cap <= 0:", "            if cap < 0:",
            "a start left with no evaluation still runs", FIT),
     Mutant("demand/fitting.py", "                improved = improved or (best is not None and cost < best[1] * (1 - FOLLOWUP_GAIN))",
