@@ -574,14 +574,22 @@ def _apply(root: Path, m: Mutant) -> str:
     return text
 
 
-def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool, float, str]:
-    """Run pytest in the copy: (killed, seconds, the first failing test's id or "")."""
+def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
+            timeout: float | None = None) -> tuple[bool, float, str]:
+    """Run pytest in the copy: (killed, seconds, the first failing test's id or "").
+
+    A run still going after ``timeout`` seconds is stopped and counts as a kill: a mutant
+    that makes the code loop for ever (a damping factor that turns negative never grows past
+    its cap) is caught, by the hang, as a user would catch it."""
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
             "--no-header", "-rfE"]
     args += list(files or [])
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)
+    try:
+        proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return True, time.perf_counter() - start, f"a hang (no end within {timeout:g} s)"
     # exit 1: a test failed; 2: collection errors (an import broken by the mutant);
     # 4 (usage error: a test id not found) and 5 (nothing collected) are errors of this
     # script's test lists, not kills
@@ -620,6 +628,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only mutants whose description contains this (comma-separated: any)")
     ap.add_argument("--exclude", default=None,
                     help="skip mutants whose module path contains this (to split a run)")
+    ap.add_argument("--timeout", type=float, default=1200.0,
+                    help="seconds after which a mutant's related-test run counts as a hang "
+                         "(a kill; default 1200, the full-suite pass gets three times as long)")
     ap.add_argument("--quick", action="store_true",
                     help="related tests only: survivors do not get the full-suite pass")
     opts = ap.parse_args(argv)
@@ -652,10 +663,10 @@ def main(argv: list[str] | None = None) -> int:
             _clear_numba_cache(root, m.path)
             original = _apply(root, m)
             try:
-                killed, secs, by = _pytest(root, m.tests, env)
+                killed, secs, by = _pytest(root, m.tests, env, opts.timeout)
                 where = "related"
                 if not killed and not opts.quick:
-                    killed, more, by = _pytest(root, None, env)
+                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout)
                     secs += more
                     where = "full suite"
             finally:
