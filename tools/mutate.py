@@ -66,7 +66,10 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
 DEMAND = ("tests/test_demand_models.py",)
 SENS = ("tests/test_sensitivity.py",)
-LM = ("tests/test_lsq.py",)
+# the closed-form and edge tests of the solver first (seconds), then the whole file
+LM = ("tests/test_lsq.py::test_first_two_iterations_follow_the_documented_formulas",
+      "tests/test_lsq.py::test_each_bound_has_its_own_relative_margin",
+      "tests/test_lsq.py::test_fixed_entries_stay_put", "tests/test_lsq.py")
 MULTI = ("tests/test_multistart.py",)
 # the twin tests of the kernels first: the whole demand files take minutes
 MXL = ("tests/test_demand_models.py::test_kernels_match_numpy_twins",
@@ -111,11 +114,16 @@ DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_fitting.py::test_compiled_mxl_fit_reaches_scipys_optimum",
               "tests/test_demand_fitting.py::test_reflection_lowers_a_fit_that_ended_with_a_"
               "diagonal_at_zero")
-LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
+LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_bounds_and_grids_are_checked_at_both_ends",
+                  "tests/test_lottery_models.py::test_delta_on_its_lower_bound_is_the_bound_exactly",
+                  "tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
                   "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
                   "restrictiveness/lottery/models.py")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
-SANDBOX = ("restrictiveness/ai/sandbox/limits.py",
+SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
+           "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
+           "tests/test_sandbox.py::test_stream_tails_keep_the_last_bytes",
+           "restrictiveness/ai/sandbox/limits.py",
            "tests/test_sandbox.py::test_limits_validate_arguments",
            "tests/test_sandbox.py::test_forged_results_are_refused_not_raised",
            "tests/test_sandbox.py::test_printing_megabytes_is_stopped",
@@ -596,7 +604,8 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
     if proc.returncode in (4, 5):
         raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
     # the short summary names the failure: "FAILED tests/x.py::test_y - message"
-    first = next((line.split()[1] for line in proc.stdout.splitlines()
+    # (a parametrised id may hold spaces: cut at the " - " before the message)
+    first = next((line.split(" ", 1)[1].split(" - ", 1)[0] for line in proc.stdout.splitlines()
                   if line.startswith(("FAILED ", "ERROR "))), "")
     return proc.returncode != 0, time.perf_counter() - start, first
 
