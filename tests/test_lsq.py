@@ -52,6 +52,62 @@ def scipy_optimum(x0, lo, hi, data, method="trf"):
                                         max_nfev=10_000)
 
 
+# the closed forms and edges first: a mutant fails here in seconds (mutate.py runs this
+# file with -x), before the comparisons with scipy, where a broken damping can loop for ever
+
+
+def test_each_bound_has_its_own_relative_margin():
+    """The margin of an upper bound is ``BOUND_RTOL·max(1, |hi|)`` whatever the lower bound:
+    with the amplitude in [0, 1000] a start 5e-7 below 1000 (within 1e-6) is put on it, one
+    2e-6 below is not."""
+    data = problem(5)
+    lo, hi = np.array([0.0, 0.0, -10.0]), np.array([1000.0, 10.0, 10.0])
+    for gap, on in ((5e-7, True), (2e-6, False)):
+        x0 = np.array([1000.0 - gap, 1.0, 0.0])
+        x = SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0]
+        assert x[0] == (1000.0 if on else x0[0])
+
+
+def test_first_two_iterations_follow_the_documented_formulas():
+    """Two iterations on a one-parameter problem, by hand from the module docstring:
+    ``(H + μD²) s = −g`` with ``μ₀ = 1e-3`` and ``D² = max diag(JᵀJ)``; the accepted first step
+    multiplies μ by ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the actual over the predicted reduction
+    of ``Σ r²``; it reduces the objective by less than 20%, so the second step's model is
+    ``JᵀJ + S`` with S the secant update (in one dimension ``S = y#/dx``,
+    ``y# = (J₁ − J₀)ᵀ r₁``). The start, 0.3, is where these branches are taken (asserted)."""
+    t, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.5, 2.0])
+
+    def resjac(theta, data):
+        e = np.exp(theta[0] * data[0])
+        return e - data[1], (data[0] * e)[:, None]
+
+    def rj(x):
+        r, J = resjac(np.array([x]), (t, y))
+        return r, J[:, 0]
+
+    x0 = 0.3
+    r0, j0 = rj(x0)
+    g0, G0, ssr0 = j0 @ r0, j0 @ j0, r0 @ r0
+    s0 = -g0 / (G0 + 1e-3 * G0)
+    x1 = x0 + s0
+    r1, j1 = rj(x1)
+    g1, G1, ssr1 = j1 @ r1, j1 @ j1, r1 @ r1
+    rho = (ssr0 - ssr1) / (-2 * g0 * s0 - G0 * s0**2)
+    assert ssr1 < ssr0 and 0 < rho < 0.9                  # accepted; μ's update not clamped
+    assert ssr0 - ssr1 < 0.2 * ssr0 and s0 * (g1 - g0) > 0  # slow: G + S next; S updated
+    mu1 = 1e-3 * max(1 / 3, 1 - (2 * rho - 1) ** 3)
+    S = (g1 - j0 @ r1) / s0
+    x2 = x1 - g1 / (G1 + S + mu1 * max(G0, G1))
+    assert rj(x2)[0] @ rj(x2)[0] < ssr1                   # the second step is accepted too
+    solve = python_lm(resjac, "lm_one_parameter")
+    box = (np.array([-5.0]), np.array([5.0]), np.ones(1, np.int64), (t, y))
+    for budget, expected in ((2, x1), (3, x2)):
+        # zero tolerances: no convergence test stops the run before the budget
+        x, cost, nfev, status, opt = solve(np.array([x0]), *box, budget, 0.0, 0.0, 0.0)
+        assert nfev == budget and status == 0
+        assert x[0] == pytest.approx(expected, rel=1e-13)
+
+
 def test_compiled_solver_equals_its_numpy_twin():
     for seed in range(5):
         data = problem(seed)
@@ -223,58 +279,6 @@ def test_a_zero_bound_has_an_absolute_margin():
         assert SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0][2] == 0.0
     x0 = np.array([1.0, 1.0, 2 * BOUND_RTOL])
     assert SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0][2] == 2 * BOUND_RTOL
-
-
-def test_each_bound_has_its_own_relative_margin():
-    """The margin of an upper bound is ``BOUND_RTOL·max(1, |hi|)`` whatever the lower bound:
-    with the amplitude in [0, 1000] a start 5e-7 below 1000 (within 1e-6) is put on it, one
-    2e-6 below is not."""
-    data = problem(5)
-    lo, hi = np.array([0.0, 0.0, -10.0]), np.array([1000.0, 10.0, 10.0])
-    for gap, on in ((5e-7, True), (2e-6, False)):
-        x0 = np.array([1000.0 - gap, 1.0, 0.0])
-        x = SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0]
-        assert x[0] == (1000.0 if on else x0[0])
-
-
-def test_first_two_iterations_follow_the_documented_formulas():
-    """Two iterations on a one-parameter problem, by hand from the module docstring:
-    ``(H + μD²) s = −g`` with ``μ₀ = 1e-3`` and ``D² = max diag(JᵀJ)``; the accepted first step
-    multiplies μ by ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the actual over the predicted reduction
-    of ``Σ r²``; it reduces the objective by less than 20%, so the second step's model is
-    ``JᵀJ + S`` with S the secant update (in one dimension ``S = y#/dx``,
-    ``y# = (J₁ − J₀)ᵀ r₁``). The start, 0.3, is where these branches are taken (asserted)."""
-    t, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.5, 2.0])
-
-    def resjac(theta, data):
-        e = np.exp(theta[0] * data[0])
-        return e - data[1], (data[0] * e)[:, None]
-
-    def rj(x):
-        r, J = resjac(np.array([x]), (t, y))
-        return r, J[:, 0]
-
-    x0 = 0.3
-    r0, j0 = rj(x0)
-    g0, G0, ssr0 = j0 @ r0, j0 @ j0, r0 @ r0
-    s0 = -g0 / (G0 + 1e-3 * G0)
-    x1 = x0 + s0
-    r1, j1 = rj(x1)
-    g1, G1, ssr1 = j1 @ r1, j1 @ j1, r1 @ r1
-    rho = (ssr0 - ssr1) / (-2 * g0 * s0 - G0 * s0**2)
-    assert ssr1 < ssr0 and 0 < rho < 0.9                  # accepted; μ's update not clamped
-    assert ssr0 - ssr1 < 0.2 * ssr0 and s0 * (g1 - g0) > 0  # slow: G + S next; S updated
-    mu1 = 1e-3 * max(1 / 3, 1 - (2 * rho - 1) ** 3)
-    S = (g1 - j0 @ r1) / s0
-    x2 = x1 - g1 / (G1 + S + mu1 * max(G0, G1))
-    assert rj(x2)[0] @ rj(x2)[0] < ssr1                   # the second step is accepted too
-    solve = python_lm(resjac, "lm_one_parameter")
-    box = (np.array([-5.0]), np.array([5.0]), np.ones(1, np.int64), (t, y))
-    for budget, expected in ((2, x1), (3, x2)):
-        # zero tolerances: no convergence test stops the run before the budget
-        x, cost, nfev, status, opt = solve(np.array([x0]), *box, budget, 0.0, 0.0, 0.0)
-        assert nfev == budget and status == 0
-        assert x[0] == pytest.approx(expected, rel=1e-13)
 
 
 def test_secant_update_shrinks_s_by_the_nl2sol_factor():

@@ -66,10 +66,8 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
 DEMAND = ("tests/test_demand_models.py",)
 SENS = ("tests/test_sensitivity.py",)
-# the closed-form and edge tests of the solver first (seconds), then the whole file
-LM = ("tests/test_lsq.py::test_first_two_iterations_follow_the_documented_formulas",
-      "tests/test_lsq.py::test_each_bound_has_its_own_relative_margin",
-      "tests/test_lsq.py::test_fixed_entries_stay_put", "tests/test_lsq.py")
+# (its closed-form and edge tests come first in the file: pytest runs a file in its order)
+LM = ("tests/test_lsq.py",)
 MULTI = ("tests/test_multistart.py",)
 # the twin tests of the kernels first: the whole demand files take minutes
 MXL = ("tests/test_demand_models.py::test_kernels_match_numpy_twins",
