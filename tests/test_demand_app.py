@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import restrictiveness as rx
 
@@ -76,3 +77,64 @@ def test_baseline_elasticity_loss_is_the_mean_squared_true_elasticity():
     cross = E[:, ~np.eye(J, dtype=bool)]
     assert np.isclose(rx.demand.OwnElasticityMSE()(base, truth, 20), np.mean(own**2))
     assert np.isclose(rx.demand.CrossElasticityMSE()(base, truth, 20), np.mean(cross**2))
+
+
+def test_a_market_with_a_zero_share_gets_zero_elasticities():
+    """A share of 0 at a perturbed price has no log: the market gets the baseline's elasticities
+    (zero), the others their finite differences (here plain logit's closed form)."""
+    from restrictiveness.demand.elasticities import rule_elasticities
+
+    X = np.tile(np.array([[1.0, 0, 0], [2.0, 0, 0], [1.5, 0, 1]]), (2, 1, 1))
+
+    class Logit:
+        def predict(self, P):
+            e = np.exp(-2 * P[..., 0])
+            s = e / (1 + e.sum(axis=-1, keepdims=True))
+            s[len(P) // 2 + 1, 0] = 0.0           # second market, one perturbed copy
+            return s
+
+    E = rule_elasticities(Logit(), X, np.full((2, 3), 1e-5))
+    assert np.abs(E[1]).max() == 0.0
+    e = np.exp(-2 * X[0, :, 0])
+    s = e / (1 + e.sum())
+    exact = -2 * X[0, None, :, 0] * (np.eye(3) - s[None, :])   # E_jk = β p_k (1{j=k} − s_k)
+    np.testing.assert_allclose(E[0], exact, rtol=1e-8)
+
+
+def test_demand_discrepancies_are_weighted_means_over_markets():
+    """Shares, own- and cross-price MSE by hand on two markets weighted 3:1: a rule predicting
+    constant shares has zero elasticities, so its own (cross) loss is the weighted mean over
+    markets of the mean squared true own (cross) elasticity."""
+    from restrictiveness.demand.elasticities import (
+        CrossElasticityMSE,
+        OwnElasticityMSE,
+        SharesMSE,
+    )
+
+    J = 3
+    rng = np.random.default_rng(0)
+    E_true = rng.standard_normal((2, J, J))
+    y = np.array([[0.1, 0.2, 0.3], [0.3, 0.3, 0.2]])
+
+    class Truth:
+        eval_X = np.tile(np.array([[1.0, 0, 0], [2.0, 0, 0], [1.5, 0, 1]]), (2, 1, 1))
+        eval_weights = np.array([0.75, 0.25])
+        log_price_steps = np.full((2, J), 1e-3)
+
+        def eval_y(self, n):
+            return y
+
+        def elasticities(self, n):
+            return E_true
+
+    class Constant:
+        def predict(self, X):
+            return np.full(X.shape[:2], 0.2)
+
+    w, off = Truth.eval_weights, ~np.eye(J, dtype=bool)
+    shares = w @ ((0.2 - y) ** 2).mean(axis=1)
+    own = w @ (np.diagonal(E_true, axis1=1, axis2=2) ** 2).mean(axis=1)
+    cross = w @ (E_true[:, off] ** 2).mean(axis=1)
+    assert SharesMSE()(Constant(), Truth(), 10) == pytest.approx(shares, rel=1e-14)
+    assert OwnElasticityMSE()(Constant(), Truth(), 10) == pytest.approx(own, rel=1e-14)
+    assert CrossElasticityMSE()(Constant(), Truth(), 10) == pytest.approx(cross, rel=1e-14)

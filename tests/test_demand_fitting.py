@@ -14,6 +14,7 @@ from restrictiveness.demand.fitting import (
     MAX_NFEV,
     NOT_RUN,
     Problem,
+    _ScipyObjective,
     check_options,
     solve,
 )
@@ -225,6 +226,44 @@ def test_scipy_methods_give_the_same_optimum_as_the_compiled_one():
     lm = solve(prob, starts[:1], "converge", None)
     trf = solve(prob, starts[:1], "converge", None, method="trf")
     assert trf.cost == pytest.approx(lm.cost, rel=1e-6)
+    assert trf.converged and trf.starts[0][3] > 0
+    # scipy stopped by its budget (its status 0) is the budget status, not convergence
+    for method in ("trf", "dogbox"):
+        short = solve(prob, starts[:1], "start", 3, method=method)
+        assert short.starts[0][3] == 0 and short.nfev <= 3 and not short.converged
+
+
+def test_scipy_objective_gives_the_jacobian_of_the_point_asked_for():
+    """scipy asks for the Jacobian after the residuals at the same point, which the objective
+    keeps; asked at any other point (an earlier iterate) it is the Jacobian there, over the
+    free parameters."""
+    prob, starts = budget_problem()
+    x0 = starts[0][1]
+    obj = _ScipyObjective(prob, x0)
+    m = prob.free != 0
+    z0, z1 = x0[m], x0[m] + 0.05
+    for z in (z0, z1):
+        r = obj.fun(z)
+        np.testing.assert_array_equal(r, prob.resjac(z, prob.data)[0])
+    np.testing.assert_array_equal(obj.jac(z1), prob.resjac(z1, prob.data)[1][:, m])
+    np.testing.assert_array_equal(obj.jac(z0), prob.resjac(z0, prob.data)[1][:, m])
+    assert obj.nfev == 2
+
+
+def test_baseline_and_berry_starts_are_their_closed_forms():
+    """The baseline start is the common-intercept logit's fit ``γ = log(b / (1 − J b))`` with b
+    the mean inside share; the Berry start is the OLS of ``log(s_j / s_0)`` on ``w_j``, which on
+    noise-free MNL shares is β itself."""
+    X = markets(12, 4)
+    d = _Design(DEFAULT_FORMULA, X, MARKET_COLUMNS)
+    W = d(X)
+    beta = np.array([-3.0, -10.0, 0.05, 0.3])
+    e = np.exp(W @ beta)
+    y = e / (1 + e.sum(axis=1, keepdims=True))
+    b = y.mean()
+    np.testing.assert_allclose(MNL._baseline_beta(W, y, d.names),
+                               [np.log(b / (1 - 24 * b)), 0, 0, 0], rtol=1e-14)
+    np.testing.assert_allclose(MNL._berry_beta(W, y), beta, rtol=1e-10)
 
 
 # --------------------------------------------------------------------------- the stall
@@ -325,6 +364,31 @@ def test_followups_share_the_budget_and_run_only_after_improvements():
     assert len(calls) == 1 and fit.cost == pytest.approx(conv.cost, rel=1e-9)
     tight = solve(prob, starts, "fit", conv.nfev, followups=more)
     assert tight.starts[-1][3] == NOT_RUN and tight.nfev == conv.nfev
+
+
+def test_only_a_real_gain_earns_another_round_of_followups():
+    """A follow-up that lowers the best objective by more than FOLLOWUP_GAIN (relative) earns
+    the new best its own follow-ups; one that re-converges to the last digits (a gain of 1e-12)
+    does not, and the rounds stop at MAX_FOLLOWUP_ROUNDS. A scripted solver returns the cost
+    its start names, in x0[0]."""
+    from restrictiveness.demand.fitting import FOLLOWUP_GAIN, MAX_FOLLOWUP_ROUNDS
+
+    def solver(x0, lo, hi, free, data, nfev, gtol, xtol, ftol):
+        return x0, x0[0], 1, 1, 0.0
+
+    prob = Problem(None, solver, (), np.zeros(1), np.full(1, 10.0), np.ones(1, np.int64))
+    last = MAX_FOLLOWUP_ROUNDS
+    for factor, rounds in ((1 - 1e-12, 1), (1 - 0.1 * FOLLOWUP_GAIN, 1),
+                           (1 - 10 * FOLLOWUP_GAIN, last), (0.5, last)):
+        calls = []
+
+        def more(x, factor=factor, calls=calls):
+            calls.append(x[0])
+            return [("again", x * factor)]
+
+        sol = solve(prob, [("start", np.array([1.0]))], "converge", None, followups=more)
+        assert len(calls) == rounds, (factor, calls)
+        assert sol.cost == pytest.approx(factor ** rounds, rel=1e-15)
 
 
 def test_reflection_lowers_a_fit_that_ended_with_a_diagonal_at_zero():

@@ -495,6 +495,39 @@ def test_nested_logit_estimate_on_its_bound_is_flagged():
     assert "On a bound: rho[mushy=0]" in str(res.summary())
 
 
+def test_at_bounds_names_exactly_the_parameters_on_a_bound():
+    """β at ±50, ρ at 0 or 0.99, a Cholesky entry at ±100 and a diagonal (not an off-diagonal)
+    Cholesky entry at 0 are on their bounds; everything else is interior."""
+    names = ["Intercept", "prices", "rho[m=0]", "rho[m=1]", "L[a,a]", "L[b,a]", "L[b,b]",
+             "L[c,c]"]
+    fit = DemandFit("MXL", [-50.0, -49.0, 0.99, 0.5, 0.0, 0.0, 100.0, 0.3], names, None,
+                    MARKET_COLUMNS)
+    assert fit.at_bounds() == ["Intercept", "rho[m=0]", "L[a,a]", "L[b,b]"]
+    fit = DemandFit("MXL", [50.0, 1.0, 0.0, 0.98, 0.1, -100.0, 0.2, 1e-3], names, None,
+                    MARKET_COLUMNS)
+    assert fit.at_bounds() == ["Intercept", "rho[m=0]", "L[b,a]"]
+
+
+def test_mxl_box_in_the_solver_coordinates_maps_onto_the_parameter_box():
+    """The compiled MXL solver works in η with ``L_aa = η_a²``: its box on η,
+    ``[−√100, √100]``, decodes to the Cholesky diagonal's ``[0, 100]``, and every other entry
+    keeps its box."""
+    X = markets(3)
+    fit, ex = mxl_fit(X, np.r_[BETA, L_FULL], nodes=8)
+    prob = _problem("MXL", design(X)(X), fits(X)["MNL"].predict(X), ex)
+    diag = np.r_[np.zeros(4, bool), ex["lrow"] == ex["lcol"]]
+    np.testing.assert_array_equal(prob.decode(prob.x_hi), prob.hi)
+    np.testing.assert_array_equal(prob.decode(prob.x_lo)[~diag], prob.lo[~diag])
+    np.testing.assert_array_equal(prob.decode(prob.x_lo)[diag], 100.0)
+    assert (prob.lo[diag] == 0).all() and (prob.hi[diag] == 100).all()
+
+
+def test_shares_must_leave_the_outside_good_a_positive_share():
+    X = markets(2, J=2)
+    with pytest.raises(DataError, match="sum to less than 1"):
+        MNL().fit(sample(X, np.array([[0.25, 0.25], [0.5, 0.5]])))
+
+
 def test_mxl_shares_match_pyblp():
     """pyblp's random-coefficients shares at the same δ, Cholesky root and nodes."""
     import pyblp

@@ -381,6 +381,25 @@ def test_prelec_rdu_recovers_parameters():
     assert RDU(weighting=LinearWeighting()).param_names == ("alpha",)
 
 
+def test_delta_on_its_lower_bound_is_the_bound_exactly():
+    """Pessimism beyond δ = 0.01 pins log δ at log 0.01, and δ is reported as 0.01 exactly
+    (``exp(log 0.01)`` is 0.010000000000000002) and flagged as on its bound."""
+    X = lotteries(np.random.default_rng(4), 100)
+    fit = CPT(free=("alpha", "delta")).fit_arrays(X, cpt(X, alpha=0.8, delta=1e-3))
+    assert fit.params["delta"] == 0.01 and "delta" in fit.info["at_bound"]
+
+
+def test_bounds_and_grids_are_checked_at_both_ends():
+    for q in ("alpha", "delta"):
+        with pytest.raises(ConfigurationError, match=f"bounds for '{q}' must be positive"):
+            RDU(bounds={q: (0.0, 1.0)})
+    RDU(bounds={"gamma": (0.0, 1.0)})          # γ = 0 is a valid bound
+    with pytest.raises(ConfigurationError, match="grid for 'alpha' must be nonempty values "
+                                                 "within its"):
+        CPT(grid={"alpha": [0.5, 1.5]})
+    CPT(grid={"alpha": [0.01, 1.0]})           # the bounds themselves are in range
+
+
 def test_invalid_arguments_raise_named_errors():
     with pytest.raises(ConfigurationError, match="free"):
         CPT(free=("alpha", "beta"))

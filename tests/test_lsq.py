@@ -52,6 +52,62 @@ def scipy_optimum(x0, lo, hi, data, method="trf"):
                                         max_nfev=10_000)
 
 
+# the closed forms and edges first: a mutant fails here in seconds (mutate.py runs this
+# file with -x), before the comparisons with scipy, where a broken damping can loop for ever
+
+
+def test_each_bound_has_its_own_relative_margin():
+    """The margin of an upper bound is ``BOUND_RTOL·max(1, |hi|)`` whatever the lower bound:
+    with the amplitude in [0, 1000] a start 5e-7 below 1000 (within 1e-6) is put on it, one
+    2e-6 below is not."""
+    data = problem(5)
+    lo, hi = np.array([0.0, 0.0, -10.0]), np.array([1000.0, 10.0, 10.0])
+    for gap, on in ((5e-7, True), (2e-6, False)):
+        x0 = np.array([1000.0 - gap, 1.0, 0.0])
+        x = SOLVE(x0, lo, hi, FREE, data, 1, *TOL)[0]
+        assert x[0] == (1000.0 if on else x0[0])
+
+
+def test_first_two_iterations_follow_the_documented_formulas():
+    """Two iterations on a one-parameter problem, by hand from the module docstring:
+    ``(H + μD²) s = −g`` with ``μ₀ = 1e-3`` and ``D² = max diag(JᵀJ)``; the accepted first step
+    multiplies μ by ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the actual over the predicted reduction
+    of ``Σ r²``; it reduces the objective by less than 20%, so the second step's model is
+    ``JᵀJ + S`` with S the secant update (in one dimension ``S = y#/dx``,
+    ``y# = (J₁ − J₀)ᵀ r₁``). The start, 0.3, is where these branches are taken (asserted)."""
+    t, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.5, 2.0])
+
+    def resjac(theta, data):
+        e = np.exp(theta[0] * data[0])
+        return e - data[1], (data[0] * e)[:, None]
+
+    def rj(x):
+        r, J = resjac(np.array([x]), (t, y))
+        return r, J[:, 0]
+
+    x0 = 0.3
+    r0, j0 = rj(x0)
+    g0, G0, ssr0 = j0 @ r0, j0 @ j0, r0 @ r0
+    s0 = -g0 / (G0 + 1e-3 * G0)
+    x1 = x0 + s0
+    r1, j1 = rj(x1)
+    g1, G1, ssr1 = j1 @ r1, j1 @ j1, r1 @ r1
+    rho = (ssr0 - ssr1) / (-2 * g0 * s0 - G0 * s0**2)
+    assert ssr1 < ssr0 and 0 < rho < 0.9                  # accepted; μ's update not clamped
+    assert ssr0 - ssr1 < 0.2 * ssr0 and s0 * (g1 - g0) > 0  # slow: G + S next; S updated
+    mu1 = 1e-3 * max(1 / 3, 1 - (2 * rho - 1) ** 3)
+    S = (g1 - j0 @ r1) / s0
+    x2 = x1 - g1 / (G1 + S + mu1 * max(G0, G1))
+    assert rj(x2)[0] @ rj(x2)[0] < ssr1                   # the second step is accepted too
+    solve = python_lm(resjac, "lm_one_parameter")
+    box = (np.array([-5.0]), np.array([5.0]), np.ones(1, np.int64), (t, y))
+    for budget, expected in ((2, x1), (3, x2)):
+        # zero tolerances: no convergence test stops the run before the budget
+        x, cost, nfev, status, opt = solve(np.array([x0]), *box, budget, 0.0, 0.0, 0.0)
+        assert nfev == budget and status == 0
+        assert x[0] == pytest.approx(expected, rel=1e-13)
+
+
 def test_compiled_solver_equals_its_numpy_twin():
     for seed in range(5):
         data = problem(seed)
@@ -121,9 +177,11 @@ def test_evaluation_budget_is_respected():
         x, cost, nfev, status, opt = SOLVE(x0, *WIDE, FREE, data, budget, *TOL)
         assert nfev <= budget
         assert status == 0
-    # the cost never increases with the budget
-    costs = [SOLVE(x0, *WIDE, FREE, data, b, *TOL)[1] for b in range(1, full[2] + 3)]
-    assert np.all(np.diff(costs) <= 0)
+    # every budget is respected (a rejected step at the last evaluation included), and the
+    # cost never increases with the budget
+    runs = [SOLVE(x0, *WIDE, FREE, data, b, *TOL) for b in range(1, full[2] + 3)]
+    assert all(run[2] <= b for b, run in enumerate(runs, 1))
+    assert np.all(np.diff([run[1] for run in runs]) <= 0)
 
 
 def test_fixed_entries_stay_put():
@@ -139,6 +197,11 @@ def test_fixed_entries_stay_put():
     np.testing.assert_allclose(x[[0, 2]], coef, rtol=1e-9)
     none = SOLVE(x0, *WIDE, np.zeros(3, np.int64), data, 500, *TOL)
     assert none[3] == 5 and np.array_equal(none[0], x0)
+    # a fixed entry is neither clipped to the box nor put on a bound it is within rounding of
+    for rate in (WIDE[1][1] + 1.0, WIDE[0][1] + 0.5 * BOUND_RTOL * abs(WIDE[0][1])):
+        x0 = np.array([1.0, rate, 0.0])
+        x = SOLVE(x0, *WIDE, free, data, 500, *TOL)[0]
+        assert x[1] == rate
 
 
 def test_exact_fit_and_non_finite_start():
@@ -182,24 +245,27 @@ def test_secant_update_satisfies_the_secant_equation():
         np.testing.assert_array_equal(S2, S)
 
 
-def test_a_step_that_reaches_a_new_bound_does_not_end_the_fit():
+@pytest.mark.parametrize("side", [-1, 1])
+def test_a_step_that_reaches_a_new_bound_does_not_end_the_fit(side):
     """With ``‖θ‖ ≈ 1000`` the step test accepts steps up to xtol·‖θ‖ = 1e-7, far above the
     snapping margin of a rate near 1 (1e-9). A bound on the rate 2e-9 beyond the free optimum
-    is reached by a step that short, cut by the bound: the fit must go on with the rate held,
-    to the optimum on the bound, which is linear least squares in (a, c) at the bound's rate."""
+    (a lower bound above it, ``side = 1``, or an upper bound below it, ``side = -1``) is reached
+    by a step that short, cut by the bound: the fit must go on with the rate held, to the
+    optimum on the bound, which is linear least squares in (a, c) at the bound's rate."""
     rng = np.random.default_rng(0)
     t = np.linspace(0, 4, 40)
     y = 1000 * np.exp(-0.7 * t) + 3 + 5 * rng.standard_normal(40)
     lo, hi = np.array([-1e4, -10.0, -1e4]), np.array([1e4, 10.0, 1e4])
     free_x = SOLVE(np.array([900.0, 1.0, 0.0]), lo, hi, FREE, (t, y), 500, *TOL)[0]
-    lo[1] = free_x[1] + 2e-9
-    X = np.stack([np.exp(-lo[1] * t), np.ones_like(t)], axis=1)
+    bound = lo if side > 0 else hi
+    bound[1] = free_x[1] + side * 2e-9
+    X = np.stack([np.exp(-bound[1] * t), np.ones_like(t)], axis=1)
     a, c = np.linalg.lstsq(X, y, rcond=None)[0]
-    for above in (1, 2, 5, 10):
+    for beyond in (1, 2, 5, 10):
         x0 = free_x.copy()
-        x0[1] = lo[1] + above * 2e-9
+        x0[1] = bound[1] + side * beyond * 2e-9
         x, cost, nfev, status, opt = SOLVE(x0, lo, hi, FREE, (t, y), 500, 1e-10, 1e-10, 1e-12)
-        assert x[1] == lo[1] and nfev > 2
+        assert x[1] == bound[1] and nfev > 2
         np.testing.assert_allclose(x[[0, 2]], [a, c], rtol=1e-8)
 
 

@@ -743,6 +743,52 @@ def test_disk_count_fails_on_a_directory_it_cannot_read():
         remove_tree(top)
 
 
+def test_cpu_limit_is_positive_and_rounded_up():
+    for cpu in (0, 0.0, -1e-9):
+        with pytest.raises(ConfigurationError, match="cpu_seconds must be positive"):
+            SandboxLimits(cpu_seconds=cpu)
+    # the kernel counts whole seconds: a fractional limit is rounded up, never down
+    assert [SandboxLimits(cpu_seconds=c).cpu for c in (0.2, 1.0, 1.5, 2.01)] == [1, 1, 2, 3]
+    assert SandboxLimits(wall_seconds=7.5).cpu == 8
+
+
+def test_parent_reads_only_arrays_whose_header_matches_the_file(tmp_path):
+    """An output file holding more bytes than its header describes (trailing data), as well as
+    fewer, is refused; a file numpy.save wrote is read back exactly. A status that is valid
+    JSON but not an object is no status."""
+    from restrictiveness.ai.sandbox.workdir import load_array, read_status
+
+    a = np.arange(6.0).reshape(2, 3)
+    np.save(tmp_path / "good.npy", a)
+    raw = (tmp_path / "good.npy").read_bytes()
+    (tmp_path / "long.npy").write_bytes(raw + bytes(8))
+    (tmp_path / "short.npy").write_bytes(raw[:-8])
+    (tmp_path / "status.json").write_text("[1, 2]")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        np.testing.assert_array_equal(load_array("good.npy", 10**6, fd), a)
+        for name in ("long.npy", "short.npy"):
+            with pytest.raises(ValueError, match="header claims shape"):
+                load_array(name, 10**6, fd)
+        assert read_status(fd) is None
+        (tmp_path / "status.json").write_text('{"ok": true, "value": 1}')
+        assert read_status(fd) == {"ok": True, "value": 1}
+    finally:
+        os.close(fd)
+
+
+def test_stream_tails_keep_the_last_bytes():
+    """A result keeps the last 64 KiB of each stream (where a traceback is), not the first."""
+    from restrictiveness.ai.sandbox.runner import _Watch
+
+    watch = _Watch()
+    watch.feed("stderr", b"a" * 70_000)
+    watch.feed("stderr", b"Traceback: the end")
+    assert len(watch.tails["stderr"]) == _Watch.keep
+    assert watch.tails["stderr"] == (b"a" * 70_000 + b"Traceback: the end")[-_Watch.keep:]
+    assert watch.total == 70_018
+
+
 _NPY_HEAD = """
 def npy(name, descr, shape, data):
     hdr = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (descr, shape)

@@ -21,6 +21,7 @@ Usage (from the repository root)::
     python tools/mutate.py --only inference        # mutants whose module name contains this
     python tools/mutate.py --only failures,results # ... or any of these
     python tools/mutate.py --quick                 # related tests only (no full-suite pass)
+    python tools/mutate.py --why "upper bound"     # mutants whose description says this
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
 DEMAND = ("tests/test_demand_models.py",)
 SENS = ("tests/test_sensitivity.py",)
+# (its closed-form and edge tests come first in the file: pytest runs a file in its order)
 LM = ("tests/test_lsq.py",)
 MULTI = ("tests/test_multistart.py",)
 # the twin tests of the kernels first: the whole demand files take minutes
@@ -76,6 +78,64 @@ NL = ("tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_t
 PRIOR = ("tests/test_demand_prior.py::test_kernel_matches_numpy_twin",
          "tests/test_demand_prior.py")
 KERNELS = ("tests/test_primitives.py", "tests/test_adapters.py")
+CHECKS = ("tests/test_checks.py", "restrictiveness/shared/checks.py",
+          "tests/test_nls.py::test_options_are_refused_by_name",
+          "tests/test_study.py::test_study_options_that_int_would_truncate_are_refused",
+          "tests/test_study.py::test_results_refuse_levels_weights_and_paths_they_cannot_honour",
+          "tests/test_demand_models.py::test_demand_helpers_refuse_inputs_they_cannot_use")
+# the budget and option tests of the demand fits first (seconds), then the whole file
+FIT = ("tests/test_demand_fitting.py::test_budget_options_are_checked",
+       "tests/test_demand_fitting.py::test_only_a_real_gain_earns_another_round_of_followups",
+       "tests/test_demand_fitting.py::test_scipy_objective_gives_the_jacobian_of_the_point_"
+       "asked_for",
+       "tests/test_demand_fitting.py::test_budgets_count_evaluations_as_documented",
+       "tests/test_demand_fitting.py::test_followups_share_the_budget_and_run_only_after_"
+       "improvements",
+       "tests/test_demand_fitting.py::test_scipy_methods_give_the_same_optimum_as_the_compiled_one",
+       "tests/test_demand_fitting.py")
+# the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
+DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
+              "tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_"
+              "bound",
+              "tests/test_demand_models.py::test_mxl_box_in_the_solver_coordinates_maps_onto_the_"
+              "parameter_box",
+              "tests/test_demand_models.py::test_shares_must_leave_the_outside_good_a_positive_"
+              "share",
+              "tests/test_demand_fitting.py::test_baseline_and_berry_starts_are_their_closed_forms",
+              "tests/test_demand_models.py::test_nested_logit_estimate_on_its_bound_is_flagged",
+              "tests/test_demand_models.py::test_analytic_elasticities_match_finite_differences",
+              "tests/test_demand_models.py::test_mxl_keeps_the_mnl_fit_as_a_candidate",
+              "tests/test_demand_models.py::test_mnl_recovers_parameters_exactly",
+              "tests/test_demand_models.py::test_mxl_recovers_means_and_diagonal_cholesky",
+              "tests/test_demand_fitting.py::test_mxl_with_zero_covariance_and_nl_with_zero_rho_"
+              "fit_as_mnl",
+              "tests/test_demand_fitting.py::test_compiled_mxl_fit_reaches_scipys_optimum",
+              "tests/test_demand_fitting.py::test_reflection_lowers_a_fit_that_ended_with_a_"
+              "diagonal_at_zero")
+LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_bounds_and_grids_are_checked_at_both_ends",
+                  "tests/test_lottery_models.py::test_delta_on_its_lower_bound_is_the_bound_exactly",
+                  "tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
+                  "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
+                  "restrictiveness/lottery/models.py")
+# the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
+SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
+           "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
+           "tests/test_sandbox.py::test_stream_tails_keep_the_last_bytes",
+           "restrictiveness/ai/sandbox/limits.py",
+           "tests/test_sandbox.py::test_limits_validate_arguments",
+           "tests/test_sandbox.py::test_forged_results_are_refused_not_raised",
+           "tests/test_sandbox.py::test_printing_megabytes_is_stopped",
+           "tests/test_sandbox.py::test_runs_and_returns_arrays_exactly")
+ELAST = ("tests/test_demand_app.py::test_demand_discrepancies_are_weighted_means_over_markets",
+         "tests/test_demand_app.py::test_a_market_with_a_zero_share_gets_zero_elasticities",
+         "tests/test_demand_app.py::test_a_market_with_a_replaced_perturbation_gets_zero_"
+         "elasticities",
+         "tests/test_demand_app.py::test_baseline_elasticity_loss_is_the_mean_squared_true_"
+         "elasticity",
+         "tests/test_demand_prior.py::test_finite_differences_match_analytic_logit",
+         "tests/test_demand_prior.py::test_truth_predictor_has_zero_loss",
+         "tests/test_demand_prior.py::test_elasticity_cache_and_generic_truth",
+         "tests/test_demand_app.py", "restrictiveness/demand/elasticities.py")
 
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
@@ -350,6 +410,148 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/kernels.py", "        X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls",
            "        X1 = np.atleast_2d(np.asarray(X1, dtype=float))",
            "first argument not divided by the length scales", KERNELS),
+    # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
+    Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
+           "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",
+           "upper snapping margin scaled by the lower bound", LM),
+    Mutant("shared/_lsq_nb.py", "        if free[a] == 0:\n            continue\n        v = min(max(x[a], lo[a]), hi[a])",
+           "        v = min(max(x[a], lo[a]), hi[a])",
+           "fixed entries clipped and snapped to the box", LM),
+    Mutant("shared/_lsq_nb.py", "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):",
+           "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] > 0.0):",
+           "held on the upper bound by the inward gradient", LM),
+    Mutant("shared/_lsq_nb.py", "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):",
+           "        if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] > hi[a] and g[a] < 0.0):",
+           "never held on an upper bound (strict comparison)", LM),
+    Mutant("shared/_lsq_nb.py", "            opt = max(opt, abs(g[a]) / math.sqrt(G[a, a] * ssr))",
+           "            opt = max(opt, g[a] / math.sqrt(G[a, a] * ssr))",
+           "gradient cosine without its absolute value", LM),
+    Mutant("shared/_lsq_nb.py", "        if nfev >= max_nfev:\n            break\n        for a in range(p):",
+           "        if nfev > max_nfev:\n            break\n        for a in range(p):",
+           "one evaluation over the budget", LM),
+    Mutant("shared/_lsq_nb.py", "                    if nfev >= max_nfev:\n                        break\n",
+           "", "rejected steps go on past the budget", LM),
+    Mutant("shared/_lsq_nb.py", "                        small_x = math.sqrt(step) <= xtol * (xtol + math.sqrt(xnorm))",
+           "                        small_x = step <= xtol * (xtol + math.sqrt(xnorm))",
+           "step test on the squared step length", LM),
+    Mutant("shared/_lsq_nb.py", "                            pred -= 2.0 * g[a] * dx[a]",
+           "                            pred -= g[a] * dx[a]",
+           "predicted reduction with half the gradient term", LM),
+    Mutant("shared/_lsq_nb.py", "MU0 = 1e-3", "MU0 = 1e-2", "initial damping 1e-2, not 1e-3", LM),
+    Mutant("shared/_lsq_nb.py", "                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+           "                        mu *= min(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+           "Nielsen's damping update with min, not max", LM),
+    Mutant("shared/_lsq_nb.py", "                M[q, q] += mu * max(d2[idx[q]], floor)",
+           "                M[q, q] += mu", "damping not scaled by D² (Levenberg, not Marquardt)", LM),
+    Mutant("shared/_lsq_nb.py", "                    if dx[a] != 0.0 and (xn[a] == lo[a] or xn[a] == hi[a]):",
+           "                    if dx[a] != 0.0 and xn[a] == lo[a]:",
+           "a step cut at a new upper bound taken as convergence", LM),
+    Mutant("shared/_lsq_nb.py", "                        _secant_update(S, dx, gn - g, gn - np.dot(J.T, rn))",
+           "                        _secant_update(S, dx, gn - np.dot(J.T, rn), gn - g)",
+           "secant update with y and y# swapped", LM),
+    Mutant("shared/_lsq_nb.py", "                        second = actual < SWITCH * ssr",
+           "                        second = actual > SWITCH * ssr",
+           "second-order model after fast, not slow, progress", LM),
+    # -- shared/checks.py ----------------------------------------------------------------------
+    Mutant("shared/checks.py", "    if not is_whole(value) or (minimum is not None and value < minimum):",
+           "    if not is_whole(value) or (minimum is not None and value <= minimum):",
+           "the minimum itself refused", CHECKS),
+    Mutant("shared/checks.py", "    if isinstance(value, bool):\n        return False\n", "",
+           "booleans accepted as whole numbers", CHECKS),
+    Mutant("shared/checks.py", "            or not 0 < value < 1:", "            or not 0 < value <= 1:",
+           "probability 1 accepted", CHECKS),
+    Mutant("shared/checks.py", "    if not isinstance(procedures, Mapping):",
+           "    if not hasattr(procedures, \"__iter__\"):",
+           "any iterable taken for a mapping of procedures", CHECKS),
+    # -- demand/fitting.py ---------------------------------------------------------------------
+    Mutant("demand/fitting.py", "    if int(max_nfev) != max_nfev or int(max_nfev) < 1:",
+           "    if int(max_nfev) != max_nfev or int(max_nfev) < 0:",
+           "max_nfev = 0 accepted", FIT),
+    Mutant("demand/fitting.py", "            cap = {\"converge\": CONVERGE_CAP, \"start\": per_start}.get(budget, left)",
+           "            cap = {\"converge\": CONVERGE_CAP, \"start\": per_start}.get(budget, per_start)",
+           "budget='fit' gives every start the whole budget", FIT),
+    Mutant("demand/fitting.py", "            if cap <= 0:", "            if cap < 0:",
+           "a start left with no evaluation still runs", FIT),
+    Mutant("demand/fitting.py", "                improved = improved or (best is not None and cost < best[1] * (1 - FOLLOWUP_GAIN))",
+           "                improved = improved or (best is not None and cost < best[1] * (1 + FOLLOWUP_GAIN))",
+           "a re-converged last digit counts as a gain", FIT),
+    Mutant("demand/fitting.py", "    status = {1: 1, 2: 2, 3: 3, 4: 2}.get(int(r.status), 0)",
+           "    status = {1: 1, 2: 2, 3: 3, 4: 2}.get(int(r.status), 1)",
+           "scipy's budget stop reported as convergence", FIT),
+    Mutant("demand/fitting.py", "        if self._x is not None and np.array_equal(z, self._x):",
+           "        if self._x is not None:",
+           "scipy's Jacobian served from the last residual call, wherever asked", FIT),
+    Mutant("demand/fitting.py", "    x0 = x0.copy()\n    _snap(x0, problem.lo, problem.hi, problem.free)",
+           "    x0 = x0.copy()", "scipy's start not put on a bound within rounding",
+           (*FIT, "tests/test_demand_fitting.py::test_the_stalled_sample_fits_below_mnl")),
+    # -- demand/models.py ----------------------------------------------------------------------
+    Mutant("demand/models.py", "            beta[names.index(\"Intercept\")] = np.log(b / (1 - W.shape[1] * b))",
+           "            beta[names.index(\"Intercept\")] = np.log(b / (1 - b))",
+           "baseline start from a one-product market", DEMAND_FIT),
+    Mutant("demand/models.py", "        lhs = np.log(np.where(ok, y, 1.0) / s0)[ok]",
+           "        lhs = np.log(np.where(ok, y, 1.0))[ok]",
+           "Berry regression on log s_j, not log(s_j/s_0)", DEMAND_FIT),
+    Mutant("demand/models.py", "                hit = abs(abs(v) - CHOL_BOUND) < tol or (v == 0 and row == col)",
+           "                hit = abs(abs(v) - CHOL_BOUND) < tol or v == 0",
+           "an off-diagonal L at 0 flagged as on a bound", DEMAND_FIT),
+    Mutant("demand/models.py", "                hit = v <= tol or v >= RHO_MAX - tol",
+           "                hit = v <= tol", "ρ on its upper bound 0.99 not flagged", DEMAND_FIT),
+    Mutant("demand/models.py", "    x_lo[d], x_hi[d] = -np.sqrt(CHOL_BOUND), np.sqrt(CHOL_BOUND)",
+           "    x_lo[d], x_hi[d] = -CHOL_BOUND, CHOL_BOUND",
+           "η = √L_aa bounded by L_aa's bound, not its square root", DEMAND_FIT),
+    Mutant("demand/models.py", "        if float(jac[:, K + q] @ r) < 0.0:",
+           "        if float(jac[:, K + q] @ r) > 0.0:",
+           "reflected start screened by the wrong slope sign",
+           ("tests/test_demand_fitting.py::test_reflected_start_has_the_same_covariance_and_is_"
+            "screened_by_its_slope", *DEMAND_FIT)),
+    Mutant("demand/models.py", "    if (y < 0).any() or (y.sum(axis=1) >= 1).any():",
+           "    if (y < 0).any() or (y.sum(axis=1) > 1).any():",
+           "inside shares summing to exactly 1 accepted", DEMAND_FIT),
+    Mutant("demand/models.py", "    g = design.price_derivative(X) @ params * _price(X, design)     # ∂δ_k/∂log p_k",
+           "    g = design.price_derivative(X) @ params     # ∂δ_k/∂log p_k",
+           "MNL elasticities in price, not log price", DEMAND_FIT),
+    # -- demand/elasticities.py ------------------------------------------------------------------
+    Mutant("demand/elasticities.py", "    ok = np.isfinite(pred).all(axis=(1, 2, 3)) & (pred > 0).all(axis=(1, 2, 3))",
+           "    ok = np.isfinite(pred).all(axis=(1, 2, 3))", "zero shares not refused", ELAST),
+    Mutant("demand/elasticities.py", "        ok &= ~np.asarray(replaced).reshape(n, 2 * J).any(axis=1)",
+           "        ok &= ~np.asarray(replaced).reshape(n, 2 * J).all(axis=1)",
+           "a market falls back only when every perturbed copy was replaced", ELAST),
+    Mutant("demand/elasticities.py", "    return float(truth.eval_weights @ err)",
+           "    return float(err.mean())", "demand discrepancies ignore the evaluation weights",
+           ELAST),
+    Mutant("demand/elasticities.py", "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)",
+           "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).sum(axis=1)",
+           "share MSE summed over products, not averaged", ELAST),
+    Mutant("demand/elasticities.py", "        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
+           "        mask = np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
+           "cross-price MSE includes the own elasticities", ELAST),
+    # -- ai/sandbox: the parent's side -----------------------------------------------------------
+    Mutant("ai/sandbox/limits.py", "        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None",
+           "        return max(1, int(self.cpu_seconds if self.cpu_seconds is not None",
+           "fractional CPU limit truncated, not rounded up", SANDBOX),
+    Mutant("ai/sandbox/limits.py", "        if self.cpu_seconds is not None and not self.cpu_seconds > 0:",
+           "        if self.cpu_seconds is not None and self.cpu_seconds < 0:",
+           "cpu_seconds = 0 accepted", SANDBOX),
+    Mutant("ai/sandbox/workdir.py", "        if math.prod(shape) * dtype.itemsize != data:",
+           "        if math.prod(shape) * dtype.itemsize > data:",
+           "an array file longer than its header says accepted", SANDBOX),
+    Mutant("ai/sandbox/workdir.py", "    return status if isinstance(status, dict) else None",
+           "    return status", "a status that is not a JSON object passed on", SANDBOX),
+    Mutant("ai/sandbox/runner.py", "            self.tails[name] = (self.tails[name] + chunk)[-self.keep:]",
+           "            self.tails[name] = (self.tails[name] + chunk)[:self.keep]",
+           "the head of a stream kept, not its tail", SANDBOX),
+    # -- lottery/models.py: bounds, grids and the reported δ ----------------------------------------
+    Mutant("lottery/models.py", "        if ell <= np.log(lo):\n            return lo\n", "",
+           "δ on its lower bound reported as exp(log δ), an ulp off", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "                if free[a] and (theta[a] <= lo[a] or theta[a] >= hi[a])]",
+           "                if free[a] and (theta[a] <= lo[a] or theta[a] > hi[a])]",
+           "estimates on an upper bound not flagged", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q in (\"alpha\", \"delta\") and lo <= 0:",
+           "            if q in (\"alpha\", \"delta\") and lo < 0:",
+           "a lower bound of 0 accepted for α and δ", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:",
+           "            if q not in _ORDER or not vals or min(vals) < lo:",
+           "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
 ]
 
 
@@ -378,20 +580,32 @@ def _apply(root: Path, m: Mutant) -> str:
     return text
 
 
-def _pytest(root: Path, files: tuple[str, ...] | None, env: dict) -> tuple[bool, float]:
-    """Run pytest in the copy: (killed, seconds)."""
+def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
+            timeout: float | None = None) -> tuple[bool, float, str]:
+    """Run pytest in the copy: (killed, seconds, the first failing test's id or "").
+
+    A run still going after ``timeout`` seconds is stopped and counts as a kill: a mutant
+    that makes the code loop for ever (a damping factor that turns negative never grows past
+    its cap) is caught, by the hang, as a user would catch it."""
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-            "--no-header"]
+            "--no-header", "-rfE"]
     args += list(files or [])
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    try:
+        proc = subprocess.run(args, cwd=root, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return True, time.perf_counter() - start, f"a hang (no end within {timeout:g} s)"
     # exit 1: a test failed; 2: collection errors (an import broken by the mutant);
     # 4 (usage error: a test id not found) and 5 (nothing collected) are errors of this
     # script's test lists, not kills
     if proc.returncode in (4, 5):
         raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
-    return proc.returncode != 0, time.perf_counter() - start
+    # the short summary names the failure: "FAILED tests/x.py::test_y - message"
+    # (a parametrised id may hold spaces: cut at the " - " before the message)
+    first = next((line.split(" ", 1)[1].split(" - ", 1)[0] for line in proc.stdout.splitlines()
+                  if line.startswith(("FAILED ", "ERROR "))), "")
+    return proc.returncode != 0, time.perf_counter() - start, first
 
 
 def _copy_repo(dest: Path) -> Path:
@@ -417,15 +631,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the mutants and check they apply")
     ap.add_argument("--only", default="",
                     help="only mutants whose module path contains this (comma-separated: any)")
+    ap.add_argument("--why", default="",
+                    help="only mutants whose description contains this (comma-separated: any)")
     ap.add_argument("--exclude", default=None,
                     help="skip mutants whose module path contains this (to split a run)")
+    ap.add_argument("--timeout", type=float, default=1200.0,
+                    help="seconds after which a mutant's related-test run counts as a hang "
+                         "(a kill; default 1200, the full-suite pass gets three times as long)")
     ap.add_argument("--quick", action="store_true",
                     help="related tests only: survivors do not get the full-suite pass")
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     only = opts.only.split(",")
+    why = opts.why.split(",")
     mutants = [m for m in MUTANTS if any(o in m.path for o in only)
+               and any(w in m.why for w in why)
                and (opts.exclude is None or opts.exclude not in m.path)]
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
@@ -440,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONPATH=str(root))
         # the unmutated copy must pass every related test, or each mutant would look killed
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
-        failing, _ = _pytest(root, related, env)
+        failing, _, _ = _pytest(root, related, env)
         if failing:
             print(f"the unmutated copy fails its related tests {related}: fix them first")
             return 1
@@ -449,10 +670,10 @@ def main(argv: list[str] | None = None) -> int:
             _clear_numba_cache(root, m.path)
             original = _apply(root, m)
             try:
-                killed, secs = _pytest(root, m.tests, env)
+                killed, secs, by = _pytest(root, m.tests, env, opts.timeout)
                 where = "related"
                 if not killed and not opts.quick:
-                    killed, more = _pytest(root, None, env)
+                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout)
                     secs += more
                     where = "full suite"
             finally:
@@ -460,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
                 _clear_numba_cache(root, m.path)
             verdict = "killed" if killed else "SURVIVED"
             print(f"[{i:2d}/{len(mutants)}] {verdict:8s} ({where}, {secs:5.0f} s) "
-                  f"{m.path}: {m.why}", flush=True)
+                  f"{m.path}: {m.why}" + (f"\n        by {by}" if by else ""), flush=True)
             results[m.path].append((m, killed))
     print("\nmodule                           mutants  killed  survived")
     total = caught = 0
