@@ -522,8 +522,8 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)",
            "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).sum(axis=1)",
            "share MSE summed over products, not averaged", ELAST),
-    Mutant("demand/elasticities.py", "        mask = np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
-           "        mask = np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
+    Mutant("demand/elasticities.py", "        return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
+           "        return np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
            "cross-price MSE includes the own elasticities", ELAST),
     # -- ai/sandbox: the parent's side -----------------------------------------------------------
     Mutant("ai/sandbox/limits.py", "        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None",
