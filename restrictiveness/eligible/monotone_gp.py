@@ -35,6 +35,7 @@ from scipy.special import expit
 
 from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, ConstraintError
+from ..shared.sample import merge_repeats
 from .constraints import Between, Constraint, Decreasing, Increasing
 from .domains import Domain
 from .kernels import Kernel, Matern32
@@ -404,14 +405,9 @@ class MonotoneGP(EvaluationDistribution):
         # (1 − w) g₊ − w g₋ cancels them to 0 (truths ≈ constant, measured sd 5e-7). One value
         # per location (the mean of its latent draws: they differ by the jitter alone), projected
         # in first-occurrence order, so that without repeats nothing changes.
-        _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
-        if len(first) < len(X):
-            order = np.argsort(first)
-            rank = np.empty_like(order)
-            rank[order] = np.arange(len(order))
-            at = rank[inverse.ravel()]
-            merged = np.bincount(at, weights=g) / np.bincount(at)
-            g_tilde, violations = self.project(merged, X[first[order]], rng)
+        X_merged, g_merged, at = merge_repeats(X, g)
+        if len(X_merged) < len(X):
+            g_tilde, violations = self.project(g_merged, X_merged, rng)
             return g_tilde[at], violations
         pairs = ordered_pairs(X, self.eligible.sign)
         g_up, _ = monotone_project(g, pairs, "increasing", order=self.order, rng=rng,

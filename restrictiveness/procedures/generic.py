@@ -27,7 +27,7 @@ from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, parse_formula, repeated_columns
-from ..shared.sample import Sample, as_columns
+from ..shared.sample import Sample, as_columns, merge_repeats
 from .estimation import cluster_codes
 
 __all__ = ["Constant", "OLS", "GPRegression", "training_design"]
@@ -401,29 +401,6 @@ class OLS(FormulaProcedure):
         return model.fit(cov_type=cov_type, cov_kwds=kwds, use_t=True)
 
 
-def _merge_repeats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Repeated rows of ``X`` merged into one with the mean of their labels (first-occurrence
-    order; the arrays themselves when no row repeats).
-
-    Draws with replacement (``FiniteSet``) repeat locations, which makes a noise-free kernel
-    matrix singular; noise-free labels at one location agree, and where they do not the mean
-    is the least-squares value.
-
-    Examples
-    --------
-    >>> X, y = _merge_repeats(np.array([[1.0], [0.0], [1.0]]), np.array([2.0, 5.0, 4.0]))
-    >>> X.ravel().tolist(), y.tolist()
-    ([1.0, 0.0], [3.0, 5.0])
-    """
-    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
-    if len(first) == len(X):
-        return X, y
-    inverse = inverse.ravel()
-    means = np.bincount(inverse, weights=y) / np.bincount(inverse)
-    order = np.argsort(first)
-    return X[first[order]], means[order]
-
-
 class _GPRule(Fitted):
     def __init__(self, kernel, Xtrain, alpha, mean, build, constraints, columns):
         self.kernel, self.Xtrain, self.alpha, self.mean = kernel, Xtrain, alpha, mean
@@ -546,7 +523,7 @@ class GPRegression(FormulaProcedure):
             raise DataError("GPRegression: the sample contains NaN or infinite values")
         mean = float(y.mean()) if self.mean == "sample" else 0.0
         if self.noise == 0:
-            Xt, y = _merge_repeats(Xt, y)
+            Xt, y, _ = merge_repeats(Xt, y)
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
         alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
         return _GPRule(self.kernel, Xt, alpha, mean, build, self.constraints, columns)

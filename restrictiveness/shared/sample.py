@@ -9,7 +9,39 @@ import pandas as pd
 
 from .exceptions import DataError
 
-__all__ = ["Sample", "as_frame", "as_columns"]
+__all__ = ["Sample", "as_frame", "as_columns", "merge_repeats"]
+
+
+def merge_repeats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Repeated rows of ``X`` merged into one with the mean of their values, in
+    first-occurrence order.
+
+    Draws with replacement (``FiniteSet``) repeat locations. A rule has one value per location,
+    so the noise-free labels of a GP regression, or the latent draws of a pseudo-truth (which
+    differ by the jitter alone), are merged before anything that treats rows as distinct points.
+
+    Returns
+    -------
+    X_merged, y_merged : ndarray
+        The distinct rows and the mean value of each (``X`` and ``y`` themselves when no row
+        repeats).
+    at : ndarray of int
+        The merged row of every original row (``y_merged[at]`` spreads merged values back).
+
+    Examples
+    --------
+    >>> X, y, at = merge_repeats(np.array([[1.0], [0.0], [1.0]]), np.array([2.0, 5.0, 4.0]))
+    >>> X.ravel().tolist(), y.tolist(), at.tolist()
+    ([1.0, 0.0], [3.0, 5.0], [0, 1, 0])
+    """
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    if len(first) == len(X):
+        return X, y, np.arange(len(X))
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    at = rank[inverse.ravel()]
+    return X[first[order]], np.bincount(at, weights=y) / np.bincount(at), at
 
 
 def as_columns(X: np.ndarray, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
