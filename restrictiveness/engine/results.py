@@ -729,8 +729,9 @@ class Results(SensitivityMixin):
         discs = (self.discrepancies if discrepancy is None
                  else [discrepancy] if isinstance(discrepancy, str) else list(discrepancy))
         discs = [self._discrepancy(d) for d in discs]  # an unknown name was xarray's KeyError
-        procs = list(procedures) if procedures is not None else self.procedures
-        procs = [self._procedure(p) for p in ([procs] if isinstance(procs, str) else procs)]
+        procs = (self.procedures if procedures is None
+                 else [procedures] if isinstance(procedures, str) else list(procedures))
+        procs = [self._procedure(p) for p in procs]
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()
