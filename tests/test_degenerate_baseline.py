@@ -101,6 +101,7 @@ def test_an_interpolating_baseline_gives_nan_and_a_warning_naming_the_procedures
     assert np.isnan(r.values).all() and np.isnan(se.values).all()
     message = str(caught[0].message)
     assert "'linear'" in message and "'GP'" in message and "GPRegression" in message
+    assert caught[0].filename == __file__  # points at the user's line, not the package
     assert res.degenerate_baseline().values.tolist() == [[True]]
     text = res.summary().as_text()  # r̂ is cached: warned above, once
     assert "nan (nan)" in text and "zero to rounding" in text
@@ -108,11 +109,13 @@ def test_an_interpolating_baseline_gives_nan_and_a_warning_naming_the_procedures
 
 def test_contrasts_and_sensitivity_bounds_of_an_interpolating_baseline_are_nan(interpolating):
     res = interpolating
-    with pytest.warns(RuntimeWarning, match="combination.*'linear'.*'GP'"):
+    with pytest.warns(RuntimeWarning, match="combination.*'linear'.*'GP'") as caught:
         con = res.contrast("linear", "GP")
+    assert caught[0].filename == __file__
     assert np.isnan(con.to_numpy()).all()
-    with pytest.warns(RuntimeWarning, match="sensitivity bounds of.*'linear'"):
+    with pytest.warns(RuntimeWarning, match="sensitivity bounds of.*'linear'") as caught:
         sens = res.sensitivity("linear", "GP")
+    assert caught[0].filename == __file__
     assert np.isnan(sens.to_numpy()).all()
     with pytest.warns(RuntimeWarning, match="critical Γ.*'linear'"):
         crit = res.critical_gamma("linear")

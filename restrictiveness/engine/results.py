@@ -40,7 +40,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ..shared._versions import package_versions
-from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.exceptions import ConfigurationError, DataError, user_stacklevel
 from ..shared.files import CONVENTIONS, atomic_output
 from ..shared.plotting import greek, interval_label, new_axes
 from .inference import combination_estimate, normal_interval, ratio_estimate
@@ -293,6 +293,10 @@ class Results(SensitivityMixin):
         >>> res.degenerate_baseline().values.tolist()
         [[False, False]]
         """
+        return self._degenerate
+
+    @cached_property
+    def _degenerate(self) -> xr.DataArray:
         _, B = self.losses()
         Bbar = B.mean("replication").transpose("discrepancy", "n")
         if "truth_scale" not in self.dataset:
@@ -311,7 +315,7 @@ class Results(SensitivityMixin):
                       f"rounding relative to the truths' scale (mean baseline loss {Bbar:.3g}, "
                       f"truths' scale {scale:.3g}), so D̄ / B̄ is 0/0; use a baseline that does "
                       "not reproduce the pseudo-truths (e.g. rx.Constant())",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=user_stacklevel())
 
     # -- estimates ------------------------------------------------------------------------
     @cached_property
@@ -430,11 +434,8 @@ class Results(SensitivityMixin):
         D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
         B = B.sel(discrepancy=disc).transpose("n", "replication")
         est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values, B.values)
-        zero = self.degenerate_baseline().sel(discrepancy=disc).values
-        if zero.any():
-            est[zero], se[zero] = np.nan, np.nan
-            self._warn_degenerate(f"the combination {dict(weights)} of r̂", disc,
-                                  np.asarray(self.ns)[zero].tolist())
+        zero = self._degenerate_ns(f"the combination {dict(weights)} of r̂", disc)
+        est[zero], se[zero] = np.nan, np.nan
         lo, hi = normal_interval(est, se, level)
         return pd.DataFrame({"estimate": est, "se": se, "lower": lo, "upper": hi},
                             index=pd.Index(self.ns, name="n"))

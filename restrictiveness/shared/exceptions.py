@@ -5,7 +5,12 @@ Every error's docstring is the message a user sees, remedy included.
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+
 __all__ = [
+    "user_stacklevel",
     "RestrictivenessError",
     "FormulaError",
     "DataError",
@@ -349,3 +354,25 @@ class CheckpointWarning(UserWarning):
     True
     >>> tmp.cleanup()
     """
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside the package.
+
+    Call it from the function that calls :func:`warnings.warn`. Frames of ``functools`` are
+    skipped too: a ``cached_property`` sits between a property and its computation, so the
+    depth at which a warning is raised depends on the path that reached it.
+
+    Examples
+    --------
+    >>> user_stacklevel()  # called from outside the package: the caller itself
+    1
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 or frame.f_code.co_filename == functools.__file__):
+        frame, level = frame.f_back, level + 1
+    return level
