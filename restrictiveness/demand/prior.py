@@ -26,7 +26,7 @@ from ..eligible.constraints import Simplex
 from ..eligible.kernels import Matern32
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_whole
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DomainError
 from ._shares_nb import shares_nb, shares_numpy
 from .markets import MARKET_COLUMNS, MarketDistribution, elasticities_from_shares, perturbed_markets
@@ -220,8 +220,7 @@ class DemandPrior(EvaluationDistribution):
         for name, value in (("n_features", n_features), ("n_nodes", n_nodes),
                             ("n_short_nodes", n_short_nodes), ("n_train", n_train),
                             ("n_eval", n_eval)):
-            if not is_whole(value) or value < 1:  # None was a bare TypeError, 2.5 truncated
-                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+            whole_number(value, name, minimum=1)  # None was a bare TypeError, 2.5 truncated
         for name, value in (("n_types", n_types), ("n_reference_types", n_reference_types)):
             if not is_whole(value) or value < 2 or value % 2:
                 raise ConfigurationError(f"{name} must be a positive even number (antithetic "
