@@ -717,3 +717,23 @@ def test_demand_uses_the_neutral_prompt_only(capsys):
     argv = ["replicate", "demand", "--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
             "--prompts", "all", "--dry-run"]
     assert main(argv) == 2 and "neutral prompt only" in capsys.readouterr().err
+
+
+def test_a_call_budget_refuses_requests_from_a_forked_copy():
+    """Under Study.run(fit_timeout=...) fits run in forked children: a copy of the budget there
+    counted apart and its counts never came back (measured: max_requests=1 allowed one request
+    per replication, and the parent's count stayed 0). A forked copy now refuses."""
+    from restrictiveness.engine.timeouts import run_in_child
+    budget = rx.llm.CallBudget(max_requests=1)
+
+    def unit(key):
+        try:
+            budget.acquire()
+        except ConfigurationError as exc:
+            return str(exc)
+        return "sent"
+
+    out = run_in_child(unit, [0, 1], 30.0, lambda key, s: "timed out")
+    assert all("counts in the process that made it" in v for v in out.values())
+    budget.acquire()                      # the parent's own count is untouched and honoured
+    assert budget.requests == 1

@@ -495,6 +495,9 @@ class CallBudget:
         self.max_requests, self.max_tokens = max_requests, max_tokens
         self.requests = self.tokens = 0
         self._lock = threading.Lock()
+        # a forked copy (Study.run(fit_timeout=...) fits in a child process) would count apart
+        # and its counts would never come back: it refuses, as a pickled copy does
+        self._pid = os.getpid()
 
     def acquire(self) -> None:
         """Take one request, or raise :class:`BudgetExhausted` (nothing taken) if none is left.
@@ -505,6 +508,12 @@ class CallBudget:
         >>> budget.acquire(); budget.requests
         1
         """
+        if os.getpid() != self._pid:
+            raise ConfigurationError(
+                "a CallBudget counts in the process that made it, and this request comes from "
+                "another (e.g. a fit under Study.run(fit_timeout=...), which runs in a forked "
+                "child); fit language-model procedures without fit_timeout, on threads "
+                "(concurrency=N), to enforce the budget")
         with self._lock:
             if self.max_requests is not None and self.requests >= self.max_requests:
                 raise BudgetExhausted(f"call budget used up: {self.requests} of "
