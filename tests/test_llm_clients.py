@@ -737,3 +737,16 @@ def test_a_call_budget_refuses_requests_from_a_forked_copy():
     assert all("counts in the process that made it" in v for v in out.values())
     budget.acquire()                      # the parent's own count is untouched and honoured
     assert budget.requests == 1
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_the_bounded_client_keeps_the_sdks_connection_limits(sdk):
+    """httpx takes the pool's limits from the transport it is given: the bounded transport had
+    httpx's 100 connections and 20 kept alive instead of the SDK's 1,000 and 100, so more
+    than 20 threads re-opened a TLS connection for every call."""
+    from restrictiveness.ai.clients import _bounded_http_client
+    module = pytest.importorskip(sdk)
+    pool = _bounded_http_client(module, 5.0)._transport._pool
+    limits = module.DEFAULT_CONNECTION_LIMITS
+    assert (pool._max_connections, pool._max_keepalive_connections) == (
+        limits.max_connections, limits.max_keepalive_connections) == (1000, 100)

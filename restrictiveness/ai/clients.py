@@ -773,7 +773,9 @@ def _bounded_http_client(module, timeout: float):
 
     class Transport(httpx.HTTPTransport):
         def __init__(self, proxy: str | None = None) -> None:
-            super().__init__(proxy=proxy)
+            # httpx takes the pool's limits from the transport it is given, not the client:
+            # the SDK's (1,000 connections, 100 kept alive), not httpx's 100 and 20
+            super().__init__(proxy=proxy, limits=module.DEFAULT_CONNECTION_LIMITS)
             if not hasattr(self._pool, "_network_backend"):  # an HTTP library we do not know
                 raise ConfigurationError("the installed httpx2/httpcore2 cannot bound the time "
                                          "of a request; install the versions the SDKs pin")
