@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import types
 
 __all__ = [
     "user_stacklevel",
@@ -371,7 +372,8 @@ def user_stacklevel() -> int:
     >>> user_stacklevel()  # called from outside the package: the caller itself
     1
     """
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
                                  or frame.f_code.co_filename == functools.__file__):
         frame, level = frame.f_back, level + 1
