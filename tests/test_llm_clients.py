@@ -750,3 +750,11 @@ def test_the_bounded_client_keeps_the_sdks_connection_limits(sdk):
     limits = module.DEFAULT_CONNECTION_LIMITS
     assert (pool._max_connections, pool._max_keepalive_connections) == (
         limits.max_connections, limits.max_keepalive_connections) == (1000, 100)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
+def test_a_call_budget_refuses_limits_that_are_not_counts(bad):
+    with pytest.raises(ConfigurationError,
+                       match=rf"CallBudget: max_requests must be a whole number >= 0, got {bad!r}"):
+        rx.llm.CallBudget(max_requests=bad)
+    assert rx.llm.CallBudget(max_tokens=500.0).max_tokens == 500   # an integral float is a count

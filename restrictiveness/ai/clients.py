@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import math
 import os
 import random
 import re
@@ -70,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..engine.concurrency import request_slot
+from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
@@ -487,12 +487,9 @@ class CallBudget:
     """
 
     def __init__(self, max_requests: int | None = None, max_tokens: int | None = None) -> None:
-        for name, value in (("max_requests", max_requests), ("max_tokens", max_tokens)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):
-                raise ConfigurationError(f"CallBudget: {name} must be a nonnegative integer "
-                                         f"or None, got {value!r}")
-        self.max_requests, self.max_tokens = max_requests, max_tokens
+        self.max_requests, self.max_tokens = (
+            None if value is None else whole_number(value, f"CallBudget: {name}", minimum=0)
+            for name, value in (("max_requests", max_requests), ("max_tokens", max_tokens)))
         self.requests = self.tokens = 0
         self._lock = threading.Lock()
         # a forked copy (Study.run(fit_timeout=...) fits in a child process) would count apart
@@ -1098,10 +1095,7 @@ class ChatAdapter:
 def _tokens(value) -> int | None:
     """A token count the endpoint reported, or None when it is not a count (negative, NaN,
     a string): usage totals must not be poisoned by a misbehaving server."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0 or value != int(value):
-        return None
-    return int(value)
+    return int(value) if is_whole(value) and value >= 0 else None
 
 
 def _json_arguments(text: str | None) -> dict:

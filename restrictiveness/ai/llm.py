@@ -1063,7 +1063,7 @@ class Agent(_LanguageModelProcedure):
         super().__init__(client, prompt, model, target, description, timeout, limits,
                          allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
-        whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
+        rounds = whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
         if not total_seconds > 0 or not tool_chars > 100:
             raise ConfigurationError("total_seconds must be positive and tool_chars above 100")
         if tool_protocol not in TOOL_PROTOCOLS:
@@ -1077,7 +1077,7 @@ class Agent(_LanguageModelProcedure):
                                      "'text' for this client")
         self.tool_protocol = "native" if tool_protocol == "auto" and native else \
             ("text" if tool_protocol == "auto" else tool_protocol)
-        self.rounds, self.total_seconds, self.tool_chars = int(rounds), float(total_seconds), \
+        self.rounds, self.total_seconds, self.tool_chars = rounds, float(total_seconds), \
             int(tool_chars)
         self.tool_limits = tool_limits if tool_limits is not None else \
             SandboxLimits(wall_seconds=tool_timeout)
