@@ -313,6 +313,10 @@ def test_fit_timeout_must_be_a_positive_number_of_seconds(bad):
     study = _timeout_study({"linear": rx.OLS("y ~ x")})
     with pytest.raises(rx.ConfigurationError, match="fit_timeout must be a positive"):
         study.run(fit_timeout=bad, progress=False)
+    # and where the limit is applied, for direct callers (0 timed out every unit at once)
+    from restrictiveness.engine.timeouts import run_in_child
+    with pytest.raises(rx.ConfigurationError, match="fit_timeout must be a positive"):
+        run_in_child(lambda key: key, [1], bad, lambda key, s: None)
 
 
 def test_fit_timeout_is_refused_for_fits_on_threads():

@@ -52,7 +52,7 @@ _PR_SET_PDEATHSIG = 1
 COMPILE_ALLOWANCE = 600.0
 
 
-def check_timeout(timeout: object, name: str = "fit_timeout") -> float | None:
+def check_timeout(timeout: object) -> float | None:
     """``timeout`` as seconds (None: no limit); anything else is refused by name.
 
     Examples
@@ -69,10 +69,10 @@ def check_timeout(timeout: object, name: str = "fit_timeout") -> float | None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
             or not 0 < float(timeout) < float("inf"):
-        raise ConfigurationError(f"{name} must be a positive, finite number of seconds or None, "
-                                 f"got {timeout!r}")
+        raise ConfigurationError(f"fit_timeout must be a positive, finite number of seconds or "
+                                 f"None, got {timeout!r}")
     if not hasattr(os, "fork"):
-        raise ConfigurationError(f"{name} runs each fit in a forked process, which this "
+        raise ConfigurationError("fit_timeout runs each fit in a forked process, which this "
                                  "platform does not have; run without it")
     return float(timeout)
 
@@ -112,6 +112,9 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
     ...              lambda k, s: f"timed out after {round(s)} s")  # doctest: +ELLIPSIS
     {0.1: ..., 60: 'timed out after 1 s', 0.2: ...}
     """
+    # direct callers too: 0 would time out every unit, a string fail deep in select()
+    if check_timeout(timeout) is None:
+        raise ConfigurationError("run_in_child needs a timeout in seconds, got None")
     out: dict[K, R] = {}
     todo = list(keys)
     while todo:
@@ -297,8 +300,8 @@ def _die_with(parent: int) -> None:
         threading.Thread(target=exit_when_orphaned, args=(parent,), daemon=True).start()
 
 
-def exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
+def exit_when_orphaned(parent: int) -> None:
     """Exit this process once ``parent`` is no longer its parent (the parent died)."""
     while os.getppid() == parent:
-        time.sleep(interval)
+        time.sleep(0.5)
     os._exit(1)
