@@ -825,3 +825,16 @@ def test_forged_results_are_refused_not_raised(forged, reason):
                         np.random.default_rng(0))
         with pytest.raises(ProgramError, match="invalid-output"):
             rule.predict(np.zeros((2, 1)))
+
+
+def test_a_failure_reads_the_same_on_every_run(sample):
+    """The temporary directory's random name is not in a failure's message: two runs of the
+    same crashing program record the same error text (a rerun, or a serial against a
+    concurrent study, compares it)."""
+    src = "def predict(X_train, y_train, X):\n    raise ValueError('boom')\n"
+    messages = []
+    for _ in range(2):
+        rule = ProgramProcedure(src, limits=FAST).fit(sample, np.random.default_rng(0))
+        messages.append(rule.info["message"])
+    assert messages[0] == messages[1]
+    assert 'File "program.py", line 2, in predict' in messages[0]

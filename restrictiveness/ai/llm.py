@@ -88,6 +88,7 @@ from .sandbox import (
     run_python,
     workspace,
 )
+from .sandbox.runner import relative_paths
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
            "ResponseCache", "Completion", "Agent", "FINAL_MARKER", "RUN_PYTHON",
@@ -971,7 +972,7 @@ def _tool_report(result: SandboxResult, workdir: str, chars: int) -> str:
     if result.stderr.strip():
         out += ("\n[stderr]\n" if out else "[stderr]\n") + result.stderr
     text = f"{head}\n[output]\n{out}" if out.strip() else f"{head}\n[no output]"
-    text = text.replace(workdir + "/", "").replace(workdir, ".")
+    text = relative_paths(text, workdir)
     if len(text) > chars:
         text = "[output truncated]\n" + text[-(chars - 19):]
     return text

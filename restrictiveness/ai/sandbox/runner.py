@@ -143,13 +143,41 @@ def run_python(source: str, *, driver: str | None = None,
         # control directory and put a link to anywhere on this machine in its place
         control_fd = open_directory(str(control))
         try:
-            return _supervise(control, control_fd, limits, config, isolate_network)
+            result = _supervise(control, control_fd, limits, config, isolate_network)
         finally:
             os.close(control_fd)
+        # the temporary directory's random name in a traceback made the same failure read
+        # differently on every run (results and reruns compare their error text)
+        result.message = relative_paths(result.message, str(root))
+        return result
     finally:
         if not remove_tree(root if owned else control):
             warnings.warn(f"run_python: could not delete {root if owned else control}",
                           RuntimeWarning, stacklevel=2)
+
+
+def relative_paths(text: str, workdir: str) -> str:
+    """``text`` with paths inside ``workdir`` written relative to it (``workdir`` itself: ".").
+
+    Parameters
+    ----------
+    text : str
+        A message or output of a run in ``workdir``.
+    workdir : str
+        The run's working directory (absolute).
+
+    Returns
+    -------
+    str
+        The text as it would read from any working directory.
+
+    Examples
+    --------
+    >>> relative_paths('File "/tmp/rx-sandbox-ab12/program.py", line 2 in /tmp/rx-sandbox-ab12',
+    ...                "/tmp/rx-sandbox-ab12")
+    'File "program.py", line 2 in .'
+    """
+    return text.replace(workdir + "/", "").replace(workdir, ".")
 
 
 def _check_static_layers() -> None:
