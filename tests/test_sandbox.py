@@ -385,6 +385,18 @@ def predict(state, X):
     return np.column_stack([np.ones(len(X)), X]) @ state
 """
 
+# the interface as issue 7 words it: fit(X, y), then predict(X), the program keeping its state
+FIT_THEN_PREDICT_PROGRAM = """
+import numpy as np
+
+def fit(X, y):
+    global BETA
+    BETA = np.linalg.lstsq(np.column_stack([np.ones(len(X)), X]), y, rcond=None)[0]
+
+def predict(X):
+    return np.column_stack([np.ones(len(X)), X]) @ BETA
+"""
+
 
 @pytest.fixture(scope="module")
 def sample():
@@ -395,7 +407,8 @@ def sample():
 
 
 @pytest.mark.parametrize("source, interface", [(OLS_PROGRAM, "predict"),
-                                               (FIT_PREDICT_PROGRAM, "fit_predict")])
+                                               (FIT_PREDICT_PROGRAM, "fit_predict"),
+                                               (FIT_THEN_PREDICT_PROGRAM, "fit_predict")])
 def test_program_matches_the_ols_procedure(sample, source, interface):
     rng = np.random.default_rng(0)
     rule = ProgramProcedure(source, interface, limits=FAST).fit(sample, rng)
