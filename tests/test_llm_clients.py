@@ -758,3 +758,18 @@ def test_a_call_budget_refuses_limits_that_are_not_counts(bad):
                        match=rf"CallBudget: max_requests must be a whole number >= 0, got {bad!r}"):
         rx.llm.CallBudget(max_requests=bad)
     assert rx.llm.CallBudget(max_tokens=500.0).max_tokens == 500   # an integral float is a count
+
+
+def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price():
+    from restrictiveness.engine.usage import price_per_token
+
+    assert price_per_token({"m": (2.5, 10.0)}, "m") == (2.5e-6, 1e-5)
+    assert price_per_token({"m": {"input": 3, "output": 15}}, "m") == (3e-6, 15e-6)
+    # a NaN price made the cost column NaN, summed by pandas to $0.00; a key other than
+    # input/output (a typo, a cached-input price) was ignored
+    for entry in [(float("nan"), 2.0), (1.0, float("inf")), (-1.0, 2.0),
+                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,)]:
+        with pytest.raises(ConfigurationError, match=r"prices\['m'\] must be"):
+            price_per_token({"m": entry}, "m")
+    with pytest.raises(ConfigurationError, match="no price for model 'other'"):
+        price_per_token({"m": (1, 2)}, "other")
