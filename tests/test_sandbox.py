@@ -356,6 +356,28 @@ def test_allow_list_is_configurable():
 def test_limits_validate_arguments():
     with pytest.raises(ConfigurationError, match="wall_seconds"):
         SandboxLimits(wall_seconds=0)
+    # an infinite limit is no limit; a string failed with a bare TypeError, True passed as 1 s
+    for bad in (float("inf"), "10", True, None):
+        with pytest.raises(ConfigurationError, match="wall_seconds must be positive and finite"):
+            SandboxLimits(wall_seconds=bad)
+    with pytest.raises(ConfigurationError, match="cpu_seconds must be positive and finite"):
+        SandboxLimits(cpu_seconds=float("inf"))
+    for bad in (0.5, "1000", True):
+        with pytest.raises(ConfigurationError, match="memory_bytes must be a whole number"):
+            SandboxLimits(memory_bytes=bad)
+    exact = SandboxLimits(memory_bytes=1.5e9, file_bytes=np.int64(10**6))
+    assert (exact.memory_bytes, exact.file_bytes) == (1_500_000_000, 10**6)
+    assert type(exact.memory_bytes) is int and type(exact.file_bytes) is int
+    # a string allow-list allowed its letters ("math": m, a, t, h), so `import math` failed
+    for make in (lambda: run_python("import math", allowed_modules="math"),
+                 lambda: ProgramProcedure("x = 1", allowed_modules="numpy"),
+                 lambda: rx.Completion(print, model="m", allowed_modules="numpy"),
+                 lambda: rx.Agent(print, tool_modules="scipy")):
+        with pytest.raises(ConfigurationError, match="not the string"):
+            make()
+    with pytest.raises(ConfigurationError, match="3 is not a module name"):
+        ProgramProcedure("x = 1", allowed_modules=["numpy", 3])
+    assert ProgramProcedure("x = 1", allowed_modules=("math",)).allowed_modules == {"math"}
     with pytest.raises(ConfigurationError, match="cpu_seconds"):
         SandboxLimits(cpu_seconds=-1)
     with pytest.raises(ConfigurationError, match="inputs"):

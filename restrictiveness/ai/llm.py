@@ -88,6 +88,7 @@ from .sandbox import (
     run_python,
     workspace,
 )
+from .sandbox.limits import module_names
 from .sandbox.runner import relative_paths
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
@@ -759,7 +760,8 @@ class _LanguageModelProcedure(Procedure):
         self.model = None if self.identity is None else self.identity["model"]
         self.target, self.description = target, description
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
-        self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
+        self.allowed_modules = None if allowed_modules is None else \
+            module_names(allowed_modules)
         if cache is not None:
             if self.model is None:
                 raise ConfigurationError(
@@ -1082,7 +1084,8 @@ class Agent(_LanguageModelProcedure):
             int(tool_chars)
         self.tool_limits = tool_limits if tool_limits is not None else \
             SandboxLimits(wall_seconds=tool_timeout)
-        self.tool_modules = frozenset(tool_modules) if tool_modules is not None else \
+        self.tool_modules = module_names(tool_modules, "tool_modules") \
+            if tool_modules is not None else \
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
         self.max_file_bytes = int(max_file_bytes)
 

@@ -59,6 +59,7 @@ from ..shared import pyast
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
+from .sandbox.limits import module_names
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
            "INTERFACES"]
@@ -273,7 +274,8 @@ class ProgramProcedure(Procedure):
             raise ConfigurationError(f"interface must be one of {INTERFACES}, got {interface!r}")
         self.source, self.interface = source, interface
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
-        self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
+        self.allowed_modules = None if allowed_modules is None else \
+            module_names(allowed_modules)
         self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
         self.files = dict(files) if files else None
         if label is not None:

@@ -28,7 +28,7 @@ from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
-from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
+from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
 from .workdir import load_array, open_directory, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
@@ -107,7 +107,8 @@ def run_python(source: str, *, driver: str | None = None,
                                  "and seccomp layers are Linux's); run studies with program "
                                  "procedures on a Linux machine or container")
     limits = limits if limits is not None else SandboxLimits()
-    allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else allowed_modules)
+    allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else
+                     module_names(allowed_modules))
     if not isinstance(source, str):
         raise ConfigurationError("source must be a string of Python code")
     full = limits.isolation == "full"
