@@ -773,3 +773,34 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
             price_per_token({"m": entry}, "m")
     with pytest.raises(ConfigurationError, match="no price for model 'other'"):
         price_per_token({"m": (1, 2)}, "other")
+
+
+@pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
+def test_adapters_refuse_options_they_would_misuse(cls):
+    make = getattr(rx.llm, cls)
+    for options, message in [
+            ({"timeout": float("inf")}, "timeout must be positive, finite"),
+            ({"max_retries": 2.5}, "max_retries must be a whole number >= 0"),
+            ({"max_retries": True}, "max_retries must be a whole number"),
+            ({"max_tokens": 100.5}, "max_tokens must be a whole number >= 1"),
+            ({"api_key_env": ""}, "api_key_env must name an environment variable"),
+            ({"extra_body": {"model": "other"}}, r"extra_body must not set \['model'\]"),
+            ({"extra_body": {"temperature": 1.5, "seed": 1}},
+             r"extra_body must not set \['temperature'\]"),
+            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]")]:
+        with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
+            make("m", base_url="http://127.0.0.1:9/v1", **options)
+    ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),
+              extra_body={"seed": 7})
+    assert (ok.max_tokens, ok.max_retries, ok.extra_body) == (100, 2, {"seed": 7})
+    assert type(ok.max_tokens) is int and type(ok.max_retries) is int
+
+
+def test_extra_body_cannot_make_the_endpoint_serve_another_model():
+    """Before, extra_body={"model": ...} replaced the model in the request: the server answered
+    as 'other' while fit_info, the price table and the cache named 'm'."""
+    with ChatServer("openai", lambda body: body["model"]) as server:
+        llm = adapter(server, "m", api_key="sk-x", extra_body={"seed": 1})
+        assert llm([{"role": "user", "content": "hi"}]) == "m"
+        with pytest.raises(ConfigurationError, match="extra_body must not set"):
+            adapter(server, "m", api_key="sk-x", extra_body={"model": "other"})
