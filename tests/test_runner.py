@@ -351,3 +351,34 @@ def test_numba_compilation_does_not_count_against_fit_timeout():
     plain = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
                      replications=2, seed=7).run(progress=False).dataset
     assert (ds["loss"].values == plain["loss"].values).all()
+
+
+class StuckAfterSetUp(rx.Procedure):
+    """Makes a file, then never returns; its ``finally`` removes the file (as the sandbox
+    removes a program's temporary directory)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __repr__(self):
+        return f"StuckAfterSetUp({self.folder!r})"
+
+    def fit(self, sample, rng):
+        path = os.path.join(self.folder, f"{os.getpid()}-{time.monotonic_ns()}")
+        open(path, "w").close()
+        try:
+            while True:
+                time.sleep(1)
+        finally:
+            os.remove(path)
+
+
+def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
+    """Before, SIGKILL left every file a stuck fit would have removed in its ``finally`` (one
+    /tmp/rx-sandbox-* directory per timed-out program fit); it is now asked to stop first."""
+    study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
+                     n=[10], replications=2, seed=7)
+    with pytest.warns(rx.FailureWarning, match="timed out after 1 s"):
+        ds = study.run(fit_timeout=1, progress=False).dataset
+    assert (ds["failed"] == 1).all()
+    assert list(tmp_path.iterdir()) == []

@@ -873,3 +873,18 @@ def test_a_failure_reads_the_same_on_every_run(sample):
         messages.append(rule.info["message"])
     assert messages[0] == messages[1]
     assert 'File "program.py", line 2, in predict' in messages[0]
+
+
+def test_a_program_stopped_by_fit_timeout_leaves_no_directory(monkeypatch, tmp_path):
+    """A study's fit_timeout killed the fit's process while its program ran: the sandbox's
+    temporary directory was left behind, one per timed-out fit."""
+    import tempfile as tempfile_module
+
+    monkeypatch.setattr(tempfile_module, "tempdir", str(tmp_path))
+    src = "import time\ndef predict(X_train, y_train, X):\n    time.sleep(60)\n"
+    study = rx.lottery.study({"P": ProgramProcedure(src, limits=FAST)}, n=[10], replications=2,
+                             seed=0, n_eval=20)
+    with pytest.warns(rx.FailureWarning, match="timed out after 2 s"):
+        ds = study.run(fit_timeout=2, progress=False).dataset
+    assert (ds["failed"] == 1).all()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("rx-sandbox-")] == []
