@@ -29,7 +29,7 @@ or, with the program keeping its fitted state itself (``fit(X, y)`` then ``predi
     def predict(X):
         return [MEAN] * len(X)
 
-(a ``predict`` that accepts a single argument is called as ``predict(X)``).
+(a ``predict`` that cannot take two arguments is called as ``predict(X)``).
 
 Arrays keep their shapes: covariates have observations along the first axis and named columns
 along the last (``(n, d)`` for lotteries, ``(markets, J, 3)`` for demand); predictions must have
@@ -79,11 +79,13 @@ if not callable(fit):
     fail("crash", "the program defines no function fit(X_train, y_train)")
 if not callable(predict):
     fail("crash", "the program defines no function predict(state, X) or predict(X)")
-try:  # predict(X): the program keeps its fitted state itself (scikit-learn's fit, predict)
+try:  # predict(X) only: the program keeps its fitted state itself (scikit-learn's fit, predict)
     import inspect
-    inspect.signature(predict).bind(inputs["X"])
+    inspect.signature(predict).bind(None, None)
+    keeps_state = False
+except TypeError:
     keeps_state = True
-except (TypeError, ValueError):
+except ValueError:  # no signature to read: the documented predict(state, X)
     keeps_state = False
 state = fit(inputs["X_train"], inputs["y_train"])
 save("pred", predict(inputs["X"]) if keeps_state else predict(state, inputs["X"]))
