@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 import restrictiveness as rx
 from restrictiveness.engine.failures import GuardedRule, repair
@@ -106,7 +107,8 @@ def test_a_rule_failing_in_predict_counts_the_rows_a_failed_fit_counts():
     study = rx.lottery.study({"fit": _Failing("fit"), "predict": _Failing("predict")},
                              n=[10], replications=2, seed=0, n_eval=40)
     assert len(study.discrepancies) == 1
-    res = study.run(progress=False)
+    with pytest.warns(rx.FailureWarning, match="predict failed in 2 of 2 fits"):
+        res = study.run(progress=False)
     invalid = res.dataset["invalid"].sel(n=10)
     np.testing.assert_array_equal(invalid.sel(procedure="fit").values, [40, 40])
     np.testing.assert_array_equal(invalid.sel(procedure="predict").values, [40, 40])

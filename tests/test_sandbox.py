@@ -888,3 +888,21 @@ def test_a_program_stopped_by_fit_timeout_leaves_no_directory(monkeypatch, tmp_p
         ds = study.run(fit_timeout=2, progress=False).dataset
     assert (ds["failed"] == 1).all()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("rx-sandbox-")] == []
+
+
+@pytest.mark.parametrize("options", [{}, {"n_jobs": 2}, {"fit_timeout": 60},
+                                     {"concurrency": 2}])
+def test_a_study_stops_when_the_sandbox_cannot_isolate(options, monkeypatch):
+    """Fail closed in a study too: a missing layer raises out of the run (serially, in worker
+    processes, in a fit's timed child, on threads). Before, every program fit was recorded as
+    failed and the study reported the baseline's losses for it, with a FailureWarning."""
+    from scripted import Scripted, fenced
+
+    from restrictiveness.ai.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "landlock_abi", lambda: 0)
+    procedure = rx.Completion(Scripted(fenced(OLS_PROGRAM)), model="m", limits=FAST) \
+        if "concurrency" in options else ProgramProcedure(OLS_PROGRAM, limits=FAST)
+    study = rx.lottery.study({"P": procedure}, n=[10], replications=2, seed=0, n_eval=20)
+    with pytest.raises(rx.SandboxUnavailableError, match="'landlock'.*guard-only"):
+        study.run(progress=False, **options)

@@ -51,7 +51,7 @@ from ..shared.exceptions import (
 )
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, Discrepancy
-from .failures import GuardedRule, is_interrupt, reraise_interrupt
+from .failures import GuardedRule, is_interrupt, reraise_fatal
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
@@ -861,7 +861,7 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     try:
         fitted, error = procedure.fit(sample, rng), ""
     except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
-        reraise_interrupt(exc)
+        reraise_fatal(exc)
         fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
@@ -919,7 +919,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                     study.evaluation.columns).baseline_predict)
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
-                reraise_interrupt(exc)
+                reraise_fatal(exc)
                 if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
                     raise
                 raise BaselineError(
@@ -969,7 +969,7 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
         try:
             loss[d] = disc(guard, truth, n)
         except Exception as exc:  # noqa: BLE001 - broken discrepancy input
-            reraise_interrupt(exc)
+            reraise_fatal(exc)
             guard.failed = True
             guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
             guard.fitted = None
