@@ -382,3 +382,21 @@ def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
         ds = study.run(fit_timeout=1, progress=False).dataset
     assert (ds["failed"] == 1).all()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrency_without_io_bound_procedures_warns():
+    """concurrency and requests_per_minute only act on io_bound procedures; asked of a study
+    without any, they were ignored silently (a user expecting threaded CPU fits got none)."""
+    study = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7)
+    reference = study.run(progress=False).dataset
+    for options in ({"concurrency": 4}, {"requests_per_minute": 60}):
+        with pytest.warns(RuntimeWarning, match="this study has none, so they have no effect"):
+            ds = study.run(progress=False, **options).dataset
+        assert (ds["loss"] == reference["loss"]).all()
+    llm = rx.OLS("y ~ x")
+    llm.io_bound = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rx.Study(_prior(), {"llm": llm}, baseline=rx.Constant(), n=[10], replications=2,
+                 seed=7).run(progress=False, concurrency=2)

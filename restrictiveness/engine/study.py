@@ -48,6 +48,7 @@ from ..shared.exceptions import (
     ExecutionError,
     FailureWarning,
     StudyInterrupted,
+    user_stacklevel,
 )
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, Discrepancy
@@ -579,6 +580,13 @@ class Study:
                                      f"I/O-bound fits) or None, got {concurrency!r}")
         n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
+        if not io and (concurrency is not None or requests_per_minute is not None):
+            # a user asking for threads or a rate limit for fits they never apply to would
+            # otherwise get neither, without a word
+            warnings.warn("concurrency and requests_per_minute apply to I/O-bound procedures "
+                          "(io_bound = True: the language-model procedures), and this study "
+                          "has none, so they have no effect; other fits run on n_jobs worker "
+                          "processes", RuntimeWarning, stacklevel=user_stacklevel())
         threaded = io if concurrency is not None else set()
         if check_timeout(fit_timeout) is not None and threaded:
             raise ConfigurationError(
