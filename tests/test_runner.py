@@ -400,3 +400,28 @@ def test_concurrency_without_io_bound_procedures_warns():
         warnings.simplefilter("error", RuntimeWarning)
         rx.Study(_prior(), {"llm": llm}, baseline=rx.Constant(), n=[10], replications=2,
                  seed=7).run(progress=False, concurrency=2)
+
+
+def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path):
+    """Ctrl-C stops the pool with SIGTERM: the workers' fits unwind through their ``finally``
+    (the sandbox removes a running program's temporary directory) and the workers exit
+    instead of starting a queued replication. Before, SIGTERM's default action left one file
+    (one /tmp/rx-sandbox-* directory) per worker."""
+    import threading
+
+    study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
+                     n=[10], replications=6, seed=7)
+
+    def interrupt_when_both_workers_are_stuck():
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_both_workers_are_stuck, daemon=True).start()
+    with pytest.raises(rx.StudyInterrupted):
+        study.run(n_jobs=2, progress=False)
+    deadline = time.monotonic() + 5
+    while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.iterdir()) == []

@@ -694,13 +694,32 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     return max(1, min(int(n_jobs), units))
 
 
+class _Terminated(SystemExit):
+    """The parent's SIGTERM in a pool worker: the unit unwinds through its clean-up."""
+
+
+def _exit_worker(signum, frame) -> None:
+    raise _Terminated(128 + signum)
+
+
+def _pool_unit(study: Study, m: int, fit_timeout: float | None) -> ReplicationRecord:
+    """:func:`run_unit` in a pool worker, which exits once a SIGTERM has unwound the unit: the
+    executor would report the exception and start the next queued replication."""
+    try:
+        return run_unit(study, m, fit_timeout)
+    except _Terminated as exc:
+        os._exit(int(exc.code or 1))
+
+
 def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A forked worker inherits the command line's SIGTERM handler, which would raise in the
-    # worker: SIGTERM keeps its default action there (the parent stops the pool).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The parent stops the pool with SIGTERM (and SIGKILL a second later): the worker exits
+    # through its clean-up, so that, e.g., the sandbox removes the temporary directory of a
+    # program it was running (the default action left one per worker on Ctrl-C). It replaces
+    # the command line's handler, inherited through the fork.
+    signal.signal(signal.SIGTERM, _exit_worker)
     # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
     # would wait for work for ever, holding their memory: they exit once it is gone.
     parent = os.getppid()
@@ -724,7 +743,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     def submit_next() -> None:
         for m in pending:
             if claim is None or claim(m):
-                running[pool.submit(run_unit, study, m, fit_timeout)] = m
+                running[pool.submit(_pool_unit, study, m, fit_timeout)] = m
                 return
 
     try:
