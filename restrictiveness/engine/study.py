@@ -344,8 +344,9 @@ class Study:
             under the failure protocol, and the run goes on. To be stopped for real, fits then
             run in a child process forked by whichever process runs the replication (this one
             when serial, a pool or dask worker otherwise; one fork per replication, tens of
-            milliseconds), which is killed, with whatever it started, when a fit overruns; a
-            new child goes on with the next fit. The other fits' numbers are those of a run
+            milliseconds), which is stopped when a fit overruns (asked first, so that the fit's
+            clean-up runs, then killed with whatever it started within 2 s); a new child goes
+            on with the next fit. The other fits' numbers are those of a run
             without a limit, on any backend. The baseline's fits and the pseudo-truth draws
             are not limited. Not with ``concurrency`` for I/O-bound procedures: their fits
             run on threads, which cannot be stopped (they bound their own requests and
