@@ -713,6 +713,16 @@ def test_command_line_refuses_inconsistent_llm_options(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_command_line_names_its_own_option_for_a_missing_key(capsys, monkeypatch):
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    argv = ["replicate", "lottery", "-M", "2", "--llm", "openai:gpt-4o", "--api-key-env",
+            "RX_NO_SUCH_KEY"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "set the environment variable RX_NO_SUCH_KEY (or name another with " \
+        "--api-key-env NAME)" in err and "api_key=" not in err
+
+
 def test_demand_uses_the_neutral_prompt_only(capsys):
     argv = ["replicate", "demand", "--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
             "--prompts", "all", "--dry-run"]
