@@ -512,6 +512,25 @@ def test_agent_native_round_budget(protocol):
     assert rule.info["transcript"][-1]["role"] == "assistant"
 
 
+def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
+    """A tool call with arguments that are no JSON object is answered "Not run" and the
+    Agent goes on, in both protocols. Before, an Anthropic tool_use whose input was a string
+    failed the whole fit as a malformed reply (reason "client")."""
+    def reply(body):
+        if not tool_results(body):
+            return {"text": "", "tool_calls": [{"id": "c1", "name": "run_python",
+                                                "arguments": "print(1)"}]}
+        return fenced(GP_PROGRAM, final=True)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with ChatServer(protocol, reply) as server:
+        rule = rx.Agent(adapter(server), rounds=3, limits=LIMITS).fit(
+            sample, np.random.default_rng(1))
+    assert rule.info["reason"] is None and len(server.requests) == 2
+    assert tool_results(server.requests[1]["body"]) == [
+        "Not run: call the run_python tool with a string argument 'code'."]
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)

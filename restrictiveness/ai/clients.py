@@ -1126,6 +1126,17 @@ def _json_arguments(text: str | None) -> dict:
     return value if isinstance(value, dict) else {"_unparsed": text}
 
 
+def _tool_input(value) -> dict:
+    """An Anthropic tool_use block's ``input`` as arguments: an object as is; anything else
+    (a string, a list) as the OpenAI path treats arguments that are no JSON object, so that the
+    Agent answers "Not run" instead of the whole fit failing as a malformed reply."""
+    if isinstance(value, dict):
+        return dict(value)
+    if value is None:
+        return {}
+    return _json_arguments(value if isinstance(value, str) else json.dumps(value, default=str))
+
+
 class OpenAIChat(ChatAdapter):
     """A chat model behind the OpenAI Chat Completions API (OpenAI or any compatible server).
 
@@ -1325,7 +1336,7 @@ class AnthropicChat(ChatAdapter):
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
-                calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+                calls.append(ToolCall(block.id, block.name, _tool_input(block.input)))
         usage = getattr(response, "usage", None)
         return ChatReply("".join(text), tuple(calls),
                          _tokens(getattr(usage, "input_tokens", None)),
