@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 import restrictiveness as rx
 from restrictiveness.engine.failures import GuardedRule, repair
@@ -79,3 +80,36 @@ def test_a_prediction_that_raises_fails_the_fit_from_then_on():
     np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))
     assert (guard.failed, guard.replaced, guard.fitted) == (True, 4, None)
     assert guard.error == "predict: ValueError: no"
+
+
+class _Failing(rx.Procedure):
+    """Fails in ``fit`` or in its rule's ``predict``, as ``where`` says."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"_Failing({self.where!r})"
+
+    def fit(self, sample, rng):
+        if self.where == "fit":
+            raise ValueError("no fit")
+
+        def predict(X):
+            raise ValueError("no predict")
+        return FunctionRule(predict)
+
+
+def test_a_rule_failing_in_predict_counts_the_rows_a_failed_fit_counts():
+    """Either way the baseline predicts every evaluation point once per discrepancy: 40 rows
+    here, one discrepancy. A rule that raised in predict was counted twice (80): its first,
+    failing call and the recomputation of every discrepancy with the baseline."""
+    study = rx.lottery.study({"fit": _Failing("fit"), "predict": _Failing("predict")},
+                             n=[10], replications=2, seed=0, n_eval=40)
+    assert len(study.discrepancies) == 1
+    with pytest.warns(rx.FailureWarning, match="predict failed in 2 of 2 fits"):
+        res = study.run(progress=False)
+    invalid = res.dataset["invalid"].sel(n=10)
+    np.testing.assert_array_equal(invalid.sel(procedure="fit").values, [40, 40])
+    np.testing.assert_array_equal(invalid.sel(procedure="predict").values, [40, 40])
+    np.testing.assert_array_equal(res.dataset["failed"].sel(n=10).values, [[1, 1], [1, 1]])

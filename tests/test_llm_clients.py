@@ -512,6 +512,25 @@ def test_agent_native_round_budget(protocol):
     assert rule.info["transcript"][-1]["role"] == "assistant"
 
 
+def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
+    """A tool call with arguments that are no JSON object is answered "Not run" and the
+    Agent goes on, in both protocols. Before, an Anthropic tool_use whose input was a string
+    failed the whole fit as a malformed reply (reason "client")."""
+    def reply(body):
+        if not tool_results(body):
+            return {"text": "", "tool_calls": [{"id": "c1", "name": "run_python",
+                                                "arguments": "print(1)"}]}
+        return fenced(GP_PROGRAM, final=True)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with ChatServer(protocol, reply) as server:
+        rule = rx.Agent(adapter(server), rounds=3, limits=LIMITS).fit(
+            sample, np.random.default_rng(1))
+    assert rule.info["reason"] is None and len(server.requests) == 2
+    assert tool_results(server.requests[1]["body"]) == [
+        "Not run: call the run_python tool with a string argument 'code'."]
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)
@@ -713,6 +732,16 @@ def test_command_line_refuses_inconsistent_llm_options(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_command_line_names_its_own_option_for_a_missing_key(capsys, monkeypatch):
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    argv = ["replicate", "lottery", "-M", "2", "--llm", "openai:gpt-4o", "--api-key-env",
+            "RX_NO_SUCH_KEY"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "set the environment variable RX_NO_SUCH_KEY (or name another with " \
+        "--api-key-env NAME)" in err and "api_key=" not in err
+
+
 def test_demand_uses_the_neutral_prompt_only(capsys):
     argv = ["replicate", "demand", "--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
             "--prompts", "all", "--dry-run"]
@@ -758,3 +787,49 @@ def test_a_call_budget_refuses_limits_that_are_not_counts(bad):
                        match=rf"CallBudget: max_requests must be a whole number >= 0, got {bad!r}"):
         rx.llm.CallBudget(max_requests=bad)
     assert rx.llm.CallBudget(max_tokens=500.0).max_tokens == 500   # an integral float is a count
+
+
+def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price():
+    from restrictiveness.engine.usage import price_per_token
+
+    assert price_per_token({"m": (2.5, 10.0)}, "m") == (2.5e-6, 1e-5)
+    assert price_per_token({"m": {"input": 3, "output": 15}}, "m") == (3e-6, 15e-6)
+    # a NaN price made the cost column NaN, summed by pandas to $0.00; a key other than
+    # input/output (a typo, a cached-input price) was ignored
+    for entry in [(float("nan"), 2.0), (1.0, float("inf")), (-1.0, 2.0),
+                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,)]:
+        with pytest.raises(ConfigurationError, match=r"prices\['m'\] must be"):
+            price_per_token({"m": entry}, "m")
+    with pytest.raises(ConfigurationError, match="no price for model 'other'"):
+        price_per_token({"m": (1, 2)}, "other")
+
+
+@pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
+def test_adapters_refuse_options_they_would_misuse(cls):
+    make = getattr(rx.llm, cls)
+    for options, message in [
+            ({"timeout": float("inf")}, "timeout must be positive, finite"),
+            ({"max_retries": 2.5}, "max_retries must be a whole number >= 0"),
+            ({"max_retries": True}, "max_retries must be a whole number"),
+            ({"max_tokens": 100.5}, "max_tokens must be a whole number >= 1"),
+            ({"api_key_env": ""}, "api_key_env must name an environment variable"),
+            ({"extra_body": {"model": "other"}}, r"extra_body must not set \['model'\]"),
+            ({"extra_body": {"temperature": 1.5, "seed": 1}},
+             r"extra_body must not set \['temperature'\]"),
+            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]")]:
+        with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
+            make("m", base_url="http://127.0.0.1:9/v1", **options)
+    ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),
+              extra_body={"seed": 7})
+    assert (ok.max_tokens, ok.max_retries, ok.extra_body) == (100, 2, {"seed": 7})
+    assert type(ok.max_tokens) is int and type(ok.max_retries) is int
+
+
+def test_extra_body_cannot_make_the_endpoint_serve_another_model():
+    """Before, extra_body={"model": ...} replaced the model in the request: the server answered
+    as 'other' while fit_info, the price table and the cache named 'm'."""
+    with ChatServer("openai", lambda body: body["model"]) as server:
+        llm = adapter(server, "m", api_key="sk-x", extra_body={"seed": 1})
+        assert llm([{"role": "user", "content": "hi"}]) == "m"
+        with pytest.raises(ConfigurationError, match="extra_body must not set"):
+            adapter(server, "m", api_key="sk-x", extra_body={"model": "other"})

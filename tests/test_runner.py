@@ -351,3 +351,77 @@ def test_numba_compilation_does_not_count_against_fit_timeout():
     plain = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
                      replications=2, seed=7).run(progress=False).dataset
     assert (ds["loss"].values == plain["loss"].values).all()
+
+
+class StuckAfterSetUp(rx.Procedure):
+    """Makes a file, then never returns; its ``finally`` removes the file (as the sandbox
+    removes a program's temporary directory)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __repr__(self):
+        return f"StuckAfterSetUp({self.folder!r})"
+
+    def fit(self, sample, rng):
+        path = os.path.join(self.folder, f"{os.getpid()}-{time.monotonic_ns()}")
+        open(path, "w").close()
+        try:
+            while True:
+                time.sleep(1)
+        finally:
+            os.remove(path)
+
+
+def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
+    """Before, SIGKILL left every file a stuck fit would have removed in its ``finally`` (one
+    /tmp/rx-sandbox-* directory per timed-out program fit); it is now asked to stop first."""
+    study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
+                     n=[10], replications=2, seed=7)
+    with pytest.warns(rx.FailureWarning, match="timed out after 1 s"):
+        ds = study.run(fit_timeout=1, progress=False).dataset
+    assert (ds["failed"] == 1).all()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrency_without_io_bound_procedures_warns():
+    """concurrency and requests_per_minute only act on io_bound procedures; asked of a study
+    without any, they were ignored silently (a user expecting threaded CPU fits got none)."""
+    study = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
+                     replications=2, seed=7)
+    reference = study.run(progress=False).dataset
+    for options in ({"concurrency": 4}, {"requests_per_minute": 60}):
+        with pytest.warns(RuntimeWarning, match="this study has none, so they have no effect"):
+            ds = study.run(progress=False, **options).dataset
+        assert (ds["loss"] == reference["loss"]).all()
+    llm = rx.OLS("y ~ x")
+    llm.io_bound = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rx.Study(_prior(), {"llm": llm}, baseline=rx.Constant(), n=[10], replications=2,
+                 seed=7).run(progress=False, concurrency=2)
+
+
+def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path):
+    """Ctrl-C stops the pool with SIGTERM: the workers' fits unwind through their ``finally``
+    (the sandbox removes a running program's temporary directory) and the workers exit
+    instead of starting a queued replication. Before, SIGTERM's default action left one file
+    (one /tmp/rx-sandbox-* directory) per worker."""
+    import threading
+
+    study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
+                     n=[10], replications=6, seed=7)
+
+    def interrupt_when_both_workers_are_stuck():
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_both_workers_are_stuck, daemon=True).start()
+    with pytest.raises(rx.StudyInterrupted):
+        study.run(n_jobs=2, progress=False)
+    deadline = time.monotonic() + 5
+    while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.iterdir()) == []

@@ -356,6 +356,28 @@ def test_allow_list_is_configurable():
 def test_limits_validate_arguments():
     with pytest.raises(ConfigurationError, match="wall_seconds"):
         SandboxLimits(wall_seconds=0)
+    # an infinite limit is no limit; a string failed with a bare TypeError, True passed as 1 s
+    for bad in (float("inf"), "10", True, None):
+        with pytest.raises(ConfigurationError, match="wall_seconds must be positive and finite"):
+            SandboxLimits(wall_seconds=bad)
+    with pytest.raises(ConfigurationError, match="cpu_seconds must be positive and finite"):
+        SandboxLimits(cpu_seconds=float("inf"))
+    for bad in (0.5, "1000", True):
+        with pytest.raises(ConfigurationError, match="memory_bytes must be a whole number"):
+            SandboxLimits(memory_bytes=bad)
+    exact = SandboxLimits(memory_bytes=1.5e9, file_bytes=np.int64(10**6))
+    assert (exact.memory_bytes, exact.file_bytes) == (1_500_000_000, 10**6)
+    assert type(exact.memory_bytes) is int and type(exact.file_bytes) is int
+    # a string allow-list allowed its letters ("math": m, a, t, h), so `import math` failed
+    for make in (lambda: run_python("import math", allowed_modules="math"),
+                 lambda: ProgramProcedure("x = 1", allowed_modules="numpy"),
+                 lambda: rx.Completion(print, model="m", allowed_modules="numpy"),
+                 lambda: rx.Agent(print, tool_modules="scipy")):
+        with pytest.raises(ConfigurationError, match="not the string"):
+            make()
+    with pytest.raises(ConfigurationError, match="3 is not a module name"):
+        ProgramProcedure("x = 1", allowed_modules=["numpy", 3])
+    assert ProgramProcedure("x = 1", allowed_modules=("math",)).allowed_modules == {"math"}
     with pytest.raises(ConfigurationError, match="cpu_seconds"):
         SandboxLimits(cpu_seconds=-1)
     with pytest.raises(ConfigurationError, match="inputs"):
@@ -385,6 +407,18 @@ def predict(state, X):
     return np.column_stack([np.ones(len(X)), X]) @ state
 """
 
+# the interface as issue 7 words it: fit(X, y), then predict(X), the program keeping its state
+FIT_THEN_PREDICT_PROGRAM = """
+import numpy as np
+
+def fit(X, y):
+    global BETA
+    BETA = np.linalg.lstsq(np.column_stack([np.ones(len(X)), X]), y, rcond=None)[0]
+
+def predict(X):
+    return np.column_stack([np.ones(len(X)), X]) @ BETA
+"""
+
 
 @pytest.fixture(scope="module")
 def sample():
@@ -395,7 +429,8 @@ def sample():
 
 
 @pytest.mark.parametrize("source, interface", [(OLS_PROGRAM, "predict"),
-                                               (FIT_PREDICT_PROGRAM, "fit_predict")])
+                                               (FIT_PREDICT_PROGRAM, "fit_predict"),
+                                               (FIT_THEN_PREDICT_PROGRAM, "fit_predict")])
 def test_program_matches_the_ols_procedure(sample, source, interface):
     rng = np.random.default_rng(0)
     rule = ProgramProcedure(source, interface, limits=FAST).fit(sample, rng)
@@ -825,3 +860,49 @@ def test_forged_results_are_refused_not_raised(forged, reason):
                         np.random.default_rng(0))
         with pytest.raises(ProgramError, match="invalid-output"):
             rule.predict(np.zeros((2, 1)))
+
+
+def test_a_failure_reads_the_same_on_every_run(sample):
+    """The temporary directory's random name is not in a failure's message: two runs of the
+    same crashing program record the same error text (a rerun, or a serial against a
+    concurrent study, compares it)."""
+    src = "def predict(X_train, y_train, X):\n    raise ValueError('boom')\n"
+    messages = []
+    for _ in range(2):
+        rule = ProgramProcedure(src, limits=FAST).fit(sample, np.random.default_rng(0))
+        messages.append(rule.info["message"])
+    assert messages[0] == messages[1]
+    assert 'File "program.py", line 2, in predict' in messages[0]
+
+
+def test_a_program_stopped_by_fit_timeout_leaves_no_directory(monkeypatch, tmp_path):
+    """A study's fit_timeout killed the fit's process while its program ran: the sandbox's
+    temporary directory was left behind, one per timed-out fit."""
+    import tempfile as tempfile_module
+
+    monkeypatch.setattr(tempfile_module, "tempdir", str(tmp_path))
+    src = "import time\ndef predict(X_train, y_train, X):\n    time.sleep(60)\n"
+    study = rx.lottery.study({"P": ProgramProcedure(src, limits=FAST)}, n=[10], replications=2,
+                             seed=0, n_eval=20)
+    with pytest.warns(rx.FailureWarning, match="timed out after 2 s"):
+        ds = study.run(fit_timeout=2, progress=False).dataset
+    assert (ds["failed"] == 1).all()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("rx-sandbox-")] == []
+
+
+@pytest.mark.parametrize("options", [{}, {"n_jobs": 2}, {"fit_timeout": 60},
+                                     {"concurrency": 2}])
+def test_a_study_stops_when_the_sandbox_cannot_isolate(options, monkeypatch):
+    """Fail closed in a study too: a missing layer raises out of the run (serially, in worker
+    processes, in a fit's timed child, on threads). Before, every program fit was recorded as
+    failed and the study reported the baseline's losses for it, with a FailureWarning."""
+    from scripted import Scripted, fenced
+
+    from restrictiveness.ai.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "landlock_abi", lambda: 0)
+    procedure = rx.Completion(Scripted(fenced(OLS_PROGRAM)), model="m", limits=FAST) \
+        if "concurrency" in options else ProgramProcedure(OLS_PROGRAM, limits=FAST)
+    study = rx.lottery.study({"P": procedure}, n=[10], replications=2, seed=0, n_eval=20)
+    with pytest.raises(rx.SandboxUnavailableError, match="'landlock'.*guard-only"):
+        study.run(progress=False, **options)

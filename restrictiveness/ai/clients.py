@@ -812,6 +812,13 @@ def _bounded_http_client(module, timeout: float):
     return module.DefaultHttpxClient(transport=Transport(), mounts=mounts)
 
 
+#: Request fields the adapters set themselves, which ``extra_body`` may not override.
+RESERVED_BODY = ("model", "messages", "system", "temperature", "max_tokens", "tools",
+                 "tool_choice", "stream")
+RESERVED_BODY_HINT = ("give the model as the first argument and use temperature= and "
+                      "max_tokens=; replies are read whole, not streamed")
+
+
 class ChatAdapter:
     """Shared machinery of the SDK adapters: configuration, lazy SDK client, retries.
 
@@ -837,7 +844,9 @@ class ChatAdapter:
     max_retries : int
         Retries of a failed request (see the module docstring for which errors).
     extra_body : dict or None
-        Extra JSON request fields, sent with every request (they key the cache too).
+        Extra JSON request fields, sent with every request (they key the cache too); not the
+        fields the adapter sets itself (:data:`RESERVED_BODY`: model, messages, sampling,
+        tools, streaming).
     backoff, backoff_max : float
         First retry wait and its cap, in seconds.
     budget : CallBudget, optional
@@ -876,12 +885,17 @@ class ChatAdapter:
         if temperature is not None and not 0 <= float(temperature) <= 2:
             raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
                                      f"got {temperature!r}")
-        if max_tokens is not None and int(max_tokens) < 1:
-            raise ConfigurationError(f"{type(self).__name__}: max_tokens must be positive")
-        if not float(timeout) > 0:
-            raise ConfigurationError(f"{type(self).__name__}: timeout must be positive seconds")
-        if int(max_retries) < 0:
-            raise ConfigurationError(f"{type(self).__name__}: max_retries must be >= 0")
+        who = type(self).__name__
+        # 100.5 tokens or 2.5 retries were truncated silently, True passed as 1
+        if max_tokens is not None:
+            max_tokens = whole_number(max_tokens, f"{who}: max_tokens", minimum=1)
+        max_retries = whole_number(max_retries, f"{who}: max_retries", minimum=0)
+        if not 0 < float(timeout) < float("inf"):  # an infinite timeout hangs on a dead server
+            raise ConfigurationError(f"{who}: timeout must be positive, finite seconds, got "
+                                     f"{timeout!r}")
+        if not isinstance(api_key_env, str) or not api_key_env:
+            raise ConfigurationError(f"{who}: api_key_env must name an environment variable, "
+                                     f"got {api_key_env!r}")
         if not float(backoff) >= 0 or not float(backoff_max) >= float(backoff):
             raise ConfigurationError(f"{type(self).__name__}: need 0 <= backoff <= backoff_max")
         try:
@@ -890,14 +904,20 @@ class ChatAdapter:
             raise ConfigurationError(f"{type(self).__name__}: extra_body must be JSON "
                                      "(it is sent with every request and keys the cache)"
                                      ) from None
+        # the request's own fields: extra_body overrode them silently, so the endpoint served
+        # another model (or sampling) than the one recorded, priced and named in the cache
+        clash = sorted(set(dict(extra_body or {})) & set(RESERVED_BODY))
+        if clash:
+            raise ConfigurationError(f"{who}: extra_body must not set {clash}: the adapter "
+                                     f"sends them ({RESERVED_BODY_HINT})")
         env_url = os.environ.get(f"{self.provider.upper()}_BASE_URL")
         # resolved once, here: the cache identity must name the endpoint actually called,
         # whatever the environment of a worker process says
         self.base_url = str(base_url or env_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
         self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
         self.temperature = None if temperature is None else float(temperature)
-        self.max_tokens = None if max_tokens is None else int(max_tokens)
-        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.max_tokens = max_tokens
+        self.timeout, self.max_retries = float(timeout), max_retries
         self.extra_body = dict(extra_body) if extra_body else None
         self.backoff, self.backoff_max = float(backoff), float(backoff_max)
         if budget is not None and not isinstance(budget, CallBudget):
@@ -1106,6 +1126,17 @@ def _json_arguments(text: str | None) -> dict:
     return value if isinstance(value, dict) else {"_unparsed": text}
 
 
+def _tool_input(value) -> dict:
+    """An Anthropic tool_use block's ``input`` as arguments: an object as is; anything else
+    (a string, a list) as the OpenAI path treats arguments that are no JSON object, so that the
+    Agent answers "Not run" instead of the whole fit failing as a malformed reply."""
+    if isinstance(value, dict):
+        return dict(value)
+    if value is None:
+        return {}
+    return _json_arguments(value if isinstance(value, str) else json.dumps(value, default=str))
+
+
 class OpenAIChat(ChatAdapter):
     """A chat model behind the OpenAI Chat Completions API (OpenAI or any compatible server).
 
@@ -1305,7 +1336,7 @@ class AnthropicChat(ChatAdapter):
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
-                calls.append(ToolCall(block.id, block.name, dict(block.input or {})))
+                calls.append(ToolCall(block.id, block.name, _tool_input(block.input)))
         usage = getattr(response, "usage", None)
         return ChatReply("".join(text), tuple(calls),
                          _tokens(getattr(usage, "input_tokens", None)),

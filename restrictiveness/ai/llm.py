@@ -88,6 +88,8 @@ from .sandbox import (
     run_python,
     workspace,
 )
+from .sandbox.limits import module_names
+from .sandbox.runner import relative_paths
 
 __all__ = ["extract_code", "PromptDesign", "PROMPTS", "build_messages", "sample_csv",
            "ResponseCache", "Completion", "Agent", "FINAL_MARKER", "RUN_PYTHON",
@@ -758,7 +760,8 @@ class _LanguageModelProcedure(Procedure):
         self.model = None if self.identity is None else self.identity["model"]
         self.target, self.description = target, description
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
-        self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
+        self.allowed_modules = None if allowed_modules is None else \
+            module_names(allowed_modules)
         if cache is not None:
             if self.model is None:
                 raise ConfigurationError(
@@ -971,7 +974,7 @@ def _tool_report(result: SandboxResult, workdir: str, chars: int) -> str:
     if result.stderr.strip():
         out += ("\n[stderr]\n" if out else "[stderr]\n") + result.stderr
     text = f"{head}\n[output]\n{out}" if out.strip() else f"{head}\n[no output]"
-    text = text.replace(workdir + "/", "").replace(workdir, ".")
+    text = relative_paths(text, workdir)
     if len(text) > chars:
         text = "[output truncated]\n" + text[-(chars - 19):]
     return text
@@ -1081,7 +1084,8 @@ class Agent(_LanguageModelProcedure):
             int(tool_chars)
         self.tool_limits = tool_limits if tool_limits is not None else \
             SandboxLimits(wall_seconds=tool_timeout)
-        self.tool_modules = frozenset(tool_modules) if tool_modules is not None else \
+        self.tool_modules = module_names(tool_modules, "tool_modules") \
+            if tool_modules is not None else \
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
         self.max_file_bytes = int(max_file_bytes)
 

@@ -20,6 +20,17 @@ prediction rule in one of two interfaces:
     def predict(state, X):
         return [state["mean"]] * len(X)
 
+or, with the program keeping its fitted state itself (``fit(X, y)`` then ``predict(X)``)::
+
+    def fit(X_train, y_train):
+        global MEAN
+        MEAN = float(y_train.mean())
+
+    def predict(X):
+        return [MEAN] * len(X)
+
+(a ``predict`` that cannot take two arguments is called as ``predict(X)``).
+
 Arrays keep their shapes: covariates have observations along the first axis and named columns
 along the last (``(n, d)`` for lotteries, ``(markets, J, 3)`` for demand); predictions must have
 shape ``(m,) + y_train.shape[1:]`` (an ``(m, 1)`` column is accepted for ``(m,)``).
@@ -48,6 +59,7 @@ from ..shared import pyast
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
+from .sandbox.limits import module_names
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
            "INTERFACES"]
@@ -66,9 +78,17 @@ fit, predict = program.get("fit"), program.get("predict")
 if not callable(fit):
     fail("crash", "the program defines no function fit(X_train, y_train)")
 if not callable(predict):
-    fail("crash", "the program defines no function predict(state, X)")
+    fail("crash", "the program defines no function predict(state, X) or predict(X)")
+try:  # predict(X) only: the program keeps its fitted state itself (scikit-learn's fit, predict)
+    import inspect
+    inspect.signature(predict).bind(None, None)
+    keeps_state = False
+except TypeError:
+    keeps_state = True
+except ValueError:  # no signature to read: the documented predict(state, X)
+    keeps_state = False
 state = fit(inputs["X_train"], inputs["y_train"])
-save("pred", predict(state, inputs["X"]))
+save("pred", predict(inputs["X"]) if keeps_state else predict(state, inputs["X"]))
 """,
 }
 
@@ -211,7 +231,8 @@ class ProgramProcedure(Procedure):
         The program (see the module docstring for the two interfaces).
     interface : {"predict", "fit_predict"}
         ``predict(X_train, y_train, X)``, or ``fit(X_train, y_train) -> state`` with
-        ``predict(state, X)``.
+        ``predict(state, X)`` (or ``fit(X_train, y_train)`` then ``predict(X)``, the program
+        keeping its state).
     timeout : float
         Wall-clock seconds per run (the paper allows 600); ignored when ``limits`` is given.
     limits : SandboxLimits, optional
@@ -255,7 +276,8 @@ class ProgramProcedure(Procedure):
             raise ConfigurationError(f"interface must be one of {INTERFACES}, got {interface!r}")
         self.source, self.interface = source, interface
         self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
-        self.allowed_modules = None if allowed_modules is None else frozenset(allowed_modules)
+        self.allowed_modules = None if allowed_modules is None else \
+            module_names(allowed_modules)
         self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
         self.files = dict(files) if files else None
         if label is not None:

@@ -131,7 +131,11 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
         options["max_tokens"] = args.max_tokens
     client = adapters[provider](model, **options)
     if not args.dry_run:
-        client.check_api_key()
+        try:
+            client.check_api_key()
+        except ConfigurationError as exc:  # "pass api_key=" means nothing on a command line
+            raise ConfigurationError(str(exc).replace(
+                "or pass api_key=", "(or name another with --api-key-env NAME)")) from None
     designs = args.prompts or ["neutral"]
     designs = list(llm.PROMPTS) if designs == ["all"] else designs
     unknown = [d for d in designs if d not in llm.PROMPTS]

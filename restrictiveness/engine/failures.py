@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..eligible.constraints import Constraint
+from ..shared.exceptions import SandboxUnavailableError
 
 __all__ = ["GuardedRule", "repair"]
 
@@ -45,6 +46,25 @@ def reraise_interrupt(exc: BaseException) -> None:
     be recorded as a failed fit."""
     if is_interrupt(exc):
         raise KeyboardInterrupt from exc
+
+
+def reraise_fatal(exc: BaseException) -> None:
+    """Raise ``exc`` again when it must stop the run rather than count as one failed fit: an
+    interrupt, or a sandbox that cannot isolate programs on this machine (it fails closed; a
+    study recording every program fit as failed, with the baseline's losses, hid that).
+
+    Examples
+    --------
+    >>> from restrictiveness.shared.exceptions import SandboxUnavailableError
+    >>> reraise_fatal(ValueError("a fit's own error"))  # recorded by the caller
+    >>> reraise_fatal(SandboxUnavailableError("no Landlock"))
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.SandboxUnavailableError: no Landlock
+    """
+    reraise_interrupt(exc)
+    if isinstance(exc, SandboxUnavailableError):
+        raise exc
 
 
 class GuardedRule:
@@ -94,7 +114,7 @@ class GuardedRule:
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
             except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
-                reraise_interrupt(exc)
+                reraise_fatal(exc)
                 self.failed, self.fitted = True, None
                 self.error = self.error or f"predict: {type(exc).__name__}: {exc}"
             else:

@@ -48,10 +48,11 @@ from ..shared.exceptions import (
     ExecutionError,
     FailureWarning,
     StudyInterrupted,
+    user_stacklevel,
 )
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, Discrepancy
-from .failures import GuardedRule, is_interrupt, reraise_interrupt
+from .failures import GuardedRule, is_interrupt, reraise_fatal
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
@@ -343,8 +344,9 @@ class Study:
             under the failure protocol, and the run goes on. To be stopped for real, fits then
             run in a child process forked by whichever process runs the replication (this one
             when serial, a pool or dask worker otherwise; one fork per replication, tens of
-            milliseconds), which is killed, with whatever it started, when a fit overruns; a
-            new child goes on with the next fit. The other fits' numbers are those of a run
+            milliseconds), which is stopped when a fit overruns (asked first, so that the fit's
+            clean-up runs, then killed with whatever it started within 2 s); a new child goes
+            on with the next fit. The other fits' numbers are those of a run
             without a limit, on any backend. The baseline's fits and the pseudo-truth draws
             are not limited. Not with ``concurrency`` for I/O-bound procedures: their fits
             run on threads, which cannot be stopped (they bound their own requests and
@@ -579,6 +581,13 @@ class Study:
                                      f"I/O-bound fits) or None, got {concurrency!r}")
         n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
+        if not io and (concurrency is not None or requests_per_minute is not None):
+            # a user asking for threads or a rate limit for fits they never apply to would
+            # otherwise get neither, without a word
+            warnings.warn("concurrency and requests_per_minute apply to I/O-bound procedures "
+                          "(io_bound = True: the language-model procedures), and this study "
+                          "has none, so they have no effect; other fits run on n_jobs worker "
+                          "processes", RuntimeWarning, stacklevel=user_stacklevel())
         threaded = io if concurrency is not None else set()
         if check_timeout(fit_timeout) is not None and threaded:
             raise ConfigurationError(
@@ -686,13 +695,32 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     return max(1, min(int(n_jobs), units))
 
 
+class _Terminated(SystemExit):
+    """The parent's SIGTERM in a pool worker: the unit unwinds through its clean-up."""
+
+
+def _exit_worker(signum, frame) -> None:
+    raise _Terminated(128 + signum)
+
+
+def _pool_unit(study: Study, m: int, fit_timeout: float | None) -> ReplicationRecord:
+    """:func:`run_unit` in a pool worker, which exits once a SIGTERM has unwound the unit: the
+    executor would report the exception and start the next queued replication."""
+    try:
+        return run_unit(study, m, fit_timeout)
+    except _Terminated as exc:
+        os._exit(int(exc.code or 1))
+
+
 def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A forked worker inherits the command line's SIGTERM handler, which would raise in the
-    # worker: SIGTERM keeps its default action there (the parent stops the pool).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The parent stops the pool with SIGTERM (and SIGKILL a second later): the worker exits
+    # through its clean-up, so that, e.g., the sandbox removes the temporary directory of a
+    # program it was running (the default action left one per worker on Ctrl-C). It replaces
+    # the command line's handler, inherited through the fork.
+    signal.signal(signal.SIGTERM, _exit_worker)
     # A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers, and they
     # would wait for work for ever, holding their memory: they exit once it is gone.
     parent = os.getppid()
@@ -716,7 +744,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     def submit_next() -> None:
         for m in pending:
             if claim is None or claim(m):
-                running[pool.submit(run_unit, study, m, fit_timeout)] = m
+                running[pool.submit(_pool_unit, study, m, fit_timeout)] = m
                 return
 
     try:
@@ -861,7 +889,7 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     try:
         fitted, error = procedure.fit(sample, rng), ""
     except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
-        reraise_interrupt(exc)
+        reraise_fatal(exc)
         fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
@@ -919,7 +947,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                     study.evaluation.columns).baseline_predict)
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
             except Exception as exc:
-                reraise_interrupt(exc)
+                reraise_fatal(exc)
                 if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
                     raise
                 raise BaselineError(
@@ -969,14 +997,16 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
         try:
             loss[d] = disc(guard, truth, n)
         except Exception as exc:  # noqa: BLE001 - broken discrepancy input
-            reraise_interrupt(exc)
+            reraise_fatal(exc)
             guard.failed = True
             guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
             guard.fitted = None
             loss[d] = disc(guard, truth, n)
     if had_fit and guard.fitted is None:
         # The rule failed partway: every discrepancy of this fit uses the baseline,
-        # not only those computed after the failure.
+        # not only those computed after the failure; its rows are counted once, as for a
+        # failed fit (the calls before the recomputation counted them already)
+        guard.replaced = 0
         loss[:] = [disc(guard, truth, n) for disc in discs]
     _check_nonnegative(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,

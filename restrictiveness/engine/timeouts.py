@@ -4,8 +4,10 @@ A thread cannot be stopped, and a procedure that never returns (a hostile progra
 optimiser stuck in a C loop that holds the GIL) would hang its run for ever. With a time limit,
 :func:`run_in_child` forks a child process that runs the units one after another and sends
 each result back through a pipe; the calling process waits for each result at most ``timeout``
-seconds. A unit that overruns has its child killed (``SIGKILL`` to the child's own process
-group, so whatever the unit started dies with it) and is reported through ``on_timeout``; a new
+seconds. A unit that overruns is first asked to stop (``SIGTERM``, which raises in the child
+so that its clean-up runs: a sandboxed program's temporary directory is removed, for one), then
+killed after :data:`STOP_GRACE` seconds at most (``SIGKILL`` to the child's own process group,
+so whatever the unit started dies with it), and is reported through ``on_timeout``; a new
 child, forked from the same state, goes on with the next unit. One fork per batch of units (a
 replication), not per unit: a fork costs tens of milliseconds in a process that has loaded
 NumPy and SciPy.
@@ -50,6 +52,17 @@ _HEADER = struct.Struct("!Q")
 _PR_SET_PDEATHSIG = 1
 #: Seconds of numba compilation per unit that do not count against its time limit.
 COMPILE_ALLOWANCE = 600.0
+#: Seconds a timed-out unit gets to run its clean-up (``finally`` blocks) before it is killed.
+STOP_GRACE = 2.0
+
+
+class _Stopped(BaseException):
+    """Raised in a child by the caller's ``SIGTERM``: the unit ran out of time. A
+    BaseException, so that a unit's ``except Exception`` does not swallow it."""
+
+
+def _stop(signum, frame) -> None:
+    raise _Stopped
 
 
 def check_timeout(timeout: object) -> float | None:
@@ -124,7 +137,7 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
                 got = child.receive(started + timeout, todo[0])
                 key = todo.pop(0)
                 if got is _TIMED_OUT:
-                    child.kill()
+                    child.kill(grace=STOP_GRACE)
                     out[key] = on_timeout(key, time.monotonic() - started)
                     break  # a new child goes on with the rest
                 out[key] = got
@@ -211,12 +224,21 @@ class _Child:
         code = self.code
         return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
-    def kill(self) -> None:
-        """Kill the child and everything it started, and reap it (idempotent)."""
+    def kill(self, grace: float = 0.0) -> None:
+        """Kill the child and everything it started, and reap it (idempotent); with
+        ``grace``, ask it to stop first and wait up to that many seconds for it to exit."""
         if not self.alive:
             return
         self.alive = False
         os.close(self.fd)
+        if grace > 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGTERM)
+            until = time.monotonic() + grace
+            # WNOWAIT: an exited child stays unreaped, so its group id is not reused yet
+            while time.monotonic() < until and os.waitid(
+                    os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                time.sleep(0.01)
         # the group before the reap: until then the zombie keeps its id from being reused
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL),
                        lambda: os.kill(self.pid, signal.SIGKILL)):
@@ -233,9 +255,10 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int) -> None:
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # its own group: the caller's kill reaches what the unit starts
     _die_with(parent)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the caller handles Ctrl-C and SIGTERM
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(sig, signal.SIG_DFL)
+    with contextlib.suppress(ValueError, OSError):  # the caller handles Ctrl-C
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    with contextlib.suppress(ValueError, OSError):  # only the caller's stop request comes here
+        signal.signal(signal.SIGTERM, _stop)
     _report_compiling(fd)
     for key in keys:
         try:

@@ -10,6 +10,7 @@ the package: they change too often to be right for long.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from ..shared.exceptions import ConfigurationError
@@ -50,6 +51,9 @@ def price_per_token(prices: Mapping[str, Sequence[float] | Mapping[str, float]],
                                  f"{sorted(map(str, prices))}")
     entry = prices[model]
     try:
+        # other keys (a cached-input price, a typo of "output") would be ignored silently
+        if isinstance(entry, Mapping) and set(entry) != {"input", "output"}:
+            raise KeyError
         if isinstance(entry, Mapping):
             p_in, p_out = float(entry["input"]), float(entry["output"])
         else:
@@ -57,6 +61,7 @@ def price_per_token(prices: Mapping[str, Sequence[float] | Mapping[str, float]],
     except (KeyError, TypeError, ValueError):
         raise ConfigurationError(f"prices[{model!r}] must be (input, output) dollars per "
                                  f"million tokens, got {entry!r}") from None
-    if p_in < 0 or p_out < 0:
-        raise ConfigurationError(f"prices[{model!r}] must be nonnegative")
+    if not (0 <= p_in < math.inf and 0 <= p_out < math.inf):  # a NaN cost summed to $0.00
+        raise ConfigurationError(f"prices[{model!r}] must be finite and nonnegative, got "
+                                 f"{entry!r}")
     return p_in / 1e6, p_out / 1e6

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,6 +34,54 @@ DEFAULT_ALLOWED_MODULES = frozenset({
 
 #: Extra modules the paper's Agent may use in its tool calls (not in its returned program).
 SCIENTIFIC_MODULES = frozenset({"scipy", "pandas", "sklearn"})
+
+
+def module_names(modules: Iterable[str], name: str = "allowed_modules") -> frozenset[str]:
+    """An import allow-list as a set of module names; a bare string is refused.
+
+    Parameters
+    ----------
+    modules : iterable of str
+        Module names, e.g. ``["numpy", "math"]``.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    frozenset of str
+        The names.
+
+    Raises
+    ------
+    ConfigurationError
+        For a string (``"numpy"`` would allow the modules ``n``, ``u``, ``m`` and ``p``), or
+        an entry that is not a module name.
+
+    Examples
+    --------
+    >>> sorted(module_names(["numpy", "math"]))
+    ['math', 'numpy']
+    >>> module_names("numpy")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: allowed_modules must be ... ["numpy"]
+    """
+    from ...shared.exceptions import ConfigurationError
+
+    if isinstance(modules, (str, bytes)):
+        raise ConfigurationError(f"{name} must be an iterable of module names, not the string "
+                                 f"{modules!r}; for one module write [{modules!r}]".replace(
+                                     "'", '"'))
+    try:
+        names = frozenset(modules)
+    except TypeError:
+        raise ConfigurationError(f"{name} must be an iterable of module names, got "
+                                 f"{modules!r}") from None
+    bad = sorted(repr(m) for m in names if not isinstance(m, str) or
+                 not all(part.isidentifier() for part in m.split(".")))
+    if bad:
+        raise ConfigurationError(f"{name}: {', '.join(bad)} is not a module name")
+    return names
 
 
 @dataclass(frozen=True)
@@ -86,14 +136,23 @@ class SandboxLimits:
     isolation: Literal["full", "guard-only"] = "full"
 
     def __post_init__(self) -> None:
+        from ...shared.checks import whole_number
         from ...shared.exceptions import ConfigurationError
 
-        for name in ("wall_seconds", "memory_bytes", "output_bytes", "file_bytes",
-                     "disk_bytes", "max_files", "threads"):
-            if not getattr(self, name) > 0:
-                raise ConfigurationError(f"SandboxLimits: {name} must be positive")
-        if self.cpu_seconds is not None and not self.cpu_seconds > 0:
-            raise ConfigurationError("SandboxLimits: cpu_seconds must be positive")
+        for name in ("wall_seconds", "cpu_seconds"):
+            value = getattr(self, name)
+            if value is None and name == "cpu_seconds":
+                continue
+            # an infinite limit is no limit (a hanging program would hang the study), and a
+            # string or bool failed with a bare TypeError or passed as 1 s
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                    not 0 < float(value) < math.inf:
+                raise ConfigurationError(f"SandboxLimits: {name} must be positive and finite "
+                                         f"seconds, got {value!r}")
+        for name in ("memory_bytes", "output_bytes", "file_bytes", "disk_bytes", "max_files",
+                     "threads"):
+            object.__setattr__(self, name, whole_number(getattr(self, name),
+                                                        f"SandboxLimits: {name}", minimum=1))
         if self.isolation not in ISOLATION:
             raise ConfigurationError(f"SandboxLimits: isolation must be one of {ISOLATION}, "
                                      f"got {self.isolation!r}")

@@ -28,7 +28,7 @@ from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
-from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult
+from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
 from .workdir import load_array, open_directory, read_status, remove_tree, tree_usage
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
@@ -107,7 +107,8 @@ def run_python(source: str, *, driver: str | None = None,
                                  "and seccomp layers are Linux's); run studies with program "
                                  "procedures on a Linux machine or container")
     limits = limits if limits is not None else SandboxLimits()
-    allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else allowed_modules)
+    allowed = sorted(DEFAULT_ALLOWED_MODULES if allowed_modules is None else
+                     module_names(allowed_modules))
     if not isinstance(source, str):
         raise ConfigurationError("source must be a string of Python code")
     full = limits.isolation == "full"
@@ -143,13 +144,41 @@ def run_python(source: str, *, driver: str | None = None,
         # control directory and put a link to anywhere on this machine in its place
         control_fd = open_directory(str(control))
         try:
-            return _supervise(control, control_fd, limits, config, isolate_network)
+            result = _supervise(control, control_fd, limits, config, isolate_network)
         finally:
             os.close(control_fd)
+        # the temporary directory's random name in a traceback made the same failure read
+        # differently on every run (results and reruns compare their error text)
+        result.message = relative_paths(result.message, str(root))
+        return result
     finally:
         if not remove_tree(root if owned else control):
             warnings.warn(f"run_python: could not delete {root if owned else control}",
                           RuntimeWarning, stacklevel=2)
+
+
+def relative_paths(text: str, workdir: str) -> str:
+    """``text`` with paths inside ``workdir`` written relative to it (``workdir`` itself: ".").
+
+    Parameters
+    ----------
+    text : str
+        A message or output of a run in ``workdir``.
+    workdir : str
+        The run's working directory (absolute).
+
+    Returns
+    -------
+    str
+        The text as it would read from any working directory.
+
+    Examples
+    --------
+    >>> relative_paths('File "/tmp/rx-sandbox-ab12/program.py", line 2 in /tmp/rx-sandbox-ab12',
+    ...                "/tmp/rx-sandbox-ab12")
+    'File "program.py", line 2 in .'
+    """
+    return text.replace(workdir + "/", "").replace(workdir, ".")
 
 
 def _check_static_layers() -> None:

@@ -36,7 +36,7 @@ import pandas as pd
 import xarray as xr
 
 from ...eligible.constraints import Constraint
-from ...engine.failures import GuardedRule, repair
+from ...engine.failures import GuardedRule, repair, reraise_fatal
 from ...engine.protocol import Procedure
 from ...shared._versions import package_versions
 from ...shared.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
@@ -230,6 +230,7 @@ def estimate_completeness(
                     fitted, reason = procs[labels[j]].fit(train, np.random.default_rng(fit_ss)), ""
                     info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
                 except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                    reraise_fatal(exc)
                     fitted, reason = None, f"{type(exc).__name__}: {exc}"
                 guard = GuardedRule(fitted, base_fit, constraints, columns, reason)
                 pred = guard.predict(X)
