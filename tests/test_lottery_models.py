@@ -541,3 +541,30 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
         rx.lottery.RDU(utility="power")
     with pytest.raises(DataError, match="gains_only must be True or False, got 'no'"):
         rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")
+
+
+def test_a_study_refuses_lottery_columns_it_lacks_before_any_fit():
+    # a misspelt column used to fail every fit silently into the baseline (r̂ = 1, a warning)
+    import restrictiveness as rx
+
+    fits = []
+
+    class Counted(CPT):
+        def fit(self, sample, rng=None, **estimation):
+            fits.append(1)
+            return super().fit(sample, rng, **estimation)
+
+    for model in (Counted(formula="ce ~ z_hi + z_lo + prob"),
+                  Counted(formula="y ~ z_hi + z_lo + p"), ExpectedValue("ce ~ z_hi + lo + p")):
+        with pytest.raises(FormulaError, match=r"\['(prob|y|lo)'\]"):
+            rx.lottery.study(procedures={"m": model}, n=[10], replications=2)
+    assert fits == []
+    # a model without a formula reads z_hi, z_lo, p: a study with other names is refused too
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(hi=(0.5, 1), lo=(0, 0.4), prob=(0.1, 0.9)),
+                                         rx.Increasing("hi", "lo", "prob"),
+                                         rx.Between("lo", "hi")))
+    with pytest.raises(FormulaError, match=r"reads column\(s\) \['z_hi', 'z_lo', 'p'\]"):
+        rx.Study(prior, {"m": CPT()}, rx.Constant(), n=[10], replications=2)
+    study = rx.Study(prior, {"m": CPT(formula="y ~ hi + lo + prob")}, rx.Constant(), n=[10],
+                     replications=2)
+    assert study.run(progress=False).failures()["failed"].sum() == 0

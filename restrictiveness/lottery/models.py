@@ -27,6 +27,7 @@ import pandas as pd
 from ..engine.protocol import Fitted, Procedure
 from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.formula import check_study_columns
 from ..shared.sample import Sample
 from . import _rdu_nb
 from .estimation import LotteryNLS, LotteryNLSResults
@@ -197,7 +198,43 @@ class RDUFitted(Fitted):
 # procedures
 # ---------------------------------------------------------------------------------------------
 
-class RDU(Procedure):
+class _LotteryProcedure(Procedure):
+    """A procedure that reads the three lottery columns its formula names (by default the
+    columns ``z_hi``, ``z_lo`` and ``p``)."""
+
+    formula: str | None = None
+
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """Check the lottery columns (and a formula's response) against a study's before any fit.
+
+        Without this a name the study lacks failed every fit and left only the baseline's
+        predictions (r̂ = 1, with a warning).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            A column the model reads, or the formula's response, is not the study's.
+
+        Examples
+        --------
+        >>> CPT().validate(["z_hi", "z_lo", "p"], "ce")  # passes silently
+        >>> CPT(formula="ce ~ z_hi + z_lo + prob").validate(["z_hi", "z_lo", "p"], "ce")
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'ce ~ z_hi + z_lo + prob' names ...
+        """
+        check_study_columns(self.formula, columns, response, uses=lottery_columns(self.formula))
+
+
+class RDU(_LotteryProcedure):
     """Rank-dependent utility with pluggable utility and probability weighting, fitted by NLS.
 
     The fit minimises the sum of squared residuals over the free parameters within their bounds:
@@ -607,7 +644,7 @@ class _EVRule(Fitted):
         return Z[:, 2] * Z[:, 0] + (1.0 - Z[:, 2]) * Z[:, 1]
 
 
-class ExpectedValue(Procedure):
+class ExpectedValue(_LotteryProcedure):
     """The expected value ``p z_hi + (1 − p) z_lo``: no parameters; the lottery baseline.
 
     Parameters
