@@ -409,6 +409,17 @@ def test_invalid_arguments_raise_named_errors():
         CPT(free="alpha")
     with pytest.raises(ConfigurationError, match="free"):
         DisappointmentAversion(free=("delta",))
+    # a repeated name was dropped, a fractional n_starts truncated, a number a bare TypeError
+    for model, free in ((CPT, ("alpha", "alpha")), (DisappointmentAversion, ("eta", "eta")),
+                        (RDU, ["gamma", "delta", "gamma"])):
+        with pytest.raises(ConfigurationError, match=r"free names \['(alpha|eta|gamma)'\] more"):
+            model(free=free)
+    for free in (3, None):
+        with pytest.raises(ConfigurationError, match="free must be a sequence"):
+            CPT(free=free)
+    with pytest.raises(ConfigurationError, match="n_starts must be a whole number >= 1, got 2.5"):
+        CPT(n_starts=2.5)
+    assert CPT(n_starts=3.0).n_starts == 3 and RDU(free=None).free == ("alpha", "gamma", "delta")
     with pytest.raises(ConfigurationError, match="eta"):
         DisappointmentAversion(grid={"eta": [-1.0, 0.0]})
     with pytest.raises(ConfigurationError, match="bounds"):
