@@ -266,6 +266,19 @@ def test_estimates_land_exactly_on_bounds():
     assert fit.params["gamma"] == 0.01
 
 
+def test_an_exact_fit_at_the_lower_bounds_with_z_lo_zero():
+    # every parameter at its lower bound and z_lo = 0: CEs of about 1e-200, fitted exactly
+    # (ssr = 0), which divided by zero in the solver's convergence test (ZeroDivisionError)
+    X = lotteries(np.random.default_rng(5), 60)
+    X[:, 1] = 0.0
+    y = cpt(X, 0.01, 0.01, 0.01)
+    assert 0.0 < y.max() < 1e-150
+    fit = CPT().fit_arrays(X, y)
+    assert fit.params == {"alpha": 0.01, "gamma": 0.01, "delta": 0.01} and fit.ssr == 0.0
+    fit = CPT(free=("alpha", "delta")).fit_arrays(X, np.zeros(len(X)))  # all CEs zero
+    assert fit.params == {"alpha": 0.01, "delta": 0.01}
+
+
 def test_disappointment_aversion_is_cpt_reparameterised():
     rng = np.random.default_rng(5)
     X = lotteries(rng, 100)
