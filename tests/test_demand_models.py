@@ -462,6 +462,8 @@ def test_estimator_rejects_unbalanced_markets(nevo):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
+    with pytest.raises(DataError, match="data have no rows"):  # was "from nan to nan"
+        MNL.from_formula("shares ~ prices", nevo.iloc[:0]).fit()
 
 
 def long_frame(X, y):
