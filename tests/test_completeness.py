@@ -507,6 +507,13 @@ def test_configuration_errors():
         RepeatedGroupKFold(repeats="5")
     with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
         CellMeansKFold(k=None)
+    # numpy refused -1 with "expected non-negative integer", naming no option
+    for seed in (-1, 2.5, "0"):
+        with pytest.raises(ConfigurationError, match=f"seed must be a whole number >= 0, got "
+                                                     f"{seed!r}"):
+            lottery_run(seed=seed)
+    np.testing.assert_array_equal(lottery_run(seed=3.0).dataset["assigned_fold"],
+                                  lottery_run(seed=3).dataset["assigned_fold"])
     # a Series of identifiers was an unhashable-type TypeError at the first fold; a column name
     # is the one way to give them (a Series would be matched to the rows by position)
     with pytest.raises(ConfigurationError, match="CellMeansKFold: cluster must be the name of a "
