@@ -598,6 +598,18 @@ def test_benchmark_worse_than_baseline_warns():
         lottery_run(procedures={}, benchmark=Constant())
 
 
+def test_one_cluster_warns_that_its_clustered_se_is_undefined():
+    # one participant's responses: κ̂ is defined, its clustered SE is not (S − 1 = 0); the NaN
+    # used to appear in the table without a word
+    one = lottery_data(n_participants=1, n_lotteries=40)
+    with pytest.warns(RuntimeWarning, match="one cluster"):
+        res = lottery_run(one, k=3)
+    ds = res.dataset
+    assert np.isnan(ds["kappa_se"]).all()
+    assert [float(ds["kappa"].sel(procedure=ds.attrs[role])) for role in ("baseline", "benchmark")
+            ] == [0.0, 1.0]
+
+
 # -- results ------------------------------------------------------------------------------------
 def test_summary_and_netcdf_round_trip(tmp_path):
     res = lottery_run()
