@@ -439,8 +439,10 @@ def test_invalid_arguments_raise_named_errors():
         RDU(bounds={"alpha": (1.0, 0.5)})
     with pytest.raises(ConfigurationError, match="grid"):
         CPT(grid={"alpha": [0.0, 0.5]})
-    with pytest.raises(ConfigurationError, match="shift"):
-        ShiftedPowerUtility(-1.0)
+    for shift in (-1.0, "0.1", True):  # "0.1" was numpy's TypeError, True a shift of 1
+        with pytest.raises(ConfigurationError, match=f"shift must be a positive number, got "
+                                                     f"{shift!r}"):
+            ShiftedPowerUtility(shift)
     X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2]])
     with pytest.raises(DataError, match="NaN"):
         CPT().fit_arrays(X, np.array([0.3, np.nan]))

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared.checks import keywords_of, known_keywords, whole_number
+from ..shared.checks import is_positive, keywords_of, known_keywords, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.formula import check_study_columns
 from ..shared.sample import Sample
@@ -98,7 +98,7 @@ class ShiftedPowerUtility:
     name: ClassVar[str] = "shifted power"
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.shift) and self.shift > 0):
+        if not is_positive(self.shift):  # "0.1" was a TypeError from numpy, True a shift of 1
             raise ConfigurationError(f"shift must be a positive number, got {self.shift!r}")
 
 
