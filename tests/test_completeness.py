@@ -598,6 +598,16 @@ def test_benchmark_worse_than_baseline_warns():
         lottery_run(procedures={}, benchmark=Constant())
 
 
+def test_lottery_completeness_refuses_data_that_are_neither_frame_nor_path():
+    import restrictiveness as rx
+
+    # an array reached load_bruhin, whose message printed the whole array as a "path"
+    with pytest.raises(DataError, match="DataFrame .* or the path of ch03_data.csv; got ndarray"):
+        rx.lottery.completeness(lottery_data().to_numpy())
+    with pytest.raises(DataError, match="no file at"):  # a path still goes to load_bruhin
+        rx.lottery.completeness("no-such-dir/ch03_data.csv")
+
+
 def test_one_cluster_warns_that_its_clustered_se_is_undefined():
     # one participant's responses: κ̂ is defined, its clustered SE is not (S − 1 = 0); the NaN
     # used to appear in the table without a word
