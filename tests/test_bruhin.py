@@ -121,8 +121,10 @@ def test_inconsistent_lottery_identifier(tmp_path):
 def test_empty_and_bad_scale(tmp_path):
     with pytest.raises(DataError, match="not a readable CSV"):
         load_bruhin(_write(tmp_path, ""))
-    with pytest.raises(DataError, match="scale must be a positive"):
-        load_bruhin(_write(tmp_path, GOOD), scale=0)
+    for scale in (0, "150", True):  # "150" was numpy's TypeError, True a scale of 1
+        with pytest.raises(DataError, match=f"scale must be a positive number, got {scale!r}"):
+            load_bruhin(_write(tmp_path, GOOD), scale=scale)
+    assert load_bruhin(_write(tmp_path, GOOD), scale=np.float32(10.0))["z_hi"].max() == 15.0
 
 
 @pytest.mark.parametrize("ci, outcome, code", [("true", "1 error", 1), ("", "1 skipped", 0)])

@@ -507,6 +507,13 @@ def test_configuration_errors():
         RepeatedGroupKFold(repeats="5")
     with pytest.raises(ConfigurationError, match="k must be an integer >= 2, got None"):
         CellMeansKFold(k=None)
+    # numpy refused -1 with "expected non-negative integer", naming no option
+    for seed in (-1, 2.5, "0"):
+        with pytest.raises(ConfigurationError, match=f"seed must be a whole number >= 0, got "
+                                                     f"{seed!r}"):
+            lottery_run(seed=seed)
+    np.testing.assert_array_equal(lottery_run(seed=3.0).dataset["assigned_fold"],
+                                  lottery_run(seed=3).dataset["assigned_fold"])
     # a Series of identifiers was an unhashable-type TypeError at the first fold; a column name
     # is the one way to give them (a Series would be matched to the rows by position)
     with pytest.raises(ConfigurationError, match="CellMeansKFold: cluster must be the name of a "
@@ -589,6 +596,28 @@ def test_misspelt_formula_is_a_configuration_error_not_a_failure():
 def test_benchmark_worse_than_baseline_warns():
     with pytest.warns(RuntimeWarning, match="does not improve on the baseline"):
         lottery_run(procedures={}, benchmark=Constant())
+
+
+def test_lottery_completeness_refuses_data_that_are_neither_frame_nor_path():
+    import restrictiveness as rx
+
+    # an array reached load_bruhin, whose message printed the whole array as a "path"
+    with pytest.raises(DataError, match="DataFrame .* or the path of ch03_data.csv; got ndarray"):
+        rx.lottery.completeness(lottery_data().to_numpy())
+    with pytest.raises(DataError, match="no file at"):  # a path still goes to load_bruhin
+        rx.lottery.completeness("no-such-dir/ch03_data.csv")
+
+
+def test_one_cluster_warns_that_its_clustered_se_is_undefined():
+    # one participant's responses: κ̂ is defined, its clustered SE is not (S − 1 = 0); the NaN
+    # used to appear in the table without a word
+    one = lottery_data(n_participants=1, n_lotteries=40)
+    with pytest.warns(RuntimeWarning, match="one cluster"):
+        res = lottery_run(one, k=3)
+    ds = res.dataset
+    assert np.isnan(ds["kappa_se"]).all()
+    assert [float(ds["kappa"].sel(procedure=ds.attrs[role])) for role in ("baseline", "benchmark")
+            ] == [0.0, 1.0]
 
 
 # -- results ------------------------------------------------------------------------------------

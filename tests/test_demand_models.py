@@ -462,6 +462,8 @@ def test_estimator_rejects_unbalanced_markets(nevo):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
+    with pytest.raises(DataError, match="data have no rows"):  # was "from nan to nan"
+        MNL.from_formula("shares ~ prices", nevo.iloc[:0]).fit()
 
 
 def long_frame(X, y):
@@ -638,3 +640,21 @@ def test_demand_helpers_refuse_inputs_they_cannot_use():
         MixedLogit(seed=-1)
     with pytest.raises(ConfigurationError, match="reflect must be True or False, got 'no'"):
         MixedLogit(reflect="no")
+
+
+def test_a_study_refuses_demand_names_it_lacks_before_any_fit():
+    # each used to fail every fit silently into the baseline (r̂ = 1, a warning)
+    import restrictiveness as rx
+
+    bad = {"MNL": (MNL("shares ~ price + sugar"), r"\['price'\]"),
+           "NL": (NestedLogit(nest="mushi"), "nest column 'mushi'"),
+           "MXL": (MixedLogit(random=["price"]), r"random terms \['price'\]")}
+    for label, (model, message) in bad.items():
+        with pytest.raises(FormulaError, match=message):
+            rx.demand.study(procedures={label: model}, n=[10], replications=2)
+    # the right names pass, and a formula with transforms leaves its random terms to the fit
+    rx.demand.study(procedures={"NL": NestedLogit("shares ~ prices", nest="mushy"),
+                                "MXL": MixedLogit(random=["prices", "Intercept"]),
+                                "MXL2": MixedLogit("shares ~ np.log(prices)",
+                                                   random=["np.log(prices)"])},
+                    n=[10], replications=2)

@@ -266,6 +266,19 @@ def test_estimates_land_exactly_on_bounds():
     assert fit.params["gamma"] == 0.01
 
 
+def test_an_exact_fit_at_the_lower_bounds_with_z_lo_zero():
+    # every parameter at its lower bound and z_lo = 0: CEs of about 1e-200, fitted exactly
+    # (ssr = 0), which divided by zero in the solver's convergence test (ZeroDivisionError)
+    X = lotteries(np.random.default_rng(5), 60)
+    X[:, 1] = 0.0
+    y = cpt(X, 0.01, 0.01, 0.01)
+    assert 0.0 < y.max() < 1e-150
+    fit = CPT().fit_arrays(X, y)
+    assert fit.params == {"alpha": 0.01, "gamma": 0.01, "delta": 0.01} and fit.ssr == 0.0
+    fit = CPT(free=("alpha", "delta")).fit_arrays(X, np.zeros(len(X)))  # all CEs zero
+    assert fit.params == {"alpha": 0.01, "delta": 0.01}
+
+
 def test_disappointment_aversion_is_cpt_reparameterised():
     rng = np.random.default_rng(5)
     X = lotteries(rng, 100)
@@ -409,14 +422,27 @@ def test_invalid_arguments_raise_named_errors():
         CPT(free="alpha")
     with pytest.raises(ConfigurationError, match="free"):
         DisappointmentAversion(free=("delta",))
+    # a repeated name was dropped, a fractional n_starts truncated, a number a bare TypeError
+    for model, free in ((CPT, ("alpha", "alpha")), (DisappointmentAversion, ("eta", "eta")),
+                        (RDU, ["gamma", "delta", "gamma"])):
+        with pytest.raises(ConfigurationError, match=r"free names \['(alpha|eta|gamma)'\] more"):
+            model(free=free)
+    for free in (3, None):
+        with pytest.raises(ConfigurationError, match="free must be a sequence"):
+            CPT(free=free)
+    with pytest.raises(ConfigurationError, match="n_starts must be a whole number >= 1, got 2.5"):
+        CPT(n_starts=2.5)
+    assert CPT(n_starts=3.0).n_starts == 3 and RDU(free=None).free == ("alpha", "gamma", "delta")
     with pytest.raises(ConfigurationError, match="eta"):
         DisappointmentAversion(grid={"eta": [-1.0, 0.0]})
     with pytest.raises(ConfigurationError, match="bounds"):
         RDU(bounds={"alpha": (1.0, 0.5)})
     with pytest.raises(ConfigurationError, match="grid"):
         CPT(grid={"alpha": [0.0, 0.5]})
-    with pytest.raises(ConfigurationError, match="shift"):
-        ShiftedPowerUtility(-1.0)
+    for shift in (-1.0, "0.1", True):  # "0.1" was numpy's TypeError, True a shift of 1
+        with pytest.raises(ConfigurationError, match=f"shift must be a positive number, got "
+                                                     f"{shift!r}"):
+            ShiftedPowerUtility(shift)
     X = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2]])
     with pytest.raises(DataError, match="NaN"):
         CPT().fit_arrays(X, np.array([0.3, np.nan]))
@@ -522,7 +548,7 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
     with pytest.raises(ConfigurationError, match="procedures must be a mapping"):
         rx.lottery.completeness(pd.DataFrame(), [rx.lottery.CPT()])
     # None for the data or the path was a TypeError from pathlib
-    with pytest.raises(DataError, match="load_bruhin takes the path of ch03_data.csv, got None"):
+    with pytest.raises(DataError, match="or the path of ch03_data.csv; got NoneType"):
         rx.lottery.completeness(None)
     with pytest.raises(DataError, match="got None"):
         rx.datasets.load_bruhin(None)
@@ -541,3 +567,30 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
         rx.lottery.RDU(utility="power")
     with pytest.raises(DataError, match="gains_only must be True or False, got 'no'"):
         rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")
+
+
+def test_a_study_refuses_lottery_columns_it_lacks_before_any_fit():
+    # a misspelt column used to fail every fit silently into the baseline (r̂ = 1, a warning)
+    import restrictiveness as rx
+
+    fits = []
+
+    class Counted(CPT):
+        def fit(self, sample, rng=None, **estimation):
+            fits.append(1)
+            return super().fit(sample, rng, **estimation)
+
+    for model in (Counted(formula="ce ~ z_hi + z_lo + prob"),
+                  Counted(formula="y ~ z_hi + z_lo + p"), ExpectedValue("ce ~ z_hi + lo + p")):
+        with pytest.raises(FormulaError, match=r"\['(prob|y|lo)'\]"):
+            rx.lottery.study(procedures={"m": model}, n=[10], replications=2)
+    assert fits == []
+    # a model without a formula reads z_hi, z_lo, p: a study with other names is refused too
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(hi=(0.5, 1), lo=(0, 0.4), prob=(0.1, 0.9)),
+                                         rx.Increasing("hi", "lo", "prob"),
+                                         rx.Between("lo", "hi")))
+    with pytest.raises(FormulaError, match=r"reads column\(s\) \['z_hi', 'z_lo', 'p'\]"):
+        rx.Study(prior, {"m": CPT()}, rx.Constant(), n=[10], replications=2)
+    study = rx.Study(prior, {"m": CPT(formula="y ~ hi + lo + prob")}, rx.Constant(), n=[10],
+                     replications=2)
+    assert study.run(progress=False).failures()["failed"].sum() == 0

@@ -312,6 +312,15 @@ def test_bad_input_names_the_argument():
         bounds(d, None, b, np.ones((2, 2)))
     with pytest.raises(ConfigurationError, match="gamma must be >= 1"):
         bounds_lp(d, None, b, 0.5)
+    # an empty grid gave empty bounds; "2" and True were read as Γ = 2 and Γ = 1
+    with pytest.raises(ConfigurationError, match="gamma is empty"):
+        bounds(d, None, b, [])
+    for gamma in ("2", True, ["2"]):
+        with pytest.raises(ConfigurationError, match="gamma must be a number or numbers"):
+            bounds(d, None, b, gamma)
+    with pytest.raises(ConfigurationError, match="gamma_max must be a number"):
+        critical_gamma(d, None, b, gamma_max="3")
+    assert bounds(d, None, b, [2])[0][0] == bounds(d, None, b, np.float32(2.0))[0]
     with pytest.raises(ConfigurationError, match="gamma_max must be >= 1"):
         critical_gamma(d, None, b, gamma_max=0.5)
     with pytest.raises(ConfigurationError, match="tol must be positive"):

@@ -234,6 +234,9 @@ def test_summary_contrast_and_estimates():
     assert (est["lower"] < est["estimate"]).all() and (est["estimate"] < est["upper"]).all()
     with pytest.raises(rx.ConfigurationError, match="'nope' not in"):
         res.contrast("nope", "GP")
+    # the baseline is no procedure row: say so rather than only listing the procedures
+    with pytest.raises(rx.ConfigurationError, match="'baseline' is the baseline: its r̂ is 1"):
+        res.contrast("GP", "baseline")
 
 
 def test_bad_input_messages():

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..shared.checks import is_positive
 from ..shared.exceptions import DataError
 
 __all__ = ["load_bruhin", "BRUHIN_COLUMNS", "BRUHIN_SCALE"]
@@ -69,7 +70,7 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
     if not isinstance(gains_only, bool | np.bool_):  # bool("no") is True
         raise DataError(f"load_bruhin: gains_only must be True or False, got {gains_only!r}")
     path = Path(path)
-    if not (np.isfinite(scale) and scale > 0):
+    if not is_positive(scale):  # "150" was a TypeError from numpy
         raise DataError(f"load_bruhin: scale must be a positive number, got {scale!r}")
     if not path.is_file():
         raise DataError(

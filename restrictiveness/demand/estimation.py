@@ -48,6 +48,8 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
         raise FormulaError(f"data lack column(s) {missing}; available: {list(data.columns)}")
     if data[need].isna().to_numpy().any():
         raise DataError("data contain missing values (NaN) in the columns the model uses")
+    if data.empty:  # the size check below said "market sizes range from nan to nan"
+        raise DataError("data have no rows; give one row per product and market")
     groups = data.groupby(market_ids, sort=True)
     sizes = groups.size()
     if sizes.nunique() != 1:

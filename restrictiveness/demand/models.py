@@ -45,7 +45,7 @@ from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import BOUND_RTOL
 from ..shared.checks import is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.formula import parse_formula
+from ..shared.formula import check_study_columns, parse_formula
 from ..shared.sample import Sample
 from . import _logit_nb
 from ._nested_nb import nl_dlog_ddelta, nl_parts, nl_resjac, nl_shares, solve_nl
@@ -507,6 +507,36 @@ class _DemandProcedure(Procedure):
         """
         return DemandModel.from_formula(cls, formula, data, market_ids, **kwargs)
 
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """Check the formula (and the model's other column names) against a study's before any
+        fit.
+
+        Without this a name the study lacks failed every fit and left only the baseline's
+        predictions (r̂ = 1, with a warning).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's market columns.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column or response the study does not have.
+
+        Examples
+        --------
+        >>> MNL("shares ~ prices + sugar").validate(["prices", "sugar", "mushy"], "shares")
+        >>> MNL("shares ~ price").validate(["prices", "sugar", "mushy"], "shares")
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'shares ~ price' names column(s) ...
+        """
+        check_study_columns(self.formula, columns, response, covariates=False)
+
     def _prepare(self, sample: Sample):
         columns = _market_columns(sample, type(self).__name__)
         X = check_markets(sample.X, columns, "sample.X")
@@ -728,6 +758,35 @@ class NestedLogit(_DemandProcedure):
         super().__init__(formula, max_nfev, method, budget)
         self.nest = nest
 
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """As :meth:`MNL.validate`, and the nest column must be one of the study's.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's market columns.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            A name the study lacks, the nest column's included.
+
+        Examples
+        --------
+        >>> NestedLogit(nest="sugar").validate(["prices", "sugar", "mushy"], "shares")
+        >>> NestedLogit(nest="mushi").validate(["prices", "sugar", "mushy"], "shares")
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: nest column 'mushi' is not a column ...
+        """
+        super().validate(columns, response)
+        if self.nest not in columns:
+            raise FormulaError(f"nest column {self.nest!r} is not a column of the study; its "
+                               f"columns are {list(columns)}")
+
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> DemandFit:
         """Least squares on the inside shares from the starts above.
 
@@ -846,6 +905,40 @@ class MixedLogit(_DemandProcedure):
             random = [random]
         self.random = None if random is None else tuple(random)
         self.nodes, self.seed = int(nodes), int(seed)
+
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """As :meth:`MNL.validate`, and ``random`` must name design columns of the formula
+        (checked here when the formula's terms are bare column names, whose design columns do
+        not depend on the data; otherwise at the fit).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's market columns.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            A name the study lacks, or a random term that is not a design column.
+
+        Examples
+        --------
+        >>> MixedLogit(random=["prices"]).validate(["prices", "sugar", "mushy"], "shares")
+        >>> MixedLogit(random=["price"]).validate(["prices", "sugar", "mushy"], "shares")
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: random terms ['price'] are not ...
+        choose among ['Intercept', 'prices', 'sugar', 'mushy']
+        """
+        super().validate(columns, response)
+        formula = parse_formula(self.formula)
+        if formula.plain:
+            import pandas as pd
+
+            self._extra(formula.column_names(pd.DataFrame({c: [0.0, 1.0] for c in columns})))
 
     def _extra(self, names: list[str]) -> dict:
         random = names if self.random is None else list(self.random)

@@ -271,7 +271,9 @@ class Results(SensitivityMixin):
 
     def _procedure(self, label: str) -> str:
         if label not in self.procedures:
-            raise ConfigurationError(f"procedure {label!r} not in {self.procedures}")
+            baseline = (f"; {label!r} is the baseline: its r̂ is 1 by definition and its losses "
+                        "are baseline_loss" if label == self.dataset.attrs.get("baseline") else "")
+            raise ConfigurationError(f"procedure {label!r} not in {self.procedures}{baseline}")
         return label
 
     def degenerate_baseline(self) -> xr.DataArray:

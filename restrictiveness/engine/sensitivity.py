@@ -88,7 +88,11 @@ def _inputs(
 
 def _gammas(gamma: ArrayLike, name: str = "gamma") -> tuple[np.ndarray, bool]:
     """Γ values as a float vector, and whether the input was a scalar."""
+    if np.asarray(gamma).dtype.kind not in "iuf":  # "2" and True were read as 2.0 and 1.0
+        raise ConfigurationError(f"{name} must be a number or numbers; got {gamma!r}")
     g = np.asarray(gamma, dtype=float)
+    if g.size == 0:  # gave an empty table
+        raise ConfigurationError(f"{name} is empty; give at least one value >= 1")
     if g.ndim > 1:
         raise ConfigurationError(f"{name} must be a scalar or 1-D array; got shape {g.shape}")
     if not np.isfinite(g).all():

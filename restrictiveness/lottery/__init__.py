@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 from ..eligible.constraints import Between
@@ -27,6 +28,7 @@ from ..engine.sensitivity_results import Contributions
 from ..engine.study import Study
 from ..procedures.generic import GPRegression
 from ..shared.checks import labelled
+from ..shared.exceptions import DataError
 from .models import (
     CPT,
     RDU,
@@ -199,6 +201,11 @@ def completeness(data, procedures: Mapping[str, Procedure] | None = None, folds:
     from ..analysis.completeness.estimate import estimate_completeness
     from ..datasets.bruhin import load_bruhin
 
+    if not hasattr(data, "columns") and not isinstance(data, str | os.PathLike):
+        # an array reached load_bruhin, whose message printed the whole array as a "path"
+        raise DataError(f"completeness takes the responses as a DataFrame "
+                        f"(rx.datasets.load_bruhin's output) or the path of ch03_data.csv; got "
+                        f"{type(data).__name__}")
     frame = data if hasattr(data, "columns") else load_bruhin(data)
     procs = labelled(procedures, table1_procedures)
     base = baseline if baseline is not None else ExpectedValue()

@@ -17,7 +17,7 @@ Parameters not declared free are fixed at 1, the expected-value values (α = γ 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, overload
 
@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared.checks import keywords_of, known_keywords
+from ..shared.checks import is_positive, keywords_of, known_keywords, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.formula import check_study_columns
 from ..shared.sample import Sample
 from . import _rdu_nb
 from .estimation import LotteryNLS, LotteryNLSResults
@@ -97,7 +98,7 @@ class ShiftedPowerUtility:
     name: ClassVar[str] = "shifted power"
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.shift) and self.shift > 0):
+        if not is_positive(self.shift):  # "0.1" was a TypeError from numpy, True a shift of 1
             raise ConfigurationError(f"shift must be a positive number, got {self.shift!r}")
 
 
@@ -197,7 +198,56 @@ class RDUFitted(Fitted):
 # procedures
 # ---------------------------------------------------------------------------------------------
 
-class RDU(Procedure):
+def _names(free: object) -> tuple[str, ...]:
+    """The parameter names ``free`` lists; a string, a non-iterable or a name given twice is
+    refused (a repeat was dropped silently, ``3`` was a bare TypeError)."""
+    if isinstance(free, str) or not isinstance(free, Iterable):
+        raise ConfigurationError(f"free must be a sequence of parameter names such as "
+                                 f"('alpha',), got {free!r}")
+    names = tuple(free)
+    twice = sorted({q for q in names if names.count(q) > 1})
+    if twice:
+        raise ConfigurationError(f"free names {twice} more than once")
+    return names
+
+
+class _LotteryProcedure(Procedure):
+    """A procedure that reads the three lottery columns its formula names (by default the
+    columns ``z_hi``, ``z_lo`` and ``p``)."""
+
+    formula: str | None = None
+
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """Check the lottery columns (and a formula's response) against a study's before any fit.
+
+        Without this a name the study lacks failed every fit and left only the baseline's
+        predictions (r̂ = 1, with a warning).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            A column the model reads, or the formula's response, is not the study's.
+
+        Examples
+        --------
+        >>> CPT().validate(["z_hi", "z_lo", "p"], "ce")  # passes silently
+        >>> CPT(formula="ce ~ z_hi + z_lo + prob").validate(["z_hi", "z_lo", "p"], "ce")
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.FormulaError: formula 'ce ~ z_hi + z_lo + prob' names ...
+        """
+        check_study_columns(self.formula, columns, response, uses=lottery_columns(self.formula))
+
+
+class RDU(_LotteryProcedure):
     """Rank-dependent utility with pluggable utility and probability weighting, fitted by NLS.
 
     The fit minimises the sum of squared residuals over the free parameters within their bounds:
@@ -259,9 +309,7 @@ class RDU(Procedure):
         known = self.utility.parameters + self.weighting.parameters
         if free is None:
             free = known
-        if isinstance(free, str):
-            raise ConfigurationError(f"free must be a sequence of parameter names such as "
-                                     f"('alpha',), not the string {free!r}")
+        free = _names(free)
         unknown = [q for q in free if q not in known]
         if unknown:
             raise ConfigurationError(f"free names unknown parameter(s) {unknown}; this model has "
@@ -278,9 +326,7 @@ class RDU(Procedure):
             self.bounds[q] = (float(lo), float(hi))
         lottery_columns(formula)  # validates
         self.formula = formula
-        if int(n_starts) < 1:
-            raise ConfigurationError("n_starts must be a positive integer")
-        self.n_starts = int(n_starts)
+        self.n_starts = whole_number(n_starts, "n_starts", minimum=1)  # int() took 2.5 as 2
         self.grid = {q: tuple(float(v) for v in vals) for q, vals in dict(grid or {}).items()}
         for q, vals in self.grid.items():
             lo, hi = self.bounds.get(q, (-np.inf, np.inf))
@@ -505,7 +551,7 @@ class CPT(RDU):
         if "utility" in options or "weighting" in options or "bounds" in options:
             raise ConfigurationError("CPT fixes utility, weighting and bounds; use RDU to "
                                      "change them")
-        if not free or isinstance(free, str):
+        if not _names(free):
             raise ConfigurationError("free must be a nonempty sequence drawn from "
                                      "('alpha', 'gamma', 'delta'); ExpectedValue is the model "
                                      "with none")
@@ -568,7 +614,8 @@ class DisappointmentAversion(RDU):
     _reported_names: ClassVar[dict[str, str]] = {"delta": "eta"}
 
     def __init__(self, free: Sequence[str] = ("alpha", "eta"), **options) -> None:
-        if isinstance(free, str) or not free or any(q not in ("alpha", "eta") for q in free):
+        free = _names(free)
+        if not free or any(q not in ("alpha", "eta") for q in free):
             raise ConfigurationError(f"free must be a nonempty subset of ('alpha', 'eta'), "
                                      f"got {free!r}")
         for key in ("utility", "weighting", "bounds"):
@@ -607,7 +654,7 @@ class _EVRule(Fitted):
         return Z[:, 2] * Z[:, 0] + (1.0 - Z[:, 2]) * Z[:, 1]
 
 
-class ExpectedValue(Procedure):
+class ExpectedValue(_LotteryProcedure):
     """The expected value ``p z_hi + (1 − p) z_lo``: no parameters; the lottery baseline.
 
     Parameters

@@ -26,29 +26,11 @@ from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.checks import keywords_of, known_keywords
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
-from ..shared.formula import FORMULA_ENV, parse_formula, repeated_columns
+from ..shared.formula import FORMULA_ENV, check_study_columns, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns, merge_repeats
 from .estimation import cluster_codes
 
 __all__ = ["Constant", "OLS", "GPRegression", "training_design"]
-
-
-def _validate_formula(formula: str | None, columns: Sequence[str], response: str,
-                      covariates: bool = True) -> None:
-    """Check a procedure's formula against a study's columns and response; ``covariates``: the
-    procedure needs at least one term besides the intercept."""
-    if formula is None:
-        return
-    f = parse_formula(formula)
-    missing = [c for c in f.covariates if c not in columns]
-    if f.response is not None and f.response != response:
-        missing.append(f.response)
-    if missing:
-        raise FormulaError(f"formula {formula!r} names column(s) {missing} that the study does not "
-                           f"have; covariates are {list(columns)} and the response is {response!r}")
-    if covariates and not f.covariates:
-        raise FormulaError(f"formula {formula!r} has no covariates on the right-hand side; this "
-                           "procedure needs at least one")
 
 
 def _as_table(X, columns: Sequence[str] | None) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -177,7 +159,8 @@ class FormulaProcedure(Procedure):
         ...
         restrictiveness.shared.exceptions.FormulaError: formula 'y ~ 1' has no covariates ...
         """
-        _validate_formula(self.formula, columns, response, covariates=self.covariates_required)
+        check_study_columns(self.formula, columns, response,
+                            covariates=self.covariates_required)
 
 
 class Constant(FormulaProcedure):

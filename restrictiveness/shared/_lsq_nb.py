@@ -248,8 +248,9 @@ def _optimality(G, g, ssr, idx, k):
     opt = 0.0
     for q in range(k):
         a = idx[q]
-        if G[a, a] > 0.0:
-            opt = max(opt, abs(g[a]) / math.sqrt(G[a, a] * ssr))
+        scale = G[a, a] * ssr  # 0 at an exact fit (ssr = 0): a ZeroDivisionError in numba
+        if scale > 0.0:
+            opt = max(opt, abs(g[a]) / math.sqrt(scale))
     return opt
 
 

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["whole_number", "is_whole", "probability", "labelled", "keywords_of", "known_keywords"]
+__all__ = ["whole_number", "is_whole", "is_positive", "probability", "labelled", "keywords_of",
+           "known_keywords"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -68,6 +70,18 @@ def is_whole(value: object) -> bool:
         return False
     return isinstance(value, numbers.Integral) or (
         isinstance(value, numbers.Real) and float(value).is_integer())  # False for nan, inf
+
+
+def is_positive(value: object) -> bool:
+    """Whether ``value`` is a finite number above 0, not a bool or a string.
+
+    Examples
+    --------
+    >>> is_positive(0.05), is_positive(0), is_positive("0.05"), is_positive(True)
+    (True, False, False, False)
+    """
+    return (not isinstance(value, bool) and isinstance(value, numbers.Real)
+            and math.isfinite(value) and float(value) > 0)
 
 
 def probability(value: object, name: str) -> float:

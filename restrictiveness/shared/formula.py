@@ -16,6 +16,7 @@ instead of being dropped silently.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ import patsy
 from . import pyast
 from .exceptions import DataError, FormulaError
 
-__all__ = ["Formula", "parse_formula", "FORMULA_ENV"]
+__all__ = ["Formula", "parse_formula", "FORMULA_ENV", "check_study_columns"]
 
 #: The namespace formulas are evaluated in (patsy adds its built-ins: bs, C, center, I, ...).
 FORMULA_ENV = patsy.EvalEnvironment([{"np": np}])
@@ -214,3 +215,58 @@ def repeated_columns(data, names, who: str) -> None:
         if twice:
             raise DataError(f"{who}: the data have more than one column named {twice}; "
                             "rename or drop the copies")
+
+
+def check_study_columns(formula: str | None, columns: Sequence[str], response: str,
+                        covariates: bool = True, uses: Sequence[str] | None = None) -> None:
+    """Check a procedure's formula against a study's covariates and response before any fit.
+
+    A study runs thousands of fits; a name it lacks would fail every one of them and leave only
+    the baseline's predictions, so it is refused once, up front.
+
+    Parameters
+    ----------
+    formula : str or None
+        The procedure's formula (None: no formula).
+    columns : sequence of str
+        The study's covariate names.
+    response : str
+        The study's response name.
+    covariates : bool
+        Refuse a formula without covariates (``"y ~ 1"``).
+    uses : sequence of str, optional
+        The covariates the procedure reads, when they are not the formula's (a model with
+        default columns and no formula).
+
+    Raises
+    ------
+    FormulaError
+        Naming the missing columns, the study's covariates and its response.
+
+    Examples
+    --------
+    >>> check_study_columns("y ~ x1 + np.log(x2)", ["x1", "x2"], "y")  # passes silently
+    >>> check_study_columns("y ~ x3", ["x1", "x2"], "y")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.FormulaError: formula 'y ~ x3' names column(s) ['x3'] ...
+    >>> check_study_columns(None, ["hi", "lo", "prob"], "ce", uses=("z_hi", "z_lo", "p"))
+    ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.FormulaError: the procedure reads column(s) ['z_hi', ...]
+    that the study does not have; ... name the columns in a formula
+    """
+    f = None if formula is None else parse_formula(formula)
+    used = list(uses) if uses is not None else ([] if f is None else list(f.covariates))
+    missing = [c for c in used if c not in columns]
+    if f is not None and f.response is not None and f.response != response:
+        missing.append(f.response)
+    if missing:
+        who = "the procedure reads" if f is None else f"formula {formula!r} names"
+        hint = "; name the columns in a formula" if f is None else ""
+        raise FormulaError(f"{who} column(s) {missing} that the study does not have; covariates "
+                           f"are {list(columns)} and the response is {response!r}{hint}")
+    if covariates and f is not None and not f.covariates:
+        raise FormulaError(f"formula {formula!r} has no covariates on the right-hand side; this "
+                           "procedure needs at least one")

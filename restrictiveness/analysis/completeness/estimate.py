@@ -39,6 +39,7 @@ from ...eligible.constraints import Constraint
 from ...engine.failures import GuardedRule, repair, reraise_fatal
 from ...engine.protocol import Procedure
 from ...shared._versions import package_versions
+from ...shared.checks import whole_number
 from ...shared.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
 from .designs import Design, Loss, ToSample, squared_error
 from .inference import with_estimates
@@ -68,6 +69,8 @@ def _resolve(procedures: Mapping[str, Procedure], role: str, proc: Procedure | s
 def _seed_sequence(seed) -> np.random.SeedSequence:
     if isinstance(seed, np.random.SeedSequence):
         return seed
+    if seed is not None:  # numpy's own refusals of -1 and 2.5 named no option
+        seed = whole_number(seed, "seed", minimum=0)
     return np.random.SeedSequence(seed)
 
 

@@ -139,6 +139,9 @@ def with_estimates(ds: xr.Dataset) -> xr.Dataset:
         else:
             kappa[j], se[j], infl[j] = repeated_fold_completeness(L[j], L[b], L[f], assigned)
             mean_loss[j] = _fold_average(L[j], assigned)
+    if clustered and pd.Series(ds["cluster"].values).nunique() < 2:
+        warnings.warn("the held-out data come from one cluster: the clustered standard errors "
+                      "need at least two, so kappa_se is NaN", RuntimeWarning, stacklevel=3)
     if not mean_loss[b] > mean_loss[f]:
         warnings.warn(f"the benchmark {labels[f]!r} does not improve on the baseline "
                       f"{labels[b]!r} out of sample (mean loss {mean_loss[f]:.4g} vs "
