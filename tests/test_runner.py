@@ -351,3 +351,43 @@ def test_numba_compilation_does_not_count_against_fit_timeout():
     plain = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
                      replications=2, seed=7).run(progress=False).dataset
     assert (ds["loss"].values == plain["loss"].values).all()
+
+
+class Asks(rx.Procedure):
+    """An I/O-bound procedure whose fit sends ``requests`` model requests (it takes the rate
+    limit's slots as the model clients do) and logs when each goes out; ``hang=True`` then never
+    returns."""
+
+    io_bound = True
+
+    def __init__(self, log, requests=1, hang=False):
+        self.log, self.requests, self.hang = str(log), requests, hang
+
+    def __repr__(self):
+        return f"Asks({self.log!r}, {self.requests}, {self.hang})"
+
+    def fit(self, sample, rng):
+        from restrictiveness.engine.concurrency import request_slot
+        for _ in range(self.requests):
+            request_slot()
+            with open(self.log, "a") as f:
+                f.write(f"{time.monotonic()!r}\n")
+        while self.hang:
+            time.sleep(1)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout(tmp_path):
+    """Before: under fit_timeout each replication's fits ran in a forked child holding its own
+    copy of the limiter, so each new child sent its first request at once: at
+    requests_per_minute=120 (0.5 s apart), requests came 0.02-0.1 s apart at every new
+    replication."""
+    log = tmp_path / "requests.log"
+    study = rx.Study(_prior(), {"asks": Asks(log)}, baseline=rx.Constant(), n=[10, 20],
+                     replications=3, seed=7)
+    res = study.run(fit_timeout=5, requests_per_minute=120, progress=False)
+    sent = np.array([float(line) for line in log.read_text().split()])
+    assert len(sent) == 6  # one per fit: 2 per replication, each replication in a child
+    # (each time is logged just after its slot: allow for the logging's own jitter)
+    assert np.diff(sent).min() >= 0.45
+    assert (res.dataset["failed"] == 0).all()

@@ -331,7 +331,8 @@ class Study:
             :mod:`restrictiveness.engine.concurrency`); results are identical to a serial run.
         requests_per_minute : float, optional
             Limit on model requests per minute, for fits run in this process (serially or on
-            the ``concurrency`` threads).
+            the ``concurrency`` threads) and in the processes it forks for ``fit_timeout``,
+            which share its schedule.
         resume_other_versions : bool
             Resume a checkpoint written under other package versions (default: refuse).
         worker_timeout : float
