@@ -449,7 +449,7 @@ def test_fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw(n_jobs):
     stuck = rx.Study(HangingPrior(F, n_eval=40), {"linear": rx.OLS("y ~ x")},
                      baseline=rx.Constant(), n=[10], replications=2, seed=7)
     with _alarm(60), pytest.raises(rx.ExecutionError, match=(
-            r"drawing the pseudo-truth of replication \d from MonotoneGP\(.*\) did not "
+            r"drawing the pseudo-truth of replication \d from HangingPrior\(.*\) did not "
             r"finish within fit_timeout=1 s")):
         stuck.run(fit_timeout=1, n_jobs=n_jobs, progress=False)
     assert time.monotonic() - start < 30
