@@ -386,3 +386,25 @@ def test_a_record_writer_killed_mid_write_leaves_no_litter_after_a_resume(partia
     _same(_study().run(progress=False, checkpoint=partial), uninterrupted)
     assert Counting.fits == 3  # replications 1, 4 and 5
     assert list(partial.glob(".*.tmp")) == []
+
+
+class ShiftedPrior(rx.MonotoneGP):
+    """A user's evaluation distribution built on MonotoneGP that draws other pseudo-truths."""
+
+    def draw(self, ns, rng, draws=1):
+        truth = super().draw(ns, rng, draws=draws)
+        truth.shift = 0.1
+        return truth
+
+
+def test_a_subclass_of_monotone_gp_is_not_resumed_as_monotone_gp(partial):
+    """Before: a subclass showed as ``MonotoneGP(...)``, the checkpoint's only view of the
+    evaluation distribution, so its run took the base class's records as its own."""
+    base = _study()
+    sub = rx.Study(ShiftedPrior(base.evaluation.eligible, n_eval=60), base.procedures,
+                   base.baseline, n=base.n, replications=base.replications, seed=base.seed)
+    assert repr(sub.evaluation).startswith("ShiftedPrior(EligibleSet(")
+    assert repr(sub.evaluation)[len("ShiftedPrior"):] == repr(base.evaluation)[len("MonotoneGP"):]
+    with pytest.raises(rx.CheckpointError, match=r"\(evaluation: .*MonotoneGP\(EligibleSet.* "
+                                                 r"in the checkpoint, .*ShiftedPrior\("):
+        sub.run(progress=False, checkpoint=partial)

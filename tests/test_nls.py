@@ -590,3 +590,28 @@ def test_inference_equals_statsmodels_ols_on_a_linear_model(cov_type):
                                    ols.conf_int(alpha).to_numpy(), rtol=1e-8)
     assert res.rsquared == pytest.approx(ols.rsquared, rel=1e-10)
     assert res.df_inference == (df["g"].nunique() - 1 if cov_type == "cluster" else 58)
+
+
+def test_a_jac_that_is_not_the_derivative_is_refused():
+    """Before: the fitter trusted a wrong jac and stopped at a wrong point without a word
+    (here a = 2.169, b = 0.799, "converged", on noise-free data from a = 2, b = 0.7)."""
+    x = np.linspace(0, 3, 30)
+    sample = rx.Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",))
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"])
+
+    def jac(data, a, b):
+        e = np.exp(-b * data["x"])
+        return np.column_stack([e, -a * data["x"] * e])
+
+    def wrong(data, a, b):  # e.g. the sign of the b column lost
+        e = np.exp(-b * data["x"])
+        return np.column_stack([e, a * data["x"] * e])
+
+    bounds = {"a": (0, 10), "b": (0.01, 5)}
+    fit = rx.NLS(model, bounds=bounds, jac=jac, response="y").fit(sample)
+    assert fit.params == pytest.approx({"a": 2.0, "b": 0.7}, rel=1e-9)
+    with pytest.raises(ConfigurationError, match=r"NLS: jac .*wrong is not the derivative of "
+                                                 r"the model function for \['b'\]"):
+        rx.NLS(model, bounds=bounds, jac=wrong, response="y").fit(sample)

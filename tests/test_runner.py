@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -425,3 +426,108 @@ def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path):
     while list(tmp_path.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(tmp_path.iterdir()) == []
+
+
+class Asks(rx.Procedure):
+    """An I/O-bound procedure whose fit sends ``requests`` model requests (it takes the rate
+    limit's slots as the model clients do) and logs when each goes out; ``hang=True`` then never
+    returns."""
+
+    io_bound = True
+
+    def __init__(self, log, requests=1, hang=False):
+        self.log, self.requests, self.hang = str(log), requests, hang
+
+    def __repr__(self):
+        return f"Asks({self.log!r}, {self.requests}, {self.hang})"
+
+    def fit(self, sample, rng):
+        from restrictiveness.engine.concurrency import request_slot
+        for _ in range(self.requests):
+            request_slot()
+            with open(self.log, "a") as f:
+                f.write(f"{time.monotonic()!r}\n")
+        while self.hang:
+            time.sleep(1)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout(tmp_path):
+    """Before: under fit_timeout each replication's fits ran in a forked child holding its own
+    copy of the limiter, so each new child sent its first request at once: at
+    requests_per_minute=120 (0.5 s apart), requests came 0.02-0.1 s apart at every new
+    replication."""
+    log = tmp_path / "requests.log"
+    study = rx.Study(_prior(), {"asks": Asks(log)}, baseline=rx.Constant(), n=[10, 20],
+                     replications=3, seed=7)
+    res = study.run(fit_timeout=5, requests_per_minute=120, progress=False)
+    sent = np.array([float(line) for line in log.read_text().split()])
+    assert len(sent) == 6  # one per fit: 2 per replication, each replication in a child
+    # (each time is logged just after its slot: allow for the logging's own jitter)
+    assert np.diff(sent).min() >= 0.45
+    assert (res.dataset["failed"] == 0).all()
+
+
+class Hangs(rx.Constant):
+    """A baseline that never returns on samples of size ``at``."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def __repr__(self):
+        return f"Hangs({self.at})"
+
+    def fit(self, sample, rng):
+        while len(sample.y) == self.at:
+            time.sleep(1)
+        return super().fit(sample, rng)
+
+
+class HangingPrior(rx.MonotoneGP):
+    """An evaluation distribution whose draw never returns."""
+
+    def draw(self, ns, rng, draws=1):
+        while True:
+            time.sleep(1)
+
+
+@contextlib.contextmanager
+def _alarm(seconds):
+    """Raise in this thread after ``seconds`` (the old code hung the test for ever)."""
+    def ring(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw(n_jobs):
+    """Before: fit_timeout bounded the procedures' fits only, and a user's baseline or
+    evaluation distribution that never returned hung the run for ever. Neither has a
+    fallback, so the run stops with an error naming it (a dropped replication would bias r̂)."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    before = _children()
+    study = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=Hangs(20), n=[10, 20],
+                     replications=2, seed=7)
+    start = time.monotonic()
+    with _alarm(60), pytest.raises(rx.BaselineError, match=(
+            r"the baseline Hangs\(20\) did not finish within fit_timeout=1 s \(stopped after "
+            r"1\.\d s; its process was killed\) in replication \d, n=20")):
+        study.run(fit_timeout=1, n_jobs=n_jobs, progress=False)
+    stuck = rx.Study(HangingPrior(F, n_eval=40), {"linear": rx.OLS("y ~ x")},
+                     baseline=rx.Constant(), n=[10], replications=2, seed=7)
+    with _alarm(60), pytest.raises(rx.ExecutionError, match=(
+            r"drawing the pseudo-truth of replication \d from HangingPrior\(.*\) did not "
+            r"finish within fit_timeout=1 s")):
+        stuck.run(fit_timeout=1, n_jobs=n_jobs, progress=False)
+    assert time.monotonic() - start < 30
+    deadline = time.monotonic() + 5
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before  # the stopped processes are gone

@@ -241,7 +241,8 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="stop a procedure's fit that takes longer and record it as a "
                              "failed fit (default: no limit); fits then run in a child process "
-                             "that is killed when one overruns")
+                             "that is killed when one overruns. A pseudo-truth draw or a "
+                             "baseline fit that takes longer stops the run with an error")
 
 
 def add_output_options(parser: argparse.ArgumentParser, plot: bool = True,

@@ -524,7 +524,10 @@ class MonotoneGP(EvaluationDistribution):
         return truth
 
     def __repr__(self) -> str:
-        return (f"MonotoneGP({self.eligible!r}, kernel={self.kernel!r}, jitter={self.jitter!r}, "
+        # the class's own name: a subclass drawing otherwise must not pass for MonotoneGP in
+        # a checkpoint's configuration (nor in messages)
+        return (f"{type(self).__name__}({self.eligible!r}, kernel={self.kernel!r}, "
+                f"jitter={self.jitter!r}, "
                 f"n_eval={self.n_eval}, response={self.response!r}, order={self.order!r}, "
                 f"tol={self.tol!r}, max_sweeps={self.max_sweeps})")
 

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import fcntl
 import functools
+import mmap
 import pickle
 import queue
+import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -37,7 +41,14 @@ __all__ = ["RateLimiter", "request_slot", "rate_limited", "check_picklable", "Ke
 
 
 class RateLimiter:
-    """At most ``requests_per_minute`` slots a minute, evenly spaced, shared by threads.
+    """At most ``requests_per_minute`` slots a minute, evenly spaced, shared by threads and by
+    the processes forked from the one that made it.
+
+    Under ``Study.run(fit_timeout=...)`` the fits run in forked children; the schedule (the
+    next free slot) therefore lives in memory shared with them, so each child goes on where the
+    previous one stopped instead of starting afresh with a copy, and a POSIX record lock, which
+    the kernel releases when its holder dies (a fit killed at its limit), orders the
+    processes.
 
     Examples
     --------
@@ -53,16 +64,27 @@ class RateLimiter:
         if not float(requests_per_minute) > 0:
             raise ConfigurationError("requests_per_minute must be positive")
         self.interval = 60.0 / float(requests_per_minute)
-        self._next = 0.0
+        self._file = tempfile.TemporaryFile()
+        self._file.write(_SLOT.pack(0.0))
+        self._file.flush()
+        self._next = mmap.mmap(self._file.fileno(), _SLOT.size)  # MAP_SHARED: seen by forks
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
+        # CLOCK_MONOTONIC is system-wide, so the processes compare their slots on one clock
         with self._lock:
-            now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + self.interval
+            fcntl.lockf(self._file, fcntl.LOCK_EX)
+            try:
+                now = time.monotonic()
+                slot = max(now, _SLOT.unpack(self._next)[0])
+                self._next[:] = _SLOT.pack(slot + self.interval)
+            finally:
+                fcntl.lockf(self._file, fcntl.LOCK_UN)
         if slot > now:
             time.sleep(slot - now)
+
+
+_SLOT = struct.Struct("d")
 
 
 _LIMITER: contextvars.ContextVar[RateLimiter | None] = contextvars.ContextVar(

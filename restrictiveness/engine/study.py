@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
 import numpy as np
 
@@ -57,7 +57,14 @@ from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
 from .sensitivity_results import Contributions
-from .timeouts import check_timeout, exit_when_orphaned, run_in_child
+from .timeouts import (
+    check_timeout,
+    end_stages,
+    exit_when_orphaned,
+    run_in_child,
+    run_staged,
+    start_stage,
+)
 from .usage import add_usage
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng",
@@ -332,7 +339,8 @@ class Study:
             :mod:`restrictiveness.engine.concurrency`); results are identical to a serial run.
         requests_per_minute : float, optional
             Limit on model requests per minute, for fits run in this process (serially or on
-            the ``concurrency`` threads).
+            the ``concurrency`` threads) and in the processes it forks for ``fit_timeout``,
+            which share its schedule.
         resume_other_versions : bool
             Resume a checkpoint written under other package versions (default: refuse).
         worker_timeout : float
@@ -347,8 +355,12 @@ class Study:
             milliseconds), which is stopped when a fit overruns (asked first, so that the fit's
             clean-up runs, then killed with whatever it started within 2 s); a new child goes
             on with the next fit. The other fits' numbers are those of a run
-            without a limit, on any backend. The baseline's fits and the pseudo-truth draws
-            are not limited. Not with ``concurrency`` for I/O-bound procedures: their fits
+            without a limit, on any backend. Each pseudo-truth draw and each of the baseline's
+            fits gets the same limit (in a child too); as neither has a fallback (and dropping
+            a replication would select pseudo-truths by how hard they are), one that takes
+            longer stops the run with :class:`~restrictiveness.ExecutionError` or
+            :class:`~restrictiveness.BaselineError` naming it (finished replications stay in
+            the checkpoint). Not with ``concurrency`` for I/O-bound procedures: their fits
             run on threads, which cannot be stopped (they bound their own requests and
             programs). Time numba spends compiling kernels in the child does not count (see
             :mod:`restrictiveness.engine.timeouts`). A checkpoint keeps a timed-out fit as
@@ -365,6 +377,10 @@ class Study:
         StudyInterrupted
             On Ctrl-C: the workers are stopped at once and the finished replications are in
             the checkpoint.
+        BaselineError
+            The baseline failed to fit a sample, or took longer than ``fit_timeout``.
+        ExecutionError
+            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``.
 
         Warns
         -----
@@ -928,6 +944,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     """Draw replication ``m``'s pseudo-truth and samples and fit the baseline on each."""
     m, ns, discs = replication, study.n, study.discrepancies
     k_base = max(study.procedure_draws(label) for label in study.labels)
+    start_stage(("truth", m, None))  # the next step's limit, under fit_timeout
     truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
                                   draws=1 if study.fit_on == "evaluation" else study.draws)
     base_loss = np.full((len(discs), len(ns), study.draws), np.nan)
@@ -935,6 +952,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     samples, rules = {}, {}
     for c, n in enumerate(ns):
         for k in range(k_base):
+            start_stage(("baseline", m, n))
             sample = truth.evaluation_sample(n) if study.fit_on == "evaluation" \
                 else truth.sample(n, k)
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
@@ -1091,13 +1109,40 @@ def run_replication(study: Study, replication: int, fit_timeout: float | None = 
     A pure function of ``(study, replication)``. With ``fit_timeout``, the fits run in a child
     process and a fit that takes longer is recorded as failed (see :meth:`Study.run`).
     """
+    if fit_timeout is not None:
+        # the pseudo-truth draw and the baseline's fits are user code too (a user's own
+        # evaluation distribution or baseline): each gets the same limit, in a child
+        return run_staged(lambda: _replication(study, replication, fit_timeout), fit_timeout,
+                          lambda stage, secs: _stage_timed_out(study, stage, secs, fit_timeout))
+    return _replication(study, replication, None)
+
+
+def _replication(study: Study, replication: int, fit_timeout: float | None
+                 ) -> ReplicationRecord:
     ctx = replication_context(study, replication)
     keys = [(label, c, k) for c in range(len(study.n)) for k in range(study.draws)
             for label in study.labels if k < study.procedure_draws(label)]
     if fit_timeout is None:
         outcomes = {key: fit_outcome(study, ctx, *key) for key in keys}
     else:
+        end_stages()  # each fit is bounded in a child of its own
         outcomes = run_in_child(lambda key: _sendable(fit_outcome(study, ctx, *key)), keys,
                                 fit_timeout,
                                 lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout))
     return assemble_record(study, ctx, outcomes)
+
+
+def _stage_timed_out(study: Study, stage: tuple, seconds: float, limit: float) -> NoReturn:
+    """Raise for a pseudo-truth draw or a baseline fit stopped after ``limit`` seconds: unlike
+    a procedure's fit, neither has a fallback, and dropping the replication would select the
+    pseudo-truths by how hard they are."""
+    what, m, n = stage
+    killed = (f"did not finish within fit_timeout={limit:g} s (stopped after {seconds:.1f} s; "
+              f"its process was killed)")
+    if what == "truth":
+        raise ExecutionError(f"drawing the pseudo-truth of replication {m} from "
+                             f"{study.evaluation!r} {killed}; the evaluation distribution must "
+                             "draw within the limit: fix it, or raise fit_timeout")
+    raise BaselineError(f"the baseline {study.baseline!r} {killed} in replication {m}, n={n}; "
+                        "every procedure falls back on the baseline, so it must fit every "
+                        "sample within the limit: use a simpler baseline, or raise fit_timeout")

@@ -17,7 +17,16 @@ when numba's cache on disk is cold; later children load the cached kernel). Comp
 the unit's doing, so it does not count against the limit (up to :data:`COMPILE_ALLOWANCE` s
 per unit): the child reports numba's ``"numba:compile"`` events and the caller stops the clock
 meanwhile. Otherwise a limit below the compile time would time out every fit that compiles,
-one child after another, each compiling again and killed before writing the cache.
+one child after another, each compiling again and killed before writing the cache. Numba's
+first use in a process also loads its typing machinery (about a second, before any compile
+event): the caller does that once before it forks (:func:`_prepare_numba`), so that a child
+does not spend its unit's time on it.
+
+:func:`run_staged` bounds the steps of one piece of work instead (a replication's pseudo-truth
+draw and each of its baseline's fits): the work runs in a child and calls :func:`start_stage`
+as each step begins, which gives that step the full limit, and :func:`end_stages` when the
+steps left are bounded otherwise (the fits, each under :func:`run_in_child` in a child of
+that child).
 
 The child is a fork of the caller, so each unit computes exactly what it computes in the
 caller, bit for bit. A child never outlives its caller: on Linux the kernel kills it when the
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import numbers
 import os
 import pickle
@@ -43,7 +53,8 @@ from typing import Any, TypeVar
 
 from ..shared.exceptions import ConfigurationError, ExecutionError
 
-__all__ = ["run_in_child", "check_timeout", "exit_when_orphaned"]
+__all__ = ["run_in_child", "run_staged", "start_stage", "end_stages", "check_timeout",
+           "exit_when_orphaned"]
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -63,6 +74,15 @@ class _Stopped(BaseException):
 
 def _stop(signum, frame) -> None:
     raise _Stopped
+
+
+#: In a child of :func:`run_staged`: the pipe to its caller (None elsewhere, and in children
+#: of :func:`run_in_child`, whose units must not move their own deadline).
+_STAGE_FD: int | None = None
+#: In any child: the pipe on which numba's compile events are reported (see
+#: :func:`_report_compiling`); a child of a child closes the one it inherited.
+_REPORT_FD: int | None = None
+_REPORTING = False
 
 
 def check_timeout(timeout: object) -> float | None:
@@ -128,13 +148,14 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
     # direct callers too: 0 would time out every unit, a string fail deep in select()
     if check_timeout(timeout) is None:
         raise ConfigurationError("run_in_child needs a timeout in seconds, got None")
+    _prepare_numba()
     out: dict[K, R] = {}
     todo = list(keys)
     while todo:
         with _Child(work, todo) as child:
             while todo:
                 started = time.monotonic()
-                got = child.receive(started + timeout, todo[0])
+                got = child.receive(started + timeout, timeout, todo[0])
                 key = todo.pop(0)
                 if got is _TIMED_OUT:
                     child.kill(grace=STOP_GRACE)
@@ -144,13 +165,73 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
     return out
 
 
+def run_staged(work: Callable[[], R], timeout: float,
+               on_timeout: Callable[[Any, float], Any]) -> R:
+    """``work()``, run in a child process whose steps each get ``timeout`` seconds.
+
+    Parameters
+    ----------
+    work : callable
+        Run in a forked child; its result must pickle, and an exception it raises is raised
+        here. It calls :func:`start_stage` as each bounded step begins and :func:`end_stages`
+        when the rest needs no limit; before its first :func:`start_stage` it has ``timeout``.
+    timeout : float
+        Seconds each step may take.
+    on_timeout : callable
+        ``on_timeout(stage, seconds)``, called here when a step overran (the child is already
+        dead), with what that step's :func:`start_stage` was given; it should raise, since
+        the work has no result.
+
+    Returns
+    -------
+    object
+        What ``work()`` returned.
+
+    Examples
+    --------
+    >>> def work():
+    ...     start_stage("quick"); time.sleep(0.1)
+    ...     start_stage("stuck"); time.sleep(60)
+    >>> def stopped(stage, seconds):
+    ...     raise TimeoutError(f"{stage} stopped after {round(seconds)} s")
+    >>> run_staged(work, 1.0, stopped)
+    Traceback (most recent call last):
+    ...
+    TimeoutError: stuck stopped after 1 s
+    """
+    if check_timeout(timeout) is None:
+        raise ConfigurationError("run_staged needs a timeout in seconds, got None")
+    _prepare_numba()
+    with _Child(lambda _: work(), [None], staged=True) as child:
+        got = child.receive(time.monotonic() + timeout, timeout, None)
+        if got is _TIMED_OUT:
+            child.kill(grace=STOP_GRACE)
+            return on_timeout(child.stage, time.monotonic() - child.stage_started)
+        return got
+
+
+def start_stage(stage: Any) -> None:
+    """In the work of :func:`run_staged`: a step begins, with the full time limit; ``stage``
+    (picklable) says what it is, for ``on_timeout``. Does nothing elsewhere."""
+    if _STAGE_FD is not None:
+        _send(_STAGE_FD, pickle.dumps(("stage", stage)))
+
+
+def end_stages() -> None:
+    """In the work of :func:`run_staged`: the steps left are not timed (they are bounded
+    otherwise). Does nothing elsewhere."""
+    if _STAGE_FD is not None:
+        _send(_STAGE_FD, pickle.dumps(("stage", _UNTIMED)))
+
+
 _TIMED_OUT = object()
+_UNTIMED = "<untimed>"
 
 
 class _Child:
     """A forked child running ``work`` over ``keys``, sending each result as a message."""
 
-    def __init__(self, work: Callable, keys: Sequence) -> None:
+    def __init__(self, work: Callable, keys: Sequence, staged: bool = False) -> None:
         for stream in (sys.stdout, sys.stderr):  # else the child would print them again
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -164,13 +245,15 @@ class _Child:
         if pid == 0:  # the child: never leaves this branch
             try:
                 os.close(read)
-                _child_main(work, keys, write, parent)
+                _child_main(work, keys, write, parent, staged)
             finally:
                 os._exit(0)
         os.close(write)
         with contextlib.suppress(OSError):  # the child does it too; whichever runs first
             os.setpgid(pid, pid)
         self.pid, self.fd, self.buffer, self.alive, self.code = pid, read, b"", True, 0
+        self.stage: Any = None
+        self.stage_started = time.monotonic()
 
     def __enter__(self) -> _Child:
         return self
@@ -178,13 +261,15 @@ class _Child:
     def __exit__(self, *exc) -> None:
         self.kill()
 
-    def receive(self, deadline: float, key) -> Any:
+    def receive(self, deadline: float, timeout: float, key) -> Any:
         """The next unit's result, :data:`_TIMED_OUT` after ``deadline`` (moved back by the
-        time the unit spent compiling); raises what the unit raised, or
-        :class:`ExecutionError` if the child died."""
+        time the unit spent compiling, and to ``timeout`` after each new stage of
+        :func:`run_staged`); raises what the unit raised, or :class:`ExecutionError` if the
+        child died."""
         compiling_since, allowance = None, COMPILE_ALLOWANCE
+        limit: float | None = deadline
         while True:
-            until = deadline if compiling_since is None else compiling_since + allowance
+            until = limit if compiling_since is None else compiling_since + allowance
             header = self._read(_HEADER.size, until, key)
             if header is _TIMED_OUT:
                 return _TIMED_OUT
@@ -198,8 +283,13 @@ class _Child:
                 compiling_since = time.monotonic()
             elif kind == "compiling" and compiling_since is not None:
                 spent = time.monotonic() - compiling_since
-                deadline, allowance = deadline + spent, allowance - spent
+                limit = None if limit is None else limit + spent
+                allowance -= spent
                 compiling_since = None
+            elif kind == "stage":
+                self.stage, self.stage_started = value, time.monotonic()
+                limit = None if value == _UNTIMED else self.stage_started + timeout
+                allowance = COMPILE_ALLOWANCE
             elif kind == "raise":
                 raise value
             elif kind == "ok":
@@ -251,7 +341,14 @@ class _Child:
         self.code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def _child_main(work: Callable, keys: Sequence, fd: int, parent: int) -> None:
+def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bool) -> None:
+    global _STAGE_FD
+    # a child of a child: close its caller's pipe, or the caller's caller would not see that
+    # caller die (end of file) while this child lives
+    for inherited in {pipe for pipe in (_STAGE_FD, _REPORT_FD) if pipe is not None}:
+        with contextlib.suppress(OSError):
+            os.close(inherited)
+    _STAGE_FD = fd if staged else None
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # its own group: the caller's kill reaches what the unit starts
     _die_with(parent)
@@ -287,8 +384,27 @@ def _send(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+@functools.cache
+def _prepare_numba() -> None:
+    """Load numba's typing and target machinery in this process (once), so that the children it
+    forks inherit it: a child would otherwise load it on its first kernel, about a second
+    counted against its unit (measured 1.1 s; no compile event marks it)."""
+    try:
+        from numba.core.registry import cpu_target
+    except ImportError:  # nothing to compile
+        return
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+
+
 def _report_compiling(fd: int) -> None:
-    """Tell the caller when numba starts and ends compiling (nested compilations once)."""
+    """Tell the caller when numba starts and ends compiling (nested compilations once). The
+    listener is registered once per process tree and writes to this process's pipe, so a child
+    of a child does not report on its caller's caller's pipe."""
+    global _REPORT_FD, _REPORTING
+    _REPORT_FD = fd
+    if _REPORTING:
+        return
     try:
         from numba.core import event
     except ImportError:  # nothing to compile
@@ -299,15 +415,16 @@ def _report_compiling(fd: int) -> None:
 
         def on_start(self, ev) -> None:
             self.depth += 1
-            if self.depth == 1:
-                _send(fd, pickle.dumps(("compiling", True)))
+            if self.depth == 1 and _REPORT_FD is not None:
+                _send(_REPORT_FD, pickle.dumps(("compiling", True)))
 
         def on_end(self, ev) -> None:
             self.depth -= 1
-            if self.depth == 0:
-                _send(fd, pickle.dumps(("compiling", False)))
+            if self.depth == 0 and _REPORT_FD is not None:
+                _send(_REPORT_FD, pickle.dumps(("compiling", False)))
 
     event.register("numba:compile", Report())
+    _REPORTING = True
 
 
 def _die_with(parent: int) -> None:

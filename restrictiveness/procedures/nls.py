@@ -436,6 +436,8 @@ class NLS(Procedure):
         else:
             x, ssr, records, evals = multistart_numpy(
                 self._function_residuals, (design, y, self.logscale), *options)
+            if self.jac is not None and math.isfinite(ssr):
+                self._check_jac(design, self._natural(x))
         if not math.isfinite(ssr):
             raise DataError(f"the model is not finite at any of the {len(points)} screening "
                             "points of the parameter box on these data; check the formula's "
@@ -455,9 +457,31 @@ class NLS(Procedure):
         J = self._function_jacobian(data, theta, f)
         return f - y, J * np.where(logscale != 0, theta, 1.0)
 
-    def _function_jacobian(self, data, theta: np.ndarray, f: np.ndarray) -> np.ndarray:
+    def _check_jac(self, data, theta: np.ndarray) -> None:
+        """Refuse a ``jac`` that is not the model's derivative (compared with central
+        differences at the estimate): the fitter trusts it, and a wrong one stops the search
+        at a wrong point, silently (its SEs are wrong too)."""
+        f = self._evaluate(data, theta)
+        given = self._function_jacobian(data, theta, f)
+        differenced = self._function_jacobian(data, theta, f, use_jac=False)
+        err = np.abs(given - differenced).max(axis=0)
+        scale = np.maximum(np.abs(given).max(axis=0), np.abs(differenced).max(axis=0))
+        # differences are accurate to about 1e-10 relative (1e-5 one-sided, at a bound)
+        bad = [q for q, e, s in zip(self.params, err, scale, strict=True)
+               if not e <= 1e-3 * s + 1e-8]
+        if bad:
+            name = getattr(self.jac, "__qualname__", None) or repr(self.jac)
+            named = dict(zip(self.params, np.round(theta, 6).tolist(), strict=True))
+            k = list(self.params).index(bad[0])
+            raise ConfigurationError(
+                f"NLS: jac {name} is not the derivative of the model function for {bad} at the "
+                f"estimate {named} (largest difference from finite differences {err[k]:.3g}, "
+                f"scale {scale[k]:.3g}); fix jac, or pass jac=None to use finite differences")
+
+    def _function_jacobian(self, data, theta: np.ndarray, f: np.ndarray,
+                           use_jac: bool = True) -> np.ndarray:
         """``∂f/∂θ`` of a function model: ``jac`` or central differences (one-sided at bounds)."""
-        if self.jac is not None:
+        if self.jac is not None and use_jac:
             J = np.asarray(self._call(self.jac, data, theta), dtype=float)
             if J.shape != (f.shape[0], len(theta)):
                 raise DataError(f"jac returned shape {J.shape}, expected "
