@@ -319,6 +319,8 @@ def test_profile_plot_draws_one_line_per_procedure():
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("n", [10.5], r"n must be positive integers, got \[10.5\]"),
     ("n", [True], r"n must be positive integers, got \[True\]"),
+    # a repeated size was dropped without a word (the profile had one column fewer)
+    ("n", [20, 10, 10, 20], r"n lists the sample size\(s\) \[10, 20\] more than once"),
     ("replications", None, "replications must be a whole number, got None"),
     ("replications", 2.5, "replications must be a whole number, got 2.5"),
     ("seed", -1, "seed must be a whole number >= 0, got -1"),

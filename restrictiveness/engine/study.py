@@ -106,7 +106,8 @@ class Study:
     discrepancies : sequence of Discrepancy
         Default: mean squared error over the evaluation locations.
     n : sequence of int
-        Training sample sizes (the learning-curve profile).
+        Training sample sizes (the learning-curve profile), each once; they are stored in
+        increasing order.
     replications : int
         Number of pseudo-truths M.
     seed : int
@@ -191,11 +192,16 @@ class Study:
         if isinstance(n, str | bytes) or not isinstance(n, Iterable):
             raise ConfigurationError(f"n must be positive integers, got {n!r}")
         try:
-            self.n = sorted({whole_number(v, "n", minimum=1) for v in n})
+            sizes = [whole_number(v, "n", minimum=1) for v in n]
         except ConfigurationError:
             raise ConfigurationError(f"n must be positive integers, got {n!r}") from None
-        if not self.n:
+        if not sizes:
             raise ConfigurationError(f"n must be positive integers, got {n!r}")
+        if len(set(sizes)) != len(sizes):  # a repeat would be dropped without a word
+            repeated = sorted({v for v in sizes if sizes.count(v) > 1})
+            raise ConfigurationError(f"n lists the sample size(s) {repeated} more than once: "
+                                     f"{list(n)!r}; give each size once")
+        self.n = sorted(sizes)
         self.replications = whole_number(replications, "replications")
         if self.replications < 2:
             raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
