@@ -31,9 +31,9 @@ C-contiguous float64 arrays and int64 index arrays.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from restrictiveness.shared._jit import cached_njit
 from restrictiveness.shared._lsq_nb import compile_lm
 from restrictiveness.shared._vecmath import _FM, _exp, _exp_pair
 
@@ -51,7 +51,7 @@ __all__ = ["node_probabilities_nb", "node_probabilities_numpy", "mean_probabilit
 # --------------------------------------------------------------------------- one market
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
     """Choice probabilities of one market at all 2H nodes, written to ``out_m (J, 2H)``.
 
@@ -128,7 +128,7 @@ def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
             oj[r] *= den[r]
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _abs_max_rows(nuT):
     out = np.zeros(nuT.shape[0])
     for a in range(nuT.shape[0]):
@@ -140,7 +140,7 @@ def _abs_max_rows(nuT):
 # --------------------------------------------------------------------------- shares
 
 
-@numba.njit(cache=True, fastmath=True)
+@cached_njit(fastmath=True)
 def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m):
     """Node probabilities of one market into ``probs_m (J, 2H)`` and their means over nodes
     into ``shares_m (J,)``; the other arguments as in :func:`_market_probabilities`."""
@@ -155,7 +155,7 @@ def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m):
         shares_m[j] = acc * inv
 
 
-@numba.njit(cache=True, fastmath=True)
+@cached_njit(fastmath=True)
 def mean_probabilities_nb(delta, Wr, nuT):
     """Inside shares ``(n, J)``: choice probabilities averaged over the 2H antithetic nodes.
 
@@ -178,7 +178,7 @@ def mean_probabilities_nb(delta, Wr, nuT):
     return shares
 
 
-@numba.njit(cache=True, fastmath=True)
+@cached_njit(fastmath=True)
 def node_probabilities_nb(delta, Wr, nuT, out):
     """Choice probabilities at every node, written to ``out (n, J, 2H)`` (nodes ``+nu`` first,
     then ``-nu``); returns their mean over nodes, the inside shares ``(n, J)``.
@@ -214,7 +214,7 @@ def mean_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray)
 # --------------------------------------------------------------------------- Jacobian
 
 
-@numba.njit(cache=True, fastmath=True)
+@cached_njit(fastmath=True)
 def _dot_nt(A, B, out):
     """``out = A Bᵀ`` for row-major ``A (J, R)`` and ``B (Q, R)``, in blocks of 4 rows of A
     and 2 of B: 8 running sums share each load, which beats BLAS at these small sizes
@@ -262,7 +262,7 @@ def _dot_nt(A, B, out):
         j += 1
 
 
-@numba.njit(cache=True, fastmath=True)
+@cached_njit(fastmath=True)
 def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
     """Shares and their (β, L) Jacobian, one market at a time.
 
@@ -453,7 +453,7 @@ def mxl_jacobian_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: n
 # --------------------------------------------------------------------------- least squares
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _mean_utility_and_nodes(theta, W, zT, lrow, lcol, kr):
     """``δ = W β`` ``(n, J)`` and ``νᵀ = L zᵀ`` ``(Kr, H)`` from ``θ = (β, L[lrow, lcol])``."""
     n, J, K = W.shape
@@ -470,7 +470,7 @@ def _mean_utility_and_nodes(theta, W, zT, lrow, lcol, kr):
     return delta, nuT
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def mxl_resjac(theta, data):
     """Residuals ``s(θ) − y`` (flattened, ``n·J``) and their Jacobian ``(n·J, K + nL)`` in
     ``θ = (β, L[lrow, lcol])``, the callback of :data:`solve_mxl`.
@@ -501,7 +501,7 @@ def mxl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.nda
     return (shares - y).ravel(), jac.reshape(-1, jac.shape[2])
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def mxl_resjac_root(eta, data):
     """:func:`mxl_resjac` with every Cholesky diagonal ``L_aa = η_a²`` (the callback of
     :data:`solve_mxl`): the box ``0 ≤ L_aa ≤ 100`` becomes ``|η_a| ≤ 10`` with no bound at 0, where

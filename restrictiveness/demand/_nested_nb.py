@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ..shared._jit import cached_njit
 from ..shared._lsq_nb import compile_lm
 
 __all__ = ["nl_parts", "nl_shares", "nl_dlog_ddelta", "nl_resjac", "nl_resjac_numpy",
@@ -97,7 +97,7 @@ def nl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndar
 # --------------------------------------------------------------------------- compiled
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def nl_resjac(theta, data):
     """Residuals ``s(θ) − y`` (flattened, ``n·J``) and their Jacobian ``(n·J, K + 2)`` in
     ``θ = (β, ρ_0, ρ_1)``.

@@ -48,9 +48,9 @@ and mushy values 0.0 or 1.0.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from restrictiveness.shared._jit import cached_njit
 from restrictiveness.shared._vecmath import _FM, _exp, _sincos, _softplus
 
 __all__ = ["shares_nb", "shares_numpy", "FIELD_COLUMNS", "matmul_flops"]
@@ -66,7 +66,7 @@ FIELD_COLUMNS = ("omega_v", "omega_s", "omega_nu1", "omega_nu2", "omega_nu3", "o
 _BLOCK_ROWS = 64
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _type_matrices(nu_half, fields, f):
     """``cos β`` and ``sin β`` of field ``f`` at the first half of the types, each ``(D, H)``,
     ``β_d(ν_t) = ω_ν[d]·ν_t``; at ``−ν_t`` the cosines are equal and the sines change sign."""
@@ -84,7 +84,7 @@ def _type_matrices(nu_half, fields, f):
     return cb, sb
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _row(P, fc, fi, v, s, m, left_c, left_s, row, tmp):
     """Fill ``left_c[row]``, ``left_s[row]`` with the type-dependent field's ``W cos α`` and
     ``W sin α`` at (v, s, m) and return the type-free field at the same point. ``P`` is
@@ -106,7 +106,7 @@ def _row(P, fc, fi, v, s, m, left_c, left_s, row, tmp):
     return const
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _node_rows(P, mid, half, s, m, x, left_c, left_s, const, row0, trig, tmp_p, tmp_m):
     """Rows ``row0 ... row0 + Q − 1`` of the price-sensitivity fields at the nodes
     ``v_q = mid + half x_q`` of a rule with antisymmetric nodes (``x[Q−1−q] = −x[q]``, as
@@ -146,7 +146,7 @@ def _node_rows(P, mid, half, s, m, x, left_c, left_s, const, row0, trig, tmp_p, 
         const[hi] = acc_m
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, out):
     """``out[t] -= Σ_r weight[r] softplus(Λ_r(ν_t))`` over rows ``rows0 ...``, where
     ``Λ_r(±ν_t) = const[r] + lam_c[r, t] ∓ lam_s[r, t]`` for the H type pairs (``out`` has 2H
@@ -184,7 +184,7 @@ def _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, out):
         r += 1
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def shares_nb(zp: np.ndarray, zs: np.ndarray, mushy: np.ndarray, z_lo: np.ndarray,
               z_hi: np.ndarray, fields: np.ndarray, scal: np.ndarray, nu_half: np.ndarray,
               gx: np.ndarray, gw: np.ndarray, sx: np.ndarray, sw: np.ndarray,

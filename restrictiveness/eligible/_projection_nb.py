@@ -9,13 +9,14 @@ are sequential, the visiting order changes the result; it is fixed by the caller
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..shared._jit import cached_njit
 
 __all__ = ["sweep_project", "sweep_project_numpy", "ordered_pairs_nb", "ordered_pairs_numpy"]
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def sweep_project(g: np.ndarray, first: np.ndarray, second: np.ndarray, sign: float,
                   tol: float, max_sweeps: int) -> tuple[np.ndarray, int]:
     """Project ``g`` onto the cone ``sign * g[first] <= sign * g[second]`` by pairwise averaging.
@@ -58,7 +59,7 @@ def sweep_project_numpy(g: np.ndarray, first: np.ndarray, second: np.ndarray, si
     return out, sweeps
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _ordered(X: np.ndarray, sign: np.ndarray, i: int, j: int) -> bool:
     for k in range(X.shape[1]):
         d = X[j, k] - X[i, k]
@@ -67,7 +68,7 @@ def _ordered(X: np.ndarray, sign: np.ndarray, i: int, j: int) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def ordered_pairs_nb(X: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All ordered pairs ``x_i ⪯ x_j``, ``i != j``, in row-major order (two passes: count, fill)."""
     n = X.shape[0]

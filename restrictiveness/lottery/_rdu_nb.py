@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ..shared._jit import cached_njit
 from ..shared._lsq_nb import compile_lm, python_lm
 from ..shared._twins import with_globals
 
@@ -56,7 +56,7 @@ WEIGHT_LINEAR, WEIGHT_ODDS, WEIGHT_PRELEC = 0, 1, 2
 # pointwise formulas (numba)
 # ---------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@cached_njit()
 def _weight(gamma, ell, p, kind):
     """``(w, 1 − w, ∂w/∂t, h(p))``; the complement is computed directly to avoid cancellation."""
     if kind == WEIGHT_LINEAR:
@@ -82,7 +82,7 @@ def _weight(gamma, ell, p, kind):
     return w, -math.expm1(-e), -e * w, h
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _utility(z, shift, alpha):
     """``((z + s)^α, log(z + s))``, with ``0^α = 0`` (its log is unused then)."""
     base = z + shift
@@ -92,7 +92,7 @@ def _utility(z, shift, alpha):
     return math.exp(alpha * lb), lb
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def rdu_values(theta: np.ndarray, X: np.ndarray, shift: float,
                kind: int) -> tuple[np.ndarray, np.ndarray]:
     """Certainty equivalents ``f`` (n,) and their Jacobian (n, 3) with respect to ``(α, γ, ℓ)``."""
@@ -119,7 +119,7 @@ def rdu_values(theta: np.ndarray, X: np.ndarray, shift: float,
     return f, J
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def grid_ssr(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.ndarray,
              ells: np.ndarray, shift: float, kind: int) -> np.ndarray:
     """Sum of squared residuals on the grid ``alphas × gammas × ells`` (shape (na, ng, nl))."""
@@ -226,7 +226,7 @@ def grid_ssr_numpy(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.
 # than a second copy of the algorithm
 # ---------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@cached_njit()
 def _residuals(theta, data):
     """Residuals ``f − y`` and their Jacobian: the callback of the shared bounded LM."""
     X, y, shift, kind = data
@@ -332,7 +332,7 @@ def _fit_impl(X, y, alphas, gammas, ells, lo, hi, free, shift, kind, n_starts, m
     return best, best_ssr, starts
 
 
-refine = numba.njit(cache=True)(_refine_impl)
-fit_rdu = numba.njit(cache=True)(_fit_impl)
+refine = cached_njit()(_refine_impl)
+fit_rdu = cached_njit()(_fit_impl)
 refine_numpy = with_globals(_refine_impl, solve=solve_numpy)
 fit_rdu_numpy = with_globals(_fit_impl, grid_ssr=grid_ssr_numpy, refine=refine_numpy)

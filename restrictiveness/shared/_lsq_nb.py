@@ -59,6 +59,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from ._jit import cached_njit, kernel_digest
 from .exceptions import ConfigurationError
 
 __all__ = ["compile_lm", "python_lm", "STATUS", "BOUND_RTOL"]
@@ -319,9 +320,9 @@ _REGISTRY: dict[str, str] = {}
 
 
 def _source_digest(resjac) -> str:
-    """Digest of this module's source and the callback's: numba keys a cached function on its
-    own file only, so the cache name carries both (an edited callback gets a fresh entry)."""
-    h = hashlib.sha256(Path(__file__).read_bytes())
+    """Digest of the package's kernel modules and the callback's: numba keys a cached function on
+    its own file only, so the cache name carries both (an edited callback gets a fresh entry)."""
+    h = hashlib.sha256(kernel_digest(Path(__file__).resolve().parents[1]).encode())
     try:
         h.update(Path(inspect.getfile(getattr(resjac, "py_func", resjac))).read_bytes())
     except (TypeError, OSError):      # a callback without a source file is not cached
@@ -400,4 +401,4 @@ def python_lm(resjac, name: str = "lm_numpy"):
 
 _HELPERS = (_snap, _sum_squares, _moving, _optimality, _cholesky_solve, _secant_update)
 (_snap, _sum_squares, _moving, _optimality, _cholesky_solve,
- _secant_update) = (numba.njit(cache=True)(f) for f in _HELPERS)
+ _secant_update) = (cached_njit()(f) for f in _HELPERS)

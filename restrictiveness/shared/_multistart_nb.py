@@ -31,6 +31,7 @@ import warnings
 import numba
 import numpy as np
 
+from ._jit import cached_njit
 from ._lsq_nb import compile_lm, python_lm
 from ._twins import with_globals
 
@@ -129,7 +130,7 @@ def _multistart_impl(fun, args, points, group, lo, hi, free, n_refine, min_dist,
     return best, best_ssr, records, evaluations
 
 
-solve = compile_lm(numba.njit(cache=True)(_call), "multistart_callback")
+solve = compile_lm(cached_njit()(_call), "multistart_callback")
 #: NumPy twin: the driver's source around the solver's twin (pass a Python callback).
 multistart_numpy = with_globals(_multistart_impl, solve=python_lm(_call, "multistart_numpy"))
 
@@ -158,4 +159,4 @@ def multistart_for(callback: numba.types.FunctionType):
            f8, f8)
     with warnings.catch_warnings():  # numba calls first-class functions "experimental"
         warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
-        return numba.njit([sig], cache=True)(_multistart_impl)
+        return cached_njit([sig])(_multistart_impl)

@@ -22,6 +22,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ._jit import cached_njit
+
 __all__ = ["exp_nb", "exp_numpy", "exp_pair_nb", "exp_pair_numpy", "softplus_nb", "softplus_numpy",
            "sincos_nb", "sincos_numpy"]
 
@@ -72,7 +74,7 @@ else:
         return sig, codegen
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
 def _exp_pair(x):
     # (e^x, e^-x) for the price of about one exponential. Cody–Waite reduction x = n ln2 + r
     # with |r| <= ln2/2; e^{±r} = E ± r O, where E and O are the even and odd parts, degree-5
@@ -106,13 +108,13 @@ def _exp_pair(x):
             (e - o) * _f64_from_bits((1023 - k) << 52))
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
 def _exp(x):
     # the first half of the pair; once inlined, the unused e^-x is dead code that LLVM drops
     return _exp_pair(x)[0]
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def exp_nb(x: np.ndarray) -> np.ndarray:
     """``exp(x)`` elementwise on a 1-D float64 array (relative error < 4e-16 for
     ``|x| <= 700``; arguments beyond are clamped to ±700), in vectorisable arithmetic.
@@ -134,7 +136,7 @@ def exp_numpy(x: np.ndarray) -> np.ndarray:
     return np.exp(np.clip(x, -700.0, 700.0))
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def exp_pair_nb(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(exp(x), exp(-x))`` elementwise on a 1-D float64 array, sharing one range reduction
     (relative errors < 4e-16 for ``|x| <= 700``; arguments beyond are clamped to ±700).
@@ -159,7 +161,7 @@ def exp_pair_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.exp(x), np.exp(-x)
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
 def _softplus(x):
     # softplus(x) = max(x, 0) + log1p(t), t = exp(-|x|) in (0, 1]. Below e^-700 the log1p term
     # is negligible, so the clamp inside _exp costs nothing.
@@ -182,7 +184,7 @@ def _softplus(x):
     return max(x, 0.0) + (k * _LN2 + 2.0 * u * q)
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def softplus_nb(x: np.ndarray) -> np.ndarray:
     """``log(1 + exp(x))`` elementwise on a 1-D float64 array (relative error < 1e-15 for
     ``x > -700``, absolute error below 1e-300 beyond).
@@ -209,7 +211,7 @@ def sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.sin(x), np.cos(x)
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
 def _sincos(x):
     # Cody–Waite reduction by π/2 (three-part constant, exact products for |x| < 2^20 π/2),
     # Taylor polynomials on |r| <= π/4 (errors < 1e-17) and a branch-free quadrant select, so
@@ -245,7 +247,7 @@ def _sincos(x):
     return s_out, c_out
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FM)
+@cached_njit(error_model="numpy", fastmath=_FM)
 def sincos_nb(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sin x, cos x)`` elementwise on a 1-D float64 array (absolute error < 2e-16 for
     ``|x| < 1e5``), in vectorisable arithmetic.

@@ -1,0 +1,98 @@
+"""numba's disk cache must not serve a kernel compiled against an older version of a kernel it
+calls from another module (restrictiveness.shared._jit)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import restrictiveness
+from restrictiveness.shared._jit import kernel_digest
+
+PACKAGE = Path(restrictiveness.__file__).parent
+
+
+def _package(root: Path, user_decorator: str) -> None:
+    """A package whose ``user.twice`` calls the jitted ``dep.value`` of another module."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dep.py").write_text(textwrap.dedent("""
+        import numba
+
+        @numba.njit(cache=True)
+        def value():
+            return 1.0
+    """))
+    (pkg / "user.py").write_text(textwrap.dedent(f"""
+        import numba
+        from restrictiveness.shared._jit import cached_njit
+        from pkg.dep import value
+
+        @{user_decorator}
+        def twice():
+            return 2.0 * value()
+    """))
+
+
+def _twice(root: Path) -> float:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(PACKAGE.parent)]))
+    env.pop("NUMBA_CACHE_DIR", None)  # the cache beside the sources, as in an editable install
+    out = subprocess.run([sys.executable, "-c", "from pkg.user import twice; print(twice())"],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    return float(out.stdout)
+
+
+def _edit_dependency(root: Path) -> None:
+    dep = root / "pkg" / "dep.py"
+    dep.write_text(dep.read_text().replace("return 1.0", "return 3.0"))
+    stamp = dep.stat().st_mtime + 10  # a new time stamp even on a coarse file system
+    os.utime(dep, (stamp, stamp))
+
+
+@pytest.mark.parametrize(("decorator", "after_edit"), [
+    ("cached_njit()", 6.0),
+    # numba's own cache keeps the old machine code of the callee: the hazard itself, so that
+    # this test shows it can tell a stale kernel from a fresh one
+    ("numba.njit(cache=True)", 2.0),
+])
+def test_editing_a_called_kernel_recompiles_its_callers(tmp_path, decorator, after_edit):
+    _package(tmp_path, decorator)
+    assert _twice(tmp_path) == 2.0
+    assert _twice(tmp_path) == 2.0  # now from the disk cache
+    _edit_dependency(tmp_path)
+    assert _twice(tmp_path) == after_edit
+
+
+def test_the_digest_follows_the_modules_that_use_numba(tmp_path):
+    _package(tmp_path, "cached_njit()")
+    root = tmp_path / "pkg"
+    before = kernel_digest(root)
+    (root / "notes.py").write_text("x = 1\n")  # a module without numba does not count
+    kernel_digest.cache_clear()
+    assert kernel_digest(root) == before
+    _edit_dependency(tmp_path)
+    kernel_digest.cache_clear()
+    assert kernel_digest(root) != before
+
+
+def test_every_cached_kernel_of_the_package_is_keyed_on_the_kernel_sources():
+    # a kernel cached by numba.njit(cache=True) directly would be served stale after an edit of
+    # a kernel it calls from another module
+    direct = re.compile(r"njit\([^)]*cache\s*=\s*True")
+    offenders = [f"{path.relative_to(PACKAGE)}:{number}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if path.name != "_jit.py"
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if direct.search(line)]
+    assert offenders == []
+    from restrictiveness.demand._shares_nb import shares_nb
+    from restrictiveness.lottery._rdu_nb import fit_rdu
+    digest = kernel_digest(PACKAGE)
+    assert shares_nb.py_func.__qualname__ == f"shares_nb_{digest}"
+    assert fit_rdu.py_func.__qualname__ == f"_fit_impl_{digest}"
