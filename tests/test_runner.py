@@ -537,6 +537,35 @@ class Asks(rx.Procedure):
         return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
 
 
+def test_a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child():
+    """A thread inside acquire() when a fit's process is forked: the child's copy of the
+    thread lock stayed held, and the fit waited for a slot until its limit."""
+    import threading
+
+    from restrictiveness.engine.concurrency import RateLimiter
+
+    limiter = RateLimiter(6000)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with limiter._lock:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    try:
+        out = run_in_child(lambda key: limiter.acquire() or "served", [0], 5.0,
+                           lambda key, seconds: "no slot")
+    finally:
+        release.set()
+        thread.join()
+    assert out == {0: "served"}
+    limiter.close()
+    assert limiter._file.closed
+
+
 def test_the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout(tmp_path):
     """Before: under fit_timeout each replication's fits ran in a forked child holding its own
     copy of the limiter, so each new child sent its first request at once: at

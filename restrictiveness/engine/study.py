@@ -573,6 +573,8 @@ class Study:
                               worker_timeout, fit_timeout)
         finally:
             bar.close()
+            if limiter is not None:
+                limiter.close()
         return [out[m] for m in replications if m in out]
 
     def _replication_indices(self, replications) -> list[int]:
