@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -615,3 +616,26 @@ def test_a_jac_that_is_not_the_derivative_is_refused():
     with pytest.raises(ConfigurationError, match=r"NLS: jac .*wrong is not the derivative of "
                                                  r"the model function for \['b'\]"):
         rx.NLS(model, bounds=bounds, jac=wrong, response="y").fit(sample)
+
+
+def test_an_exact_jac_is_kept_when_the_differences_round():
+    """A large level with a small slope (y = 1e6 + b x^3 on x <= 0.1): the central differences
+    round off by about eps |f| / h = 4e-5 against a derivative of at most 1e-3, and an exact
+    jac was refused as 'not the derivative'. The fit now uses it and equals the fit without."""
+    x = np.linspace(0, 0.1, 25)
+    sample = rx.Sample(x[:, None], 1e6 + 0.5 * x ** 3, ("x",))
+
+    def model(data, a, b):
+        return a + b * data["x"] ** 3
+
+    def jac(data, a, b):
+        return np.column_stack([np.ones_like(data["x"]), data["x"] ** 3])
+
+    bounds = {"a": (0, 1e7), "b": (-10, 10)}
+    with warnings.catch_warnings():
+        # a on a linear scale near 1e6 gave "overflow encountered in exp" in every fit
+        warnings.simplefilter("error", RuntimeWarning)
+        with_jac = rx.NLS(model, bounds=bounds, jac=jac, response="y").fit(sample)
+        without = rx.NLS(model, bounds=bounds, response="y").fit(sample)
+    assert with_jac.params["b"] == pytest.approx(0.5, rel=1e-4)
+    assert with_jac.params["b"] == pytest.approx(without.params["b"], rel=1e-4)

@@ -16,6 +16,7 @@ import pytest
 import restrictiveness as rx
 from restrictiveness.engine.memory import check_memory, format_bytes
 from restrictiveness.engine.protocol import FunctionRule
+from restrictiveness.engine.timeouts import run_in_child, run_staged
 
 
 def _prior():
@@ -385,20 +386,104 @@ def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_concurrency_without_io_bound_procedures_warns():
-    """concurrency and requests_per_minute only act on io_bound procedures; asked of a study
-    without any, they were ignored silently (a user expecting threaded CPU fits got none)."""
+def test_an_interrupt_under_fit_timeout_runs_the_fits_clean_up(tmp_path):
+    """Ctrl-C during a run with fit_timeout: the fit runs in a grandchild (a child per
+    replication, a child of it per batch of fits), and both used to be SIGKILLed on the way
+    out, so the fit's ``finally`` never ran (one /tmp/rx-sandbox-* directory per busy fit)."""
+    import threading
+
+    study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
+                     n=[10], replications=2, seed=7)
+
+    def interrupt_when_the_fit_is_stuck():
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_the_fit_is_stuck, daemon=True).start()
+    with pytest.raises((rx.StudyInterrupted, KeyboardInterrupt)):
+        study.run(fit_timeout=60, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _ignores_stop_requests(key):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+
+
+def test_a_fit_terminated_from_outside_is_reported_as_its_process_dying():
+    """A SIGTERM from outside (``kill <pid>``, a scheduler) reached the caller as the private
+    exception that carries the caller's own stop requests, which no ``except Exception``
+    catches; it is now the death of the fit's process, as without the handler."""
+    def terminated(key):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)
+
+    with pytest.raises(rx.ExecutionError, match="killed by signal 15"):
+        run_in_child(terminated, [0], 30.0, lambda key, seconds: None)
+
+
+def test_a_stopped_unit_reports_the_limit_not_its_clean_up():
+    """The seconds given to on_timeout are the limit's: the grace wait for a unit's clean-up
+    (here a unit that ignores the request, so the full 2 s) was counted as fit time."""
+    out = run_in_child(_ignores_stop_requests, [0], 0.5, lambda key, seconds: seconds)
+    assert 0.5 <= out[0] < 1.5
+
+
+def test_an_interrupt_during_the_grace_wait_still_kills_the_unit(tmp_path):
+    """Ctrl-C while a unit that ignores the stop request is given its grace: the kill and the
+    reap were skipped, and the unit ran on until the caller exited."""
+    import threading
+
+    pid_file = tmp_path / "pid"
+
+    def unit(key):
+        pid_file.write_text(str(os.getpid()))
+        _ignores_stop_requests(key)
+
+    threading.Timer(1.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()  # limit 0.5 s
+    with pytest.raises(KeyboardInterrupt):
+        run_in_child(unit, [0], 0.5, lambda key, seconds: None)
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_unit_is_stopped_where_the_platform_has_no_waitid(monkeypatch):
+    """macOS has no os.waitid: every timeout raised AttributeError and left the unit running;
+    there the unit is killed at once, without a grace."""
+    monkeypatch.delattr(os, "waitid")
+    out = run_in_child(lambda key: time.sleep(60), [0], 0.5, lambda key, seconds: "stopped")
+    assert out == {0: "stopped"}
+
+
+def test_a_step_that_overruns_before_its_first_stage_gets_the_first_stage():
+    """The fork and the work's first lines count against the first step: a limit that ran out
+    before the first start_stage arrived gave on_timeout None (a TypeError in the study)."""
+    def stopped(stage, seconds):
+        raise TimeoutError(f"{stage} after {seconds:.1f} s")
+
+    with pytest.raises(TimeoutError, match="drawing after"):
+        run_staged(lambda: time.sleep(60), 0.5, stopped, first_stage="drawing")
+
+
+def test_concurrency_without_io_bound_procedures_warns_once():
+    """concurrency only acts on io_bound procedures; asked of a study without any, it was
+    ignored silently (a user expecting threaded CPU fits got none). The warning comes once
+    (run and run_units both check), and requests_per_minute does not warn: it paces any fit
+    that calls request_slot, io_bound or not."""
     study = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[10],
                      replications=2, seed=7)
     reference = study.run(progress=False).dataset
-    for options in ({"concurrency": 4}, {"requests_per_minute": 60}):
-        with pytest.warns(RuntimeWarning, match="this study has none, so they have no effect"):
-            ds = study.run(progress=False, **options).dataset
-        assert (ds["loss"] == reference["loss"]).all()
+    with pytest.warns(RuntimeWarning, match="this study has none, so it has no effect") as seen:
+        ds = study.run(progress=False, concurrency=4).dataset
+    assert sum(issubclass(w.category, RuntimeWarning) for w in seen) == 1
+    assert (ds["loss"] == reference["loss"]).all()
     llm = rx.OLS("y ~ x")
     llm.io_bound = True
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
+        study.run(progress=False, requests_per_minute=60)
         rx.Study(_prior(), {"llm": llm}, baseline=rx.Constant(), n=[10], replications=2,
                  seed=7).run(progress=False, concurrency=2)
 
@@ -450,6 +535,35 @@ class Asks(rx.Procedure):
         while self.hang:
             time.sleep(1)
         return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child():
+    """A thread inside acquire() when a fit's process is forked: the child's copy of the
+    thread lock stayed held, and the fit waited for a slot until its limit."""
+    import threading
+
+    from restrictiveness.engine.concurrency import RateLimiter
+
+    limiter = RateLimiter(6000)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with limiter._lock:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    try:
+        out = run_in_child(lambda key: limiter.acquire() or "served", [0], 5.0,
+                           lambda key, seconds: "no slot")
+    finally:
+        release.set()
+        thread.join()
+    assert out == {0: "served"}
+    limiter.close()
+    assert limiter._file.closed
 
 
 def test_the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout(tmp_path):

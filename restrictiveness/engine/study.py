@@ -429,8 +429,9 @@ class Study:
 
         reps = list(range(self.replications)) if replications is None \
             else self._replication_indices(replications)
+        # warnings once, from run_units
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
-                             fit_timeout)
+                             fit_timeout, warn=False)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -572,6 +573,8 @@ class Study:
                               worker_timeout, fit_timeout)
         finally:
             bar.close()
+            if limiter is not None:
+                limiter.close()
         return [out[m] for m in replications if m in out]
 
     def _replication_indices(self, replications) -> list[int]:
@@ -588,8 +591,9 @@ class Study:
         return [int(m) for m in reps]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
-                        client=None, progress=None, fit_timeout=None) -> None:
-        """Refuse, before any work, a run that cannot be carried out as asked."""
+                        client=None, progress=None, fit_timeout=None, warn=True) -> None:
+        """Refuse, before any work, a run that cannot be carried out as asked (and warn, unless
+        ``warn`` is false, of an option that has no effect)."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
         if client is not None and not hasattr(client, "submit"):  # e.g. an address string
@@ -603,13 +607,13 @@ class Study:
                                      f"I/O-bound fits) or None, got {concurrency!r}")
         n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
-        if not io and (concurrency is not None or requests_per_minute is not None):
-            # a user asking for threads or a rate limit for fits they never apply to would
-            # otherwise get neither, without a word
-            warnings.warn("concurrency and requests_per_minute apply to I/O-bound procedures "
-                          "(io_bound = True: the language-model procedures), and this study "
-                          "has none, so they have no effect; other fits run on n_jobs worker "
-                          "processes", RuntimeWarning, stacklevel=user_stacklevel())
+        if warn and not io and concurrency is not None:
+            # a user asking for threads for fits they never apply to would otherwise get none,
+            # without a word (requests_per_minute still paces any fit that calls request_slot)
+            warnings.warn("concurrency applies to I/O-bound procedures (io_bound = True: the "
+                          "language-model procedures), and this study has none, so it has no "
+                          "effect; the fits run on n_jobs worker processes", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         threaded = io if concurrency is not None else set()
         if check_timeout(fit_timeout) is not None and threaded:
             raise ConfigurationError(
@@ -1119,7 +1123,8 @@ def run_replication(study: Study, replication: int, fit_timeout: float | None = 
         # the pseudo-truth draw and the baseline's fits are user code too (a user's own
         # evaluation distribution or baseline): each gets the same limit, in a child
         return run_staged(lambda: _replication(study, replication, fit_timeout), fit_timeout,
-                          lambda stage, secs: _stage_timed_out(study, stage, secs, fit_timeout))
+                          lambda stage, secs: _stage_timed_out(study, stage, secs, fit_timeout),
+                          first_stage=("truth", replication, None))
     return _replication(study, replication, None)
 
 

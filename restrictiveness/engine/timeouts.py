@@ -158,15 +158,16 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
                 got = child.receive(started + timeout, timeout, todo[0])
                 key = todo.pop(0)
                 if got is _TIMED_OUT:
+                    seconds = time.monotonic() - started  # the limit, not the clean-up
                     child.kill(grace=STOP_GRACE)
-                    out[key] = on_timeout(key, time.monotonic() - started)
+                    out[key] = on_timeout(key, seconds)
                     break  # a new child goes on with the rest
                 out[key] = got
     return out
 
 
 def run_staged(work: Callable[[], R], timeout: float,
-               on_timeout: Callable[[Any, float], Any]) -> R:
+               on_timeout: Callable[[Any, float], Any], first_stage: Any = None) -> R:
     """``work()``, run in a child process whose steps each get ``timeout`` seconds.
 
     Parameters
@@ -181,6 +182,9 @@ def run_staged(work: Callable[[], R], timeout: float,
         ``on_timeout(stage, seconds)``, called here when a step overran (the child is already
         dead), with what that step's :func:`start_stage` was given; it should raise, since
         the work has no result.
+    first_stage : object, optional
+        What ``on_timeout`` gets for a step that overran before the first
+        :func:`start_stage` arrived (the fork and the work's first lines count against it).
 
     Returns
     -------
@@ -203,10 +207,12 @@ def run_staged(work: Callable[[], R], timeout: float,
         raise ConfigurationError("run_staged needs a timeout in seconds, got None")
     _prepare_numba()
     with _Child(lambda _: work(), [None], staged=True) as child:
+        child.stage = first_stage
         got = child.receive(time.monotonic() + timeout, timeout, None)
         if got is _TIMED_OUT:
+            seconds = time.monotonic() - child.stage_started  # the limit, not the clean-up
             child.kill(grace=STOP_GRACE)
-            return on_timeout(child.stage, time.monotonic() - child.stage_started)
+            return on_timeout(child.stage, seconds)
         return got
 
 
@@ -237,29 +243,38 @@ class _Child:
                 stream.flush()
         parent = os.getpid()
         read, write = os.pipe()
-        with warnings.catch_warnings():
-            # Python >= 3.12 warns about forking a threaded process: the child only runs the
-            # units, as multiprocessing's fork workers do, and never returns to the caller.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:  # the child: never leaves this branch
-            try:
-                os.close(read)
-                _child_main(work, keys, write, parent, staged)
-            finally:
-                os._exit(0)
+        # a stop request or Ctrl-C arriving before the child has its own handlers would run
+        # the caller's handlers in the child: blocked until then (pending ones then arrive)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        try:
+            with warnings.catch_warnings():
+                # Python >= 3.12 warns about forking a threaded process: the child only runs
+                # the units, as multiprocessing's fork workers do, and never returns.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # the child: never leaves this branch
+                try:
+                    os.close(read)
+                    _child_main(work, keys, write, parent, staged, mask)
+                finally:
+                    os._exit(0)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write)
         with contextlib.suppress(OSError):  # the child does it too; whichever runs first
             os.setpgid(pid, pid)
         self.pid, self.fd, self.buffer, self.alive, self.code = pid, read, b"", True, 0
+        # a staged child may be stopping a fit of its own child within STOP_GRACE
+        self.grace = 2 * STOP_GRACE if staged else STOP_GRACE
         self.stage: Any = None
         self.stage_started = time.monotonic()
 
     def __enter__(self) -> _Child:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.kill()
+    def __exit__(self, exc_type, *exc) -> None:
+        # leaving on an exception (Ctrl-C, an error): let the unit's clean-up run
+        self.kill(grace=0.0 if exc_type is None else self.grace)
 
     def receive(self, deadline: float, timeout: float, key) -> Any:
         """The next unit's result, :data:`_TIMED_OUT` after ``deadline`` (moved back by the
@@ -319,29 +334,36 @@ class _Child:
         ``grace``, ask it to stop first and wait up to that many seconds for it to exit."""
         if not self.alive:
             return
-        self.alive = False
-        os.close(self.fd)
-        if grace > 0:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.pid, signal.SIGTERM)
-            until = time.monotonic() + grace
-            # WNOWAIT: an exited child stays unreaped, so its group id is not reused yet
-            while time.monotonic() < until and os.waitid(
-                    os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-                time.sleep(0.01)
-        # the group before the reap: until then the zombie keeps its id from being reused
-        for target in (lambda: os.killpg(self.pid, signal.SIGKILL),
-                       lambda: os.kill(self.pid, signal.SIGKILL)):
-            try:
-                target()
-                break
-            except (ProcessLookupError, PermissionError):
-                continue
-        _, status = os.waitpid(self.pid, 0)
-        self.code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            # without waitid (macOS) an exit cannot be awaited unreaped: no grace there
+            if grace > 0 and hasattr(os, "waitid"):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.pid, signal.SIGTERM)
+                until = time.monotonic() + grace
+                # WNOWAIT: an exited child stays unreaped, so its group id is not reused yet
+                while time.monotonic() < until and os.waitid(
+                        os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    time.sleep(0.01)
+        finally:  # also when Ctrl-C interrupts the wait: the child must not outlive it
+            # the group before the reap: until then the zombie keeps its id from being reused
+            for target in (lambda: os.killpg(self.pid, signal.SIGKILL),
+                           lambda: os.kill(self.pid, signal.SIGKILL)):
+                try:
+                    target()
+                    break
+                except (ProcessLookupError, PermissionError):
+                    continue
+            _, status = os.waitpid(self.pid, 0)
+            self.alive = False
+            self.code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) \
+                else os.WEXITSTATUS(status)
 
 
-def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bool) -> None:
+def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bool,
+                mask: set) -> None:
     global _STAGE_FD
     # a child of a child: close its caller's pipe, or the caller's caller would not see that
     # caller die (end of file) while this child lives
@@ -356,10 +378,17 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bo
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):  # only the caller's stop request comes here
         signal.signal(signal.SIGTERM, _stop)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     _report_compiling(fd)
     for key in keys:
         try:
             message: tuple = ("ok", work(key))
+        except _Stopped:
+            # asked to stop (the caller reads no more), or terminated from outside: die of the
+            # signal, as without the handler, so that a caller still reading reports a death
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller
             message = ("raise", exc)
         try:
@@ -378,10 +407,24 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bo
 
 
 def _send(fd: int, data: bytes) -> None:
-    os.write(fd, _HEADER.pack(len(data)))
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    # one message at a time: numba's compile events may come from another thread
+    with _SEND_LOCK:
+        os.write(fd, _HEADER.pack(len(data)))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+_SEND_LOCK = threading.Lock()
+
+
+def _renew_send_lock() -> None:
+    """In a forked child: a lock another thread held at the fork would stay held for ever."""
+    global _SEND_LOCK
+    _SEND_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_send_lock)
 
 
 @functools.cache

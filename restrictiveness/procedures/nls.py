@@ -447,7 +447,9 @@ class NLS(Procedure):
     def _function_residuals(self, x, args, want_jac):
         """Residuals and Jacobian of a function model (the interpreted callback)."""
         data, y, logscale = args
-        theta = np.where(logscale != 0, np.exp(x), x)
+        on_log = logscale != 0
+        theta = np.array(x, dtype=float)
+        theta[on_log] = np.exp(x[on_log])  # only there: exp(1e6) of a linear one overflowed
         f = self._evaluate(data, theta)
         if f.shape != y.shape:
             raise DataError(f"the model function returned {f.shape[0]} predictions for "
@@ -466,9 +468,13 @@ class NLS(Procedure):
         differenced = self._function_jacobian(data, theta, f, use_jac=False)
         err = np.abs(given - differenced).max(axis=0)
         scale = np.maximum(np.abs(given).max(axis=0), np.abs(differenced).max(axis=0))
-        # differences are accurate to about 1e-10 relative (1e-5 one-sided, at a bound)
-        bad = [q for q, e, s in zip(self.params, err, scale, strict=True)
-               if not e <= 1e-3 * s + 1e-8]
+        # differences are accurate to about 1e-10 relative (1e-5 one-sided, at a bound), less
+        # the rounding of f over the step h (a large level with a small slope: y = 1e6 + ...)
+        eps = np.finfo(float).eps
+        rounding = 100 * eps * np.abs(f).max(initial=0.0) / (
+            eps ** (1 / 3) * np.maximum(1.0, np.abs(theta)))
+        bad = [q for q, e, s, r in zip(self.params, err, scale, rounding, strict=True)
+               if not e <= 1e-3 * s + r + 1e-8]
         if bad:
             name = getattr(self.jac, "__qualname__", None) or repr(self.jac)
             named = dict(zip(self.params, np.round(theta, 6).tolist(), strict=True))

@@ -220,6 +220,7 @@ def estimate_completeness(
                     pred, _ = repair(np.asarray(base_fit.predict(X), dtype=float), X,
                                      constraints, columns)
                 except Exception as exc:
+                    reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
                                         f"fold {k}: {type(exc).__name__}: {exc}") from exc
                 if not np.isfinite(pred).all():
