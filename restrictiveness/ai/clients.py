@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..engine.concurrency import request_slot
-from ..shared.checks import is_whole, whole_number
+from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
@@ -890,7 +890,7 @@ class ChatAdapter:
         if max_tokens is not None:
             max_tokens = whole_number(max_tokens, f"{who}: max_tokens", minimum=1)
         max_retries = whole_number(max_retries, f"{who}: max_retries", minimum=0)
-        if not 0 < float(timeout) < float("inf"):  # an infinite timeout hangs on a dead server
+        if not is_positive(timeout):  # an infinite timeout hangs on a dead server
             raise ConfigurationError(f"{who}: timeout must be positive, finite seconds, got "
                                      f"{timeout!r}")
         if not isinstance(api_key_env, str) or not api_key_env:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import numbers
 import os
 import pickle
 import select
@@ -49,8 +48,9 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from ..shared.checks import is_positive
 from ..shared.exceptions import ConfigurationError, ExecutionError
 
 __all__ = ["run_in_child", "run_staged", "start_stage", "end_stages", "check_timeout",
@@ -100,14 +100,13 @@ def check_timeout(timeout: object) -> float | None:
     """
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
-            or not 0 < float(timeout) < float("inf"):
+    if not is_positive(timeout):
         raise ConfigurationError(f"fit_timeout must be a positive, finite number of seconds or "
                                  f"None, got {timeout!r}")
     if not hasattr(os, "fork"):
         raise ConfigurationError("fit_timeout runs each fit in a forked process, which this "
                                  "platform does not have; run without it")
-    return float(timeout)
+    return float(cast(float, timeout))  # a real number, by is_positive
 
 
 def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,

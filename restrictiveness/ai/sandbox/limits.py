@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -136,7 +135,7 @@ class SandboxLimits:
     isolation: Literal["full", "guard-only"] = "full"
 
     def __post_init__(self) -> None:
-        from ...shared.checks import whole_number
+        from ...shared.checks import is_positive, whole_number
         from ...shared.exceptions import ConfigurationError
 
         for name in ("wall_seconds", "cpu_seconds"):
@@ -145,8 +144,7 @@ class SandboxLimits:
                 continue
             # an infinite limit is no limit (a hanging program would hang the study), and a
             # string or bool failed with a bare TypeError or passed as 1 s
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
-                    not 0 < float(value) < math.inf:
+            if not is_positive(value):
                 raise ConfigurationError(f"SandboxLimits: {name} must be positive and finite "
                                          f"seconds, got {value!r}")
         for name in ("memory_bytes", "output_bytes", "file_bytes", "disk_bytes", "max_files",
