@@ -233,9 +233,6 @@ def _timeout_study(procedures):
 def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(backend, n_jobs, start_up):
     """Before: no per-fit limit, and the run hung for ever on the stuck procedure. On dask, the
     fits' processes are forked by the dask workers (``start_up``: a local cluster's start)."""
-    pytest.importorskip("psutil")
-    if backend == "dask":
-        pytest.importorskip("distributed")
     marker = f"rx-stuck-{os.getpid()}-{backend}-{n_jobs}"
     fine = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
     reference = _timeout_study(fine).run(progress=False).dataset
