@@ -914,8 +914,9 @@ def read_netcdf(path, what: str, required: Sequence[str], loader: str) -> xr.Dat
                         f"{what} ({type(exc).__name__}: {_short(str(exc), 100)})") from None
     missing = [v for v in required if v not in ds.variables]
     if missing:
-        kind = next((k for k, marks in _KINDS.items() if all(m in ds.variables for m in marks)),
-                    None)
+        # another kind of file, named; a damaged file of this kind is told what it lacks
+        kind = next((k for k, marks in _KINDS.items() if all(m in ds.variables for m in marks)
+                     and not k.startswith(what)), None)
         found = f"it holds {kind}" if kind else f"it lacks {missing}"
         raise DataError(f"{loader}: {str(path)!r} is not a file of {what}: {found}")
     return ds
