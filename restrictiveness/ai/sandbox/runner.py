@@ -410,6 +410,10 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     read_fd, write_fd = ours.detach(), theirs.detach()
     exit_read, exit_write = os.pipe()
     config["report_fd"], config["exit_fd"] = write_fd, exit_write
+    # the child ends with this process, or a kill -9 here would leave the program running in
+    # a directory the next run reclaims (bubblewrap's --die-with-parent does it under bwrap,
+    # whose init is the child's parent; unshare without --fork execs, so this is the parent)
+    config["parent"] = None if full and config["backend"] == "bwrap" else os.getpid()
     (control / "config.json").write_text(json.dumps(config))
     python = [sys.executable, "-I", "-B", "-c", isolation.BOOTSTRAP, str(isolation.CHILD_DIR),
               str(control / "config.json")]
