@@ -47,18 +47,21 @@ class OwnedDirectory:
     ----------
     prefix : str
         Start of the directory's name (:data:`PREFIXES` are the ones swept).
+    dir : str, optional
+        Where to make it (default ``tempfile.gettempdir()``).
 
     Examples
     --------
-    >>> owned = OwnedDirectory("rx-sandbox-")
+    >>> import tempfile
+    >>> owned = OwnedDirectory("rx-sandbox-", dir=tempfile.mkdtemp())
     >>> owned.path.is_dir(), owned.path.with_name(owned.path.name + ".lock").is_file()
     (True, True)
     >>> owned.remove(), owned.path.exists()
     (True, False)
     """
 
-    def __init__(self, prefix: str) -> None:
-        tmp = tempfile.gettempdir()
+    def __init__(self, prefix: str, dir: str | None = None) -> None:
+        tmp = os.path.abspath(dir if dir is not None else tempfile.gettempdir())
         if tmp not in _swept:
             _swept.add(tmp)
             reclaim_stale(tmp)
