@@ -158,6 +158,34 @@ def test_a_directory_held_in_this_process_is_never_reclaimed(tmp_root):
         assert (work / "x").read_text() == "data"
 
 
+def test_sweeps_racing_live_owners_never_take_their_directories(tmp_root):
+    """Sweeps running while directories are made, used and deleted (the lock files come and
+    go under them; flock locks of two descriptors exclude each other within a process too)."""
+    import threading
+
+    from restrictiveness.ai.sandbox.workdir import OwnedDirectory, reclaim_stale
+
+    taken: list[str] = []
+    done = threading.Event()
+
+    def sweep():
+        while not done.is_set():
+            taken.extend(reclaim_stale(tmp_root))
+
+    sweeper = threading.Thread(target=sweep)
+    sweeper.start()
+    try:
+        for i in range(300):
+            owned = OwnedDirectory("rx-sandbox-")
+            (owned.path / "x").write_text(str(i))
+            assert (owned.path / "x").read_text() == str(i)
+            assert owned.remove()
+    finally:
+        done.set()
+        sweeper.join()
+    assert taken == [] and os.listdir(tmp_root) == []
+
+
 def _planted_lock(root: str, name: str) -> None:
     Path(root, name + ".lock").write_bytes(b"")
 
