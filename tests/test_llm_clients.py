@@ -624,7 +624,10 @@ def test_concurrency_gives_identical_results_and_is_faster():
     np.testing.assert_allclose(loss.sel(procedure="asked"), loss.sel(procedure="constant"),
                                rtol=1e-6)
     print(f"serial {t_serial:.2f} s, concurrency=8 {t_threaded:.2f} s")
-    assert t_serial >= 16 * 0.5 and t_threaded * 5 <= t_serial, (t_serial, t_threaded)
+    # 16 requests of 0.5 s a run: 8 s of waiting serially, 1 s eight at a time; the computing
+    # is the same in both runs, so the difference is the waiting saved, however loaded the
+    # machine (before, a loaded machine's 11.0 s against 2.9 s failed a 5x speed-up test)
+    assert t_serial >= 16 * 0.5 and t_serial - t_threaded >= 0.75 * (8 - 1), (t_serial, t_threaded)
 
 
 def test_concurrent_language_model_studies_equal_serial_ones(tmp_path):

@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,7 +28,14 @@ from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
-from .workdir import load_array, open_directory, read_status, remove_tree, tree_usage
+from .workdir import (
+    OwnedDirectory,
+    load_array,
+    open_directory,
+    read_status,
+    remove_tree,
+    tree_usage,
+)
 
 __all__ = ["run_python", "workspace", "network_isolation_prefix"]
 
@@ -120,12 +126,16 @@ def run_python(source: str, *, driver: str | None = None,
                       "program can escape the in-process guard", IsolationWarning, stacklevel=2)
     if preload is None:
         preload = ["numpy"] + _imported_packages(source, allowed)
-    owned = workdir is None
-    root = Path(tempfile.mkdtemp(prefix="rx-sandbox-") if workdir is None else workdir).resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    owned: OwnedDirectory | None = None
+    if workdir is None:
+        owned = OwnedDirectory("rx-sandbox-")
+        root = owned.path
+    else:
+        root = Path(workdir).resolve()
+        root.mkdir(parents=True, exist_ok=True)
     control = root / ".sandbox"
     try:
-        if not owned:  # a kept directory: undo what an earlier run may have done to it
+        if owned is None:  # a kept directory: undo what an earlier run may have done to it
             os.chmod(root, 0o700)
             remove_tree(control)
         names = frozenset(allowed) | {m.partition(".")[0] for m in preload}
@@ -152,8 +162,8 @@ def run_python(source: str, *, driver: str | None = None,
         result.message = relative_paths(result.message, str(root))
         return result
     finally:
-        if not remove_tree(root if owned else control):
-            warnings.warn(f"run_python: could not delete {root if owned else control}",
+        if not (owned.remove() if owned is not None else remove_tree(control)):
+            warnings.warn(f"run_python: could not delete {control if owned is None else root}",
                           RuntimeWarning, stacklevel=2)
 
 
@@ -261,7 +271,9 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
 @contextlib.contextmanager
 def workspace(prefix: str = "rx-sandbox-") -> Iterator[Path]:
     """A temporary working directory kept across runs (an agent's), deleted afterwards with
-    the sandbox's own clean-up, which no depth of tree or lost permission stops.
+    the sandbox's own clean-up, which no depth of tree or lost permission stops (or, when this
+    process is killed, by the next process's first sandbox use: see
+    :class:`~.workdir.OwnedDirectory`).
 
     Examples
     --------
@@ -271,12 +283,12 @@ def workspace(prefix: str = "rx-sandbox-") -> Iterator[Path]:
     >>> kept.exists()
     False
     """
-    path = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    owned = OwnedDirectory(prefix)
     try:
-        yield path
+        yield owned.path
     finally:
-        if not remove_tree(path):
-            warnings.warn(f"could not delete {path}", RuntimeWarning, stacklevel=3)
+        if not owned.remove():
+            warnings.warn(f"could not delete {owned.path}", RuntimeWarning, stacklevel=3)
 
 
 @functools.lru_cache(maxsize=1)
@@ -398,6 +410,10 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     read_fd, write_fd = ours.detach(), theirs.detach()
     exit_read, exit_write = os.pipe()
     config["report_fd"], config["exit_fd"] = write_fd, exit_write
+    # the child ends with this process, or a kill -9 here would leave the program running in
+    # a directory the next run reclaims (bubblewrap's --die-with-parent does it under bwrap,
+    # whose init is the child's parent; unshare without --fork execs, so this is the parent)
+    config["parent"] = None if full and config["backend"] == "bwrap" else os.getpid()
     (control / "config.json").write_text(json.dumps(config))
     python = [sys.executable, "-I", "-B", "-c", isolation.BOOTSTRAP, str(isolation.CHILD_DIR),
               str(control / "config.json")]

@@ -1,21 +1,198 @@
-"""The parent's handling of a run's working directory: measuring it while the child runs,
-opening what the child wrote without trusting it, and deleting it afterwards (iteratively,
-relative to directory descriptors, so neither depth nor path length can make it fail)."""
+"""The parent's handling of a run's working directory: making it with a lock that marks its
+owner alive, measuring it while the child runs, opening what the child wrote without trusting
+it, deleting it afterwards (iteratively, relative to directory descriptors, so neither depth
+nor path length can make it fail), and reclaiming those that killed processes left."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
+import re
 import stat
+import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["tree_usage", "remove_tree", "open_regular", "open_directory", "load_array",
-           "read_status"]
+from .isolation import sandbox_uid
+
+__all__ = ["OwnedDirectory", "reclaim_stale", "PREFIXES", "tree_usage", "remove_tree",
+           "open_regular", "open_directory", "load_array", "read_status"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Prefixes of the temporary directories the package makes (a run's, an Agent's workspace);
+#: :func:`reclaim_stale` considers no other name.
+PREFIXES = ("rx-sandbox-", "rx-agent-")
+# a lock file as tempfile.mkstemp names it: a prefix, eight random characters, the suffix
+_LOCK_NAME = re.compile("(?:" + "|".join(map(re.escape, PREFIXES)) + r")[a-z0-9_]{8}\.lock")
+_swept: set[str] = set()  # temporary directories this process has reclaimed (forks inherit it)
+
+
+class OwnedDirectory:
+    """A fresh directory ``<tmp>/<prefix>XXXXXXXX`` and the lock that marks its owner alive.
+
+    The owner holds an exclusive ``flock`` on the sibling ``<prefix>XXXXXXXX.lock``. The kernel
+    drops it when the last process holding it ends, however it ends (``kill -9``, the OOM
+    killer), so :func:`reclaim_stale` tells a dead owner's directory from a live one's without
+    trusting process ids, which the system reuses. Forked children (``fit_timeout``'s) inherit
+    the lock and keep the directory alive with it. The lock file lies beside the directory, out
+    of reach of the program run inside (full isolation shows it its working directory alone).
+    The first directory a process makes in a temporary directory first reclaims what killed
+    processes left there.
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the directory's name (:data:`PREFIXES` are the ones swept).
+    dir : str, optional
+        Where to make it (default ``tempfile.gettempdir()``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> owned = OwnedDirectory("rx-sandbox-", dir=tempfile.mkdtemp())
+    >>> owned.path.is_dir(), owned.path.with_name(owned.path.name + ".lock").is_file()
+    (True, True)
+    >>> owned.remove(), owned.path.exists()
+    (True, False)
+    """
+
+    def __init__(self, prefix: str, dir: str | None = None) -> None:
+        tmp = os.path.abspath(dir if dir is not None else tempfile.gettempdir())
+        if tmp not in _swept:
+            _swept.add(tmp)
+            reclaim_stale(tmp)
+        while True:
+            fd, lock = tempfile.mkstemp(prefix=prefix, suffix=".lock", dir=tmp)
+            try:
+                # locked before the directory exists, so no sweep ever sees it unlocked;
+                # a sweep that took the new file for an orphan deletes it: take another
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.path.samestat(os.fstat(fd), os.lstat(lock)):
+                    os.mkdir(lock[:-5], 0o700)
+                    break
+            except (BlockingIOError, FileNotFoundError):
+                pass
+            except FileExistsError:  # a directory of that name is someone else's
+                os.unlink(lock)
+            except BaseException:
+                os.unlink(lock)
+                os.close(fd)
+                raise
+            os.close(fd)
+        self._fd: int | None = fd
+        self._lock = lock
+        self.path = Path(lock[:-5]).resolve()
+
+    def remove(self) -> bool:
+        """Delete the directory, then its lock file and lock; returns whether it is gone. A
+        directory that could not be deleted keeps its lock file, so that a later sweep
+        retries once this process has ended."""
+        gone = remove_tree(self.path)
+        if self._fd is not None:
+            if gone:
+                try:
+                    os.unlink(self._lock)
+                except OSError:
+                    pass
+            os.close(self._fd)
+            self._fd = None
+        return gone
+
+
+def reclaim_stale(directory: str | os.PathLike) -> list[str]:
+    """Delete the directories in ``directory`` whose owner (an :class:`OwnedDirectory`'s
+    process) has ended; returns their paths.
+
+    A candidate is named ``<prefix>XXXXXXXX`` (:data:`PREFIXES`), is a directory, not a link,
+    owned by this user (or, for root, by the uid a root-started sandbox gave it), beside a
+    regular lock file of this user's that no process holds: the lock is tried without
+    waiting, and a held one (a study running now in another terminal) is left alone. The
+    directory goes by :func:`remove_tree`, which follows no link and undoes a program's
+    ``chmod 000``; then the lock file, which stays (with a warning) when part of the tree would
+    not go, so the next sweep retries. Directories without a lock file (made by versions before
+    0.1.0) are left: nothing tells whether their owner still runs. Never raises.
+
+    Parameters
+    ----------
+    directory : str or path
+        A temporary directory (``tempfile.gettempdir()`` for the package's own).
+
+    Returns
+    -------
+    list of str
+        The directories deleted.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> reclaim_stale(tempfile.mkdtemp())
+    []
+    """
+    directory = os.path.abspath(os.fspath(directory))
+    reclaimed: list[str] = []
+    try:
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return reclaimed
+    try:
+        with os.scandir(top) as it:
+            locks = [entry.name for entry in it if _LOCK_NAME.fullmatch(entry.name)]
+        for lock in locks:
+            try:
+                path = _reclaim(top, directory, lock)
+            except OSError:  # gone meanwhile, a link, not ours
+                continue
+            if path is not None:
+                reclaimed.append(path)
+    except OSError:
+        pass
+    finally:
+        os.close(top)
+    return reclaimed
+
+
+def _reclaim(top: int, directory: str, lock: str) -> str | None:
+    """Delete the directory of the lock file ``lock`` (in ``top``) if its owner has ended, and
+    the lock file; returns the directory's path if one was deleted."""
+    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=top)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its owner runs
+            return None
+        # the owner deletes its lock file before it lets go: one still there is the dead one's
+        if not os.path.samestat(info, os.stat(lock, dir_fd=top, follow_symlinks=False)):
+            return None
+        name, path = lock[:-5], os.path.join(directory, lock[:-5])
+        try:
+            found = os.stat(name, dir_fd=top, follow_symlinks=False)
+        except FileNotFoundError:  # ended between making its lock and its directory
+            found = None
+        if found is not None:
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid not in _owners(path):
+                return None
+            if not remove_tree(path):
+                warnings.warn(f"could not delete {path}, left by a process that has ended; "
+                              "the next run retries", RuntimeWarning, stacklevel=4)
+                return None
+        os.unlink(lock, dir_fd=top)
+        return path if found is not None else None
+    finally:
+        os.close(fd)
+
+
+def _owners(path: str) -> set[int]:
+    """The uids one of our directories may have: ours, and under root the sandbox's uid,
+    which the directory is handed to before its program starts."""
+    uid = sandbox_uid(os.path.realpath(path))
+    return {os.geteuid()} if uid is None else {os.geteuid(), uid}
 
 
 def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] | None:
@@ -107,11 +284,33 @@ def _scan(fd: int) -> list[str]:
 
 
 def _enter(name: str, dir_fd: int) -> int:
-    try:  # a program may have removed its own permissions (chmod 000)
-        os.chmod(name, 0o700, dir_fd=dir_fd)
-    except OSError:
-        pass
-    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    """Open the subdirectory ``name`` of ``dir_fd`` to empty it, giving it back the permissions
+    a program may have removed (chmod 000): on that very directory, never on what a link put
+    in its place would lead to (a program may still run when a dead parent's tree is swept)."""
+    if not hasattr(os, "O_PATH"):  # not Linux: no handle on a directory without reading it
+        try:
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            pass
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    try:
+        here = f"/proc/self/fd/{handle}"  # names the directory the handle holds
+        try:
+            os.chmod(here, 0o700)
+        except FileNotFoundError:  # no /proc: a directory without permissions stays
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError:  # not ours to change
+            pass
+        return os.open(here, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.close(handle)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
 
 
 def remove_tree(path: str | os.PathLike) -> bool:
@@ -119,6 +318,8 @@ def remove_tree(path: str | os.PathLike) -> bool:
 
     Depth first without recursion, holding two descriptors at a time and the names on the
     path down, so a tree thousands of levels deep or with paths past ``PATH_MAX`` goes too.
+    A program still running inside (a dead parent's, see :func:`reclaim_stale`) can make it
+    fail, never lead it outside: the way back up is checked like :func:`tree_usage`'s.
     Returns whether ``path`` is gone.
     """
     path = os.path.abspath(os.fspath(path))
@@ -135,7 +336,7 @@ def remove_tree(path: str | os.PathLike) -> bool:
             if pending:
                 sub = pending.pop()
                 child = _enter(sub, fd)
-                trail.append((sub, pending))
+                trail.append((sub, pending, _identity(fd)))
                 os.close(fd)
                 fd, pending = child, _scan(child)
                 continue
@@ -144,7 +345,9 @@ def remove_tree(path: str | os.PathLike) -> bool:
             up = os.open("..", _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = up
-            sub, pending = trail.pop()
+            sub, pending, left = trail.pop()
+            if _identity(fd) != left:  # moved meanwhile: ".." no longer leads back
+                raise OSError(f"{path} changed while it was being deleted")
             os.rmdir(sub, dir_fd=fd)
         os.close(fd)
         fd = None

@@ -116,6 +116,10 @@ def main(config_path: str) -> None:
     with open(config_path, encoding="utf-8") as fh:
         cfg = json.load(fh)
     report_fd, full = cfg["report_fd"], cfg["isolation"] == "full"
+    if cfg.get("parent") is not None:
+        syscalls.prctl(syscalls.PR_SET_PDEATHSIG, 9)  # SIGKILL when the parent dies
+        if os.getppid() != cfg["parent"]:  # it died before that
+            os._exit(EXIT_SETUP)
     try:
         if full:
             seccomp.load_library(cfg["libseccomp"])
