@@ -36,6 +36,10 @@ def test_named_arrays_and_tidy_estimates(res):
     assert tidy.columns.tolist() == ["discrepancy", "procedure", "n", "estimate", "se",
                                      "lower", "upper"]
     assert len(tidy) == 2 * len(res.discrepancies) * 2
+    # the other DataArray the results return is named too
+    flags = res.degenerate_baseline().to_dataframe()
+    assert flags.columns.tolist() == ["degenerate_baseline"]
+    assert not flags["degenerate_baseline"].any()   # a constant baseline does not fit every truth
 
 
 def test_netcdf_has_cf_attributes_and_numeric_params(res, tmp_path):
@@ -43,7 +47,9 @@ def test_netcdf_has_cf_attributes_and_numeric_params(res, tmp_path):
     res.to_netcdf(path)
     with xr.open_dataset(path) as ds:
         assert ds.attrs["Conventions"].startswith("CF-1.")
-        for v in ("loss", "baseline_loss", "failed", "seconds", "params"):
+        # every variable, the evaluation distribution's diagnostics (truth_violations) included
+        assert "truth_violations" in ds.data_vars
+        for v in ds.data_vars:
             assert ds[v].attrs["long_name"], v
         assert ds["seconds"].attrs["units"] == "s"
         p = ds["params"]

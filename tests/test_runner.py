@@ -237,9 +237,6 @@ def test_a_fit_that_never_returns_is_stopped_and_recorded_as_failed(backend, n_j
     fits' processes are forked by the dask workers (``start_up``: a local cluster's start;
     ``limit``: the pseudo-truth draws get the limit too, and in a loaded machine's fresh
     cluster 1 s was once too short for one of them)."""
-    pytest.importorskip("psutil")
-    if backend == "dask":
-        pytest.importorskip("distributed")
     marker = f"rx-stuck-{os.getpid()}-{backend}-{n_jobs}"
     fine = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
     reference = _timeout_study(fine).run(progress=False).dataset

@@ -382,6 +382,12 @@ def test_results_refuse_levels_weights_and_paths_they_cannot_honour(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
     with pytest.raises(rx.DataError, match="variables 'loss' and 'baseline_loss'"):
         rx.Results(xr.Dataset({"a": ("x", [1, 2])}))
+    # a results file that lost variables is told what it lacks ("it is not a file of
+    # restrictiveness results: it holds restrictiveness results" contradicted itself)
+    res.dataset.drop_vars(["failed", "error"]).to_netcdf(tmp_path / "lost.nc")
+    with pytest.raises(rx.DataError, match=r"is not a file of restrictiveness results: it "
+                                           r"lacks \['failed', 'error'\]$"):
+        rx.load(tmp_path / "lost.nc")
 
 
 def test_results_refuse_unknown_names_and_contribution_objects():

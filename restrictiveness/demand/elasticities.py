@@ -209,7 +209,31 @@ class _ElasticityMSE(Discrepancy):
         return _weighted(err, truth)
 
     def scale(self, truth: PseudoTruth, n: int) -> float:
-        """Mean squared true elasticity (the loss of predicting zero elasticities)."""
+        """Mean squared true elasticity (the loss of predicting zero elasticities).
+
+        Parameters
+        ----------
+        truth : PseudoTruth
+            The pseudo-truth (its elasticities at the evaluation markets).
+        n : int
+            Training sample size.
+
+        Returns
+        -------
+        float
+            The weighted mean over markets of the mean squared own (or cross) elasticity.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from types import SimpleNamespace
+        >>> E = np.array([[[-2.0, 0.5], [0.3, -1.0]]])      # one market, J = 2
+        >>> truth = SimpleNamespace(eval_weights=np.array([1.0]), elasticities=lambda n: E)
+        >>> OwnElasticityMSE().scale(truth, n=10)              # ((-2)² + (-1)²) / 2
+        2.5
+        >>> round(CrossElasticityMSE().scale(truth, n=10), 12)  # (0.5² + 0.3²) / 2
+        0.17
+        """
         E_true = truth_elasticities(truth, n)
         return _weighted((E_true[:, self._mask(E_true.shape[-1])] ** 2).mean(axis=1), truth)
 

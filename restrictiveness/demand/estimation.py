@@ -116,13 +116,53 @@ class DemandModel:
 
         Options the procedure does not take are a ``ConfigurationError`` naming them and the
         accepted ones.
+
+        Parameters
+        ----------
+        procedure_class : type
+            :class:`~restrictiveness.demand.models.MNL`, ``NestedLogit`` or ``MixedLogit``.
+        formula : str
+            Inside shares on the left, product characteristics on the right.
+        data : DataFrame
+            One row per product and market.
+        market_ids : str
+            Column naming each row's market.
+        **kwargs
+            Options of ``procedure_class``.
+
+        Returns
+        -------
+        DemandModel
+            The model bound to the data; ``fit()`` estimates.
+
+        Examples
+        --------
+        >>> from restrictiveness.datasets import load_cereal
+        >>> from restrictiveness.demand.models import MNL
+        >>> model = DemandModel.from_formula(MNL, "shares ~ prices + sugar", load_cereal())
+        >>> model.X.shape, model.columns
+        ((94, 24, 2), ('prices', 'sugar'))
         """
         known_keywords(kwargs, keywords_of(procedure_class, skip=("formula",)),
                        f"{procedure_class.__name__}.from_formula")
         return cls(procedure_class(formula, **kwargs), data, market_ids)
 
     def fit(self) -> DemandResults:
-        """Fit by least squares on the inside shares; see :class:`DemandResults`."""
+        """Fit by least squares on the inside shares; see :class:`DemandResults`.
+
+        Returns
+        -------
+        DemandResults
+            Estimates, standard errors and the statsmodels-style summary.
+
+        Examples
+        --------
+        >>> from restrictiveness.datasets import load_cereal
+        >>> from restrictiveness.demand.models import MNL
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
+        >>> res.params.index.tolist()
+        ['Intercept', 'prices', 'sugar', 'mushy']
+        """
         sample = Sample(self.X, self.y, self.columns, self.response)
         return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)))
 

@@ -426,6 +426,31 @@ class _Monotone(Constraint):
         """Number of ordered pairs of rows that violate the monotonicity of scalar predictions.
 
         Two rows are ordered when they agree on every other column and are ordered on these.
+
+        Parameters
+        ----------
+        pred : ndarray
+            One prediction per row of ``X``.
+        X : ndarray
+            Locations ``(n, d)``.
+        columns : sequence of str
+            The names of ``X``'s columns.
+        tol : float
+            Slack: a pair violates only when the order is reversed by more than ``tol``.
+
+        Returns
+        -------
+        int
+            The number of violating ordered pairs.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0], [1.0], [2.0]])
+        >>> Increasing("x").violations(np.array([0.0, 2.0, 1.0]), X, ["x"])   # 2 > 1
+        1
+        >>> Decreasing("x").violations(np.array([0.0, 2.0, 1.0]), X, ["x"])   # 0 < 2, 0 < 1
+        2
         """
         from .projection import ordered_pairs
 

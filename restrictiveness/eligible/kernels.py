@@ -50,7 +50,23 @@ class Kernel:
         return np.broadcast_to(ls, dim)
 
     def distance(self, X1: np.ndarray, X2: np.ndarray) -> np.ndarray:
-        """Euclidean distance between rows after dividing each coordinate by its length scale."""
+        """Euclidean distance between rows after dividing each coordinate by its length scale.
+
+        Parameters
+        ----------
+        X1, X2 : ndarray
+            Points ``(n1, d)`` and ``(n2, d)`` (a single point may be 1-D).
+
+        Returns
+        -------
+        ndarray
+            ``(n1, n2)`` scaled distances, the argument of the kernel's correlation.
+
+        Examples
+        --------
+        >>> Matern32(lengthscale=(1.0, 2.0)).distance([[0.0, 0.0]], [[3.0, 8.0]])
+        array([[5.]])
+        """
         ls = self._lengthscales(np.shape(np.atleast_2d(X1))[-1])
         X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls
         X2 = np.atleast_2d(np.asarray(X2, dtype=float)) / ls

@@ -165,6 +165,9 @@ class Results(SensitivityMixin):
         if params is not None:
             ds["params"] = params
         describe(ds, VARIABLE_ATTRS)
+        for name in study.evaluation.diagnostic_names:
+            ds[f"truth_{name}"].attrs["long_name"] = (f"pseudo-truth diagnostic {name!r} of the "
+                                                      "evaluation distribution")
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
         ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
@@ -302,9 +305,13 @@ class Results(SensitivityMixin):
         _, B = self.losses()
         Bbar = B.mean("replication").transpose("discrepancy", "n")
         if "truth_scale" not in self.dataset:
-            return xr.zeros_like(Bbar, dtype=bool)
-        scale = self.dataset["truth_scale"].mean("replication")
-        return Bbar <= DEGENERATE_BASELINE * scale
+            degenerate = xr.zeros_like(Bbar, dtype=bool)
+        else:
+            scale = self.dataset["truth_scale"].mean("replication")
+            degenerate = Bbar <= DEGENERATE_BASELINE * scale
+        # Named, so ``to_dataframe()`` works as on every other DataArray the results return.
+        return degenerate.rename("degenerate_baseline").assign_attrs(
+            long_name="baseline loss zero to rounding (r̂ is 0/0)")
 
     def _warn_degenerate(self, what: str, discrepancy: str, ns: Sequence[int]) -> None:
         _, B = self.losses()
@@ -907,8 +914,9 @@ def read_netcdf(path, what: str, required: Sequence[str], loader: str) -> xr.Dat
                         f"{what} ({type(exc).__name__}: {_short(str(exc), 100)})") from None
     missing = [v for v in required if v not in ds.variables]
     if missing:
-        kind = next((k for k, marks in _KINDS.items() if all(m in ds.variables for m in marks)),
-                    None)
+        # another kind of file, named; a damaged file of this kind is told what it lacks
+        kind = next((k for k, marks in _KINDS.items() if all(m in ds.variables for m in marks)
+                     and not k.startswith(what)), None)
         found = f"it holds {kind}" if kind else f"it lacks {missing}"
         raise DataError(f"{loader}: {str(path)!r} is not a file of {what}: {found}")
     return ds

@@ -337,7 +337,30 @@ class SensitivityMixin:
 
     def with_contributions(self, spec: Contributions):
         """The same results with a contribution specification (for files saved without one,
-        e.g. ``rx.load(path).with_contributions(rx.lottery.CPT_CONTRIBUTIONS)``)."""
+        e.g. ``rx.load(path).with_contributions(rx.lottery.CPT_CONTRIBUTIONS)``).
+
+        Parameters
+        ----------
+        spec : Contributions
+            The full model and its submodels, which must be procedures of these results.
+
+        Returns
+        -------
+        Results
+            A copy whose ``C_q`` terms (:meth:`contributions`, comparisons such as
+            ``"C_a-C_b"``) use ``spec``; a saved copy keeps it.
+
+        Examples
+        --------
+        Here ``quadratic`` nests ``linear``; the contribution of its square term is their
+        difference in r̂:
+
+        >>> import restrictiveness as rx
+        >>> spec = rx.Contributions("quadratic", {"sq": "linear"})
+        >>> with_c = res.with_contributions(spec)
+        >>> res.contribution_spec is None, with_c.contribution_spec == spec
+        (True, True)
+        """
         if not isinstance(spec, Contributions):
             raise ConfigurationError(f"with_contributions takes an rx.Contributions(full, "
                                      f"submodels), got {spec!r}")

@@ -77,6 +77,21 @@ class LotteryNLS:
     def from_formula(cls, formula: str, data: pd.DataFrame, model) -> LotteryNLS:
         """Estimator from a formula ``"ce ~ z_hi + z_lo + p"`` (covariates in that role order).
 
+        Parameters
+        ----------
+        formula : str
+            Response, then the high outcome, the low outcome and the probability of the high
+            one, in that order.
+        data : DataFrame
+            One row per observation, with the formula's columns.
+        model : RDU
+            The model to estimate, e.g. ``CPT(free=("alpha", "delta"))``.
+
+        Returns
+        -------
+        LotteryNLS
+            The estimator; ``fit()`` estimates.
+
         Examples
         --------
         >>> import pandas as pd
@@ -125,6 +140,17 @@ class LotteryNLS:
         Returns
         -------
         LotteryNLSResults
+            Estimates, standard errors and the statsmodels-style summary.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from restrictiveness.lottery.models import CPT
+        >>> df = pd.DataFrame({"ce": [0.45, 0.3, 0.7, 0.12, 0.5], "z_hi": [1.0, 0.6, 0.9, 0.5, 0.8],
+        ...                    "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3], "p": [0.5, 0.3, 0.8, 0.1, 0.6]})
+        >>> res = LotteryNLS.from_formula("ce ~ z_hi + z_lo + p", df, CPT(free=("alpha",))).fit()
+        >>> res.params.index.tolist(), res.df_resid
+        (['alpha'], 4)
         """
         cov_type, codes = cluster_codes(cov_type, groups, self.nobs, self.data,
                                         aliases={"classical": "nonrobust"})
@@ -158,6 +184,27 @@ class LotteryNLSResults(LeastSquaresResults):
         Residuals ``y − f`` and fitted certainty equivalents.
     at_bound : list of str
         Parameters whose estimate sits on a bound (the standard errors assume interior).
+
+    Parameters
+    ----------
+    model : LotteryNLS
+        The estimator and its data.
+    fitted : RDUFitted
+        The least-squares fit.
+    cov_type : {"nonrobust", "HC1", "cluster"}
+        Covariance of the estimates.
+    codes : ndarray or None
+        Cluster codes, one per observation (``"cluster"`` only).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from restrictiveness.lottery.models import CPT
+    >>> df = pd.DataFrame({"ce": [0.45, 0.3, 0.7, 0.12, 0.5], "z_hi": [1.0, 0.6, 0.9, 0.5, 0.8],
+    ...                    "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3], "p": [0.5, 0.3, 0.8, 0.1, 0.6]})
+    >>> res = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha",)).fit(cov_type="HC1")
+    >>> type(res).__name__, res.cov_type, res.df_inference
+    ('LotteryNLSResults', 'HC1', 4)
     """
 
     def __init__(self, model: LotteryNLS, fitted, cov_type: str,
@@ -180,8 +227,29 @@ class LotteryNLSResults(LeastSquaresResults):
         return pd.Series(self.fitted.params, name="params").reindex(self._names)
 
     def predict(self, exog=None) -> np.ndarray:
-        """Certainty equivalents at lotteries ``exog`` (``(N, 3)`` or a DataFrame with the
-        formula's columns); the fitted values when omitted."""
+        """Certainty equivalents at lotteries ``exog``; the fitted values when omitted.
+
+        Parameters
+        ----------
+        exog : ndarray or DataFrame, optional
+            Lotteries ``(N, 3)`` (high outcome, low outcome, probability) or a DataFrame with
+            the formula's columns.
+
+        Returns
+        -------
+        ndarray
+            One certainty equivalent per lottery.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from restrictiveness.lottery.models import CPT
+        >>> df = pd.DataFrame({"ce": [0.45, 0.3, 0.7, 0.12, 0.5], "z_hi": [1.0, 0.6, 0.9, 0.5, 0.8],
+        ...                    "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3], "p": [0.5, 0.3, 0.8, 0.1, 0.6]})
+        >>> res = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha",)).fit()
+        >>> bool((res.predict(df) == res.predict()).all()), res.predict([[1.0, 1.0, 0.5]]).round(6)
+        (True, array([1.]))
+        """
         if exog is None:
             return self.fittedvalues
         if isinstance(exog, pd.DataFrame):

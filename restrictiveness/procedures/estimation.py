@@ -224,7 +224,25 @@ class LeastSquaresResults:
         return factor * bread @ (scores.T @ scores) @ bread
 
     def cov_params(self) -> pd.DataFrame:
-        """Covariance matrix of the estimates on the reported scale (delta method)."""
+        """Covariance matrix of the estimates on the reported scale (delta method).
+
+        Returns
+        -------
+        pandas.DataFrame
+            k × k, indexed by parameter name on both axes; NaN rows and columns for
+            parameters that are not identified at the estimate.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, restrictiveness as rx
+        >>> x = np.linspace(0, 3, 40)
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> res = rx.NLS.from_formula("y ~ a * exp(-b * x)", df,
+        ...                           bounds={"a": (0, 10), "b": (0, 5)}).fit()
+        >>> cov = res.cov_params()
+        >>> cov.index.tolist(), bool(np.allclose(np.sqrt(np.diag(cov)), res.bse))
+        (['a', 'b'], True)
+        """
         D = self._reported_jacobian()
         ok = ~self._unidentified
         return pd.DataFrame(D @ self._cov_estimated @ D.T, index=self._names,
@@ -240,7 +258,7 @@ class LeastSquaresResults:
 
     @cached_property
     def tvalues(self) -> pd.Series:
-        """t statistics for the hypothesis that a parameter is 0."""
+        """Student-t statistics for the hypothesis that a parameter is 0."""
         return (self.params / self.bse).rename("tstat")
 
     @property
@@ -263,6 +281,24 @@ class LeastSquaresResults:
         ----------
         alpha : float
             One minus the coverage.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per parameter; columns ``lower`` and ``upper``, the estimate ∓ the
+            ``1 − alpha / 2`` quantile of t with :attr:`df_inference` degrees of freedom
+            times :attr:`bse`.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, restrictiveness as rx
+        >>> x = np.linspace(0, 3, 40)
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> res = rx.NLS.from_formula("y ~ a * exp(-b * x)", df,
+        ...                           bounds={"a": (0, 10), "b": (0, 5)}).fit()
+        >>> ci = res.conf_int(0.1)
+        >>> ci.columns.tolist(), bool((ci["lower"] < res.params).all())
+        (['lower', 'upper'], True)
         """
         alpha = probability(alpha, "alpha")
         q = scipy.stats.t.ppf(1 - alpha / 2, self.df_inference)
@@ -286,7 +322,30 @@ class LeastSquaresResults:
         return []
 
     def summary(self, alpha: float = 0.05) -> Summary:
-        """statsmodels ``Summary`` (``as_text()``, ``as_latex()``, ``as_html()``)."""
+        """Summary table of the estimates, as statsmodels prints one.
+
+        Parameters
+        ----------
+        alpha : float
+            One minus the coverage of the confidence intervals in the table.
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
+            The header, the parameter table and numbered notes (inference, bounds);
+            ``as_text()``, ``as_latex()`` and ``as_html()`` export it.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, restrictiveness as rx
+        >>> x = np.linspace(0, 3, 40)
+        >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
+        >>> res = rx.NLS.from_formula("y ~ a * exp(-b * x)", df,
+        ...                           bounds={"a": (0, 10), "b": (0, 5)}).fit()
+        >>> text = res.summary(alpha=0.1).as_text()
+        >>> "[0.05" in text, "t with N - k = 38" in text
+        (True, True)
+        """
         left = [*self._summary_model(), ("Cov. Type:", COV_TYPES[self.cov_type])]
         right = [("No. Observations:", str(self.nobs)), ("Df Model:", str(self.df_model)),
                  ("Df Residuals:", str(self.df_resid)), ("SSR:", f"{self.ssr:#.5g}"),

@@ -679,6 +679,32 @@ class NLSFitted(Fitted):
         ``[start..., end..., ssr, evaluations, status]`` per refinement, natural scale),
         ``evaluations`` (residual evaluations, screening included), ``screened``,
         ``nobs`` and ``underdetermined`` (fewer observations than parameters).
+
+    Parameters
+    ----------
+    model : NLS
+        The model that was fitted.
+    theta : ndarray
+        The estimates.
+    ssr : float
+        Their sum of squared residuals.
+    records : ndarray
+        One row per refinement: start, end, SSR, evaluations and stopping rule (estimated
+        scale).
+    evaluations : int
+        Residual evaluations of the whole fit.
+    nobs : int
+        Number of observations fitted.
+    columns : sequence of str or None
+        The training sample's columns (None: predict on DataFrames only).
+
+    Examples
+    --------
+    >>> import pandas as pd, restrictiveness as rx
+    >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 7.0]})
+    >>> rule = rx.NLS("y ~ a + b * x", bounds={"a": (-5, 5), "b": (-5, 5)}).fit(df).fitted
+    >>> {q: round(v, 6) for q, v in rule.params.items()}, rule.info["converged"]
+    ({'a': 1.0, 'b': 2.0}, True)
     """
 
     def __init__(self, model: NLS, theta: np.ndarray, ssr: float, records: np.ndarray,
@@ -707,7 +733,27 @@ class NLSFitted(Fitted):
 
     def predict(self, X) -> np.ndarray:
         """Predictions at covariates ``X`` (an array with the training sample's columns, or a
-        DataFrame)."""
+        DataFrame).
+
+        Parameters
+        ----------
+        X : ndarray or DataFrame
+            Covariates: an array whose columns are the training sample's, or a DataFrame
+            with the model's columns.
+
+        Returns
+        -------
+        ndarray
+            One prediction per row.
+
+        Examples
+        --------
+        >>> import pandas as pd, restrictiveness as rx
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 7.0]})
+        >>> rule = rx.NLS("y ~ a + b * x", bounds={"a": (-5, 5), "b": (-5, 5)}).fit(df).fitted
+        >>> rule.predict(pd.DataFrame({"x": [4.0, 5.0]})).round(6)
+        array([ 9., 11.])
+        """
         if self.columns is None and not isinstance(X, pd.DataFrame):
             raise DataError("this rule was fitted without column names; predict on a DataFrame")
         return self.model.values(self.model._design(X, self.columns or ()), self.theta)
@@ -725,6 +771,14 @@ class NLSEstimator:
     model : NLS
     data : DataFrame
         Holds the response and the model's columns (rows with missing values are refused).
+
+    Examples
+    --------
+    >>> import pandas as pd, restrictiveness as rx
+    >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 7.0]})
+    >>> est = rx.NLS.from_formula("y ~ a + b * x", df, bounds={"a": (-5, 5), "b": (-5, 5)})
+    >>> type(est).__name__, est.nobs
+    ('NLSEstimator', 4)
     """
 
     def __init__(self, model: NLS, data: pd.DataFrame) -> None:
@@ -773,6 +827,15 @@ class NLSEstimator:
         Returns
         -------
         NLSResults
+            Estimates, standard errors and the statsmodels-style summary.
+
+        Examples
+        --------
+        >>> import pandas as pd, restrictiveness as rx
+        >>> df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 7.0]})
+        >>> est = rx.NLS.from_formula("y ~ a + b * x", df, bounds={"a": (-5, 5), "b": (-5, 5)})
+        >>> est.fit(cov_type="HC1").params.round(6).tolist()
+        [1.0, 2.0]
         """
         cov_type, codes = cluster_codes(cov_type, groups, self.nobs, self.data)
         k = len(self.model.params)

@@ -24,8 +24,9 @@ The compiled callback ``resjac(x, (X, y, logscale), want_jac) -> (r, J)`` return
 ``f(X; θ) − y`` and their Jacobian with respect to the *internal* parameters ``x``: parameter
 ``k`` is ``θ_k = exp(x_k)`` when ``logscale[k]`` is nonzero (a positive parameter searched on the
 log scale) and ``θ_k = x_k`` otherwise. Its numba type is :func:`callback_type`, the callback
-:func:`restrictiveness.shared._lsq_nb.multistart_for`. :meth:`CompiledExpression.numpy_functions`
-gives an independent NumPy evaluation (sympy's own printer) that tests compare it with.
+:func:`restrictiveness.shared._multistart_nb.multistart_for`.
+:meth:`CompiledExpression.numpy_functions` gives an independent NumPy evaluation (sympy's own
+printer) that tests compare it with.
 """
 
 from __future__ import annotations
