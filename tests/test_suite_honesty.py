@@ -33,7 +33,6 @@ def extra_modules(setup_cfg: Path = ROOT / "setup.cfg") -> set[str]:
             if any(_canonical(d) in dists for d in owners)}
 
 
-
 def skips_of_installed_packages(sources: dict[str, str], installed: set[str]) -> list[str]:
     """``importorskip`` calls whose module the extra installs, or that name it by a variable
     (which cannot be checked)."""
