@@ -335,3 +335,113 @@ def test_removal_never_climbs_out_of_a_tree_moved_under_it(tmp_path, monkeypatch
     monkeypatch.setattr(workdir, "_scan", scan_and_move)
     workdir.remove_tree(top)
     assert (tmp_path / "a").is_dir() and (tmp_path / "x" / "keep").read_text() == "data"
+
+
+def test_removal_enters_no_mount_in_the_tree(tmp_path):
+    """A bind mount in a stale tree (one made to inspect a killed run) had its source, outside
+    the tree, emptied by the sweep; the mount is left and the removal fails. Done in a child
+    with a mount namespace of its own, so no mount outlives the test."""
+    from restrictiveness.ai.sandbox import workdir
+    from restrictiveness.ai.sandbox._child import syscalls
+
+    if not ROOT:
+        pytest.skip("making a mount needs root")
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    (victim / "precious").write_text("data")
+    inside = tmp_path / "tree" / "sub" / "m"
+    inside.mkdir(parents=True)
+    pid = os.fork()
+    if pid == 0:  # the child: never leaves this branch
+        status = 3
+        try:
+            syscalls.unshare(syscalls.CLONE_NEWNS)
+            syscalls.mount(None, "/", None, syscalls.MS_REC | syscalls.MS_PRIVATE)
+            syscalls.mount(str(victim), str(inside), None, syscalls.MS_BIND)
+            status = 1 if workdir.remove_tree(tmp_path / "tree") else 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # the removal failed, as it must
+    assert (victim / "precious").read_text() == "data"
+    assert victim.stat().st_mode & 0o777 == 0o755
+
+
+# -- what a run cut short leaves ---------------------------------------------------------------
+
+def test_a_fit_child_killed_at_its_limit_leaves_what_the_next_child_reclaims(tmp_root):
+    """fit_timeout forks a child per batch of fits; one killed mid-clean-up leaves its
+    directory. The children inherited the set of temporary directories already swept, so no
+    later child swept again and the directory stayed for the rest of the study."""
+    from restrictiveness.ai.sandbox.workdir import OwnedDirectory
+
+    _next_use()  # the study's process has swept
+
+    def in_child(work) -> int:
+        pid = os.fork()
+        if pid == 0:
+            status = 3
+            try:
+                status = work()
+            finally:
+                os._exit(status)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    left: list[str] = []
+    r, w = os.pipe()
+
+    def killed() -> int:  # exits without its clean-up, as SIGKILL would
+        os.write(w, str(OwnedDirectory("rx-sandbox-").path).encode())
+        return 0
+
+    assert in_child(killed) == 0
+    os.close(w)
+    left.append(os.read(r, 4096).decode())
+    os.close(r)
+    assert os.path.isdir(left[0])
+    assert in_child(lambda: OwnedDirectory("rx-sandbox-").remove() and 0) == 0
+    assert not os.path.lexists(left[0])
+    assert os.listdir(tmp_root) == []
+
+
+def test_a_sweep_that_cannot_delete_never_fails_the_run(tmp_root, monkeypatch):
+    """A stale tree that would not go made the sweep warn, and with warnings as errors the
+    warning escaped the sweep (documented never to raise) and failed every sandbox use."""
+    import warnings
+
+    from restrictiveness.ai.sandbox import workdir
+
+    path = _stale(tmp_root)
+    real = workdir.remove_tree
+    monkeypatch.setattr(workdir, "remove_tree",
+                        lambda p: False if os.fspath(p) == path else real(p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _next_use()
+    assert os.path.isdir(path) and os.path.isfile(path + ".lock")  # kept for a later retry
+    with pytest.warns(RuntimeWarning, match=r"could not delete .*stale123, left by processes "
+                                            r"that have ended; the next process's sweep"):
+        assert workdir.reclaim_stale(tmp_root) == []
+
+
+def test_an_interrupt_after_the_directory_is_made_leaves_it_reclaimable(tmp_root, monkeypatch):
+    """Ctrl-C between the directory's mkdir and the end of the constructor unlinked the lock
+    file and left the directory, which no sweep takes without one."""
+    from restrictiveness.ai.sandbox import workdir
+
+    _next_use()
+    real_mkdir = os.mkdir
+    made: list[str] = []
+
+    def mkdir_then_interrupt(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        made.append(os.fspath(path))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        workdir.OwnedDirectory("rx-sandbox-")
+    monkeypatch.setattr(os, "mkdir", real_mkdir)
+    assert len(made) == 1 and os.path.isdir(made[0])
+    assert workdir.reclaim_stale(tmp_root) == [made[0]]
+    assert os.listdir(tmp_root) == []

@@ -5,6 +5,7 @@ nor path length can make it fail), and reclaiming those that killed processes le
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import math
@@ -28,7 +29,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 PREFIXES = ("rx-sandbox-", "rx-agent-")
 # a lock file as tempfile.mkstemp names it: a prefix, eight random characters, the suffix
 _LOCK_NAME = re.compile("(?:" + "|".join(map(re.escape, PREFIXES)) + r")[a-z0-9_]{8}\.lock")
-_swept: set[str] = set()  # temporary directories this process has reclaimed (forks inherit it)
+# (process id, temporary directory) pairs already swept: a fork inherits the set, but a fit's
+# child killed at its limit may leave a directory, which the next child's first use reclaims
+_swept: set[tuple[int, str]] = set()
 
 
 class OwnedDirectory:
@@ -62,8 +65,8 @@ class OwnedDirectory:
 
     def __init__(self, prefix: str, dir: str | None = None) -> None:
         tmp = os.path.abspath(dir if dir is not None else tempfile.gettempdir())
-        if tmp not in _swept:
-            _swept.add(tmp)
+        if (os.getpid(), tmp) not in _swept:
+            _swept.add((os.getpid(), tmp))
             reclaim_stale(tmp)
         while True:
             fd, lock = tempfile.mkstemp(prefix=prefix, suffix=".lock", dir=tmp)
@@ -79,7 +82,8 @@ class OwnedDirectory:
             except FileExistsError:  # a directory of that name is someone else's
                 os.unlink(lock)
             except BaseException:
-                os.unlink(lock)
+                # (Ctrl-C after the mkdir, say) the lock file stays, unheld once closed, so a
+                # sweep takes the directory; without it no sweep ever would
                 os.close(fd)
                 raise
             os.close(fd)
@@ -112,9 +116,10 @@ def reclaim_stale(directory: str | os.PathLike) -> list[str]:
     regular lock file of this user's that no process holds: the lock is tried without
     waiting, and a held one (a study running now in another terminal) is left alone. The
     directory goes by :func:`remove_tree`, which follows no link and undoes a program's
-    ``chmod 000``; then the lock file, which stays (with a warning) when part of the tree would
-    not go, so the next sweep retries. Directories without a lock file (made by versions before
-    0.1.0) are left: nothing tells whether their owner still runs. Never raises.
+    ``chmod 000`` and enters no mount; then the lock file, which stays (with a warning) when
+    part of the tree would not go, so the next process's sweep retries. Directories without a
+    lock file (made by versions before 0.1.0) are left: nothing tells whether their owner still
+    runs. Never raises.
 
     Parameters
     ----------
@@ -134,6 +139,7 @@ def reclaim_stale(directory: str | os.PathLike) -> list[str]:
     """
     directory = os.path.abspath(os.fspath(directory))
     reclaimed: list[str] = []
+    left: list[str] = []  # stale directories that would not go
     try:
         top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -143,7 +149,7 @@ def reclaim_stale(directory: str | os.PathLike) -> list[str]:
             locks = [entry.name for entry in it if _LOCK_NAME.fullmatch(entry.name)]
         for lock in locks:
             try:
-                path = _reclaim(top, directory, lock)
+                path = _reclaim(top, directory, lock, left)
             except OSError:  # gone meanwhile, a link, not ours
                 continue
             if path is not None:
@@ -152,12 +158,20 @@ def reclaim_stale(directory: str | os.PathLike) -> list[str]:
         pass
     finally:
         os.close(top)
+    if left:
+        try:  # (warnings as errors: the sweep is clean-up, it must not fail the run)
+            warnings.warn(f"could not delete {', '.join(left)}, left by processes that have "
+                          "ended; the next process's sweep retries", RuntimeWarning,
+                          stacklevel=2)
+        except Exception:
+            pass
     return reclaimed
 
 
-def _reclaim(top: int, directory: str, lock: str) -> str | None:
+def _reclaim(top: int, directory: str, lock: str, left: list[str]) -> str | None:
     """Delete the directory of the lock file ``lock`` (in ``top``) if its owner has ended, and
-    the lock file; returns the directory's path if one was deleted."""
+    the lock file; returns the directory's path if one was deleted (appended to ``left`` if
+    it would not go)."""
     fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=top)
     try:
         info = os.fstat(fd)
@@ -179,8 +193,7 @@ def _reclaim(top: int, directory: str, lock: str) -> str | None:
             if not stat.S_ISDIR(found.st_mode) or found.st_uid not in _owners(path):
                 return None
             if not remove_tree(path):
-                warnings.warn(f"could not delete {path}, left by a process that has ended; "
-                              "the next run retries", RuntimeWarning, stacklevel=4)
+                left.append(path)
                 return None
         os.unlink(lock, dir_fd=top)
         return path if found is not None else None
@@ -296,6 +309,10 @@ def _enter(name: str, dir_fd: int) -> int:
     handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
                      dir_fd=dir_fd)
     try:
+        # a mount inside the tree (a bind mount made to inspect a killed run) is not the
+        # tree's: emptying it would delete its source, outside
+        if _mount(handle) != _mount(dir_fd):
+            raise OSError(errno.EXDEV, f"{name} is a mount point")
         here = f"/proc/self/fd/{handle}"  # names the directory the handle holds
         try:
             os.chmod(here, 0o700)
@@ -306,6 +323,18 @@ def _enter(name: str, dir_fd: int) -> int:
         return os.open(here, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     finally:
         os.close(handle)
+
+
+def _mount(fd: int) -> tuple[int, int | None]:
+    """The file system and the mount (Linux's ``mnt_id``, which also tells a bind mount of the
+    same file system apart) of the file ``fd`` holds."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as fh:
+            mount = next((int(line.split()[1]) for line in fh if line.startswith("mnt_id:")),
+                         None)
+    except OSError:  # no /proc: the file system alone
+        mount = None
+    return os.fstat(fd).st_dev, mount
 
 
 def _identity(fd: int) -> tuple[int, int]:
