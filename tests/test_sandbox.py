@@ -4,6 +4,7 @@ survives, and honest programs give the answers a direct computation gives."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import pickle
 import sys
@@ -906,3 +907,21 @@ def test_a_study_stops_when_the_sandbox_cannot_isolate(options, monkeypatch):
     study = rx.lottery.study({"P": procedure}, n=[10], replications=2, seed=0, n_eval=20)
     with pytest.raises(rx.SandboxUnavailableError, match="'landlock'.*guard-only"):
         study.run(progress=False, **options)
+
+
+def test_a_child_that_never_starts_leaks_no_descriptor(monkeypatch):
+    """When the child could not be started (Popen raising: no memory, a process limit), the
+    parent's ends of the report socket and the exit pipe stayed open, two per attempt."""
+    import subprocess
+
+    assert run_python("print(1)").ok  # the backends' probes, cached, before Popen is refused
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.EAGAIN, "fork refused")
+
+    monkeypatch.setattr(subprocess, "Popen", refused)
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(OSError, match="fork refused"):
+            run_python("print(1)")
+    assert sorted(os.listdir("/proc/self/fd")) == before

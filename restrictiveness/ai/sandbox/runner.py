@@ -409,22 +409,26 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     ours, theirs = socket.socketpair()
     read_fd, write_fd = ours.detach(), theirs.detach()
     exit_read, exit_write = os.pipe()
-    config["report_fd"], config["exit_fd"] = write_fd, exit_write
-    # the child ends with this process, or a kill -9 here would leave the program running in
-    # a directory the next run reclaims (bubblewrap's --die-with-parent does it under bwrap,
-    # whose init is the child's parent; unshare without --fork execs, so this is the parent)
-    config["parent"] = None if full and config["backend"] == "bwrap" else os.getpid()
-    (control / "config.json").write_text(json.dumps(config))
-    python = [sys.executable, "-I", "-B", "-c", isolation.BOOTSTRAP, str(isolation.CHILD_DIR),
-              str(control / "config.json")]
-    prefix = () if full or not isolate_network else network_isolation_prefix()
-    cmd = isolation.command([*prefix, *python], config)
-    start = time.monotonic()
-    try:
+    try:  # our ends are closed if the child never starts
+        config["report_fd"], config["exit_fd"] = write_fd, exit_write
+        # the child ends with this process, or a kill -9 here would leave the program running in
+        # a directory the next run reclaims (bubblewrap's --die-with-parent does it under bwrap,
+        # whose init is the child's parent; unshare without --fork execs, so this is the parent)
+        config["parent"] = None if full and config["backend"] == "bwrap" else os.getpid()
+        (control / "config.json").write_text(json.dumps(config))
+        python = [sys.executable, "-I", "-B", "-c", isolation.BOOTSTRAP, str(isolation.CHILD_DIR),
+                  str(control / "config.json")]
+        prefix = () if full or not isolate_network else network_isolation_prefix()
+        cmd = isolation.command([*prefix, *python], config)
+        start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=root, env=_child_env(root), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, close_fds=True,
                                 pass_fds=(write_fd, exit_write))
+    except BaseException:
+        os.close(read_fd)
+        os.close(exit_read)
+        raise
     finally:
         os.close(write_fd)
         os.close(exit_write)

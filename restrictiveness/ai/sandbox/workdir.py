@@ -93,8 +93,8 @@ class OwnedDirectory:
 
     def remove(self) -> bool:
         """Delete the directory, then its lock file and lock; returns whether it is gone. A
-        directory that could not be deleted keeps its lock file, so that a later sweep
-        retries once this process has ended."""
+        directory that could not be deleted keeps its lock file, unheld, so that a later
+        sweep (any process's first sandbox use) retries."""
         gone = remove_tree(self.path)
         if self._fd is not None:
             if gone:
