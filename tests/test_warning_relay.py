@@ -8,6 +8,7 @@ caller's ``catch_warnings`` log; ``pytest.warns`` and ``-W error`` in the caller
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 
@@ -17,7 +18,7 @@ import pytest
 import restrictiveness as rx
 from restrictiveness.engine import study as study_module
 from restrictiveness.engine.protocol import FunctionRule
-from restrictiveness.engine.warning_relay import collected, replay
+from restrictiveness.engine.warning_relay import RelayedWarning, collected, replay
 
 
 class Noted(RuntimeWarning):
@@ -221,3 +222,20 @@ def test_the_callers_default_filter_decides_what_is_shown_once():
         replay(relayed)
     assert [(w.category, str(w.message)) for w in log] == [(UserWarning, "repeated")]
     assert log[0].filename == __file__ and log[0].lineno == relayed[0].lineno
+
+
+def test_a_warning_from_a_script_read_from_standard_input_is_replayed(monkeypatch):
+    """``python - < script.py``: its ``__main__`` has a loader that raises when asked for the
+    source; replaying a warning raised there raised ImportError instead of warning."""
+    import importlib
+    import types
+
+    stdin = types.ModuleType("rx_script_on_stdin")
+    stdin.__loader__ = importlib.machinery.BuiltinImporter
+    monkeypatch.setitem(sys.modules, stdin.__name__, stdin)
+    relayed = RelayedWarning(UserWarning("from the script"), "<stdin>", 4, stdin.__name__)
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        replay([relayed])
+    assert [(w.category, str(w.message), w.filename, w.lineno) for w in log] == [
+        (UserWarning, "from the script", "<stdin>", 4)]

@@ -146,14 +146,15 @@ def replay(relayed: Iterable[RelayedWarning]) -> None:
     """
     for w in relayed:
         module = sys.modules.get(w.module) if w.module is not None else None
-        namespace = vars(module) if module is not None else None
-        registry = namespace.setdefault("__warningregistry__", {}) if namespace is not None \
+        registry = vars(module).setdefault("__warningregistry__", {}) if module is not None \
             else _REGISTRIES.setdefault(w.module or w.filename, {})
         # module=None would drop the warning (CPython's sign of an interpreter shutting down):
         # left out, it is derived from the file name, as for code without a module
         where = {} if w.module is None else {"module": w.module}
+        # (no module_globals: warnings.warn passes none either, and the loader of a __main__
+        # read from standard input raises when asked for the source)
         warnings.warn_explicit(w.message, type(w.message), w.filename, w.lineno, **where,
-                               registry=registry, module_globals=namespace)
+                               registry=registry)
 
 
 class InOrder:
