@@ -149,11 +149,12 @@ def replay(relayed: Iterable[RelayedWarning]) -> None:
         registry = vars(module).setdefault("__warningregistry__", {}) if module is not None \
             else _REGISTRIES.setdefault(w.module or w.filename, {})
         # module=None would drop the warning (CPython's sign of an interpreter shutting down):
-        # left out, it is derived from the file name, as for code without a module
-        where = {} if w.module is None else {"module": w.module}
-        # (no module_globals: warnings.warn passes none either, and the loader of a __main__
-        # read from standard input raises when asked for the source)
-        warnings.warn_explicit(w.message, type(w.message), w.filename, w.lineno, **where,
+        # an unknown module is named after its file, as warn_explicit does without one (no
+        # module_globals: warnings.warn passes none either, and the loader of a __main__ read
+        # from standard input raises when asked for the source)
+        name = w.module or (w.filename[:-3] if w.filename.lower().endswith(".py")
+                            else w.filename or "<unknown>")
+        warnings.warn_explicit(w.message, type(w.message), w.filename, w.lineno, module=name,
                                registry=registry)
 
 
