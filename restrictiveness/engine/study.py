@@ -11,7 +11,8 @@ and draw, so a replication's numbers do not depend on the backend, the worker co
 of the procedures or which other procedures run beside it.
 
 Backends: serial (``n_jobs=1``) or a local process pool; records are assembled in replication
-order, so a parallel run's Dataset is identical to the serial one. Checkpoints and remote
+order, so a parallel run's Dataset is identical to the serial one, and the workers' warnings
+are raised in the caller in that order too. Checkpoints and remote
 (dask) execution ship the same units, after a check that everything shipped pickles. With
 ``concurrency=N``, I/O-bound procedures (language-model fits) run on N threads in this process
 beside the workers (:mod:`restrictiveness.engine.concurrency`); a replication's record is then
@@ -395,6 +396,11 @@ class Study:
             When fits failed or predictions were replaced by the baseline's (the
             :meth:`Results.failure_report
             <restrictiveness.engine.results.Results.failure_report>`).
+        Warning
+            What the procedures, the baseline and the evaluation distribution raise, here,
+            also when they run in worker processes (``n_jobs``, dask, ``fit_timeout``): the
+            same warnings, in the same order (by replication) as a serial run, under this
+            process's filters (:mod:`restrictiveness.engine.warning_relay`).
 
         Examples
         --------

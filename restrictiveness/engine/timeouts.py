@@ -29,8 +29,10 @@ steps left are bounded otherwise (the fits, each under :func:`run_in_child` in a
 that child).
 
 The child is a fork of the caller, so each unit computes exactly what it computes in the
-caller, bit for bit. A child never outlives its caller: on Linux the kernel kills it when the
-caller dies (``PR_SET_PDEATHSIG``), elsewhere a thread of the child watches the caller.
+caller, bit for bit. Its warnings are sent back as they are raised and raised again in the
+caller (:mod:`~restrictiveness.engine.warning_relay`), ahead of the unit's result. A child
+never outlives its caller: on Linux the kernel kills it when the caller dies
+(``PR_SET_PDEATHSIG``), elsewhere a thread of the child watches the caller.
 """
 
 from __future__ import annotations
