@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -756,19 +757,28 @@ def _exit_worker(signum, frame) -> None:
     raise _Terminated(128 + signum)
 
 
+#: This process among all (a pid alone repeats across hosts and containers; a fork inherits
+#: the token but not the pid).
+_PROCESS_TOKEN = uuid.uuid4().hex
+
+
+def _this_process() -> tuple[str, int]:
+    return _PROCESS_TOKEN, os.getpid()
+
+
 def _remote_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
-                 caller: int) -> tuple[ReplicationRecord, list]:
+                 caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
     """:func:`run_unit` in a worker process (pool or dask), with the warnings it raised under
     the caller's ``filters``, for the caller to raise. A dask worker thread in the caller's
-    own process (``caller``, its pid) warns there already, and must not swap the process's
-    filters under the caller's threads."""
-    if os.getpid() == caller:
+    own process (``caller``: :func:`_this_process` there) warns there already, and must not
+    swap the process's filters under the caller's threads."""
+    if _this_process() == caller:
         return run_unit(study, m, fit_timeout), []
     return collected(lambda: run_unit(study, m, fit_timeout), filters)
 
 
 def _pool_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
-               caller: int) -> tuple[ReplicationRecord, list]:
+               caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
     """:func:`_remote_unit` in a pool worker, which exits once a SIGTERM has unwound the unit:
     the executor would report the exception and start the next queued replication."""
     try:
@@ -810,7 +820,7 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
         for m in pending:
             if claim is None or claim(m):
                 running[pool.submit(_pool_unit, study, m, fit_timeout, filters,
-                                    os.getpid())] = m
+                                    _this_process())] = m
                 return
 
     try:
@@ -876,7 +886,7 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
         for m in replications:
             if claim is None or claim(m):
                 futures[client.submit(_remote_unit, study, m, fit_timeout, filters,
-                                      os.getpid(), pure=False)] = m
+                                      _this_process(), pure=False)] = m
         _gather_dask(client, futures, finish, worker_timeout)
     except BaseException:
         client.cancel(list(futures))
