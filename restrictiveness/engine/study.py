@@ -11,7 +11,8 @@ and draw, so a replication's numbers do not depend on the backend, the worker co
 of the procedures or which other procedures run beside it.
 
 Backends: serial (``n_jobs=1``) or a local process pool; records are assembled in replication
-order, so a parallel run's Dataset is identical to the serial one. Checkpoints and remote
+order, so a parallel run's Dataset is identical to the serial one, and the workers' warnings
+are raised in the caller in that order too. Checkpoints and remote
 (dask) execution ship the same units, after a check that everything shipped pickles. With
 ``concurrency=N``, I/O-bound procedures (language-model fits) run on N threads in this process
 beside the workers (:mod:`restrictiveness.engine.concurrency`); a replication's record is then
@@ -28,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -66,6 +68,7 @@ from .timeouts import (
     start_stage,
 )
 from .usage import add_usage
+from .warning_relay import InOrder, caller_filters, collected, shippable
 
 __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedure_rng",
            "ReplicationContext", "FitOutcome", "replication_context", "fit_outcome",
@@ -394,6 +397,11 @@ class Study:
             When fits failed or predictions were replaced by the baseline's (the
             :meth:`Results.failure_report
             <restrictiveness.engine.results.Results.failure_report>`).
+        Warning
+            What the procedures, the baseline and the evaluation distribution raise, here,
+            also when they run in worker processes (``n_jobs``, dask, ``fit_timeout``): the
+            same warnings, in the same order (by replication) as a serial run, under this
+            process's filters (:mod:`restrictiveness.engine.warning_relay`).
 
         Examples
         --------
@@ -679,16 +687,36 @@ def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: 
               worker_timeout: float, fit_timeout: float | None = None) -> None:
     """Run the units of ``study`` serially, on a process pool or on dask; ``finish(m, record)``
     is called in the calling thread as each completes (replications ``claim`` refuses are
-    skipped)."""
-    if backend == "dask":
-        _run_dask(study, replications, workers, client, finish, claim, worker_timeout,
-                  fit_timeout)
-    elif workers == 1:
+    skipped). The workers' warnings are raised here, in the order of ``replications``, as a
+    serial run raises them (module :mod:`~restrictiveness.engine.warning_relay`)."""
+    if backend != "dask" and workers == 1:
         for m in replications:
             if claim is None or claim(m):
                 finish(m, run_unit(study, m, fit_timeout))
-    else:
-        _run_pool(study, replications, workers, finish, claim, fit_timeout)
+        return
+    order = InOrder()
+    filters = shippable(caller_filters())
+
+    def claim_next(m: int) -> bool:
+        if claim is None or claim(m):
+            order.expect(m)
+            return True
+        return False
+
+    def done(m: int, result: tuple) -> None:
+        record, relayed = result
+        finish(m, record)
+        order.put(m, relayed)
+
+    try:
+        if backend == "dask":
+            _run_dask(study, replications, workers, client, done, claim_next, worker_timeout,
+                      fit_timeout, filters)
+        else:
+            _run_pool(study, replications, workers, done, claim_next, fit_timeout, filters)
+    except BaseException as exc:
+        order.flush(exc)
+        raise
 
 
 def _warn_hidden_state(study: Study, path) -> None:
@@ -729,11 +757,32 @@ def _exit_worker(signum, frame) -> None:
     raise _Terminated(128 + signum)
 
 
-def _pool_unit(study: Study, m: int, fit_timeout: float | None) -> ReplicationRecord:
-    """:func:`run_unit` in a pool worker, which exits once a SIGTERM has unwound the unit: the
-    executor would report the exception and start the next queued replication."""
+#: This process among all (a pid alone repeats across hosts and containers; a fork inherits
+#: the token but not the pid).
+_PROCESS_TOKEN = uuid.uuid4().hex
+
+
+def _this_process() -> tuple[str, int]:
+    return _PROCESS_TOKEN, os.getpid()
+
+
+def _remote_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
+                 caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
+    """:func:`run_unit` in a worker process (pool or dask), with the warnings it raised under
+    the caller's ``filters``, for the caller to raise. A dask worker thread in the caller's
+    own process (``caller``: :func:`_this_process` there) warns there already, and must not
+    swap the process's filters under the caller's threads."""
+    if _this_process() == caller:
+        return run_unit(study, m, fit_timeout), []
+    return collected(lambda: run_unit(study, m, fit_timeout), filters)
+
+
+def _pool_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
+               caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
+    """:func:`_remote_unit` in a pool worker, which exits once a SIGTERM has unwound the unit:
+    the executor would report the exception and start the next queued replication."""
     try:
-        return run_unit(study, m, fit_timeout)
+        return _remote_unit(study, m, fit_timeout, filters, caller)
     except _Terminated as exc:
         os._exit(int(exc.code or 1))
 
@@ -756,7 +805,7 @@ def _init_worker() -> None:
 
 def _run_pool(study: Study, replications: Sequence[int], workers: int,
               finish: Callable, claim: Callable[[int], bool] | None,
-              fit_timeout: float | None = None) -> None:
+              fit_timeout: float | None, filters: list[tuple]) -> None:
     """Run replications on a local process pool, two per worker in flight (claimed only as
     they are submitted, so concurrent runs share the rest). On any exception, Ctrl-C included,
     the workers are terminated at once rather than waited for."""
@@ -770,7 +819,8 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     def submit_next() -> None:
         for m in pending:
             if claim is None or claim(m):
-                running[pool.submit(_pool_unit, study, m, fit_timeout)] = m
+                running[pool.submit(_pool_unit, study, m, fit_timeout, filters,
+                                    _this_process())] = m
                 return
 
     try:
@@ -818,7 +868,7 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 
 def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
               finish: Callable, claim: Callable[[int], bool] | None,
-              worker_timeout: float, fit_timeout: float | None = None) -> None:
+              worker_timeout: float, fit_timeout: float | None, filters: list[tuple]) -> None:
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -835,7 +885,8 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     try:
         for m in replications:
             if claim is None or claim(m):
-                futures[client.submit(run_unit, study, m, fit_timeout, pure=False)] = m
+                futures[client.submit(_remote_unit, study, m, fit_timeout, filters,
+                                      _this_process(), pure=False)] = m
         _gather_dask(client, futures, finish, worker_timeout)
     except BaseException:
         client.cancel(list(futures))

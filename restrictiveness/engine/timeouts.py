@@ -29,8 +29,10 @@ steps left are bounded otherwise (the fits, each under :func:`run_in_child` in a
 that child).
 
 The child is a fork of the caller, so each unit computes exactly what it computes in the
-caller, bit for bit. A child never outlives its caller: on Linux the kernel kills it when the
-caller dies (``PR_SET_PDEATHSIG``), elsewhere a thread of the child watches the caller.
+caller, bit for bit. Its warnings are sent back as they are raised and raised again in the
+caller (:mod:`~restrictiveness.engine.warning_relay`), ahead of the unit's result. A child
+never outlives its caller: on Linux the kernel kills it when the caller dies
+(``PR_SET_PDEATHSIG``), elsewhere a thread of the child watches the caller.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from typing import Any, TypeVar, cast
 
 from ..shared.checks import is_positive
 from ..shared.exceptions import ConfigurationError, ExecutionError
+from .warning_relay import caller_filters, relaying, replay
 
 __all__ = ["run_in_child", "run_staged", "start_stage", "end_stages", "check_timeout",
            "exit_when_orphaned"]
@@ -241,6 +244,7 @@ class _Child:
             with contextlib.suppress(Exception):
                 stream.flush()
         parent = os.getpid()
+        filters = caller_filters()  # the caller's, not those of the fork's context below
         read, write = os.pipe()
         # a stop request or Ctrl-C arriving before the child has its own handlers would run
         # the caller's handlers in the child: blocked until then (pending ones then arrive)
@@ -254,7 +258,7 @@ class _Child:
             if pid == 0:  # the child: never leaves this branch
                 try:
                     os.close(read)
-                    _child_main(work, keys, write, parent, staged, mask)
+                    _child_main(work, keys, write, parent, staged, mask, filters)
                 finally:
                     os._exit(0)
         finally:
@@ -304,6 +308,8 @@ class _Child:
                 self.stage, self.stage_started = value, time.monotonic()
                 limit = None if value == _UNTIMED else self.stage_started + timeout
                 allowance = COMPILE_ALLOWANCE
+            elif kind == "warning":
+                replay([value])
             elif kind == "raise":
                 raise value
             elif kind == "ok":
@@ -362,7 +368,7 @@ class _Child:
 
 
 def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bool,
-                mask: set) -> None:
+                mask: set, filters: list[tuple]) -> None:
     global _STAGE_FD
     # a child of a child: close its caller's pipe, or the caller's caller would not see that
     # caller die (end of file) while this child lives
@@ -379,27 +385,31 @@ def _child_main(work: Callable, keys: Sequence, fd: int, parent: int, staged: bo
         signal.signal(signal.SIGTERM, _stop)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     _report_compiling(fd)
-    for key in keys:
-        try:
-            message: tuple = ("ok", work(key))
-        except _Stopped:
-            # asked to stop (the caller reads no more), or terminated from outside: die of the
-            # signal, as without the handler, so that a caller still reading reports a death
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            raise
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller
-            message = ("raise", exc)
-        try:
-            data = pickle.dumps(message)
-        except Exception as exc:  # noqa: BLE001 - e.g. an exception holding a lock
-            what = message[1] if message[0] == "raise" else exc
-            data = pickle.dumps(("raise", ExecutionError(
-                f"{key!r}: {type(what).__name__}: {what} (cannot be sent back from the "
-                "fit's process)")))
-        _send(fd, data)
-        if message[0] == "raise":
-            break
+    # each warning goes to the caller as it is raised (those of a unit that times out too),
+    # ahead of the unit's result: the caller shows them in the order of a run without a limit
+    with relaying(lambda relayed: _send(fd, pickle.dumps(("warning", relayed))), filters):
+        for key in keys:
+            try:
+                message: tuple = ("ok", work(key))
+            except _Stopped:
+                # asked to stop (the caller reads no more), or terminated from outside: die of
+                # the signal, as without the handler, so that a caller still reading reports
+                # a death
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+                raise
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller
+                message = ("raise", exc)
+            try:
+                data = pickle.dumps(message)
+            except Exception as exc:  # noqa: BLE001 - e.g. an exception holding a lock
+                what = message[1] if message[0] == "raise" else exc
+                data = pickle.dumps(("raise", ExecutionError(
+                    f"{key!r}: {type(what).__name__}: {what} (cannot be sent back from the "
+                    "fit's process)")))
+            _send(fd, data)
+            if message[0] == "raise":
+                break
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -1,0 +1,244 @@
+"""Warnings raised where a study's work runs in another process (a fit_timeout child, a pool
+worker, a dask worker) reach the caller as they do in a serial run: same messages, categories,
+locations, count and order, whatever the number of workers.
+
+Before: they were printed on the worker's standard error or appended to a forked copy of the
+caller's ``catch_warnings`` log; ``pytest.warns`` and ``-W error`` in the caller saw nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import restrictiveness as rx
+from restrictiveness.engine import study as study_module
+from restrictiveness.engine.protocol import FunctionRule
+from restrictiveness.engine.warning_relay import RelayedWarning, collected, replay
+
+
+class Noted(RuntimeWarning):
+    """A warning class of the user's own (module level: it pickles)."""
+
+
+def _local_class():
+    class Local(UserWarning):  # defined inside a function: it cannot be pickled
+        pass
+    return Local
+
+
+Local = _local_class()
+
+
+class Warns(rx.Procedure):
+    """Warns in every fit: a text that names the sample (so that the order is checked), a
+    user's class, a DeprecationWarning (which fit_timeout's fork used to ignore) and NumPy's
+    RuntimeWarning from C."""
+
+    def __init__(self, local: bool = False):
+        self.local = local
+
+    def __repr__(self):
+        return f"Warns({self.local})"
+
+    def fit(self, sample, rng):
+        warnings.warn(f"fit n={len(sample.y)} y0={sample.y[0]:.6f}", UserWarning, stacklevel=1)
+        warnings.warn("noted", Noted, stacklevel=2)  # at the package's call
+        warnings.warn("deprecated", DeprecationWarning, stacklevel=1)
+        np.log(np.zeros(1))
+        if self.local:
+            warnings.warn("local", Local, stacklevel=1)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+class WarningBaseline(rx.Constant):
+    """A baseline that warns: fitted where the pseudo-truth is drawn (fit_timeout's staged
+    child); ``fail`` then raises, which stops the run."""
+
+    def __init__(self, fail: bool = False):
+        super().__init__()
+        self.fail = fail
+
+    def __repr__(self):
+        return f"WarningBaseline({self.fail})"
+
+    def fit(self, sample, rng=None):
+        warnings.warn(f"baseline n={len(sample.y)}", UserWarning, stacklevel=1)
+        if self.fail:
+            raise ValueError("the baseline gives up")
+        return super().fit(sample, rng)
+
+
+def _study(local=False, fail=False, replications=4):
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    return rx.Study(rx.MonotoneGP(F, n_eval=30),
+                    {"warns": Warns(local), "linear": rx.OLS("y ~ x")},
+                    baseline=WarningBaseline(fail), n=[10, 20], replications=replications,
+                    seed=3)
+
+
+def _seen(action="always", local=False, error=None, **options):
+    """The warnings a run shows its caller under ``simplefilter(action)`` (and an "error"
+    filter for the class ``error``), and its failures."""
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter(action)
+        if error is not None:
+            warnings.simplefilter("error", error)
+        ds = _study(local).run(progress=False, **options).dataset
+    shown = [(w.category, str(w.message), w.filename, w.lineno) for w in log]
+    return shown, ds["failed"].values.tolist(), ds["error"].values.tolist()
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return _seen()
+
+
+PATHS = [dict(fit_timeout=30), dict(n_jobs=2), dict(n_jobs=3),
+         dict(n_jobs=2, fit_timeout=30)]
+
+
+@pytest.mark.parametrize("options", PATHS, ids=str)
+def test_the_caller_sees_the_warnings_of_a_serial_run(serial, options):
+    shown, failed, _ = _seen(**options)
+    # per replication and n: the baseline's warning and the fit's four
+    assert len(serial[0]) == 4 * 2 * (1 + 4)
+    assert shown == serial[0]
+    assert failed == serial[1]
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_the_warnings_of_dask_workers_reach_the_caller(serial, processes):
+    """Worker processes relay them; worker threads of the caller's process (processes=False)
+    warn there, and leave its warning filters alone."""
+    import distributed  # in the test extra: a broken install fails, not skips
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=processes,
+                                       dashboard_address=None)
+    filters = list(warnings.filters)
+    with distributed.Client(cluster) as client:
+        for options in (dict(), dict(fit_timeout=30)):
+            shown, failed, _ = _seen(backend="dask", client=client, **options)
+            assert shown == serial[0]
+            assert failed == serial[1]
+    cluster.close()
+    assert warnings.filters == filters
+
+
+def test_the_order_is_the_serial_one_when_replications_finish_out_of_order(serial,
+                                                                           monkeypatch):
+    real = study_module.run_unit
+    finished = []
+
+    def slow_first(study, m, *rest):  # the pool's workers are forked after the patch
+        if m == 0:
+            time.sleep(1.0)
+        return real(study, m, *rest)
+
+    monkeypatch.setattr(study_module, "run_unit", slow_first)
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        _study().run_units(range(4), n_jobs=2, progress=False,
+                           on_record=lambda r: finished.append(r.replication))
+    assert finished[-1] == 0  # replication 0 finished last...
+    shown = [(w.category, str(w.message), w.filename, w.lineno) for w in log]
+    assert shown == serial[0]  # ...and its warnings still come first
+
+
+@pytest.mark.parametrize("options", [dict(), *PATHS], ids=str)
+def test_a_class_that_cannot_be_pickled_is_relayed_as_its_base_class(options):
+    shown, failed, _ = _seen(local=True, **options)
+    local = [w for w in shown if "local" in w[1]]
+    assert len(local) == 4 * 2  # one per fit, none lost, nothing crashed
+    assert failed == [[[0, 0, 0, 0]] * 2, [[0, 0, 0, 0]] * 2]
+    if options:  # relayed from another process: the nearest base class, named
+        assert all(w[0] is UserWarning and w[1] == (
+            f"local ({__name__}._local_class.<locals>.Local, a warning class that cannot "
+            "be pickled, raised in a worker process)") for w in local)
+    else:
+        assert all(w[0] is Local and w[1] == "local" for w in local)
+
+
+@pytest.fixture(scope="module")
+def serial_error():
+    return _seen(error=Noted)
+
+
+@pytest.mark.parametrize("options", PATHS, ids=str)
+def test_warnings_as_errors_fail_the_fit_as_in_a_serial_run(serial_error, options):
+    """An "error" filter raises inside the fit, wherever it runs, and the fit fails; the run
+    goes on, and the warnings raised before the error are shown."""
+    shown, failed, errors = _seen(error=Noted, **options)
+    assert shown == serial_error[0]
+    assert (failed, errors) == serial_error[1:]
+    assert failed[0] == [[1, 1, 1, 1]] * 2 and failed[1] == [[0, 0, 0, 0]] * 2
+    assert {e for row in errors[0] for e in row} == {"fit: Noted: noted"}
+    fits = [w for w in shown if w[1].startswith("fit n=")]
+    assert len(fits) == 8 and shown[-1][0] is rx.FailureWarning
+
+
+@pytest.mark.parametrize("options", [dict(), dict(n_jobs=2), dict(n_jobs=2, fit_timeout=30)],
+                         ids=str)
+def test_warnings_before_an_error_that_stops_the_run_are_shown(options):
+    with warnings.catch_warnings(record=True) as log, \
+            pytest.raises(rx.BaselineError, match="the baseline gives up"):
+        warnings.simplefilter("always")
+        rx.Study(_study().evaluation, {"linear": rx.OLS("y ~ x")}, WarningBaseline(fail=True),
+                 n=[10], replications=2).run(progress=False, **options)
+    assert "baseline n=10" in [str(w.message) for w in log]
+
+
+class WarnsThenHangs(rx.Procedure):
+    def fit(self, sample, rng):
+        warnings.warn("about to hang", UserWarning, stacklevel=1)
+        time.sleep(10 ** 6)
+
+
+def test_the_warnings_of_a_fit_that_times_out_are_shown():
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        rx.Study(_study().evaluation, {"hangs": WarnsThenHangs()}, rx.Constant(), n=[10],
+                 replications=2).run(progress=False, fit_timeout=1)
+    assert [str(w.message) for w in log if w.category is UserWarning] == ["about to hang"] * 2
+
+
+def test_the_callers_default_filter_decides_what_is_shown_once():
+    """The worker applies the caller's filters: under "always" it relays every repeat, under
+    "default" a repeat only once per unit (the caller would not show it again: a fit warning
+    in a loop costs one message, not thousands); the caller's registry then decides."""
+    def work():
+        for _ in range(500):
+            warnings.warn("repeated", UserWarning, stacklevel=1)
+        return "done"
+
+    for action, sent in (("always", 500), ("default", 1)):
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter(action)
+            result, relayed = collected(work)
+        assert result == "done" and len(relayed) == sent and log == []  # relayed, not shown
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("default")
+            replay(relayed)
+            replay(relayed)  # e.g. the same fit in the next replication
+        assert [(w.category, str(w.message)) for w in log] == [(UserWarning, "repeated")]
+        assert log[0].filename == __file__ and log[0].lineno == relayed[0].lineno
+
+
+def test_a_warning_from_a_script_read_from_standard_input_is_replayed(monkeypatch):
+    """``python - < script.py``: its ``__main__`` has a loader that raises when asked for the
+    source; replaying a warning raised there raised ImportError instead of warning."""
+    import importlib
+    import types
+
+    stdin = types.ModuleType("rx_script_on_stdin")
+    stdin.__loader__ = importlib.machinery.BuiltinImporter
+    monkeypatch.setitem(sys.modules, stdin.__name__, stdin)
+    relayed = RelayedWarning(UserWarning("from the script"), "<stdin>", 4, stdin.__name__)
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        replay([relayed])
+    assert [(w.category, str(w.message), w.filename, w.lineno) for w in log] == [
+        (UserWarning, "from the script", "<stdin>", 4)]
