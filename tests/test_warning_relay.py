@@ -242,3 +242,48 @@ def test_a_warning_from_a_script_read_from_standard_input_is_replayed(monkeypatc
         replay([relayed])
     assert [(w.category, str(w.message), w.filename, w.lineno) for w in log] == [
         (UserWarning, "from the script", "<stdin>", 4)]
+
+
+def test_units_relaying_on_threads_of_one_worker_each_get_their_own_warnings():
+    """A user's dask workers run units on several threads. Each unit's ``catch_warnings``
+    saved and restored the process's state in whatever order the units ended: here the
+    second unit's warning after the first ended went to the worker's standard error, and the
+    state a unit left behind outlived it."""
+    import threading
+
+    from restrictiveness.engine.warning_relay import collected
+
+    first_warned, second_warned, first_done = (threading.Event() for _ in range(3))
+    got: dict[str, list[str]] = {}
+
+    def first():
+        warnings.warn("a1", UserWarning, stacklevel=1)
+        first_warned.set()
+        second_warned.wait(10)
+
+    def second():
+        first_warned.wait(10)
+        warnings.warn("b1", UserWarning, stacklevel=1)
+        second_warned.set()
+        first_done.wait(10)
+        warnings.warn("b2", UserWarning, stacklevel=1)
+
+    def run(name, work):
+        _, relayed = collected(work)
+        got[name] = [str(w.message) for w in relayed]
+        if name == "first":
+            first_done.set()
+
+    shown_before = warnings.showwarning
+    with warnings.catch_warnings(record=True) as leaked:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=run, args=("first", first)),
+                   threading.Thread(target=run, args=("second", second))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        warnings.warn("after", UserWarning, stacklevel=1)
+    assert got == {"first": ["a1"], "second": ["b1", "b2"]}
+    assert [str(w.message) for w in leaked] == ["after"]  # nothing leaked, state restored
+    assert warnings.showwarning is shown_before

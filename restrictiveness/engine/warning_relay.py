@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -91,15 +92,48 @@ def relaying(send: Callable[[RelayedWarning], object],
     >>> [(type(w.message).__name__, str(w.message)) for w in got]
     [('UserWarning', 'shown by the caller')]
     """
-    active = caller_filters() if filters is None else filters
-    with warnings.catch_warnings():  # empties the registries: the caller's decide
-        cast(list, warnings.filters)[:] = active
-
-        def show(message, category, filename, lineno, file=None, line=None) -> None:
-            send(_relayed(message, category, filename, lineno))
-
-        warnings.showwarning = show
+    global _relaying, _context, _shown_before
+    with _lock:
+        if _relaying == 0:  # the first thread to relay sets the process's filters
+            _shown_before = warnings.showwarning
+            _context = warnings.catch_warnings()  # empties the registries: the caller's decide
+            _context.__enter__()
+            cast(list, warnings.filters)[:] = caller_filters() if filters is None else filters
+            warnings.showwarning = _show
+        _relaying += 1
+    outer = getattr(_sink, "send", None)
+    _sink.send = send
+    try:
         yield
+    finally:
+        _sink.send = outer
+        with _lock:
+            _relaying -= 1
+            if _relaying == 0:  # the last restores them, whichever thread it is
+                assert _context is not None
+                _context.__exit__(None, None, None)
+                _context = None
+
+
+# A worker that runs units on several threads (a user's dask cluster) relays them at once:
+# the process's filters and ``showwarning`` are set while any thread relays (a
+# ``catch_warnings`` per thread, entered and left in any order, left another thread's in
+# place, or restored the original under a thread still relaying), and each warning goes to
+# the sink of the thread that raised it (the filters are the first thread's: the units of a
+# run share the caller's).
+_lock = threading.Lock()
+_sink = threading.local()
+_relaying = 0
+_context: warnings.catch_warnings | None = None
+_shown_before: Callable = warnings.showwarning
+
+
+def _show(message, category, filename, lineno, file=None, line=None) -> None:
+    send = getattr(_sink, "send", None)
+    if send is None:  # a thread that is not relaying (the worker's own)
+        _shown_before(message, category, filename, lineno, file, line)
+    else:
+        send(_relayed(message, category, filename, lineno))
 
 
 def collected(work: Callable[[], R], filters: list[tuple] | None = None
