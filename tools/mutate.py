@@ -581,14 +581,19 @@ def _apply(root: Path, m: Mutant) -> str:
 
 
 def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
-            timeout: float | None = None) -> tuple[bool, float, str]:
+            timeout: float | None = None, parallel: bool = False) -> tuple[bool, float, str]:
     """Run pytest in the copy: (killed, seconds, the first failing test's id or "").
+
+    The related tests run in one process (``-n 0``): pytest-xdist, on by default in the
+    project's addopts, would spread them over workers and lose the "fastest and most targeted
+    first" order that ``-x`` relies on. ``parallel`` keeps xdist for runs where order does not
+    matter (the full suite, which xdist also stops at the first failure).
 
     A run still going after ``timeout`` seconds is stopped and counts as a kill: a mutant
     that makes the code loop for ever (a damping factor that turns negative never grows past
     its cap) is caught, by the hang, as a user would catch it."""
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-            "--no-header", "-rfE"]
+            "--no-header", "-rfE", *(() if parallel else ("-n", "0"))]
     args += list(files or [])
     start = time.perf_counter()
     try:
@@ -661,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONPATH=str(root))
         # the unmutated copy must pass every related test, or each mutant would look killed
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
-        failing, _, _ = _pytest(root, related, env)
+        failing, _, _ = _pytest(root, related, env, parallel=True)  # order does not matter here
         if failing:
             print(f"the unmutated copy fails its related tests {related}: fix them first")
             return 1
@@ -673,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
                 killed, secs, by = _pytest(root, m.tests, env, opts.timeout)
                 where = "related"
                 if not killed and not opts.quick:
-                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout)
+                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout, parallel=True)
                     secs += more
                     where = "full suite"
             finally:
