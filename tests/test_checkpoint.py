@@ -188,6 +188,18 @@ def test_replications_do_not_depend_on_m_so_extending_m_reuses_them(tmp_path):
     _same(res, _study(replications=6).run(progress=False))
 
 
+def test_a_saved_replication_is_not_claimed_again(partial):
+    """A run that finds a replication saved (by another run, since it listed the finished
+    ones) must not claim and compute it again."""
+    from restrictiveness.engine.checkpoint import Checkpoint
+
+    ck = Checkpoint(partial, _study().configuration())
+    try:
+        assert [ck.claim(m) for m in range(5)] == [False, True, False, False, True]
+    finally:
+        ck.close()
+
+
 def test_other_package_versions_are_refused_unless_asked_for(partial, monkeypatch,
                                                              uninterrupted):
     from restrictiveness.shared import _versions
@@ -199,6 +211,14 @@ def test_other_package_versions_are_refused_unless_asked_for(partial, monkeypatc
                        match=rf"numpy {real['numpy']} in the checkpoint, 0.0.1 now.*"
                              "--resume-other-versions"):
         _study().run(progress=False, checkpoint=partial)
+    # a package that wrote the checkpoint and is gone now (numba uninstalled) is a change too
+    monkeypatch.setattr("restrictiveness.engine.checkpoint.package_versions",
+                        lambda: {k: v for k, v in real.items() if k != "numpy"})
+    with pytest.raises(rx.CheckpointError, match=rf"numpy {real['numpy']} in the checkpoint, "
+                                                 "None now"):
+        _study().run(progress=False, checkpoint=partial)
+    monkeypatch.setattr("restrictiveness.engine.checkpoint.package_versions",
+                        lambda: {**real, "numpy": "0.0.1"})
     with pytest.warns(rx.CheckpointWarning, match="other package versions"):
         res = _study().run(progress=False, checkpoint=partial, resume_other_versions=True)
     _same(res, uninterrupted)

@@ -453,6 +453,18 @@ def test_predictions_cached_per_query(sample):
     assert rule.info["runs"] == 2
 
 
+def test_cached_predictions_are_keyed_on_the_query_shape(sample):
+    """Two queries with the same numbers in other shapes are different questions: the cache
+    must not answer the second with the first's predictions."""
+    src = "def predict(X_train, y_train, X):\n    return X.sum(axis=1)\n"
+    rule = ProgramProcedure(src, limits=FAST, run_at_fit=False).fit(
+        sample, np.random.default_rng(0))
+    np.testing.assert_array_equal(rule.predict(np.arange(4.0).reshape(2, 2)), [1.0, 5.0])
+    np.testing.assert_array_equal(rule.predict(np.arange(4.0).reshape(4, 1)),
+                                  [0.0, 1.0, 2.0, 3.0])
+    assert rule.info["runs"] == 2
+
+
 def test_procedure_and_rule_pickle(sample):
     proc = ProgramProcedure(OLS_PROGRAM, limits=FAST, label="ols-program")
     rule = proc.fit(sample, np.random.default_rng(0))
