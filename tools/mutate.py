@@ -155,7 +155,6 @@ TIMEOUTS = ("restrictiveness/engine/timeouts.py",
 LIMITER = ("restrictiveness/engine/concurrency.py",
            RUNNER + "keyed_once_computes_each_key_once_whichever_thread_asks",
            RUNNER + "a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child",
-           "tests/test_llm_clients.py::test_requests_per_minute_spaces_requests",
            RUNNER + "the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout")
 NLS_JAC = ("tests/test_nls.py::test_a_jac_that_is_not_the_derivative_is_refused",
            "tests/test_nls.py::test_a_jac_a_few_percent_off_is_refused",
