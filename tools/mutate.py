@@ -150,8 +150,7 @@ TIMEOUTS = ("restrictiveness/engine/timeouts.py",
             RUNNER + "numba_compilation_does_not_count_against_fit_timeout",
             RUNNER + "the_process_of_a_fit_dies_with_its_run",
             RUNNER + "a_fit_that_never_returns_is_stopped_and_recorded_as_failed",
-            RUNNER + "fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw",
-            RUNNER + "an_interrupt_under_fit_timeout_runs_the_fits_clean_up")
+            RUNNER + "fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw")
 LIMITER = ("restrictiveness/engine/concurrency.py",
            RUNNER + "keyed_once_computes_each_key_once_whichever_thread_asks",
            RUNNER + "a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child",
@@ -162,19 +161,21 @@ NLS_JAC = ("tests/test_nls.py::test_a_jac_that_is_not_the_derivative_is_refused"
            "tests/test_nls.py::test_an_exact_jac_is_kept_when_the_differences_round",
            "tests/test_nls.py::test_function_models_match_the_formula",
            "tests/test_nls.py::test_function_models_taking_a_parameter_vector",
-           "tests/test_nls.py")
+           "tests/test_nls.py::test_truth_outside_the_box_gives_the_constrained_optimum_exactly_"
+           "on_the_bound")
 CKPT = ("tests/test_checkpoint.py::test_a_saved_replication_is_not_claimed_again",
         "tests/test_checkpoint.py")
 JIT = ("restrictiveness/shared/_jit.py",
        "tests/test_kernel_cache.py::test_the_digest_follows_kernel_modules_in_subpackages_and_"
        "any_use_of_numba", "tests/test_kernel_cache.py")
+# (the tests that time real waits, and the whole file, fail the unmutated copy under load)
 CLIENT = ("restrictiveness/ai/clients.py",
           "tests/test_llm_clients.py::test_client_errors_are_not_retried_and_retries_are_bounded",
-          "tests/test_llm_clients.py::test_scripted_failures_are_retried_then_succeed",
+          "tests/test_llm_clients.py::test_retry_after_waits_are_capped_and_garbage_falls_back_"
+          "to_backoff",
           "tests/test_llm_clients.py::test_a_call_budget_refuses_the_request_past_its_limit",
           "tests/test_llm_clients.py::test_a_token_budget_counts_reported_or_estimated_tokens",
-          "tests/test_llm_clients.py::test_a_call_budget_refuses_requests_from_a_forked_copy",
-          "tests/test_llm_clients.py")
+          "tests/test_llm_clients.py::test_a_call_budget_refuses_requests_from_a_forked_copy")
 USAGE = ("restrictiveness/engine/usage.py",
          "tests/test_llm_clients.py::test_usage_totals_add_counts_not_flags",
          "tests/test_llm_clients.py::test_a_price_table_gives_dollars_per_token_and_refuses_"
@@ -782,7 +783,8 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
     The related tests run in one process (``-n 0``): pytest-xdist, on by default in the
     project's addopts, would spread them over workers and lose the "fastest and most targeted
     first" order that ``-x`` relies on. ``parallel`` keeps xdist for runs where order does not
-    matter (the full suite, which xdist also stops at the first failure).
+    matter (the full suite, which xdist also stops at the first failure; 6 min on 2 cores
+    against 12-13 min in one process).
 
     A run still going after ``timeout`` seconds is stopped and counts as a kill: a mutant
     that makes the code loop for ever (a damping factor that turns negative never grows past
@@ -861,7 +863,9 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONPATH=str(root))
         # the unmutated copy must pass every related test, or each mutant would look killed
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
-        failing, _, by = _pytest(root, related, env, parallel=True)  # order does not matter here
+        # in one process and in order, as each mutant's run: tests that hold alone and under
+        # -n 0 failed under xdist's interleaving on a loaded machine (signals, fork timings)
+        failing, _, by = _pytest(root, related, env)
         if failing:
             print(f"the unmutated copy fails its related tests {related} (first: {by}): "
                   "fix them first")
