@@ -777,8 +777,10 @@ def _apply(root: Path, m: Mutant) -> str:
 
 
 def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
-            timeout: float | None = None, parallel: bool = False) -> tuple[bool, float, str]:
-    """Run pytest in the copy: (killed, seconds, the first failing test's id or "").
+            timeout: float | None = None, parallel: bool = False,
+            why: bool = False) -> tuple[bool, float, str]:
+    """Run pytest in the copy: (killed, seconds, the first failing test's id or "", with
+    ``why`` its line of the short summary, the message included).
 
     The related tests run in one process (``-n 0``): pytest-xdist, on by default in the
     project's addopts, would spread them over workers and lose the "fastest and most targeted
@@ -805,7 +807,8 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
         raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
     # the short summary names the failure: "FAILED tests/x.py::test_y - message"
     # (a parametrised id may hold spaces: cut at the " - " before the message)
-    first = next((line.split(" ", 1)[1].split(" - ", 1)[0] for line in proc.stdout.splitlines()
+    first = next((line if why else line.split(" ", 1)[1].split(" - ", 1)[0]
+                  for line in proc.stdout.splitlines()
                   if line.startswith(("FAILED ", "ERROR "))), "")
     return proc.returncode != 0, time.perf_counter() - start, first
 
@@ -845,6 +848,10 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # a run started in the background (`... &`) inherits SIGINT ignored, and so would the
+    # tests, whose own Ctrl-C (os.kill(os.getpid(), SIGINT)) would then never arrive: a handler
+    # of ours is reset to the default in the pytest processes
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     only = opts.only.split(",")
     why = opts.why.split(",")
     mutants = [m for m in MUTANTS if any(o in m.path for o in only)
@@ -865,10 +872,9 @@ def main(argv: list[str] | None = None) -> int:
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
         # in one process and in order, as each mutant's run: tests that hold alone and under
         # -n 0 failed under xdist's interleaving on a loaded machine (signals, fork timings)
-        failing, _, by = _pytest(root, related, env)
+        failing, _, by = _pytest(root, related, env, why=True)
         if failing:
-            print(f"the unmutated copy fails its related tests {related} (first: {by}): "
-                  "fix them first")
+            print(f"the unmutated copy fails its related tests {related}:\n{by}\nfix them first")
             return 1
         results: dict[str, list[tuple[Mutant, bool]]] = defaultdict(list)
         for i, m in enumerate(mutants, 1):
