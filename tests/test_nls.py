@@ -676,3 +676,21 @@ def test_a_function_model_on_a_bound_has_the_formulas_standard_errors():
     assert formula.params["a"] == function.params["a"] == 1.5
     np.testing.assert_allclose(function.params, formula.params, rtol=1e-8)
     np.testing.assert_allclose(function.bse, formula.bse, rtol=1e-4)
+
+
+def test_an_estimate_on_a_log_scale_lower_bound_is_the_bound_exactly():
+    """b in (0.01, 5) is searched on the log scale; data that grow put its optimum below 0.01.
+    The estimate is 0.01 itself, not exp(log 0.01) = 0.010000000000000004, an ulp above the
+    bound (which then reads as inside the box)."""
+    x = np.linspace(0, 3, 30)
+    sample = rx.Sample(x[:, None], 2 * np.exp(0.3 * x), ("x",))
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"])
+
+    bounds = {"a": (0, 10), "b": (0.01, 5)}
+    for nls in (rx.NLS("y ~ a * exp(-b * x)", bounds=bounds),
+                rx.NLS(model, bounds=bounds, response="y")):
+        assert nls.logscale.tolist() == [0, 1]
+        fit = nls.fit(sample)
+        assert fit.params["b"] == 0.01 and fit.info["at_bound"] == ["b"]
