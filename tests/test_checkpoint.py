@@ -128,6 +128,18 @@ def test_damaged_records_are_named_moved_aside_and_recomputed(partial, uninterru
     _same(res, uninterrupted)
 
 
+def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
+        partial, uninterrupted):
+    """Replication 3's record copied to replication 1's name (by hand, or a bad restore):
+    taken as it was, replication 1 would be replication 3 twice in the results."""
+    file = _record(partial, 1)
+    file.write_bytes(_record(partial, 3).read_bytes())
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 3  # replications 1, 4 and 5
+    assert any(str(file) in m and "holds replication 3" in m for m in messages)
+    _same(res, uninterrupted)
+
+
 def test_a_record_of_another_configuration_is_not_used(tmp_path, partial, uninterrupted):
     other = tmp_path / "other"
     _study(seed=9).run(progress=False, replications=[1], checkpoint=other)
