@@ -449,6 +449,8 @@ def test_predictions_cached_per_query(sample):
     first[:] = 0.0                       # callers cannot corrupt the cache
     again = rule.predict(Xq)
     assert rule.info["runs"] == 1 and np.all(again != 0.0)
+    again[:] = 0.0                       # nor through a prediction served from the cache
+    assert np.all(rule.predict(Xq) != 0.0) and rule.info["runs"] == 1
     rule.predict(sample.X[:5])
     assert rule.info["runs"] == 2
 
