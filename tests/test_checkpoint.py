@@ -128,6 +128,18 @@ def test_damaged_records_are_named_moved_aside_and_recomputed(partial, uninterru
     _same(res, uninterrupted)
 
 
+def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
+        partial, uninterrupted):
+    """Replication 3's record copied to replication 1's name (by hand, or a bad restore):
+    taken as it was, replication 1 would be replication 3 twice in the results."""
+    file = _record(partial, 1)
+    file.write_bytes(_record(partial, 3).read_bytes())
+    res, fits, messages = _resume_and_count(partial)
+    assert fits == 3  # replications 1, 4 and 5
+    assert any(str(file) in m and "holds replication 3" in m for m in messages)
+    _same(res, uninterrupted)
+
+
 def test_a_record_of_another_configuration_is_not_used(tmp_path, partial, uninterrupted):
     other = tmp_path / "other"
     _study(seed=9).run(progress=False, replications=[1], checkpoint=other)
@@ -188,6 +200,18 @@ def test_replications_do_not_depend_on_m_so_extending_m_reuses_them(tmp_path):
     _same(res, _study(replications=6).run(progress=False))
 
 
+def test_a_saved_replication_is_not_claimed_again(partial):
+    """A run that finds a replication saved (by another run, since it listed the finished
+    ones) must not claim and compute it again."""
+    from restrictiveness.engine.checkpoint import Checkpoint
+
+    ck = Checkpoint(partial, _study().configuration())
+    try:
+        assert [ck.claim(m) for m in range(5)] == [False, True, False, False, True]
+    finally:
+        ck.close()
+
+
 def test_other_package_versions_are_refused_unless_asked_for(partial, monkeypatch,
                                                              uninterrupted):
     from restrictiveness.shared import _versions
@@ -199,6 +223,14 @@ def test_other_package_versions_are_refused_unless_asked_for(partial, monkeypatc
                        match=rf"numpy {real['numpy']} in the checkpoint, 0.0.1 now.*"
                              "--resume-other-versions"):
         _study().run(progress=False, checkpoint=partial)
+    # a package that wrote the checkpoint and is gone now (numba uninstalled) is a change too
+    monkeypatch.setattr("restrictiveness.engine.checkpoint.package_versions",
+                        lambda: {k: v for k, v in real.items() if k != "numpy"})
+    with pytest.raises(rx.CheckpointError, match=rf"numpy {real['numpy']} in the checkpoint, "
+                                                 "None now"):
+        _study().run(progress=False, checkpoint=partial)
+    monkeypatch.setattr("restrictiveness.engine.checkpoint.package_versions",
+                        lambda: {**real, "numpy": "0.0.1"})
     with pytest.warns(rx.CheckpointWarning, match="other package versions"):
         res = _study().run(progress=False, checkpoint=partial, resume_other_versions=True)
     _same(res, uninterrupted)

@@ -103,3 +103,23 @@ def test_every_cached_kernel_of_the_package_is_keyed_on_the_kernel_sources():
     digest = kernel_digest(PACKAGE)
     assert shares_nb.py_func.__qualname__ == f"shares_nb_{digest}"
     assert fit_rdu.py_func.__qualname__ == f"_fit_impl_{digest}"
+
+
+def test_the_digest_follows_kernel_modules_in_subpackages_and_any_use_of_numba(tmp_path):
+    """The package's kernels live in subpackages (shared/_lsq_nb.py), and a kernel may call a
+    numba function made otherwise than with njit (a vectorize ufunc): an edit of either must
+    change the digest, or its callers are served stale."""
+    _package(tmp_path, "cached_njit()")
+    sub = tmp_path / "pkg" / "sub"
+    sub.mkdir()
+    (sub / "__init__.py").write_text("")
+    (sub / "kernel.py").write_text("import numba\n\n\n@numba.njit(cache=True)\n"
+                                   "def k():\n    return 1.0\n")
+    (sub / "ufunc.py").write_text("import numba\n\n\n@numba.vectorize\n"
+                                  "def u(x):\n    return x\n")
+    for edited in (sub / "kernel.py", sub / "ufunc.py"):
+        kernel_digest.cache_clear()
+        before = kernel_digest(tmp_path / "pkg")
+        edited.write_text(edited.read_text().replace("return", "return 2 *"))
+        kernel_digest.cache_clear()
+        assert kernel_digest(tmp_path / "pkg") != before, edited.name

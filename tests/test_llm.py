@@ -320,6 +320,32 @@ def test_rerun_with_cache_makes_no_calls(sample, tmp_path):
     assert other.calls == 1 and len(cache) == 2
 
 
+def test_a_cached_reply_adds_no_usage(sample, tmp_path):
+    """A reply from the cache cost nothing now: its tokens and the retries it once took are
+    not counted again in the rerun's usage (they would be billed twice in Results.usage)."""
+    from restrictiveness.ai.clients import ChatReply
+
+    class Retrying:
+        model = "retrying-model"
+
+        def chat(self, messages, tools=None, tool_choice="auto"):
+            return ChatReply(fenced(OLS_CODE), input_tokens=50, output_tokens=20, retries=2)
+
+        def __call__(self, messages):
+            return self.chat(messages).text
+
+    first = Completion(Retrying(), cache=tmp_path, limits=FAST).fit(
+        sample, np.random.default_rng(0))
+    again = Completion(Retrying(), cache=tmp_path, limits=FAST).fit(
+        sample, np.random.default_rng(0))
+    assert first.info["usage"] == {"calls": 1, "cached_calls": 0, "failed_calls": 0,
+                                   "retries": 2, "input_tokens": 50, "output_tokens": 20,
+                                   "seconds": first.info["usage"]["seconds"]}
+    assert again.info["usage"] == {"calls": 0, "cached_calls": 1, "failed_calls": 0,
+                                   "retries": 0, "input_tokens": 0, "output_tokens": 0,
+                                   "seconds": 0.0}
+
+
 def test_a_cache_that_cannot_be_written_keeps_the_reply(sample, tmp_path, monkeypatch):
     cache = ResponseCache(tmp_path / "replies")
     real_replace = os.replace
@@ -488,3 +514,41 @@ def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
     # int(None) was a bare TypeError
     with pytest.raises(ConfigurationError, match="rounds must be a whole number >= 0, got None"):
         Agent(lambda messages: "", rounds=None)
+
+
+# ------------------------------------------------------------------ plan_calls
+
+
+def test_plan_calls_counts_fits_calls_tokens_and_cost(tmp_path):
+    """The plan before a paid run: fits, cached first requests, the calls' range, the input
+    tokens of the first requests the client would be sent, and their input price."""
+    import restrictiveness as rx
+    from restrictiveness.ai.budget import plan_calls
+    from restrictiveness.ai.clients import estimate_tokens
+
+    def study(cache):
+        clients = {"C": Scripted(fenced(OLS_CODE)), "A": Scripted(fenced(OLS_CODE, final=True))}
+        procs = {"C": Completion(clients["C"], cache=cache, limits=FAST),
+                 "A": Agent(clients["A"], rounds=3, cache=cache, limits=FAST)}
+        return rx.lottery.study(procs, n=[20, 30], replications=3, seed=3, n_eval=100), clients
+
+    # the first requests of replication 0, as the clients receive them in a run
+    first, clients = study(None)
+    first.run(progress=False, replications=[0])
+    tokens = sum(estimate_tokens(m["content"]) + 4 for msgs in clients["C"].seen for m in msgs)
+    plan = plan_calls(first, prices={"scripted-model": (2.0, 8.0)})
+    # without a cache replication 0 stands for all three: 2 sizes x 3 replications
+    assert plan.loc["C", ["fits", "cached", "calls_min", "calls_max"]].tolist() == [6, 0, 6, 6]
+    # an agent with 3 rounds makes between 1 and 4 calls per fit
+    assert plan.loc["A", ["fits", "cached", "calls_min", "calls_max"]].tolist() == [6, 0, 6, 24]
+    assert plan.loc["C", "input_tokens"] == 3 * tokens
+    assert plan.loc["C", "cost_min"] == pytest.approx(3 * tokens * 2.0 / 1e6, rel=1e-12)
+    # a cache answering replication 0's first requests: those fits make no call (Completion)
+    # or an unknown number of later ones (the agent: up to rounds more each)
+    cached, _ = study(tmp_path / "replies")
+    cached.run(progress=False, replications=[0])
+    plan = plan_calls(cached)
+    assert plan.loc["C", ["fits", "cached", "calls_min", "calls_max"]].tolist() == [6, 2, 4, 4]
+    assert plan.loc["A", ["fits", "cached", "calls_min", "calls_max"]].tolist() == \
+        [6, 2, 4, 4 * 4 + 2 * 3]
+    assert "cost_min" not in plan

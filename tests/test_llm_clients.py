@@ -808,6 +808,16 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
         price_per_token({"m": (1, 2)}, "other")
 
 
+def test_usage_totals_add_counts_not_flags():
+    """A procedure's usage record may carry flags (True is an int to Python): they are not
+    counts, and summed they would show as calls or tokens."""
+    from restrictiveness.engine.usage import add_usage
+
+    total = {"calls": 1}
+    add_usage(total, {"calls": 2, "input_tokens": 7, "hit_limit": True, "note": "x"})
+    assert total == {"calls": 3, "input_tokens": 7}
+
+
 @pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
 def test_adapters_refuse_options_they_would_misuse(cls):
     make = getattr(rx.llm, cls)

@@ -639,3 +639,58 @@ def test_an_exact_jac_is_kept_when_the_differences_round():
         without = rx.NLS(model, bounds=bounds, response="y").fit(sample)
     assert with_jac.params["b"] == pytest.approx(0.5, rel=1e-4)
     assert with_jac.params["b"] == pytest.approx(without.params["b"], rel=1e-4)
+
+
+def test_a_jac_a_few_percent_off_is_refused():
+    """A jac 5% off in one column still leads the search to the optimum (the normal equations
+    hold whatever a column's scale), so the estimate looks right; its standard errors would
+    be 5% off. It is refused."""
+    x = np.linspace(0, 3, 30)
+    sample = rx.Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",))
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"])
+
+    def off(data, a, b):
+        e = np.exp(-b * data["x"])
+        return np.column_stack([e, -1.05 * a * data["x"] * e])
+
+    with pytest.raises(ConfigurationError, match=r"jac .*off is not the derivative of the "
+                                                 r"model function for \['b'\]"):
+        rx.NLS(model, bounds={"a": (0, 10), "b": (0.01, 5)}, jac=off, response="y").fit(sample)
+
+
+def test_a_function_model_on_a_bound_has_the_formulas_standard_errors():
+    """On a bound the finite differences are one-sided (the model may not exist beyond it),
+    over the step actually taken; the formula's derivatives are exact. Here a's optimum
+    (about 2) lies beyond its upper bound 1.5."""
+    x = np.linspace(0, 3, 40)
+    df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.02 * np.cos(7 * x)})
+    bounds = {"a": (0, 1.5), "b": (0.01, 5)}
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"])
+
+    formula = rx.NLS.from_formula("y ~ a * exp(-b * x)", df, bounds=bounds).fit("HC1")
+    function = rx.NLS(model, bounds=bounds, response="y").fit(df, cov_type="HC1")
+    assert formula.params["a"] == function.params["a"] == 1.5
+    np.testing.assert_allclose(function.params, formula.params, rtol=1e-8)
+    np.testing.assert_allclose(function.bse, formula.bse, rtol=1e-4)
+
+
+def test_an_estimate_on_a_log_scale_lower_bound_is_the_bound_exactly():
+    """b in (0.01, 5) is searched on the log scale; data that grow put its optimum below 0.01.
+    The estimate is 0.01 itself, not exp(log 0.01) = 0.010000000000000004, an ulp above the
+    bound (which then reads as inside the box)."""
+    x = np.linspace(0, 3, 30)
+    sample = rx.Sample(x[:, None], 2 * np.exp(0.3 * x), ("x",))
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"])
+
+    bounds = {"a": (0, 10), "b": (0.01, 5)}
+    for nls in (rx.NLS("y ~ a * exp(-b * x)", bounds=bounds),
+                rx.NLS(model, bounds=bounds, response="y")):
+        assert nls.logscale.tolist() == [0, 1]
+        fit = nls.fit(sample)
+        assert fit.params["b"] == 0.01 and fit.info["at_bound"] == ["b"]

@@ -188,6 +188,31 @@ def test_memory_estimate_refuses_sizes_that_cannot_fit():
         lottery.run(progress=False)  # refused before any work
 
 
+def test_available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room(monkeypatch):
+    """/proc/meminfo counts in KiB; a container's room is its limit less what it uses."""
+    from restrictiveness.engine import memory
+
+    files = {"/proc/meminfo": "MemTotal:       8000000 kB\nMemAvailable:    3000000 kB\n",
+             "/sys/fs/cgroup/memory.max": "2000000000\n",
+             "/sys/fs/cgroup/memory.current": "500000000\n"}
+
+    class FakePath:
+        def __init__(self, path):
+            self.path = str(path)
+
+        def read_text(self):
+            if self.path not in files:
+                raise FileNotFoundError(self.path)
+            return files[self.path]
+
+    monkeypatch.setattr(memory, "Path", FakePath)
+    assert memory.available_memory() == 1_500_000_000          # the cgroup's room
+    files["/sys/fs/cgroup/memory.max"] = "max\n"                # no limit: MemAvailable
+    assert memory.available_memory() == 3_000_000 * 1024
+    files["/sys/fs/cgroup/memory.max"] = "9000000000\n"         # a limit above the machine's
+    assert memory.available_memory() == 3_000_000 * 1024
+
+
 # -- fit_timeout: a procedure that never returns --------------------------------------------
 
 class Stuck(rx.Procedure):
@@ -433,20 +458,37 @@ def test_a_stopped_unit_reports_the_limit_not_its_clean_up():
     assert 0.5 <= out[0] < 1.5
 
 
-def test_an_interrupt_during_the_grace_wait_still_kills_the_unit(tmp_path):
+def test_an_interrupt_during_the_grace_wait_still_kills_the_unit(tmp_path, monkeypatch):
     """Ctrl-C while a unit that ignores the stop request is given its grace: the kill and the
     reap were skipped, and the unit ran on until the caller exited."""
     import threading
 
-    pid_file = tmp_path / "pid"
+    from restrictiveness.engine import timeouts
+
+    # room for a niced process on a loaded machine: the handler set within the limit, the
+    # interrupt sent within the grace
+    monkeypatch.setattr(timeouts, "STOP_GRACE", 30.0)
+
+    pid_file, asked = tmp_path / "pid", tmp_path / "asked"
 
     def unit(key):
+        # the stop request is noted, not obeyed (sleep resumes after the handler)
+        signal.signal(signal.SIGTERM, lambda *_: asked.write_text("stop"))
         pid_file.write_text(str(os.getpid()))
-        _ignores_stop_requests(key)
+        time.sleep(60)
 
-    threading.Timer(1.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()  # limit 0.5 s
+    def interrupt_in_the_grace_wait():
+        # once the unit was asked to stop: a timer started here (1.2 s) rang before the unit
+        # existed when numba's machinery, loaded before the fork, took over a second under load
+        deadline = time.monotonic() + 60
+        while not asked.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if asked.exists():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_in_the_grace_wait, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        run_in_child(unit, [0], 0.5, lambda key, seconds: None)
+        run_in_child(unit, [0], 5.0, lambda key, seconds: None)
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(pid_file.read_text()), 0)
 
@@ -566,6 +608,54 @@ def test_a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child()
     assert out == {0: "served"}
     limiter.close()
     assert limiter._file.closed
+
+
+def test_a_send_lock_held_by_another_thread_at_the_fork_still_lets_the_child_report():
+    """A numba compile event being sent by another thread when a fit's process is forked: the
+    child's copy of the send lock stayed held, and the fit's result never came back."""
+    import threading
+
+    from restrictiveness.engine import timeouts
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with timeouts._SEND_LOCK:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    try:
+        out = run_in_child(lambda key: key * 2, [21], 5.0, lambda key, seconds: "no report")
+    finally:
+        release.set()
+        thread.join()
+    assert out == {21: 42}
+
+
+def test_keyed_once_computes_each_key_once_whichever_thread_asks():
+    """A replication's pseudo-truth and baseline fits are shared by its threaded fits: a thread
+    that waited while another computed a key must get that value, not compute it again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from restrictiveness.engine.concurrency import KeyedOnce
+
+    calls = []
+
+    def factory(key):
+        calls.append(key)
+        time.sleep(0.05)  # the other threads asking for the key wait meanwhile
+        return 10 * key
+
+    once = KeyedOnce(factory)
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(once.get, [1, 2, 1, 1, 2, 3] * 3))
+    assert got == [10, 20, 10, 10, 20, 30] * 3
+    assert sorted(calls) == [1, 2, 3]
+    once.drop(1)  # a dropped key is computed afresh
+    assert once.get(1) == 10 and sorted(calls) == [1, 1, 2, 3]
 
 
 def test_the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout(tmp_path):

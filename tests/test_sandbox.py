@@ -450,7 +450,21 @@ def test_predictions_cached_per_query(sample):
     first[:] = 0.0                       # callers cannot corrupt the cache
     again = rule.predict(Xq)
     assert rule.info["runs"] == 1 and np.all(again != 0.0)
+    again[:] = 0.0                       # nor through a prediction served from the cache
+    assert np.all(rule.predict(Xq) != 0.0) and rule.info["runs"] == 1
     rule.predict(sample.X[:5])
+    assert rule.info["runs"] == 2
+
+
+def test_cached_predictions_are_keyed_on_the_query_shape(sample):
+    """Two queries with the same numbers in other shapes are different questions: the cache
+    must not answer the second with the first's predictions."""
+    src = "def predict(X_train, y_train, X):\n    return X.sum(axis=1)\n"
+    rule = ProgramProcedure(src, limits=FAST, run_at_fit=False).fit(
+        sample, np.random.default_rng(0))
+    np.testing.assert_array_equal(rule.predict(np.arange(4.0).reshape(2, 2)), [1.0, 5.0])
+    np.testing.assert_array_equal(rule.predict(np.arange(4.0).reshape(4, 1)),
+                                  [0.0, 1.0, 2.0, 3.0])
     assert rule.info["runs"] == 2
 
 

@@ -137,6 +137,65 @@ ELAST = ("tests/test_demand_app.py::test_demand_discrepancies_are_weighted_means
          "tests/test_demand_prior.py::test_elasticity_cache_and_generic_truth",
          "tests/test_demand_app.py", "restrictiveness/demand/elasticities.py")
 
+# fit_timeout: the direct tests of run_in_child and run_staged first (seconds), then the studies
+RUNNER = "tests/test_runner.py::test_"
+TIMEOUTS = ("restrictiveness/engine/timeouts.py",
+            RUNNER + "a_send_lock_held_by_another_thread_at_the_fork_still_lets_the_child_report",
+            RUNNER + "a_stopped_unit_reports_the_limit_not_its_clean_up",
+            RUNNER + "a_fit_terminated_from_outside_is_reported_as_its_process_dying",
+            RUNNER + "a_unit_is_stopped_where_the_platform_has_no_waitid",
+            RUNNER + "an_interrupt_during_the_grace_wait_still_kills_the_unit",
+            RUNNER + "a_step_that_overruns_before_its_first_stage_gets_the_first_stage",
+            RUNNER + "a_timed_out_fit_runs_its_clean_up",
+            RUNNER + "numba_compilation_does_not_count_against_fit_timeout",
+            RUNNER + "the_process_of_a_fit_dies_with_its_run",
+            # (on dask, a local cluster's start-up under load broke its time bound)
+            RUNNER + "a_fit_that_never_returns_is_stopped_and_recorded_as_failed[processes-1-0]",
+            RUNNER + "fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw")
+LIMITER = ("restrictiveness/engine/concurrency.py",
+           RUNNER + "keyed_once_computes_each_key_once_whichever_thread_asks",
+           RUNNER + "a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child",
+           RUNNER + "the_rate_limit_holds_across_the_processes_of_fits_under_fit_timeout")
+NLS_JAC = ("tests/test_nls.py::test_a_jac_that_is_not_the_derivative_is_refused",
+           "tests/test_nls.py::test_a_jac_a_few_percent_off_is_refused",
+           "tests/test_nls.py::test_a_function_model_on_a_bound_has_the_formulas_standard_errors",
+           "tests/test_nls.py::test_an_exact_jac_is_kept_when_the_differences_round",
+           "tests/test_nls.py::test_function_models_match_the_formula",
+           "tests/test_nls.py::test_function_models_taking_a_parameter_vector",
+           "tests/test_nls.py::test_truth_outside_the_box_gives_the_constrained_optimum_exactly_"
+           "on_the_bound",
+           "tests/test_nls.py::test_an_estimate_on_a_log_scale_lower_bound_is_the_bound_exactly")
+CKPT = ("tests/test_checkpoint.py::test_a_saved_replication_is_not_claimed_again",
+        "tests/test_checkpoint.py::test_a_record_under_another_replications_name_is_moved_aside_"
+        "and_recomputed",
+        "tests/test_checkpoint.py")
+JIT = ("restrictiveness/shared/_jit.py",
+       "tests/test_kernel_cache.py::test_the_digest_follows_kernel_modules_in_subpackages_and_"
+       "any_use_of_numba", "tests/test_kernel_cache.py")
+# (the tests that time real waits, and the whole file, fail the unmutated copy under load)
+CLIENT = ("restrictiveness/ai/clients.py",
+          "tests/test_llm_clients.py::test_client_errors_are_not_retried_and_retries_are_bounded",
+          "tests/test_llm_clients.py::test_retry_after_waits_are_capped_and_garbage_falls_back_"
+          "to_backoff",
+          "tests/test_llm_clients.py::test_a_call_budget_refuses_the_request_past_its_limit",
+          "tests/test_llm_clients.py::test_a_token_budget_counts_reported_or_estimated_tokens",
+          "tests/test_llm_clients.py::test_a_call_budget_refuses_requests_from_a_forked_copy")
+USAGE = ("restrictiveness/engine/usage.py",
+         "tests/test_llm_clients.py::test_usage_totals_add_counts_not_flags",
+         "tests/test_llm_clients.py::test_a_price_table_gives_dollars_per_token_and_refuses_"
+         "what_it_cannot_price", "tests/test_llm.py")
+PLAN = ("restrictiveness/ai/budget.py",
+        "tests/test_llm.py::test_plan_calls_counts_fits_calls_tokens_and_cost")
+MEMORY = ("restrictiveness/engine/memory.py",
+          RUNNER + "available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room",
+          RUNNER + "memory_estimate_refuses_sizes_that_cannot_fit")
+LLM = ("restrictiveness/ai/llm.py", "tests/test_llm.py::test_a_cached_reply_adds_no_usage",
+       "tests/test_llm.py")
+PROGRAMS = ("restrictiveness/ai/programs.py",
+            "tests/test_sandbox.py::test_predictions_cached_per_query",
+            "tests/test_sandbox.py::test_cached_predictions_are_keyed_on_the_query_shape",
+            "tests/test_sandbox.py")
+
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
     Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
@@ -552,6 +611,147 @@ MUTANTS: list[Mutant] = [
     Mutant("lottery/models.py", "            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:",
            "            if q not in _ORDER or not vals or min(vals) < lo:",
            "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
+    # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
+    Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
+           "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
+           "a timed-out unit's seconds include the clean-up's grace", TIMEOUTS),
+    Mutant("engine/timeouts.py", "            if grace > 0 and hasattr(os, \"waitid\"):",
+           "            if grace < 0 and hasattr(os, \"waitid\"):",
+           "no SIGTERM grace: a timed-out unit's clean-up never runs", TIMEOUTS),
+    Mutant("engine/timeouts.py", "    signal.pthread_sigmask(signal.SIG_SETMASK, mask)\n    _report_compiling(fd)",
+           "    _report_compiling(fd)",
+           "the child keeps SIGTERM blocked: stop requests never arrive", TIMEOUTS),
+    Mutant("engine/timeouts.py", "                limit = None if limit is None else limit + spent",
+           "                limit = limit",
+           "numba's compile time counted against the limit", TIMEOUTS),
+    Mutant("engine/timeouts.py", "                limit = None if value == _UNTIMED else self.stage_started + timeout",
+           "                limit = self.stage_started + timeout",
+           "end_stages ignored: a replication's fits bounded by one limit together", TIMEOUTS),
+    Mutant("engine/timeouts.py", "        armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0",
+           "        armed = True",
+           "child not armed to die with its caller (believed armed)", TIMEOUTS),
+    Mutant("engine/timeouts.py", "            for target in (lambda: os.killpg(self.pid, signal.SIGKILL),",
+           "            for target in (lambda: os.kill(self.pid, signal.SIGKILL),",
+           "the child killed, not its process group (what a unit started lives on)", TIMEOUTS),
+    Mutant("engine/timeouts.py", "os.register_at_fork(after_in_child=_renew_send_lock)", "",
+           "the send lock not renewed in a forked child", TIMEOUTS),
+    # -- engine/concurrency.py: the rate limiter -------------------------------------------------
+    Mutant("engine/concurrency.py", "os.register_at_fork(after_in_child=_renew_locks)", "",
+           "the limiter's thread lock not renewed in a forked child", LIMITER),
+    Mutant("engine/concurrency.py", "                self._next[:] = _SLOT.pack(slot + self.interval)",
+           "                self._next[:] = _SLOT.pack(now + self.interval)",
+           "next slot counted from now, not from the slot taken", LIMITER),
+    Mutant("engine/concurrency.py", "        self.interval = 60.0 / float(requests_per_minute)",
+           "        self.interval = 1.0 / float(requests_per_minute)",
+           "requests per minute taken as per second", LIMITER),
+    Mutant("engine/concurrency.py", "        self._next = mmap.mmap(self._file.fileno(), _SLOT.size)  # MAP_SHARED: seen by forks",
+           "        self._next = mmap.mmap(self._file.fileno(), _SLOT.size, flags=mmap.MAP_PRIVATE)",
+           "the schedule copied, not shared, by forked fits", LIMITER),
+    Mutant("engine/concurrency.py", "            with self._lock:\n                if key in self._values:\n                    return self._values[key]\n            value = self.factory(key)",
+           "            value = self.factory(key)",
+           "KeyedOnce: a thread that waited for the key computes it again", LIMITER),
+    # -- procedures/nls.py: function models and their jac ------------------------------------------
+    Mutant("procedures/nls.py", "            if self.jac is not None and math.isfinite(ssr):",
+           "            if self.jac is not None and not math.isfinite(ssr):",
+           "a user's jac not checked against differences", NLS_JAC),
+    Mutant("procedures/nls.py", "               if not e <= 1e-3 * s + r + 1e-8]",
+           "               if not e <= 1e-1 * s + r + 1e-8]",
+           "a jac 10% off accepted", NLS_JAC),
+    Mutant("procedures/nls.py", "        rounding = 100 * eps * np.abs(f).max(initial=0.0) / (",
+           "        rounding = 0 * eps * np.abs(f).max(initial=0.0) / (",
+           "the jac check ignores the differences' rounding", NLS_JAC),
+    Mutant("procedures/nls.py", "            J[:, k] = (f_up - f_down) / (up[k] - down[k])",
+           "            J[:, k] = (f_up - f_down) / (2 * h)",
+           "one-sided differences at a bound divided by 2h", NLS_JAC),
+    Mutant("procedures/nls.py", "        return f - y, J * np.where(logscale != 0, theta, 1.0)",
+           "        return f - y, J",
+           "function-model Jacobian without the log scale's chain rule", NLS_JAC),
+    Mutant("procedures/nls.py", "            if x[k] <= lo[k]:\n                theta[k] = self.bounds[q][0]",
+           "            if x[k] < lo[k]:\n                theta[k] = self.bounds[q][0]",
+           "an estimate on its lower bound reported as exp(log lo)", NLS_JAC),
+    # -- engine/checkpoint.py: resuming --------------------------------------------------------------
+    Mutant("engine/checkpoint.py", "_NOT_HASHED = (\"replications\",)",
+           "_NOT_HASHED = (\"replications\", \"seed\")",
+           "the configuration hash omits the seed", CKPT),
+    Mutant("engine/checkpoint.py", "            if record.replication != replication:",
+           "            if record.replication < 0:",
+           "a record filed under another replication's name used", CKPT),
+    Mutant("engine/checkpoint.py", "        if self._file(replication).exists():\n            lock.release()\n            return False",
+           "",
+           "a replication another run finished is claimed and computed again", CKPT),
+    Mutant("engine/checkpoint.py", "            if not entry.is_file(follow_symlinks=False) or _alive(int(match.group(2))):",
+           "            if not entry.is_file(follow_symlinks=False):",
+           "a live writer's temporary file removed", CKPT),
+    Mutant("engine/checkpoint.py", "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if self.versions.get(k) != v}",
+           "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if k in self.versions and self.versions.get(k) != v}",
+           "a package version absent now not counted as changed", CKPT),
+    # -- shared/_jit.py: the kernel digest -----------------------------------------------------------
+    Mutant("shared/_jit.py", "    for path in sorted(root.rglob(\"*.py\")):",
+           "    for path in sorted(root.glob(\"*.py\")):",
+           "the digest leaves out the subpackages' modules", JIT),
+    Mutant("shared/_jit.py", "        if b\"numba\" in source:",
+           "        if b\"njit\" in source:",
+           "the digest leaves out modules that use numba without njit", JIT),
+    Mutant("shared/_jit.py", "    copy.__qualname__ = f\"{func.__qualname__}_{kernel_digest(_package_root(func))}\"",
+           "    copy.__qualname__ = func.__qualname__",
+           "the cache key without the digest", JIT),
+    # -- ai/clients.py: retries and the call budget ----------------------------------------------------
+    Mutant("ai/clients.py", "                if not retry or retries >= self.max_retries:",
+           "                if not retry or retries > self.max_retries:",
+           "one retry more than max_retries", CLIENT),
+    Mutant("ai/clients.py", "            retry = status in RETRY_STATUSES or status >= 500",
+           "            retry = status in RETRY_STATUSES or status > 500",
+           "HTTP 500 not retried", CLIENT),
+    Mutant("ai/clients.py", "RETRY_STATUSES = frozenset({408, 409, 429})",
+           "RETRY_STATUSES = frozenset({408, 409})", "rate limits (429) not retried", CLIENT),
+    Mutant("ai/clients.py", "            if self.max_requests is not None and self.requests >= self.max_requests:",
+           "            if self.max_requests is not None and self.requests > self.max_requests:",
+           "the call budget lets one request too many through", CLIENT),
+    Mutant("ai/clients.py", "            if self.max_tokens is not None and self.tokens >= self.max_tokens:",
+           "            if self.max_tokens is not None and self.tokens > self.max_tokens:",
+           "a token budget used up exactly still sends", CLIENT),
+    Mutant("ai/clients.py", "                self.budget.charge(_spent_tokens(reply, messages))",
+           "                self.budget.charge(reply.output_tokens or 0)",
+           "the token budget charged the output tokens only", CLIENT),
+    Mutant("ai/clients.py", "    d = min(cap, base * 2.0 ** retry)", "    d = min(cap, base * 2.0 ** retry) / 2",
+           "backoff halved", CLIENT),
+    # -- engine/usage.py, ai/budget.py: usage, prices and the call plan -------------------------------
+    Mutant("engine/usage.py", "    return p_in / 1e6, p_out / 1e6", "    return p_in / 1e3, p_out / 1e3",
+           "prices per 1k, not per 1M, tokens", USAGE),
+    Mutant("engine/usage.py", "        if isinstance(value, (int, float)) and not isinstance(value, bool):",
+           "        if isinstance(value, (int, float)):", "booleans summed as counts", USAGE),
+    Mutant("engine/usage.py", "    if not (0 <= p_in < math.inf and 0 <= p_out < math.inf):",
+           "    if not (0 <= p_in < math.inf):", "an output price NaN or negative accepted", USAGE),
+    Mutant("ai/budget.py", "        weight = 1 if caches else len(reps)  # without a cache, replication 0 stands for all",
+           "        weight = 1", "without a cache, one replication planned for all", PLAN),
+    Mutant("ai/budget.py", "                    row[\"calls_max\"] += weight * proc.max_calls",
+           "                    row[\"calls_max\"] += weight", "an agent's later turns left out of calls_max", PLAN),
+    Mutant("ai/budget.py", "                        if proc.max_calls > 1:  # an agent's later turns are not known\n                            row[\"calls_max\"] += proc.max_calls - 1",
+           "                        if proc.max_calls > 1:  # an agent's later turns are not known\n                            row[\"calls_max\"] += proc.max_calls",
+           "a cached agent fit's first call counted in calls_max", PLAN),
+    Mutant("ai/budget.py", "price_per_token(prices, llm[label].model)[0]",
+           "price_per_token(prices, llm[label].model)[1]", "input tokens priced as output", PLAN),
+    # -- engine/memory.py ------------------------------------------------------------------------------
+    Mutant("engine/memory.py", "    if not need or free is None or need * workers <= free:",
+           "    if not need or free is None or need <= free:", "memory check ignores the workers", MEMORY),
+    Mutant("engine/memory.py", "                limits.append(int(line.split()[1]) * 1024)",
+           "                limits.append(int(line.split()[1]))", "MemAvailable read as bytes, not KiB", MEMORY),
+    Mutant("engine/memory.py", "    return min(limits) if limits else None",
+           "    return max(limits) if limits else None",
+           "the larger of MemAvailable and the cgroup's room taken", MEMORY),
+    # -- ai/llm.py, ai/programs.py: rounds, usage and the program's predictions -------------------------
+    Mutant("ai/llm.py", "        if self.used >= self.agent.rounds or \\",
+           "        if self.used > self.agent.rounds or \\", "an agent gets one round more", LLM),
+    Mutant("ai/llm.py", "        usage = {\"calls\": len(live), \"cached_calls\": len(self.calls) - len(live),",
+           "        usage = {\"calls\": len(self.calls), \"cached_calls\": len(self.calls) - len(live),",
+           "cached replies counted as calls", LLM),
+    Mutant("ai/llm.py", "                 \"retries\": sum(c[\"retries\"] for c in live),",
+           "                 \"retries\": sum(c[\"retries\"] for c in self.calls),",
+           "a cached reply's old retries counted again", LLM),
+    Mutant("ai/programs.py", "    h = hashlib.sha256(repr((X.shape, X.dtype.str)).encode())",
+           "    h = hashlib.sha256()", "the prediction cache's key leaves out X's shape", PROGRAMS),
+    Mutant("ai/programs.py", "            return self._cache[key].copy()",
+           "            return self._cache[key]", "a cached prediction returned uncopied", PROGRAMS),
 ]
 
 
@@ -581,14 +781,22 @@ def _apply(root: Path, m: Mutant) -> str:
 
 
 def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
-            timeout: float | None = None) -> tuple[bool, float, str]:
-    """Run pytest in the copy: (killed, seconds, the first failing test's id or "").
+            timeout: float | None = None, parallel: bool = False,
+            why: bool = False) -> tuple[bool, float, str]:
+    """Run pytest in the copy: (killed, seconds, the first failing test's id or "", with
+    ``why`` its line of the short summary, the message included).
+
+    The related tests run in one process (``-n 0``): pytest-xdist, on by default in the
+    project's addopts, would spread them over workers and lose the "fastest and most targeted
+    first" order that ``-x`` relies on. ``parallel`` keeps xdist for runs where order does not
+    matter (the full suite, which xdist also stops at the first failure; 6 min on 2 cores
+    against 12-13 min in one process).
 
     A run still going after ``timeout`` seconds is stopped and counts as a kill: a mutant
     that makes the code loop for ever (a damping factor that turns negative never grows past
     its cap) is caught, by the hang, as a user would catch it."""
     args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-            "--no-header", "-rfE"]
+            "--no-header", "-rfE", *(() if parallel else ("-n", "0"))]
     args += list(files or [])
     start = time.perf_counter()
     try:
@@ -603,7 +811,8 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
         raise RuntimeError(f"pytest exit {proc.returncode} (tests not found) for {files}")
     # the short summary names the failure: "FAILED tests/x.py::test_y - message"
     # (a parametrised id may hold spaces: cut at the " - " before the message)
-    first = next((line.split(" ", 1)[1].split(" - ", 1)[0] for line in proc.stdout.splitlines()
+    first = next((line if why else line.split(" ", 1)[1].split(" - ", 1)[0]
+                  for line in proc.stdout.splitlines()
                   if line.startswith(("FAILED ", "ERROR "))), "")
     return proc.returncode != 0, time.perf_counter() - start, first
 
@@ -643,6 +852,10 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     # a plain `kill` must still remove the private copy (TemporaryDirectory cleans on exceptions)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # a run started in the background (`... &`) inherits SIGINT ignored, and so would the
+    # tests, whose own Ctrl-C (os.kill(os.getpid(), SIGINT)) would then never arrive: a handler
+    # of ours is reset to the default in the pytest processes
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     only = opts.only.split(",")
     why = opts.why.split(",")
     mutants = [m for m in MUTANTS if any(o in m.path for o in only)
@@ -661,9 +874,11 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONPATH=str(root))
         # the unmutated copy must pass every related test, or each mutant would look killed
         related = tuple(dict.fromkeys(f for m in mutants for f in m.tests))
-        failing, _, _ = _pytest(root, related, env)
+        # in one process and in order, as each mutant's run: tests that hold alone and under
+        # -n 0 failed under xdist's interleaving on a loaded machine (signals, fork timings)
+        failing, _, by = _pytest(root, related, env, why=True)
         if failing:
-            print(f"the unmutated copy fails its related tests {related}: fix them first")
+            print(f"the unmutated copy fails its related tests {related}:\n{by}\nfix them first")
             return 1
         results: dict[str, list[tuple[Mutant, bool]]] = defaultdict(list)
         for i, m in enumerate(mutants, 1):
@@ -673,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
                 killed, secs, by = _pytest(root, m.tests, env, opts.timeout)
                 where = "related"
                 if not killed and not opts.quick:
-                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout)
+                    killed, more, by = _pytest(root, None, env, 3 * opts.timeout, parallel=True)
                     secs += more
                     where = "full suite"
             finally:
