@@ -445,3 +445,17 @@ def test_an_interrupt_after_the_directory_is_made_leaves_it_reclaimable(tmp_root
     assert len(made) == 1 and os.path.isdir(made[0])
     assert workdir.reclaim_stale(tmp_root) == [made[0]]
     assert os.listdir(tmp_root) == []
+
+
+def test_a_prefix_no_sweep_knows_is_refused(tmp_root):
+    """``workspace(prefix="mine-")`` made a directory that no sweep would ever reclaim after a
+    kill, without a word."""
+    from restrictiveness.ai.sandbox.workdir import OwnedDirectory
+
+    with pytest.raises(rx.ConfigurationError, match=r"prefix 'mine-'.*'rx-sandbox-' or "
+                                                    r"'rx-agent-'"):
+        with workspace(prefix="mine-"):
+            pass
+    with pytest.raises(rx.ConfigurationError):
+        OwnedDirectory("rx-sandbox")  # the dash is part of the name the sweep matches
+    assert os.listdir(tmp_root) == []

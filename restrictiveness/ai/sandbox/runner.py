@@ -275,6 +275,11 @@ def workspace(prefix: str = "rx-sandbox-") -> Iterator[Path]:
     process is killed, by the next process's first sandbox use: see
     :class:`~.workdir.OwnedDirectory`).
 
+    Parameters
+    ----------
+    prefix : {"rx-sandbox-", "rx-agent-"}
+        Start of the directory's name (those a sweep reclaims).
+
     Examples
     --------
     >>> with workspace() as work:

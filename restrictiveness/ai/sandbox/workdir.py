@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...shared.exceptions import ConfigurationError
 from .isolation import sandbox_uid
 
 __all__ = ["OwnedDirectory", "reclaim_stale", "PREFIXES", "tree_usage", "remove_tree",
@@ -49,7 +50,8 @@ class OwnedDirectory:
     Parameters
     ----------
     prefix : str
-        Start of the directory's name (:data:`PREFIXES` are the ones swept).
+        Start of the directory's name: one of :data:`PREFIXES`, the names a sweep knows
+        (another would never be reclaimed, so it is refused).
     dir : str, optional
         Where to make it (default ``tempfile.gettempdir()``).
 
@@ -64,6 +66,11 @@ class OwnedDirectory:
     """
 
     def __init__(self, prefix: str, dir: str | None = None) -> None:
+        if prefix not in PREFIXES:
+            raise ConfigurationError(
+                f"prefix {prefix!r}: the package's temporary directories are named "
+                f"{' or '.join(map(repr, PREFIXES))}, the names a sweep reclaims after their "
+                "process is killed")
         tmp = os.path.abspath(dir if dir is not None else tempfile.gettempdir())
         if (os.getpid(), tmp) not in _swept:
             _swept.add((os.getpid(), tmp))
