@@ -196,6 +196,9 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
             "tests/test_sandbox.py::test_cached_predictions_are_keyed_on_the_query_shape",
             "tests/test_sandbox.py")
 
+RELAY = ("tests/test_warning_relay.py",)
+SWEEP = ("tests/test_sandbox_sweep.py",)
+
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
     Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
@@ -752,6 +755,27 @@ MUTANTS: list[Mutant] = [
            "    h = hashlib.sha256()", "the prediction cache's key leaves out X's shape", PROGRAMS),
     Mutant("ai/programs.py", "            return self._cache[key].copy()",
            "            return self._cache[key]", "a cached prediction returned uncopied", PROGRAMS),
+    # -- engine/warning_relay.py: workers' warnings shown by the caller --------------------------
+    Mutant("engine/warning_relay.py", "        while self._expected and self._expected[0] in self._done:\n            replay(self._done.pop(self._expected.pop(0)))",
+           "        replay(self._done.pop(unit))\n        self._expected.remove(unit)",
+           "workers' warnings shown in the order units finish, not in replication order", RELAY),
+    Mutant("engine/warning_relay.py", "    if not _pickles(message):  # e.g. a class defined inside a function",
+           "    if False:  # e.g. a class defined inside a function",
+           "a warning class that cannot be pickled sent as it is", RELAY),
+    Mutant("engine/warning_relay.py", "            cast(list, warnings.filters)[:] = caller_filters() if filters is None else filters\n",
+           "", "the worker's own filters decide what is relayed, not the caller's", RELAY),
+    Mutant("engine/warning_relay.py", "                               registry=registry)",
+           "                               registry={})",
+           "replayed warnings bypass the caller's once-per-location registry", RELAY),
+    # -- ai/sandbox/workdir.py: reclaiming what killed runs left ---------------------------------
+    Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
+           "        try:\n            pass\n        except BlockingIOError:  # its owner runs",
+           "a live owner's directory swept (its lock not tried)", SWEEP),
+    Mutant("ai/sandbox/workdir.py", "        if _mount(handle) != _mount(dir_fd):",
+           "        if False:", "the removal enters a mount inside the tree", SWEEP),
+    Mutant("ai/sandbox/workdir.py", "        if (os.getpid(), tmp) not in _swept:",
+           "        if tmp not in {swept for _, swept in _swept}:",
+           "forked fit children inherit 'already swept' and never reclaim", SWEEP),
 ]
 
 
