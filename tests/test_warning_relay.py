@@ -287,3 +287,87 @@ def test_units_relaying_on_threads_of_one_worker_each_get_their_own_warnings():
     assert got == {"first": ["a1"], "second": ["b1", "b2"]}
     assert [str(w.message) for w in leaked] == ["after"]  # nothing leaked, state restored
     assert warnings.showwarning is shown_before
+
+
+def test_a_relay_lock_held_by_another_thread_at_the_fork_lets_the_childs_fit_warn():
+    """A unit entering or leaving the relay on another thread of a worker when a fit's child
+    is forked: the child's copy of the relay's lock stayed held, and the fit's first warning
+    waited for ever (recorded as timed out)."""
+    import threading
+
+    from restrictiveness.engine import warning_relay
+    from restrictiveness.engine.timeouts import run_in_child
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with warning_relay._lock:
+            held.set()
+            release.wait(10)
+
+    def fit(key):
+        warnings.warn("from the child", UserWarning, stacklevel=1)
+        return 2 * key
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    try:
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            out = run_in_child(fit, [21], 5.0, lambda key, seconds: "timed out")
+    finally:
+        release.set()
+        thread.join()
+    assert out == {21: 42}
+    assert [str(w.message) for w in log] == ["from the child"]
+
+
+def test_a_thread_the_unit_starts_has_its_warnings_relayed():
+    """A fit that warns from a thread of its own (a thread pool): only the relaying thread's
+    warnings were relayed, the helper's went to the worker's standard error."""
+    import threading
+
+    def work():
+        helper = threading.Thread(target=lambda: warnings.warn("from a helper thread",
+                                                               UserWarning, stacklevel=1))
+        helper.start()
+        helper.join()
+        return 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        _, relayed = collected(work)
+    assert [str(w.message) for w in relayed] == ["from a helper thread"]
+
+
+def test_a_replay_that_raises_leaves_the_units_other_warnings_to_show():
+    """A replayed warning that the caller's filters turn into an error: the unit had been
+    taken off the queue whole, so its later warnings were lost."""
+    from restrictiveness.engine.warning_relay import InOrder
+
+    def relayed(text):
+        return RelayedWarning(UserWarning(text), "f.py", 1, None)
+
+    order = InOrder()
+    order.expect(0)
+    order.expect(1)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("error", message="unit 0 a")
+        with pytest.raises(UserWarning, match="unit 0 a"):
+            order.put(0, [relayed("unit 0 a"), relayed("unit 0 b")])
+        order.put(1, [relayed("unit 1")])
+    assert [str(w.message) for w in shown] == ["unit 0 b", "unit 1"]
+
+
+def test_the_warnings_of_a_unit_whose_record_cannot_be_kept_are_shown():
+    """The record's keeper (a checkpoint, ``on_record``) raising: the unit's warnings were
+    to be replayed after it, and were lost with the error (a serial run had shown them)."""
+    def on_record(record):
+        raise OSError("disk full")
+
+    with warnings.catch_warnings(record=True) as log, pytest.raises(OSError, match="disk full"):
+        warnings.simplefilter("always")
+        _study(replications=2).run_units([0, 1], n_jobs=2, progress=False, on_record=on_record)
+    assert any(str(w.message).startswith("fit n=10") for w in log)

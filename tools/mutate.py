@@ -150,7 +150,7 @@ TIMEOUTS = ("restrictiveness/engine/timeouts.py",
             RUNNER + "numba_compilation_does_not_count_against_fit_timeout",
             RUNNER + "the_process_of_a_fit_dies_with_its_run",
             # (on dask, a local cluster's start-up under load broke its time bound)
-            RUNNER + "a_fit_that_never_returns_is_stopped_and_recorded_as_failed[processes-1-0]",
+            RUNNER + "a_fit_that_never_returns_is_stopped_and_recorded_as_failed[processes-1-0-1]",
             RUNNER + "fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw")
 LIMITER = ("restrictiveness/engine/concurrency.py",
            RUNNER + "keyed_once_computes_each_key_once_whichever_thread_asks",
@@ -756,7 +756,7 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/programs.py", "            return self._cache[key].copy()",
            "            return self._cache[key]", "a cached prediction returned uncopied", PROGRAMS),
     # -- engine/warning_relay.py: workers' warnings shown by the caller --------------------------
-    Mutant("engine/warning_relay.py", "        while self._expected and self._expected[0] in self._done:\n            replay(self._done.pop(self._expected.pop(0)))",
+    Mutant("engine/warning_relay.py", "        while self._expected and self._expected[0] in self._done:\n            pending = self._done[self._expected[0]]\n            while pending:  # one by one: if one raises, flush still has the rest\n                replay([pending.pop(0)])\n            del self._done[self._expected.pop(0)]",
            "        replay(self._done.pop(unit))\n        self._expected.remove(unit)",
            "workers' warnings shown in the order units finish, not in replication order", RELAY),
     Mutant("engine/warning_relay.py", "    if not _pickles(message):  # e.g. a class defined inside a function",

@@ -401,7 +401,8 @@ class Study:
             What the procedures, the baseline and the evaluation distribution raise, here,
             also when they run in worker processes (``n_jobs``, dask, ``fit_timeout``): the
             same warnings, in the same order (by replication) as a serial run, under this
-            process's filters (:mod:`restrictiveness.engine.warning_relay`).
+            process's filters (:mod:`restrictiveness.engine.warning_relay`). (Units on the
+            threads of a dask cluster in this process warn directly, in the threads' order.)
 
         Examples
         --------
@@ -705,8 +706,8 @@ def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: 
 
     def done(m: int, result: tuple) -> None:
         record, relayed = result
+        order.put(m, relayed)  # raised during the unit serially: before its record is kept
         finish(m, record)
-        order.put(m, relayed)
 
     try:
         if backend == "dask":

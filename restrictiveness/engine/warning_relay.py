@@ -30,6 +30,7 @@ be shipped to a dask worker: a filter on a class that cannot be pickled).
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import sys
 import threading
@@ -93,6 +94,7 @@ def relaying(send: Callable[[RelayedWarning], object],
     [('UserWarning', 'shown by the caller')]
     """
     global _relaying, _context, _shown_before
+    me = threading.get_ident()
     with _lock:
         if _relaying == 0:  # the first thread to relay sets the process's filters
             _shown_before = warnings.showwarning
@@ -101,13 +103,16 @@ def relaying(send: Callable[[RelayedWarning], object],
             cast(list, warnings.filters)[:] = caller_filters() if filters is None else filters
             warnings.showwarning = _show
         _relaying += 1
-    outer = getattr(_sink, "send", None)
-    _sink.send = send
+        outer = _sinks.get(me)
+        _sinks[me] = send
     try:
         yield
     finally:
-        _sink.send = outer
         with _lock:
+            if outer is None:
+                _sinks.pop(me, None)
+            else:
+                _sinks[me] = outer
             _relaying -= 1
             if _relaying == 0:  # the last restores them, whichever thread it is
                 assert _context is not None
@@ -120,16 +125,35 @@ def relaying(send: Callable[[RelayedWarning], object],
 # ``catch_warnings`` per thread, entered and left in any order, left another thread's in
 # place, or restored the original under a thread still relaying), and each warning goes to
 # the sink of the thread that raised it (the filters are the first thread's: the units of a
-# run share the caller's).
+# run share the caller's; they hold for the worker's own threads meanwhile too, as Python
+# before 3.14 has one set of filters per process). A thread a unit started (a thread pool
+# in a fit) has no sink: its warnings go to the one unit relaying, if only one is.
 _lock = threading.Lock()
-_sink = threading.local()
+_sinks: dict[int, Callable[[RelayedWarning], object]] = {}  # by thread
 _relaying = 0
 _context: warnings.catch_warnings | None = None
 _shown_before: Callable = warnings.showwarning
 
 
+def _renew_after_fork() -> None:
+    """In a forked child only the forking thread runs: a lock another thread held stays held
+    (the child's first warning would wait for ever), and the other threads' sinks are gone."""
+    global _lock
+    _lock = threading.Lock()
+    mine = _sinks.get(threading.get_ident())
+    _sinks.clear()
+    if mine is not None:
+        _sinks[threading.get_ident()] = mine
+
+
+os.register_at_fork(after_in_child=_renew_after_fork)
+
+
 def _show(message, category, filename, lineno, file=None, line=None) -> None:
-    send = getattr(_sink, "send", None)
+    with _lock:
+        send = _sinks.get(threading.get_ident())
+        if send is None and len(_sinks) == 1:  # a thread the one relaying unit started
+            send = next(iter(_sinks.values()))
     if send is None:  # a thread that is not relaying (the worker's own)
         _shown_before(message, category, filename, lineno, file, line)
     else:
@@ -227,7 +251,10 @@ class InOrder:
         waiting for it, once every unit started before it has finished."""
         self._done[unit] = list(relayed)
         while self._expected and self._expected[0] in self._done:
-            replay(self._done.pop(self._expected.pop(0)))
+            pending = self._done[self._expected[0]]
+            while pending:  # one by one: if one raises, flush still has the rest
+                replay([pending.pop(0)])
+            del self._done[self._expected.pop(0)]
 
     def flush(self, error: BaseException) -> None:
         """On ``error``, which stops the work: replay the warnings of every finished unit, in
