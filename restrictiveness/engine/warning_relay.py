@@ -22,6 +22,11 @@ in a loop sends it once, not thousands of times (measured: 2,000 repeats of NumP
 class cannot be pickled (one defined inside a function) is relayed as its nearest picklable
 base class, with the class's name in the message.
 
+While a unit relays, the caller's filters are the worker process's (Python before 3.14 keeps
+one set per process): the worker's own threads warn under them too. Units on several threads
+of one worker each relay to their own sink; a thread a unit started relays to that unit's when
+it is the only one relaying.
+
 Replaying an ``"error"`` warning raises in the caller; that happens only when the caller's
 filters differ from those the worker applied (changed during the run, or an entry that cannot
 be shipped to a dask worker: a filter on a class that cannot be pickled).
