@@ -459,3 +459,25 @@ def test_a_prefix_no_sweep_knows_is_refused(tmp_root):
     with pytest.raises(rx.ConfigurationError):
         OwnedDirectory("rx-sandbox")  # the dash is part of the name the sweep matches
     assert os.listdir(tmp_root) == []
+
+
+def test_a_file_system_without_locks_still_gets_a_directory(tmp_root, monkeypatch):
+    """flock refused (some FUSE and 9p mounts): every sandbox use failed, where a temporary
+    directory used to be made. Now a directory as before, with a warning that it will not be
+    reclaimed after a kill, and no lock file left."""
+    import errno
+    import fcntl
+
+    from restrictiveness.ai.sandbox import workdir
+
+    _next_use()
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.warns(RuntimeWarning, match="does not support file locks"):
+        owned = workdir.OwnedDirectory("rx-agent-")
+    assert owned.path.is_dir() and owned.path.name.startswith("rx-agent-")
+    assert os.listdir(tmp_root) == [owned.path.name]  # no lock file
+    assert owned.remove() and os.listdir(tmp_root) == []

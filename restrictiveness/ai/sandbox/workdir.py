@@ -33,6 +33,8 @@ _LOCK_NAME = re.compile("(?:" + "|".join(map(re.escape, PREFIXES)) + r")[a-z0-9_
 # (process id, temporary directory) pairs already swept: a fork inherits the set, but a fit's
 # child killed at its limit may leave a directory, which the next child's first use reclaims
 _swept: set[tuple[int, str]] = set()
+# flock's errors on a file system that has no locks
+_NO_LOCKS = {errno.EOPNOTSUPP, errno.ENOLCK, errno.ENOSYS}
 
 
 class OwnedDirectory:
@@ -88,13 +90,29 @@ class OwnedDirectory:
                 pass
             except FileExistsError:  # a directory of that name is someone else's
                 os.unlink(lock)
+            except OSError as exc:
+                if exc.errno not in _NO_LOCKS:
+                    os.close(fd)
+                    raise
+                # a file system without locks (some FUSE and 9p mounts): a directory as
+                # before, which no sweep can tell from a live one's, so none will reclaim
+                os.unlink(lock)
+                os.close(fd)
+                warnings.warn(f"{tmp} does not support file locks: a sandbox directory there "
+                              "is not reclaimed if its process is killed (set TMPDIR to a "
+                              "local file system to have it reclaimed)", RuntimeWarning,
+                              stacklevel=3)
+                self._fd: int | None = None
+                self._lock = ""
+                self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp)).resolve()
+                return
             except BaseException:
                 # (Ctrl-C after the mkdir, say) the lock file stays, unheld once closed, so a
                 # sweep takes the directory; without it no sweep ever would
                 os.close(fd)
                 raise
             os.close(fd)
-        self._fd: int | None = fd
+        self._fd = fd
         self._lock = lock
         self.path = Path(lock[:-5]).resolve()
 
