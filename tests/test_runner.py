@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from forking import held_by_another_thread
 
 import restrictiveness as rx
 from restrictiveness.engine.memory import check_memory, format_bytes
@@ -584,27 +585,12 @@ class Asks(rx.Procedure):
 def test_a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child():
     """A thread inside acquire() when a fit's process is forked: the child's copy of the
     thread lock stayed held, and the fit waited for a slot until its limit."""
-    import threading
-
     from restrictiveness.engine.concurrency import RateLimiter
 
     limiter = RateLimiter(6000)
-    held, release = threading.Event(), threading.Event()
-
-    def hold():
-        with limiter._lock:
-            held.set()
-            release.wait(10)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    held.wait(5)
-    try:
+    with held_by_another_thread(limiter._lock):
         out = run_in_child(lambda key: limiter.acquire() or "served", [0], 5.0,
                            lambda key, seconds: "no slot")
-    finally:
-        release.set()
-        thread.join()
     assert out == {0: "served"}
     limiter.close()
     assert limiter._file.closed
@@ -613,25 +599,10 @@ def test_a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child()
 def test_a_send_lock_held_by_another_thread_at_the_fork_still_lets_the_child_report():
     """A numba compile event being sent by another thread when a fit's process is forked: the
     child's copy of the send lock stayed held, and the fit's result never came back."""
-    import threading
-
     from restrictiveness.engine import timeouts
 
-    held, release = threading.Event(), threading.Event()
-
-    def hold():
-        with timeouts._SEND_LOCK:
-            held.set()
-            release.wait(10)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    held.wait(5)
-    try:
+    with held_by_another_thread(timeouts._SEND_LOCK):
         out = run_in_child(lambda key: key * 2, [21], 5.0, lambda key, seconds: "no report")
-    finally:
-        release.set()
-        thread.join()
     assert out == {21: 42}
 
 

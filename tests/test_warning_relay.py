@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from forking import held_by_another_thread
 
 import restrictiveness as rx
 from restrictiveness.engine import study as study_module
@@ -293,32 +294,17 @@ def test_a_relay_lock_held_by_another_thread_at_the_fork_lets_the_childs_fit_war
     """A unit entering or leaving the relay on another thread of a worker when a fit's child
     is forked: the child's copy of the relay's lock stayed held, and the fit's first warning
     waited for ever (recorded as timed out)."""
-    import threading
-
     from restrictiveness.engine import warning_relay
     from restrictiveness.engine.timeouts import run_in_child
-
-    held, release = threading.Event(), threading.Event()
-
-    def hold():
-        with warning_relay._lock:
-            held.set()
-            release.wait(10)
 
     def fit(key):
         warnings.warn("from the child", UserWarning, stacklevel=1)
         return 2 * key
 
-    thread = threading.Thread(target=hold)
-    thread.start()
-    held.wait(5)
-    try:
-        with warnings.catch_warnings(record=True) as log:
-            warnings.simplefilter("always")
-            out = run_in_child(fit, [21], 5.0, lambda key, seconds: "timed out")
-    finally:
-        release.set()
-        thread.join()
+    with held_by_another_thread(warning_relay._lock), \
+            warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        out = run_in_child(fit, [21], 5.0, lambda key, seconds: "timed out")
     assert out == {21: 42}
     assert [str(w.message) for w in log] == ["from the child"]
 
