@@ -771,7 +771,7 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
            "        try:\n            pass\n        except BlockingIOError:  # its owner runs",
            "a live owner's directory swept (its lock not tried)", SWEEP),
-    Mutant("ai/sandbox/workdir.py", "        if _mount(handle) != _mount(dir_fd):",
+    Mutant("ai/sandbox/workdir.py", "        if _mount(handle) != (_mount(dir_fd) if mount is None else mount):",
            "        if False:", "the removal enters a mount inside the tree", SWEEP),
     Mutant("ai/sandbox/workdir.py", "        if (os.getpid(), tmp) not in _swept:",
            "        if tmp not in {swept for _, swept in _swept}:",

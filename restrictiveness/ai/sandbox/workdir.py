@@ -321,10 +321,11 @@ def _scan(fd: int) -> list[str]:
     return subdirs
 
 
-def _enter(name: str, dir_fd: int) -> int:
+def _enter(name: str, dir_fd: int, mount: tuple | None = None) -> int:
     """Open the subdirectory ``name`` of ``dir_fd`` to empty it, giving it back the permissions
     a program may have removed (chmod 000): on that very directory, never on what a link put
-    in its place would lead to (a program may still run when a dead parent's tree is swept)."""
+    in its place would lead to (a program may still run when a dead parent's tree is swept).
+    ``mount``: the tree's (:func:`_mount`, default ``dir_fd``'s), which ``name`` must be on."""
     if not hasattr(os, "O_PATH"):  # not Linux: no handle on a directory without reading it
         try:
             os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
@@ -336,7 +337,7 @@ def _enter(name: str, dir_fd: int) -> int:
     try:
         # a mount inside the tree (a bind mount made to inspect a killed run) is not the
         # tree's: emptying it would delete its source, outside
-        if _mount(handle) != _mount(dir_fd):
+        if _mount(handle) != (_mount(dir_fd) if mount is None else mount):
             raise OSError(errno.EXDEV, f"{name} is a mount point")
         here = f"/proc/self/fd/{handle}"  # names the directory the handle holds
         try:
@@ -384,12 +385,13 @@ def remove_tree(path: str | os.PathLike) -> bool:
             return True
         parent = os.open(os.path.dirname(path), _DIR_FLAGS)
         name = os.path.basename(path)
-        fd = _enter(name, parent)
+        mount = _mount(parent) if hasattr(os, "O_PATH") else None  # once: the whole tree's
+        fd = _enter(name, parent, mount)
         pending, trail = _scan(fd), []
         while True:
             if pending:
                 sub = pending.pop()
-                child = _enter(sub, fd)
+                child = _enter(sub, fd, mount)
                 trail.append((sub, pending, _identity(fd)))
                 os.close(fd)
                 fd, pending = child, _scan(child)
