@@ -26,8 +26,10 @@ model calls needs:
   time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
   each network read only, so a server trickling bytes would otherwise hold a call for ever);
   an attempt that runs out of time is a timeout, retried as one; the same holds through the
-  proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...). Resolving
-  the host name is left to the system resolver and its own timeouts. A reply body is read up to
+  proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ...). Looking up
+  the host name counts too: a resolver that does not answer in the time left fails the attempt
+  as a timeout (the lookup, which the C library cannot interrupt, is abandoned to finish on its
+  own thread). A reply body is read up to
   :data:`MAX_REPLY_BYTES` bytes, counted as received and again once decoded: the adapters
   accept only the gzip and deflate content encodings, which they decode a 64 KiB piece at a
   time (a small compressed body can expand a thousandfold), and refuse any other. A larger
@@ -56,6 +58,7 @@ and ``supports_tools``.
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import json
 import os
 import random
@@ -618,6 +621,41 @@ class _Attempt:
             _ATTEMPT.current = None
 
 
+def _lookup(host: str, port: int, timeout: float | None) -> list[str]:
+    """The addresses of ``host`` (an IP literal is its own), looked up within ``timeout`` seconds.
+
+    The C resolver cannot be interrupted and has its own, much longer timeouts (seconds per
+    server and try), so the lookup runs on a daemon thread that is abandoned at the deadline.
+    Raises ``TimeoutError`` when the time runs out and ``OSError`` when the lookup fails.
+
+    Examples
+    --------
+    >>> _lookup("127.0.0.1", 80, 1.0)
+    ['127.0.0.1']
+    """
+    try:
+        ipaddress.ip_address(host)
+        return [host]
+    except ValueError:
+        pass
+    found: dict[str, Any] = {}
+    done = threading.Event()
+
+    def look() -> None:
+        try:
+            found["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            found["error"] = exc
+        done.set()
+
+    threading.Thread(target=look, name=f"rx-lookup-{host}", daemon=True).start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"timed out: looking up {host!r} took over {timeout:g} s")
+    if "error" in found:
+        raise found["error"]
+    return list(dict.fromkeys(str(info[4][0]) for info in found["infos"]))
+
+
 def _deadline_backend(httpcore):
     """An httpcore network backend whose streams obey the calling thread's :class:`_Attempt`
     (the system's, unchanged, outside an attempt)."""
@@ -660,8 +698,27 @@ def _deadline_backend(httpcore):
 
         def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                         local_address: str | None = None, socket_options=None):
-            return Stream(self.inner.connect_tcp(host, port, wait(timeout, httpcore.ConnectTimeout),
-                                                 local_address, socket_options))
+            try:
+                addresses = _lookup(host, port, wait(timeout, httpcore.ConnectTimeout))
+            except TimeoutError as exc:
+                raise httpcore.ConnectTimeout(str(exc)) from None
+            except OSError as exc:     # as httpcore maps a failed lookup of its own
+                raise httpcore.ConnectError(str(exc)) from exc
+
+            def connect(address: str):
+                return Stream(self.inner.connect_tcp(
+                    address, port, wait(timeout, httpcore.ConnectTimeout), local_address,
+                    socket_options))
+
+            # the addresses in the resolver's order until one connects, as
+            # socket.create_connection does, all within the attempt's time
+            *others, last = addresses
+            for address in others:
+                try:
+                    return connect(address)
+                except httpcore.ConnectError:
+                    continue
+            return connect(last)
 
         def connect_unix_socket(self, path: str, timeout: float | None = None,
                                 socket_options=None):
