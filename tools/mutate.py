@@ -180,6 +180,11 @@ CLIENT = ("restrictiveness/ai/clients.py",
           "tests/test_llm_clients.py::test_a_call_budget_refuses_the_request_past_its_limit",
           "tests/test_llm_clients.py::test_a_token_budget_counts_reported_or_estimated_tokens",
           "tests/test_llm_clients.py::test_a_call_budget_refuses_requests_from_a_forked_copy")
+LOOKUP = ("restrictiveness/ai/clients.py",
+          "tests/test_llm_clients.py::test_a_resolver_that_does_not_answer_times_out_with_the_"
+          "attempt",
+          "tests/test_llm_clients.py::test_every_address_of_a_host_is_tried_in_the_resolvers_"
+          "order")
 USAGE = ("restrictiveness/engine/usage.py",
          "tests/test_llm_clients.py::test_usage_totals_add_counts_not_flags",
          "tests/test_llm_clients.py::test_a_price_table_gives_dollars_per_token_and_refuses_"
@@ -718,6 +723,11 @@ MUTANTS: list[Mutant] = [
            "the token budget charged the output tokens only", CLIENT),
     Mutant("ai/clients.py", "    d = min(cap, base * 2.0 ** retry)", "    d = min(cap, base * 2.0 ** retry) / 2",
            "backoff halved", CLIENT),
+    Mutant("ai/clients.py", "    if not done.wait(timeout):", "    if not done.wait(None):",
+           "the host-name lookup not bounded by the attempt", LOOKUP),
+    Mutant("ai/clients.py", "            *others, last = addresses",
+           "            others, last = [], addresses[0]",
+           "only the host's first address tried", LOOKUP),
     # -- engine/usage.py, ai/budget.py: usage, prices and the call plan -------------------------------
     Mutant("engine/usage.py", "    return p_in / 1e6, p_out / 1e6", "    return p_in / 1e3, p_out / 1e3",
            "prices per 1k, not per 1M, tokens", USAGE),
