@@ -462,6 +462,37 @@ def test_failed_fit_uses_baseline_for_the_fold_and_is_counted():
     assert "flaky" in str(res.summary()) and "failed fold" in str(res.summary())
 
 
+class Vandal(Procedure):
+    """Writes into the training sample and the test locations it is given; predicts EV."""
+
+    label = "vandal"
+
+    def fit(self, sample, rng):
+        sample.X[...] = 0.0
+        sample.y[...] = 0.0
+
+        def predict(X):
+            out = ev(X)
+            X[...] = -1.0
+            return out
+
+        return FunctionRule(predict)
+
+
+@pytest.mark.parametrize("where", ["procedure", "baseline"])
+def test_a_procedure_writing_into_its_inputs_changes_no_other_losses(where):
+    # a fold's procedures share its training sample and test locations
+    procs = {"first": ExpectedValue(), "OLS": OLS("ce ~ z_hi + z_lo + p")}
+    clean = lottery_run(procedures=procs).dataset
+    if where == "procedure":
+        procs = {"first": Vandal(), "OLS": OLS("ce ~ z_hi + z_lo + p")}
+        vandal = lottery_run(procedures=procs).dataset
+    else:
+        vandal = lottery_run(procedures=procs, baseline=Vandal()).dataset
+    np.testing.assert_array_equal(clean["loss"].values, vandal["loss"].values)
+    assert int(vandal["failed"].sum()) == 0
+
+
 def test_invalid_rows_use_baseline_rows():
     data = lottery_data()
     with pytest.warns(FailureWarning):

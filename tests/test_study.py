@@ -141,6 +141,48 @@ def test_failure_protocol_uses_the_baseline_and_counts():
     assert text.count("failed ") >= 4  # the raise and shape rows show "failed", not 1.000
 
 
+class Vandal(rx.Procedure):
+    """Writes into every array it is given: the training sample's X and y when fitted, the
+    locations when predicting (an in-place standardisation gone wrong); predicts 0.5."""
+
+    label = "vandal"
+
+    def fit(self, sample, rng):
+        sample.X[...] = 0.0
+        sample.y[...] = 0.0
+
+        def predict(X):
+            X[...] = -1.0
+            return np.full(len(X), 0.5)
+
+        return FunctionRule(predict)
+
+
+class Half(rx.Procedure):
+    """The rule 0.5, touching nothing."""
+
+    def fit(self, sample, rng):
+        return FunctionRule(lambda X: np.full(len(X), 0.5))
+
+
+@pytest.mark.parametrize("where", ["procedure", "baseline"])
+def test_a_procedure_writing_into_its_inputs_changes_no_other_numbers(where):
+    # the replication's procedures share one sample and one set of evaluation locations
+    # (common random numbers); a procedure that wrote into them changed every later one's
+    # fit and loss without a word (a linear model's loss went from 0.0025 to 0.28)
+    prior = _lottery_like()
+
+    def run(first, baseline):
+        procs = {"first": first, "linear": rx.OLS("y ~ x1 + x2"), "last": Half()}
+        return rx.Study(prior, procs, baseline, n=[15, 30], replications=3,
+                        seed=4).run(progress=False).dataset
+    clean = run(Half(), Half())
+    vandal = run(Vandal(), Half()) if where == "procedure" else run(Half(), Vandal())
+    xr.testing.assert_identical(clean["loss"], vandal["loss"])
+    xr.testing.assert_identical(clean["baseline_loss"], vandal["baseline_loss"])
+    assert int(vandal["failed"].sum()) == 0 and int(vandal["invalid"].sum()) == 0
+
+
 def test_serial_and_parallel_runs_are_identical_and_netcdf_round_trip(tmp_path):
     prior = _lottery_like()
     study = rx.Study(prior, {"linear": rx.OLS("y ~ x1 + x2"), "GP": rx.GPRegression()},

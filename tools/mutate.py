@@ -204,6 +204,10 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
 RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
 
+COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes_no_other_"
+          "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
+          "changes_no_other_losses")
+
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
     Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
@@ -217,6 +221,20 @@ MUTANTS: list[Mutant] = [
            "procedure stream ignores the label", STUDY),
     Mutant("engine/study.py", "spawn_key=(replication, 0)))", "spawn_key=(0, 0)))",
            "pseudo-truth the same in every replication", STUDY),
+    Mutant("engine/study.py", "        fitted, error = procedure.fit(sample.copy(), rng), \"\"",
+           "        fitted, error = procedure.fit(sample, rng), \"\"",
+           "procedures share the replication's sample arrays", COPIES),
+    Mutant("engine/study.py", "                base_rule = study.baseline.fit(sample.copy(), rng)",
+           "                base_rule = study.baseline.fit(sample, rng)",
+           "the baseline fitted on the shared sample arrays", COPIES),
+    Mutant("engine/failures.py",
+           "                raw = np.asarray(self.fitted.predict(np.array(X)), dtype=float)",
+           "                raw = np.asarray(self.fitted.predict(X), dtype=float)",
+           "rules predict on the shared evaluation locations", COPIES),
+    Mutant("analysis/completeness/estimate.py",
+           "                        train.copy(), np.random.default_rng(fit_ss)), \"\"",
+           "                        train, np.random.default_rng(fit_ss)), \"\"",
+           "a fold's procedures share its training arrays", COPIES),
     Mutant("engine/study.py", "                failed[p, c] += int(o.failed)",
            "                failed[p, c] = int(o.failed)",
            "failure counts overwritten across draws", STUDY),

@@ -102,15 +102,17 @@ class GuardedRule:
         self.error, self.failed, self.replaced = error, fitted is None, 0
         self.last_replaced: np.ndarray | None = None
 
+    # predict gets its own copy of X: the caller's locations are shared by every procedure of
+    # a replication and are read again by the repair (bounds named by column)
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
-        pred, _ = repair(self.baseline.predict(X), X, self.constraints, self.columns)
+        pred, _ = repair(self.baseline.predict(np.array(X)), X, self.constraints, self.columns)
         return pred
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         base = self.baseline_predict(X)
         if self.fitted is not None:
             try:
-                raw = np.asarray(self.fitted.predict(X), dtype=float)
+                raw = np.asarray(self.fitted.predict(np.array(X)), dtype=float)
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
             except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded

@@ -965,7 +965,8 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     rng = procedure_rng(study.seed, m, label, n, k)
     start = time.perf_counter()
     try:
-        fitted, error = procedure.fit(sample, rng), ""
+        # its own copy: the replication's procedures share the sample
+        fitted, error = procedure.fit(sample.copy(), rng), ""
     except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
         reraise_fatal(exc)
         fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
@@ -1020,7 +1021,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
             start = time.perf_counter()
             try:
-                base_rule = study.baseline.fit(sample, rng)
+                base_rule = study.baseline.fit(sample.copy(), rng)
                 # the baseline's own rule, repaired with the eligible set's constraints
                 repaired = FunctionRule(GuardedRule(
                     base_rule, base_rule, study.evaluation.constraints,

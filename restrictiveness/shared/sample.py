@@ -121,6 +121,30 @@ class Sample:
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])
 
+    def copy(self) -> Sample:
+        """The sample with its own copies of ``X`` and ``y``.
+
+        Studies and completeness estimates give each procedure a copy: the procedures of a
+        replication share one sample (common random numbers), and a procedure that changed
+        its arrays in place (standardising ``X``, say) changed what every later one saw.
+
+        Returns
+        -------
+        Sample
+            Equal in content, sharing no array with this one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = Sample(np.array([[0.0], [2.0]]), np.array([1.0, 5.0]), ("a",))
+        >>> c = s.copy()
+        >>> c.X[:] = 9.0
+        >>> s.X.ravel().tolist(), np.shares_memory(s.y, c.y)
+        ([0.0, 2.0], False)
+        """
+        return Sample(np.array(self.X, copy=True), np.array(self.y, copy=True), self.columns,
+                      self.response)
+
     def columns_dict(self) -> dict[str, np.ndarray]:
         """Covariates and response as a mapping of name to array (fast formula input).
 

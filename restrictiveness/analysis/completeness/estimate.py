@@ -216,8 +216,9 @@ def estimate_completeness(
             t0 = time.perf_counter()
             if j == b:
                 try:
-                    base_fit = procs[labels[j]].fit(train, np.random.default_rng(fit_ss))
-                    pred, _ = repair(np.asarray(base_fit.predict(X), dtype=float), X,
+                    # copies: the fold's procedures share its training and test samples
+                    base_fit = procs[labels[j]].fit(train.copy(), np.random.default_rng(fit_ss))
+                    pred, _ = repair(np.asarray(base_fit.predict(np.array(X)), dtype=float), X,
                                      constraints, columns)
                 except Exception as exc:
                     reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
@@ -231,7 +232,8 @@ def estimate_completeness(
                 # The study's failure protocol: repair, replace invalid rows with the
                 # baseline's, and the whole fold when the fit or the prediction raises.
                 try:
-                    fitted, reason = procs[labels[j]].fit(train, np.random.default_rng(fit_ss)), ""
+                    fitted, reason = procs[labels[j]].fit(
+                        train.copy(), np.random.default_rng(fit_ss)), ""
                     info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
                 except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
                     reraise_fatal(exc)
