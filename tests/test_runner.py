@@ -403,6 +403,15 @@ class StuckAfterSetUp(rx.Procedure):
             os.remove(path)
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt in the test, as in an interactive session: a shell starts
+    a backgrounded pytest with SIGINT ignored, and Python then leaves it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
     """Before, SIGKILL left every file a stuck fit would have removed in its ``finally`` (one
     /tmp/rx-sandbox-* directory per timed-out program fit); it is now asked to stop first."""
@@ -414,7 +423,7 @@ def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_interrupt_under_fit_timeout_runs_the_fits_clean_up(tmp_path):
+def test_an_interrupt_under_fit_timeout_runs_the_fits_clean_up(tmp_path, ctrl_c_raises):
     """Ctrl-C during a run with fit_timeout: the fit runs in a grandchild (a child per
     replication, a child of it per batch of fits), and both used to be SIGKILLed on the way
     out, so the fit's ``finally`` never ran (one /tmp/rx-sandbox-* directory per busy fit)."""
@@ -459,7 +468,8 @@ def test_a_stopped_unit_reports_the_limit_not_its_clean_up():
     assert 0.5 <= out[0] < 1.5
 
 
-def test_an_interrupt_during_the_grace_wait_still_kills_the_unit(tmp_path, monkeypatch):
+def test_an_interrupt_during_the_grace_wait_still_kills_the_unit(tmp_path, monkeypatch,
+                                                               ctrl_c_raises):
     """Ctrl-C while a unit that ignores the stop request is given its grace: the kill and the
     reap were skipped, and the unit ran on until the caller exited."""
     import threading
@@ -533,7 +543,7 @@ def test_concurrency_without_io_bound_procedures_warns_once():
                  seed=7).run(progress=False, concurrency=2)
 
 
-def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path):
+def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path, ctrl_c_raises):
     """Ctrl-C stops the pool with SIGTERM: the workers' fits unwind through their ``finally``
     (the sandbox removes a running program's temporary directory) and the workers exit
     instead of starting a queued replication. Before, SIGTERM's default action left one file
