@@ -137,3 +137,10 @@ def test_combination_and_contrast_equal_the_delta_method_by_hand(rng):
     other = res.contrast("a", "b", discrepancy="kl")
     assert not np.allclose(other["estimate"], contrast["estimate"])
     assert contrast.equals(res.contrast("a", "b", discrepancy="mse"))
+
+
+def test_results_with_repeated_labels_are_refused(rng):
+    # two rows labelled "a": r̂ printed both, contrast and sensitivity failed inside pandas
+    res, _, _ = _draws_results(rng)
+    with pytest.raises(rx.DataError, match=r"procedure labels repeat: \['a'\]"):
+        rx.Results(res.dataset.assign_coords(procedure=["a", "a"]))

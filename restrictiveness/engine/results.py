@@ -91,6 +91,7 @@ class Results(SensitivityMixin):
                 or "baseline_loss" not in dataset.variables:
             raise DataError("Results wraps the xarray Dataset of a study (variables 'loss' and "
                             "'baseline_loss'); run a Study, or read a saved file with rx.load")
+        unique_procedures(dataset)
         self.dataset = dataset
 
     # -- construction ---------------------------------------------------------------------
@@ -828,6 +829,39 @@ def describe(ds: xr.Dataset, attrs: Mapping[str, tuple[str, str | None]]) -> Non
             ds[name].attrs["long_name"] = long_name
             if units is not None:
                 ds[name].attrs["units"] = units
+
+
+def unique_procedures(ds: xr.Dataset) -> None:
+    """Refuse a Dataset whose ``procedure`` labels repeat.
+
+    Every estimate selects procedures by label, so a repeated label silently picked the first
+    of them (or failed deep in pandas).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        With a ``procedure`` coordinate (a Dataset without one passes).
+
+    Raises
+    ------
+    DataError
+        Some label appears more than once.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> unique_procedures(xr.Dataset(coords={"procedure": ["a", "a"]}))
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: procedure labels repeat: ['a']; ...
+    """
+    if "procedure" not in ds.coords:
+        return
+    labels = pd.Series([str(p) for p in ds["procedure"].values])
+    repeated = labels[labels.duplicated()].unique().tolist()
+    if repeated:
+        raise DataError(f"procedure labels repeat: {repeated}; every procedure needs its own "
+                        "label (estimates select procedures by label)")
 
 
 def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:

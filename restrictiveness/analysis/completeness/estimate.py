@@ -160,6 +160,9 @@ def estimate_completeness(
     if not isinstance(procedures, Mapping):
         raise ConfigurationError("procedures must be a mapping of label to Procedure")
     procs = {str(k): v for k, v in procedures.items()}
+    if len(procs) != len(procedures):  # {1: A, "1": B} kept B alone, silently
+        raise ConfigurationError(f"procedures has keys that are the same label as strings: "
+                                 f"{list(procedures)}; give each procedure its own label")
     for label, p in procs.items():
         if not hasattr(p, "fit"):
             raise ConfigurationError(f"procedures[{label!r}] is not a Procedure (no fit method)")
