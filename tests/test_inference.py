@@ -144,3 +144,18 @@ def test_results_with_repeated_labels_are_refused(rng):
     res, _, _ = _draws_results(rng)
     with pytest.raises(rx.DataError, match=r"procedure labels repeat: \['a'\]"):
         rx.Results(res.dataset.assign_coords(procedure=["a", "a"]))
+
+
+def test_results_with_negative_losses_are_refused(rng):
+    # r̂ and its se were computed from a negative loss as from any other (the sensitivity
+    # bounds refused a negative baseline loss only); −1e-12 is rounding and stays accepted
+    res, loss, B = _draws_results(rng)
+    ds = res.dataset
+    for name, arr in (("loss", loss), ("baseline_loss", B)):
+        bad = arr.copy()
+        bad.flat[5] = -0.5
+        with pytest.raises(rx.DataError, match=f"{name} has 1 negative values"):
+            rx.Results(ds.assign({name: ds[name].copy(data=bad)}))
+    tiny = B.copy()
+    tiny.flat[5] = -1e-12
+    rx.Results(ds.assign(baseline_loss=ds["baseline_loss"].copy(data=tiny)))

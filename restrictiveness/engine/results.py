@@ -43,6 +43,7 @@ from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError, user_stacklevel
 from ..shared.files import CONVENTIONS, atomic_output
 from ..shared.plotting import greek, interval_label, new_axes
+from .discrepancies import NEGATIVE_LOSS
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 from .usage import USAGE_KEYS, price_per_token
@@ -92,6 +93,12 @@ class Results(SensitivityMixin):
             raise DataError("Results wraps the xarray Dataset of a study (variables 'loss' and "
                             "'baseline_loss'); run a Study, or read a saved file with rx.load")
         unique_procedures(dataset)
+        for name in ("loss", "baseline_loss"):
+            negative = dataset[name].values < NEGATIVE_LOSS  # d(f, g) >= 0 (SPEC §1)
+            if negative.any():
+                raise DataError(f"{name} has {int(negative.sum())} negative values (smallest "
+                                f"{float(dataset[name].min()):.3g}); a discrepancy is >= 0, "
+                                "and r̂ of negative losses means nothing")
         self.dataset = dataset
 
     # -- construction ---------------------------------------------------------------------
