@@ -565,6 +565,17 @@ def test_results_with_repeated_labels_are_refused():
         CompletenessResults(ds.assign_coords(procedure=labels))
 
 
+def test_non_finite_loss_is_refused():
+    # a NaN loss made every κ̂ NaN with a warning that the benchmark does not improve
+    def nan_first(y, pred):
+        out = squared_error(y, pred)
+        out[0] = np.nan
+        return out
+
+    with pytest.raises(ConfigurationError, match="loss returned a non-finite value"):
+        lottery_run(loss=nan_first)
+
+
 def test_data_errors():
     data = lottery_data()
     with pytest.raises(DataError, match="cluster column 'participant'"):

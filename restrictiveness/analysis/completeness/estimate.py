@@ -249,6 +249,10 @@ def estimate_completeness(
             if obs.shape != (len(test),):
                 raise ConfigurationError(f"loss must return one value per observation, shape "
                                          f"({len(test)},); got {obs.shape}")
+            if not np.isfinite(obs).all():  # κ̂ was NaN, blamed on the benchmark
+                raise ConfigurationError(f"loss returned a non-finite value for {labels[j]!r} in "
+                                         f"repetition {r}, fold {k} (predictions are finite); "
+                                         "it must be finite wherever the predictions are")
             L[j, r, held] = np.bincount(unit_of, weights=obs, minlength=U)[held] / counts[held]
     if (assigned < 0).any():
         raise ConfigurationError(f"{design!r}: some units were never held out (did to_sample drop "
