@@ -581,6 +581,32 @@ def test_benchmark_given_by_key_and_label_collision():
     assert res.dataset.attrs["baseline"] == "baseline" and res.kappa["baseline"] == 0.0
 
 
+def test_labels_equal_as_strings_are_refused():
+    # {1: A, "1": B} became one label "1": A was dropped silently and never evaluated
+    with pytest.raises(ConfigurationError, match="same label as strings"):
+        lottery_run(procedures={1: OLS("ce ~ z_hi + z_lo + p"), "1": Constant()})
+
+
+def test_results_with_repeated_labels_are_refused():
+    # difference() picked the first of two rows labelled "OLS" whatever was asked
+    ds = lottery_run().dataset
+    labels = [str(p) for p in ds["procedure"].values]
+    labels[labels.index("constant")] = "OLS"
+    with pytest.raises(DataError, match=r"procedure labels repeat: \['OLS'\]"):
+        CompletenessResults(ds.assign_coords(procedure=labels))
+
+
+def test_non_finite_loss_is_refused():
+    # a NaN loss made every κ̂ NaN with a warning that the benchmark does not improve
+    def nan_first(y, pred):
+        out = squared_error(y, pred)
+        out[0] = np.nan
+        return out
+
+    with pytest.raises(ConfigurationError, match="loss returned a non-finite value"):
+        lottery_run(loss=nan_first)
+
+
 def test_data_errors():
     data = lottery_data()
     with pytest.raises(DataError, match="cluster column 'participant'"):

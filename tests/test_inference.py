@@ -137,3 +137,25 @@ def test_combination_and_contrast_equal_the_delta_method_by_hand(rng):
     other = res.contrast("a", "b", discrepancy="kl")
     assert not np.allclose(other["estimate"], contrast["estimate"])
     assert contrast.equals(res.contrast("a", "b", discrepancy="mse"))
+
+
+def test_results_with_repeated_labels_are_refused(rng):
+    # two rows labelled "a": r̂ printed both, contrast and sensitivity failed inside pandas
+    res, _, _ = _draws_results(rng)
+    with pytest.raises(rx.DataError, match=r"procedure labels repeat: \['a'\]"):
+        rx.Results(res.dataset.assign_coords(procedure=["a", "a"]))
+
+
+def test_results_with_negative_losses_are_refused(rng):
+    # r̂ and its se were computed from a negative loss as from any other (the sensitivity
+    # bounds refused a negative baseline loss only); −1e-12 is rounding and stays accepted
+    res, loss, B = _draws_results(rng)
+    ds = res.dataset
+    for name, arr in (("loss", loss), ("baseline_loss", B)):
+        bad = arr.copy()
+        bad.flat[5] = -0.5
+        with pytest.raises(rx.DataError, match=f"{name} has 1 negative values"):
+            rx.Results(ds.assign({name: ds[name].copy(data=bad)}))
+    tiny = B.copy()
+    tiny.flat[5] = -1e-12
+    rx.Results(ds.assign(baseline_loss=ds["baseline_loss"].copy(data=tiny)))

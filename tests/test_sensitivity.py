@@ -266,6 +266,17 @@ def test_critical_gamma_tolerance_and_range():
     assert critical_gamma(da, db, 3 * b + 1, gamma_max=10.0, tol=1e-9) == pytest.approx(g, abs=2e-9)
 
 
+def test_critical_gamma_is_exact_closed_form():
+    # a = D_a − D_b sorted is (−0.5, −0.2, 0.5, 1.0); for 1 < Γ < 3 the minimising vertex has
+    # k = floor(4 / (Γ + 1)) = 1 weight at Γ on −0.5, u = 4 − Γ − 2/Γ on −0.2 and 1/Γ on the
+    # rest, so Γ · min Σ w a = −0.3 Γ² − 0.8 Γ + 1.9 and Γ* is that quadratic's positive root.
+    # A bracket of 1e-3 gave 1.515625, printed "1.516" against the exact "1.515".
+    exact = (-0.8 + np.sqrt(0.64 + 4 * 0.3 * 1.9)) / (2 * 0.3)
+    got = critical_gamma([1.0, 2.0, 3.0, 4.0], [1.2, 1.0, 2.5, 4.5], np.ones(4))
+    assert abs(got - exact) <= 1e-11
+    assert format_critical(got) == "1.515"
+
+
 def test_format_critical():
     assert format_critical(np.inf) == "> 3"
     assert format_critical(np.inf, gamma_max=5.0) == "> 5"

@@ -12,7 +12,10 @@ import numpy as np
 from ..eligible.truth import PseudoTruth
 from ..shared.exceptions import ConfigurationError
 
-__all__ = ["Discrepancy", "MSE", "KL"]
+__all__ = ["Discrepancy", "MSE", "KL", "NEGATIVE_LOSS"]
+
+#: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
+NEGATIVE_LOSS = -1e-10
 
 
 class Discrepancy:

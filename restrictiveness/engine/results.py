@@ -43,6 +43,7 @@ from ..shared._versions import package_versions
 from ..shared.exceptions import ConfigurationError, DataError, user_stacklevel
 from ..shared.files import CONVENTIONS, atomic_output
 from ..shared.plotting import greek, interval_label, new_axes
+from .discrepancies import NEGATIVE_LOSS
 from .inference import combination_estimate, normal_interval, ratio_estimate
 from .sensitivity_results import SensitivityMixin
 from .usage import USAGE_KEYS, price_per_token
@@ -91,6 +92,13 @@ class Results(SensitivityMixin):
                 or "baseline_loss" not in dataset.variables:
             raise DataError("Results wraps the xarray Dataset of a study (variables 'loss' and "
                             "'baseline_loss'); run a Study, or read a saved file with rx.load")
+        unique_procedures(dataset)
+        for name in ("loss", "baseline_loss"):
+            negative = dataset[name].values < NEGATIVE_LOSS  # d(f, g) >= 0 (SPEC §1)
+            if negative.any():
+                raise DataError(f"{name} has {int(negative.sum())} negative values (smallest "
+                                f"{float(dataset[name].min()):.3g}); a discrepancy is >= 0, "
+                                "and r̂ of negative losses means nothing")
         self.dataset = dataset
 
     # -- construction ---------------------------------------------------------------------
@@ -828,6 +836,39 @@ def describe(ds: xr.Dataset, attrs: Mapping[str, tuple[str, str | None]]) -> Non
             ds[name].attrs["long_name"] = long_name
             if units is not None:
                 ds[name].attrs["units"] = units
+
+
+def unique_procedures(ds: xr.Dataset) -> None:
+    """Refuse a Dataset whose ``procedure`` labels repeat.
+
+    Every estimate selects procedures by label, so a repeated label silently picked the first
+    of them (or failed deep in pandas).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        With a ``procedure`` coordinate (a Dataset without one passes).
+
+    Raises
+    ------
+    DataError
+        Some label appears more than once.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> unique_procedures(xr.Dataset(coords={"procedure": ["a", "a"]}))
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: procedure labels repeat: ['a']; ...
+    """
+    if "procedure" not in ds.coords:
+        return
+    labels = pd.Series([str(p) for p in ds["procedure"].values])
+    repeated = labels[labels.duplicated()].unique().tolist()
+    if repeated:
+        raise DataError(f"procedure labels repeat: {repeated}; every procedure needs its own "
+                        "label (estimates select procedures by label)")
 
 
 def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:

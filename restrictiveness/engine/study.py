@@ -53,7 +53,7 @@ from ..shared.exceptions import (
     user_stacklevel,
 )
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
-from .discrepancies import MSE, Discrepancy
+from .discrepancies import MSE, NEGATIVE_LOSS, Discrepancy
 from .failures import GuardedRule, is_interrupt, reraise_fatal
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
@@ -1044,10 +1044,6 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     scale = np.array([[d.scale(truth, n) for n in ns] for d in discs], dtype=float).reshape(
         len(discs), len(ns))
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds, scale)
-
-
-#: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
-NEGATIVE_LOSS = -1e-10
 
 
 def _check_nonnegative(discs, losses, who: str, m: int, n: int) -> None:

@@ -160,6 +160,9 @@ def estimate_completeness(
     if not isinstance(procedures, Mapping):
         raise ConfigurationError("procedures must be a mapping of label to Procedure")
     procs = {str(k): v for k, v in procedures.items()}
+    if len(procs) != len(procedures):  # {1: A, "1": B} kept B alone, silently
+        raise ConfigurationError(f"procedures has keys that are the same label as strings: "
+                                 f"{list(procedures)}; give each procedure its own label")
     for label, p in procs.items():
         if not hasattr(p, "fit"):
             raise ConfigurationError(f"procedures[{label!r}] is not a Procedure (no fit method)")
@@ -248,6 +251,10 @@ def estimate_completeness(
             if obs.shape != (len(test),):
                 raise ConfigurationError(f"loss must return one value per observation, shape "
                                          f"({len(test)},); got {obs.shape}")
+            if not np.isfinite(obs).all():  # κ̂ was NaN, blamed on the benchmark
+                raise ConfigurationError(f"loss returned a non-finite value for {labels[j]!r} in "
+                                         f"repetition {r}, fold {k} (predictions are finite); "
+                                         "it must be finite wherever the predictions are")
             L[j, r, held] = np.bincount(unit_of, weights=obs, minlength=U)[held] / counts[held]
     if (assigned < 0).any():
         raise ConfigurationError(f"{design!r}: some units were never held out (did to_sample drop "

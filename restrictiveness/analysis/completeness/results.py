@@ -12,7 +12,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
-from ...engine.results import NETCDF_ENGINE, describe, read_netcdf
+from ...engine.results import NETCDF_ENGINE, describe, read_netcdf, unique_procedures
 from ...shared.exceptions import ConfigurationError
 from ...shared.files import CONVENTIONS, atomic_output
 from ...shared.plotting import new_axes
@@ -61,6 +61,7 @@ class CompletenessResults:
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
+        unique_procedures(dataset)
         # CF descriptions on a shallow copy, so a written file and these results agree.
         self.dataset = dataset.copy()
         describe(self.dataset, COMPLETENESS_ATTRS)
