@@ -102,29 +102,36 @@ Client = Callable[[list[dict]], str]
 #: A line starting with this marks an Agent reply as its final program.
 FINAL_MARKER = "FINAL PROGRAM"
 
-_OPEN = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*$")
-_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
+# A Markdown (CommonMark) code fence: three or more backticks or tildes, then an info string
+# whose first word is the language (a backtick fence's info string holds no backtick).
+_FENCE = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})(.*)$")
 _PYTHON = ("python", "python3", "py", "")
 
 
 def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
     """Fenced blocks as (language, code) in order, and the text outside them.
 
-    Fences pair up line by line, so a bare closing fence is never taken for an opening one.
-    An unterminated last block is not a block.
+    Fences follow Markdown: a block opens with three or more backticks or tildes and an
+    optional info string (``python title="m.py"``: the language is its first word) and closes
+    with a line of the same character, at least as long, and nothing else; fences pair up line
+    by line, so a bare closing fence is never taken for an opening one. An unterminated last
+    block is not a block.
     """
     blocks: list = []
     outside: list[str] = []
     body: list[str] = []
     lang: str | None = None
+    fence = ""
     for line in text.replace("\r\n", "\n").splitlines(keepends=True):
+        m = _FENCE.match(line.rstrip("\n"))
         if lang is None:
-            m = _OPEN.match(line)
             if m:
-                lang, body = m.group(1).lower(), []
+                fence, info = m.groups()
+                lang, body = (info.split() or [""])[0].lower(), []
             else:
                 outside.append(line)
-        elif _CLOSE.match(line):
+        elif m and not m.group(2).strip() and m.group(1)[0] == fence[0] \
+                and len(m.group(1)) >= len(fence):
             blocks.append((lang, "".join(body)))
             lang = None
         else:
@@ -137,8 +144,9 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
 def extract_code(response: str) -> str | None:
     """The last fenced Python code block of a model response (None if there is none).
 
-    Blocks fenced by three backticks labelled ``python``, ``python3``, ``py`` or not
-    labelled count; blocks labelled with another language (``bash``) do not, nor does an
+    Markdown code blocks fenced by three or more backticks or tildes labelled ``python``,
+    ``python3``, ``py`` or not labelled count (the label is the first word of the fence's
+    info string); blocks labelled with another language (``bash``) do not, nor does an
     unterminated block. Indentation common to the block (a fence inside a list
     item) is removed and line endings become ``\\n``.
 
