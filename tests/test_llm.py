@@ -62,6 +62,7 @@ FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30)
     ("```python\nx = 1\n`````", "x = 1\n"),
     ("~~~python\nx = 1\n```\n~~~", "x = 1\n```\n"),
     ("```python```", None),
+    ("````markdown\nHere:\n```python\nx = 1\n```\n````\n```bash\nls\n```", "x = 1\n"),
 ])
 def test_extract_code(response, code):
     assert extract_code(response) == code

@@ -106,6 +106,7 @@ FINAL_MARKER = "FINAL PROGRAM"
 # whose first word is the language (a backtick fence's info string holds no backtick).
 _FENCE = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})(.*)$")
 _PYTHON = ("python", "python3", "py", "")
+_MARKDOWN = ("markdown", "md")
 
 
 def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
@@ -146,9 +147,9 @@ def extract_code(response: str) -> str | None:
 
     Markdown code blocks fenced by three or more backticks or tildes labelled ``python``,
     ``python3``, ``py`` or not labelled count (the label is the first word of the fence's
-    info string); blocks labelled with another language (``bash``) do not, nor does an
-    unterminated block. Indentation common to the block (a fence inside a list
-    item) is removed and line endings become ``\\n``.
+    info string), also inside a block labelled ``markdown``; blocks labelled with another
+    language (``bash``) do not, nor does an unterminated block. Indentation common to the
+    block (a fence inside a list item) is removed and line endings become ``\\n``.
 
     Parameters
     ----------
@@ -169,8 +170,20 @@ def extract_code(response: str) -> str | None:
     """
     if not isinstance(response, str):
         return None
-    code = [body for lang, body in _blocks(response)[0] if lang in _PYTHON]
+    code = _python_blocks(response)
     return textwrap.dedent(code[-1]) if code else None
+
+
+def _python_blocks(text: str) -> list[str]:
+    """The Python blocks of ``text`` in order, those inside a block labelled ``markdown``
+    (a reply wrapped whole in a longer fence) included."""
+    code: list[str] = []
+    for lang, body in _blocks(text)[0]:
+        if lang in _PYTHON:
+            code.append(body)
+        elif lang in _MARKDOWN:
+            code.extend(_python_blocks(body))
+    return code
 
 
 def _is_final(reply: str) -> bool:
