@@ -67,6 +67,39 @@ def test_a_market_with_a_replaced_perturbation_gets_zero_elasticities():
     assert (np.diag(E[0]) < 0).all()
 
 
+def test_a_market_with_invalid_shares_at_its_own_prices_gets_zero_elasticities():
+    """SPEC §7: invalid share predictions get the fitted baseline's shares and elasticities. A
+    rule invalid at a market's own prices but valid at every perturbed copy (so the share loss
+    uses the baseline's shares there) must not keep its finite differences in that market."""
+    from restrictiveness.demand.elasticities import rule_elasticities
+    from restrictiveness.eligible.constraints import Simplex
+    from restrictiveness.engine.failures import GuardedRule
+    from restrictiveness.engine.protocol import FunctionRule
+
+    X = np.stack([np.array([[1.0, 0, 0], [2.0, 0, 0], [1.5, 0, 1]]),
+                  np.array([[1.2, 0, 0], [1.8, 0, 0], [1.4, 0, 1]])])
+
+    def logit(P):
+        e = np.exp(-2 * P[..., 0])
+        return e / (1 + e.sum(axis=-1, keepdims=True))
+
+    def invalid_at_market_1(P):   # NaN exactly at the second market's own prices
+        out = logit(P)
+        out[(P[..., 0] == X[1, :, 0]).all(axis=1)] = np.nan
+        return out
+
+    e = np.exp(-2 * X[0, :, 0])
+    s = e / (1 + e.sum())
+    exact = -2 * X[0, None, :, 0] * (np.eye(3) - s[None, :])   # E_jk = β p_k (1{j=k} − s_k)
+    base = FunctionRule(lambda P: np.full(P.shape[:2], 0.1))
+    for rule in (FunctionRule(invalid_at_market_1),
+                 GuardedRule(FunctionRule(invalid_at_market_1), base, [Simplex()],
+                             ("prices", "sugar", "mushy"))):
+        E = rule_elasticities(rule, X, np.full((2, 3), 1e-5))
+        assert np.abs(E[1]).max() == 0.0
+        np.testing.assert_allclose(E[0], exact, rtol=1e-8)
+
+
 def test_baseline_elasticity_loss_is_the_mean_squared_true_elasticity():
     prior = rx.demand.DemandPrior(n_types=32, n_reference_types=32, n_eval=4, n_train=20)
     truth = prior.draw([20], np.random.default_rng(3))

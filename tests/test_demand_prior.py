@@ -141,6 +141,13 @@ def test_log_price_steps_keep_prices_in_hull(market):
         assert market.hulls[status].contains(P[pts][:, :2], tol=1e-12).all()
     with pytest.raises(DomainError, match="inside the hull"):
         market.log_price_steps(X * np.array([10.0, 1.0, 1.0]))
+    # a price on the hull's edge has no two-sided step (h = 0 gave NaN elasticities)
+    lo, hi = market.price_interval(X[..., 1], X[..., 2])
+    for edge in (lo, hi):
+        Xe = X.copy()
+        Xe[3, 5, 0] = edge[3, 5]
+        with pytest.raises(DomainError, match="boundary"):
+            market.log_price_steps(Xe)
 
 
 def test_market_errors_name_the_argument(market, truth):

@@ -56,6 +56,16 @@ def test_repair_clips_before_rows_are_judged():
     assert guard.replaced == 1
 
 
+def test_an_infinite_prediction_gets_the_baselines_not_a_clipped_bound():
+    """SPEC §6: a non-finite prediction gets the baseline's prediction; clipping +inf to the
+    upper bound (and -inf to the lower) would score it as an eligible prediction."""
+    rule = FunctionRule(lambda X: np.array([np.inf, 0.2, -np.inf, 0.7]))
+    guard = GuardedRule(rule, BASE, [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), [0.5, 0.2, 0.5, 0.7])
+    np.testing.assert_array_equal(guard.last_replaced, [True, False, True, False])
+    assert guard.replaced == 2
+
+
 def test_replaced_rows_accumulate_over_prediction_calls():
     rule = FunctionRule(lambda X: np.where(X[:, 0] > 0.5, np.nan, X[:, 0]))
     guard = GuardedRule(rule, BASE, [], COLUMNS)

@@ -53,6 +53,16 @@ FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30)
     ("1. Step:\n   ```python\n   def f():\n       return 1\n   ```", "def f():\n    return 1\n"),
     ("```python\r\nx = 1\r\n```\r\n", "x = 1\n"),
     ("```python\ns = '''\n``` inside a string\n'''\n```", "s = '''\n``` inside a string\n'''\n"),
+    # Markdown fences: an info string after the language (such a fence was not taken for one,
+    # so its closing fence opened a block of prose), tildes, longer fences around ``` lines
+    ('```python title="a.py"\nx = 1\n```\nprose\n```python\ny = 2\n```', "y = 2\n"),
+    ("```python\nx = 1\n```\n```python title=b\ny = 2\n```", "y = 2\n"),
+    ("```python\nx = 1\n```\n~~~python\ny = 2\n~~~", "y = 2\n"),
+    ("````python\ns = '''\n```\n'''\n````", "s = '''\n```\n'''\n"),
+    ("```python\nx = 1\n`````", "x = 1\n"),
+    ("~~~python\nx = 1\n```\n~~~", "x = 1\n```\n"),
+    ("```python```", None),
+    ("````markdown\nHere:\n```python\nx = 1\n```\n````\n```bash\nls\n```", "x = 1\n"),
 ])
 def test_extract_code(response, code):
     assert extract_code(response) == code

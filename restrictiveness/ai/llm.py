@@ -102,29 +102,37 @@ Client = Callable[[list[dict]], str]
 #: A line starting with this marks an Agent reply as its final program.
 FINAL_MARKER = "FINAL PROGRAM"
 
-_OPEN = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*$")
-_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
+# A Markdown (CommonMark) code fence: three or more backticks or tildes, then an info string
+# whose first word is the language (a backtick fence's info string holds no backtick).
+_FENCE = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})(.*)$")
 _PYTHON = ("python", "python3", "py", "")
+_MARKDOWN = ("markdown", "md")
 
 
 def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
     """Fenced blocks as (language, code) in order, and the text outside them.
 
-    Fences pair up line by line, so a bare closing fence is never taken for an opening one.
-    An unterminated last block is not a block.
+    Fences follow Markdown: a block opens with three or more backticks or tildes and an
+    optional info string (``python title="m.py"``: the language is its first word) and closes
+    with a line of the same character, at least as long, and nothing else; fences pair up line
+    by line, so a bare closing fence is never taken for an opening one. An unterminated last
+    block is not a block.
     """
     blocks: list = []
     outside: list[str] = []
     body: list[str] = []
     lang: str | None = None
+    fence = ""
     for line in text.replace("\r\n", "\n").splitlines(keepends=True):
+        m = _FENCE.match(line.rstrip("\n"))
         if lang is None:
-            m = _OPEN.match(line)
             if m:
-                lang, body = m.group(1).lower(), []
+                fence, info = m.groups()
+                lang, body = (info.split() or [""])[0].lower(), []
             else:
                 outside.append(line)
-        elif _CLOSE.match(line):
+        elif m and not m.group(2).strip() and m.group(1)[0] == fence[0] \
+                and len(m.group(1)) >= len(fence):
             blocks.append((lang, "".join(body)))
             lang = None
         else:
@@ -137,10 +145,11 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
 def extract_code(response: str) -> str | None:
     """The last fenced Python code block of a model response (None if there is none).
 
-    Blocks fenced by three backticks labelled ``python``, ``python3``, ``py`` or not
-    labelled count; blocks labelled with another language (``bash``) do not, nor does an
-    unterminated block. Indentation common to the block (a fence inside a list
-    item) is removed and line endings become ``\\n``.
+    Markdown code blocks fenced by three or more backticks or tildes labelled ``python``,
+    ``python3``, ``py`` or not labelled count (the label is the first word of the fence's
+    info string), also inside a block labelled ``markdown``; blocks labelled with another
+    language (``bash``) do not, nor does an unterminated block. Indentation common to the
+    block (a fence inside a list item) is removed and line endings become ``\\n``.
 
     Parameters
     ----------
@@ -161,8 +170,20 @@ def extract_code(response: str) -> str | None:
     """
     if not isinstance(response, str):
         return None
-    code = [body for lang, body in _blocks(response)[0] if lang in _PYTHON]
+    code = _python_blocks(response)
     return textwrap.dedent(code[-1]) if code else None
+
+
+def _python_blocks(text: str) -> list[str]:
+    """The Python blocks of ``text`` in order, those inside a block labelled ``markdown``
+    (a reply wrapped whole in a longer fence) included."""
+    code: list[str] = []
+    for lang, body in _blocks(text)[0]:
+        if lang in _PYTHON:
+            code.append(body)
+        elif lang in _MARKDOWN:
+            code.extend(_python_blocks(body))
+    return code
 
 
 def _is_final(reply: str) -> bool:

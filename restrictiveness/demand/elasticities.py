@@ -10,13 +10,14 @@ Elasticities are symmetric finite differences in log price,
 ``E_jk = [log g_j(X^{+k}) − log g_j(X^{−k})] / (2 h_k)`` with ``X^{±k}`` setting ``p_k`` to
 ``p_k e^{±h_k}`` and ``h_k = min{0.01, ½ log(U_k/p_k), ½ log(p_k/L_k)}`` (so both perturbed
 prices stay in the hull). The fitted rule's elasticities come from one ``predict`` call on all
-``2 J`` perturbed copies of every evaluation market; the truth's come from the share kernel's
-perturbed path and are cached on the pseudo-truth, so the discrepancies share them across
-procedures.
+``2 J`` perturbed copies of every evaluation market and the markets themselves; the truth's
+come from the share kernel's perturbed path and are cached on the pseudo-truth, so the
+discrepancies share them across procedures.
 
-Failure protocol: in a market where the rule's shares at some perturbed price vector are not
-valid (non-finite or not positive), its elasticities are those of the common-intercept baseline,
-zero (SPEC §7).
+Failure protocol: in a market where the rule's shares are not valid (non-finite or not
+positive, or replaced by the study's failure protocol) at the market itself or at some perturbed
+price vector, its elasticities are those of the common-intercept baseline, zero (SPEC §7: invalid
+share predictions get the fitted baseline's shares *and* elasticities).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def rule_elasticities(rule, X: np.ndarray, h: np.ndarray,
     Returns
     -------
     ndarray, shape (n, J, J)
-        Markets with invalid perturbed predictions get zeros (the baseline's elasticities).
+        Markets whose predictions are invalid at the market itself or at a perturbed copy get
+        zeros (the baseline's elasticities).
 
     Examples
     --------
@@ -106,16 +108,20 @@ def rule_elasticities(rule, X: np.ndarray, h: np.ndarray,
     X = np.asarray(X, dtype=float)
     n, J, d = X.shape
     P = perturbed_markets(X, h) if perturbed is None else perturbed
-    pred = np.asarray(rule.predict(P.reshape(n * 2 * J, J, d)), dtype=float)
-    pred = pred.reshape(n, 2, J, J)
-    ok = np.isfinite(pred).all(axis=(1, 2, 3)) & (pred > 0).all(axis=(1, 2, 3))
+    m = n * 2 * J
+    # The markets themselves ride along (after the perturbed copies): a market whose own shares
+    # are invalid gets the baseline's shares in the share loss, so it gets its elasticities too.
+    both = np.asarray(rule.predict(np.concatenate([P.reshape(m, J, d), X])), dtype=float)
+    rows = both.reshape(m + n, J)
+    valid = np.isfinite(rows).all(axis=1) & (rows > 0).all(axis=1)
     # Under the failure protocol a replaced row holds the baseline's shares; differencing it
     # against the rule's would be meaningless, so such a market gets the baseline's (zero)
     # elasticities as a whole.
     replaced = getattr(rule, "last_replaced", None)
     if replaced is not None:
-        ok &= ~np.asarray(replaced).reshape(n, 2 * J).any(axis=1)
-    pred = np.where(ok[:, None, None, None], pred, 1.0)
+        valid &= ~np.asarray(replaced, dtype=bool).reshape(m + n)
+    ok = valid[:m].reshape(n, 2 * J).all(axis=1) & valid[m:]
+    pred = np.where(ok[:, None, None, None], both[:m].reshape(n, 2, J, J), 1.0)
     return elasticities_from_shares(pred[:, 0], pred[:, 1], h)
 
 

@@ -273,6 +273,12 @@ class MarketDistribution:
         Returns
         -------
         ndarray, shape (..., J)
+            Positive steps.
+
+        Raises
+        ------
+        DomainError
+            A price outside its hull, or on its boundary (no two-sided step).
 
         Examples
         --------
@@ -293,7 +299,13 @@ class MarketDistribution:
             raise DomainError("log_price_steps: prices must be positive and inside the hull")
         with np.errstate(divide="ignore"):
             h = np.minimum(float(h_max), np.minimum(0.5 * np.log(hi / p), 0.5 * np.log(p / lo)))
-        return np.maximum(h, 0.0)
+        if not (h > 0).all():
+            # a price on the hull's boundary has no two-sided step: its elasticities would be
+            # 0/0 (NaN losses), so it is refused here rather than there
+            raise DomainError("log_price_steps: a price lies on the boundary of its hull at its "
+                              "sugar level (h_k = 0); finite-difference elasticities need "
+                              "prices strictly inside")
+        return h
 
     def __repr__(self) -> str:
         return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy!r})"

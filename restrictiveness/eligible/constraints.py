@@ -164,7 +164,8 @@ class Constraint:
         """Move predictions into the eligible set where that is well defined.
 
         The failure protocol (SPEC §6) repairs predictions first, then replaces those that
-        :meth:`check` still refuses by the baseline's.
+        :meth:`check` still refuses, and those that were not finite before the repair, by the
+        baseline's.
 
         Parameters
         ----------

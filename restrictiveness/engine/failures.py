@@ -1,8 +1,9 @@
 """The failure protocol (SPEC §6, all procedures).
 
 Predictions are repaired with the eligible set's constraints (clipped to ``Between`` bounds);
-a prediction row that is non-finite or still fails a constraint gets the baseline's prediction
-for that row; a fit or a prediction call that raises gets the baseline's predictions everywhere.
+a prediction row that is non-finite (judged before the repair, which would clip ±inf to a
+bound) or still fails a constraint gets the baseline's prediction for that row; a fit or a
+prediction call that raises gets the baseline's predictions everywhere.
 Every replacement is counted, and studies record the counts and the first error message.
 """
 
@@ -22,9 +23,11 @@ def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
            columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Repaired predictions and a validity flag per row."""
     pred = np.array(pred, dtype=float)
+    # judged finite before the repair: clipping would turn ±inf into a bound (SPEC §6: a
+    # non-finite prediction gets the baseline's)
+    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)
     for c in constraints:
         pred = c.repair(pred, X, columns)
-    ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)
     for c in constraints:
         ok &= c.check(pred, X, columns)
     return pred, ok
