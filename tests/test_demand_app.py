@@ -171,3 +171,46 @@ def test_demand_discrepancies_are_weighted_means_over_markets():
     assert SharesMSE()(Constant(), Truth(), 10) == pytest.approx(shares, rel=1e-14)
     assert OwnElasticityMSE()(Constant(), Truth(), 10) == pytest.approx(own, rel=1e-14)
     assert CrossElasticityMSE()(Constant(), Truth(), 10) == pytest.approx(cross, rel=1e-14)
+
+
+class _Counted(rx.Procedure):
+    """MNL whose rules count their predict calls (and may fail at the ``fail_at``-th)."""
+
+    def __init__(self, calls: list, fail_at: int | None = None) -> None:
+        self.calls, self.fail_at = calls, fail_at
+
+    def fit(self, sample, rng):
+        from restrictiveness.engine.protocol import FunctionRule
+        fitted, calls, fail_at = rx.demand.MNL().fit(sample, rng), self.calls, self.fail_at
+        calls.append(0)
+
+        def predict(X):
+            calls[-1] += 1
+            if calls[-1] == fail_at:
+                raise RuntimeError("the elasticity pass fails")
+            return fitted.predict(X)
+
+        return FunctionRule(predict)
+
+
+def test_own_and_cross_price_losses_share_one_elasticity_pass():
+    # 2J + 1 predictions per market, once per fit (a mixed logit's took 0.13 s, twice);
+    # the losses are the MNL's own
+    prior = rx.demand.DemandPrior(n_types=32, n_reference_types=32, n_eval=4, n_train=30)
+    calls: list = []
+    res = rx.demand.study({"MNL": rx.demand.MNL(), "counted": _Counted(calls)}, n=[30],
+                          replications=2, prior=prior).run(progress=False)
+    assert calls == [2, 2]     # the shares, then one pass for both elasticity losses
+    loss = res.dataset["loss"]
+    np.testing.assert_array_equal(loss.sel(procedure="counted"), loss.sel(procedure="MNL"))
+
+
+def test_a_rule_failing_in_its_elasticity_pass_gets_the_baseline_in_every_loss():
+    prior = rx.demand.DemandPrior(n_types=32, n_reference_types=32, n_eval=4, n_train=30)
+    calls: list = []
+    with pytest.warns(rx.FailureWarning, match="the elasticity pass fails"):
+        ds = rx.demand.study({"failing": _Counted(calls, fail_at=2)}, n=[30], replications=2,
+                             prior=prior).run(progress=False).dataset
+    np.testing.assert_array_equal(ds["loss"].sel(procedure="failing", drop=True).values,
+                                  ds["baseline_loss"].values)
+    assert int(ds["failed"].sum()) == 2
