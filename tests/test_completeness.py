@@ -603,8 +603,25 @@ def test_non_finite_loss_is_refused():
         out[0] = np.nan
         return out
 
-    with pytest.raises(ConfigurationError, match="loss returned a non-finite value"):
-        lottery_run(loss=nan_first)
+    def inf_last(y, pred):
+        out = squared_error(y, pred)
+        out[-1] = np.inf
+        return out
+
+    for loss in (nan_first, inf_last):
+        with pytest.raises(ConfigurationError, match="loss returned a non-finite value"):
+            lottery_run(loss=loss)
+
+
+def test_a_loss_writing_into_the_responses_changes_no_other_losses():
+    def vandal_loss(y, pred):
+        out = squared_error(y, pred)
+        y[...] = 0.0
+        return out
+
+    clean, vandal = (lottery_run(loss=f).dataset["loss"].values
+                     for f in (squared_error, vandal_loss))
+    np.testing.assert_array_equal(clean, vandal)
 
 
 def test_data_errors():

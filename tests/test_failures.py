@@ -66,6 +66,24 @@ def test_an_infinite_prediction_gets_the_baselines_not_a_clipped_bound():
     assert guard.replaced == 2
 
 
+@dataclass(frozen=True)
+class Normalised(rx.Constraint):
+    """Rows rescaled to sum to 1 by their repair (0/0 for a row of zeros); checks nothing."""
+
+    def repair(self, pred, X, columns):
+        with np.errstate(invalid="ignore"):
+            return pred / pred.sum(axis=1, keepdims=True)
+
+
+def test_a_row_the_repair_makes_non_finite_gets_the_baselines():
+    shares = np.array([[1.0, 3.0], [0.0, 0.0], [2.0, 2.0], [1.0, 1.0]])
+    base = FunctionRule(lambda X: np.full((len(X), 2), 0.5))
+    guard = GuardedRule(FunctionRule(lambda X: shares), base, [Normalised()], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X),
+                                  [[0.25, 0.75], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]])
+    np.testing.assert_array_equal(guard.last_replaced, [False, True, False, False])
+
+
 def test_replaced_rows_accumulate_over_prediction_calls():
     rule = FunctionRule(lambda X: np.where(X[:, 0] > 0.5, np.nan, X[:, 0]))
     guard = GuardedRule(rule, BASE, [], COLUMNS)

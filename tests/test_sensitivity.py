@@ -277,6 +277,20 @@ def test_critical_gamma_is_exact_closed_form():
     assert format_critical(got) == "1.515"
 
 
+def test_critical_gamma_ends_and_is_exact_far_out():
+    # a = (−1e-6, 1): the lower bound is (1 + 1e-6)/Γ − 2e-6, so Γ* = (1 + 1e-6) / 2e-6 =
+    # 500000.5; an absolute 1e-12 bracket cannot be reached there (floats are 6e-11 apart)
+    # and the bisection never ended
+    import threading
+    got = []
+    search = threading.Thread(target=lambda: got.append(critical_gamma(
+        [0.0, 1.0], [1e-6, 0.0], np.ones(2), gamma_max=1e6)), daemon=True)
+    search.start()
+    search.join(timeout=20)
+    assert got, "critical_gamma did not end"
+    assert got[0] == pytest.approx(500000.5, rel=1e-11)
+
+
 def test_format_critical():
     assert format_critical(np.inf) == "> 3"
     assert format_critical(np.inf, gamma_max=5.0) == "> 5"

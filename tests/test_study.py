@@ -165,6 +165,22 @@ class Half(rx.Procedure):
         return FunctionRule(lambda X: np.full(len(X), 0.5))
 
 
+def test_a_sample_copy_keeps_a_subclass_and_its_own_fields():
+    from dataclasses import dataclass
+
+    from restrictiveness.shared.sample import Sample
+
+    @dataclass(frozen=True, eq=False)
+    class Weighted(Sample):
+        weights: np.ndarray = None
+
+    s = Weighted(np.zeros((2, 1)), np.ones(2), ("x",), weights=np.array([1.0, 3.0]))
+    c = s.copy()
+    c.weights[0] = 9.0
+    assert type(c) is Weighted and s.weights.tolist() == [1.0, 3.0]
+    assert c.columns == ("x",) and not np.shares_memory(s.X, c.X)
+
+
 @pytest.mark.parametrize("where", ["procedure", "baseline"])
 def test_a_procedure_writing_into_its_inputs_changes_no_other_numbers(where):
     # the replication's procedures share one sample and one set of evaluation locations

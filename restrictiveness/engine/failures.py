@@ -23,11 +23,12 @@ def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
            columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Repaired predictions and a validity flag per row."""
     pred = np.array(pred, dtype=float)
-    # judged finite before the repair: clipping would turn ±inf into a bound (SPEC §6: a
-    # non-finite prediction gets the baseline's)
+    # judged finite before the repair, which would clip ±inf to a bound (SPEC §6: a
+    # non-finite prediction gets the baseline's), and after it (a repair may divide by 0)
     ok = np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)
     for c in constraints:
         pred = c.repair(pred, X, columns)
+    ok &= np.isfinite(pred.reshape(pred.shape[0], -1)).all(axis=1)
     for c in constraints:
         ok &= c.check(pred, X, columns)
     return pred, ok

@@ -335,8 +335,9 @@ def critical_gamma(
     gamma_max : float, default 3.0
         End of the search range.
     tol : float, default 1e-12
-        Width of the final bisection bracket. The default makes Γ* exact to rounding, so a
-        table's three decimals are Γ*'s own (a bracket of 1e-3 printed 1.516 for 1.5147).
+        Width of the final bisection bracket relative to Γ. The default makes Γ* exact to
+        rounding, so a table's three decimals are Γ*'s own (a bracket of 1e-3 printed 1.516
+        for 1.5147).
 
     Returns
     -------
@@ -366,8 +367,13 @@ def critical_gamma(
     if _min_weighted_sum(a_sorted, gmax) > 0:
         return float("inf")
     lo, hi = 1.0, gmax  # sign > 0 at lo, <= 0 at hi
-    while hi - lo > tol:
+    # the bracket relative to Γ (and no narrower than the floats between lo and hi): an
+    # absolute 1e-12 cannot be reached once Γ* >= 8192, where neighbouring floats are further
+    # apart, and the search never ended
+    while hi - lo > tol * hi:
         mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
         if _min_weighted_sum(a_sorted, mid) > 0:
             lo = mid
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,7 +132,8 @@ class Sample:
         Returns
         -------
         Sample
-            Equal in content, sharing no array with this one.
+            Equal in content and of the same class (a subclass's own fields included),
+            sharing no array with this one.
 
         Examples
         --------
@@ -142,8 +144,7 @@ class Sample:
         >>> s.X.ravel().tolist(), np.shares_memory(s.y, c.y)
         ([0.0, 2.0], False)
         """
-        return Sample(np.array(self.X, copy=True), np.array(self.y, copy=True), self.columns,
-                      self.response)
+        return copy.deepcopy(self)
 
     def columns_dict(self) -> dict[str, np.ndarray]:
         """Covariates and response as a mapping of name to array (fast formula input).

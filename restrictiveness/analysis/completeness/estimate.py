@@ -247,7 +247,8 @@ def estimate_completeness(
                 invalid[j, r, k] = 0 if guard.failed else guard.replaced
                 error[j, r, k] = guard.error
             seconds[j, r, k] = time.perf_counter() - t0
-            obs = np.asarray(loss(test.y, pred), dtype=float)
+            # the loss gets its own copy of the responses, as each fit does of the samples
+            obs = np.asarray(loss(np.array(test.y), pred), dtype=float)
             if obs.shape != (len(test),):
                 raise ConfigurationError(f"loss must return one value per observation, shape "
                                          f"({len(test)},); got {obs.shape}")
