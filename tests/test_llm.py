@@ -63,9 +63,26 @@ FAST = SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=2 * 2**30)
     ("~~~python\nx = 1\n```\n~~~", "x = 1\n```\n"),
     ("```python```", None),
     ("````markdown\nHere:\n```python\nx = 1\n```\n````\n```bash\nls\n```", "x = 1\n"),
+    # a truncated reply fenced whole: the unterminated wrapper keeps the blocks it closed
+    ("````markdown\nHere:\n```python\nx = 1\n```\nand", "x = 1\n"),
+    # an unlabelled wrapper holding a Python block is read into, not run as a program
+    ("````\n```python\nx = 1\n```\n````", "x = 1\n"),
+    ("```python\rx = 1\r```\r", "x = 1\n"),                 # old Mac line endings
+    ("```python\nx = 1\n```  \n", "x = 1\n"),                # spaces after the closing fence
+    ("```x = 1``` sets x; then:\n```python\ny = 2\n```", "y = 2\n"),   # inline code is no fence
 ])
 def test_extract_code(response, code):
     assert extract_code(response) == code
+
+
+def test_extract_code_takes_linear_time_on_unclosed_and_nested_fences():
+    # each unterminated fence is read again, and wrappers are read into, to a bounded depth
+    import time
+    for reply, code in (("```a\n" * 20000, None), ("````markdown\n" * 20000 + "x\n", None),
+                        ("````\n" * 20001, "")):      # the last: 10,000 empty blocks, one open
+        start = time.process_time()
+        assert extract_code(reply) == code
+        assert time.process_time() - start < 2.0
 
 
 def test_extract_code_rejects_non_strings():
@@ -77,6 +94,7 @@ def test_extract_code_rejects_non_strings():
     (f"**{FINAL_MARKER}**\n```python\nx=1\n```", True),
     ("Here is my final program:\n```python\nx=1\n```", False),
     (f"```python\n# {FINAL_MARKER} is only inside the code\n```", False),
+    (f"````markdown\n{FINAL_MARKER}\n```python\nx=1\n```\n````", True),   # a wrapped reply
 ])
 def test_final_marker(reply, final):
     assert _is_final(reply) is final

@@ -107,28 +107,33 @@ FINAL_MARKER = "FINAL PROGRAM"
 _FENCE = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})(.*)$")
 _PYTHON = ("python", "python3", "py", "")
 _MARKDOWN = ("markdown", "md")
+#: How deep wrappers (a reply fenced whole, an unterminated fence) are read into; a bound, so
+#: that a reply of many nested or unclosed fences costs time linear in its length.
+_MAX_NESTING = 4
 
 
-def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
+def _blocks(text: str, depth: int = 0) -> tuple[list[tuple[str, str]], str]:
     """Fenced blocks as (language, code) in order, and the text outside them.
 
     Fences follow Markdown: a block opens with three or more backticks or tildes and an
     optional info string (``python title="m.py"``: the language is its first word) and closes
     with a line of the same character, at least as long, and nothing else; fences pair up line
     by line, so a bare closing fence is never taken for an opening one. An unterminated last
-    block is not a block.
+    block is not a block: its fence line is text and what follows it is read again (a
+    truncated reply wrapped in a longer fence keeps the blocks it closed). Line endings
+    become ``\\n``.
     """
     blocks: list = []
     outside: list[str] = []
     body: list[str] = []
     lang: str | None = None
-    fence = ""
-    for line in text.replace("\r\n", "\n").splitlines(keepends=True):
+    fence = opening = ""
+    for line in re.sub(r"\r\n?", "\n", text).splitlines(keepends=True):
         m = _FENCE.match(line.rstrip("\n"))
         if lang is None:
             if m:
                 fence, info = m.groups()
-                lang, body = (info.split() or [""])[0].lower(), []
+                lang, body, opening = (info.split() or [""])[0].lower(), [], line
             else:
                 outside.append(line)
         elif m and not m.group(2).strip() and m.group(1)[0] == fence[0] \
@@ -138,8 +143,29 @@ def _blocks(text: str) -> tuple[list[tuple[str, str]], str]:
         else:
             body.append(line)
     if lang is not None:
-        outside.extend(body)
+        inner, rest = _blocks("".join(body), depth + 1) if depth < _MAX_NESTING \
+            else ([], "".join(body))
+        blocks.extend(inner)
+        outside.append(opening + rest)
     return blocks, "".join(outside)
+
+
+def _read(text: str, depth: int = 0) -> tuple[list[str], str]:
+    """The Python blocks of ``text`` in order and the text outside every block, reading into
+    wrappers: a block labelled ``markdown``, or an unlabelled one that holds fenced Python
+    blocks (a reply fenced whole in a longer fence)."""
+    code: list[str] = []
+    blocks, outside = _blocks(text)
+    texts = [outside]
+    for lang, body in blocks:
+        inner = _read(body, depth + 1) if depth < _MAX_NESTING and lang in ("", *_MARKDOWN) \
+            else None
+        if inner is not None and (lang in _MARKDOWN or inner[0]):
+            code.extend(inner[0])
+            texts.append(inner[1])
+        elif lang in _PYTHON:
+            code.append(body)
+    return code, "".join(texts)
 
 
 def extract_code(response: str) -> str | None:
@@ -147,9 +173,10 @@ def extract_code(response: str) -> str | None:
 
     Markdown code blocks fenced by three or more backticks or tildes labelled ``python``,
     ``python3``, ``py`` or not labelled count (the label is the first word of the fence's
-    info string), also inside a block labelled ``markdown``; blocks labelled with another
-    language (``bash``) do not, nor does an unterminated block. Indentation common to the
-    block (a fence inside a list item) is removed and line endings become ``\\n``.
+    info string), also inside a wrapper: a block labelled ``markdown``, or an unlabelled block
+    that holds fenced Python blocks. Blocks labelled with another language (``bash``) do not
+    count, nor does an unterminated block. Indentation common to the block (a fence inside a
+    list item) is removed and line endings become ``\\n``.
 
     Parameters
     ----------
@@ -170,27 +197,14 @@ def extract_code(response: str) -> str | None:
     """
     if not isinstance(response, str):
         return None
-    code = _python_blocks(response)
+    code = _read(response)[0]
     return textwrap.dedent(code[-1]) if code else None
 
 
-def _python_blocks(text: str) -> list[str]:
-    """The Python blocks of ``text`` in order, those inside a block labelled ``markdown``
-    (a reply wrapped whole in a longer fence) included."""
-    code: list[str] = []
-    for lang, body in _blocks(text)[0]:
-        if lang in _PYTHON:
-            code.append(body)
-        elif lang in _MARKDOWN:
-            code.extend(_python_blocks(body))
-    return code
-
-
 def _is_final(reply: str) -> bool:
-    """A line starting with FINAL PROGRAM outside code blocks."""
-    outside = _blocks(reply)[1]
+    """A line starting with FINAL PROGRAM outside code blocks (wrappers read into)."""
     return any(line.strip().lstrip("#*> ").upper().startswith(FINAL_MARKER)
-               for line in outside.splitlines())
+               for line in _read(reply)[1].splitlines())
 
 
 @dataclass(frozen=True)
