@@ -288,7 +288,16 @@ def _fake_resolver(monkeypatch, host: str, answer, delay: float = 0.0):
 def test_a_resolver_that_does_not_answer_times_out_with_the_attempt(protocol, monkeypatch):
     # the C resolver's own timeouts are seconds per server and try; the lookup must end at the
     # attempt's 0.5 s like any other part of it, and the next attempt looks up again
+    from restrictiveness.ai import clients
     asked, answered = _fake_resolver(monkeypatch, "slow-dns.test", ["127.0.0.1"], delay=5)
+    waits, lookup = [], clients._lookup
+
+    def timed_lookup(host, port, timeout):
+        if host == "slow-dns.test":
+            waits.append(timeout)
+        return lookup(host, port, timeout)
+
+    monkeypatch.setattr(clients, "_lookup", timed_lookup)
     with ChatServer(protocol, lambda body: "x") as server:
         port = server._server.server_address[1]
         url = server.base_url.replace(f"127.0.0.1:{port}", f"slow-dns.test:{port}")
@@ -299,13 +308,24 @@ def test_a_resolver_that_does_not_answer_times_out_with_the_attempt(protocol, mo
             llm.chat([{"role": "user", "content": "hi"}])
         # the call (two attempts of 0.5 s) ended before the first lookup could answer (5 s)
         assert answered == []
+    # and each lookup waited at most what was left of its attempt
+    assert len(waits) == 2 and all(0 < w <= 0.5 for w in waits)
     assert err.value.retries == 1 and asked == ["slow-dns.test"] * 2
     assert len(server.requests) == 1
 
 
 def test_every_address_of_a_host_is_tried_in_the_resolvers_order(protocol, monkeypatch):
     # nothing listens on 127.0.0.2 (the server binds 127.0.0.1): refused, then the next one
+    import httpcore2 as httpcore  # the SDKs' HTTP library
     asked, _ = _fake_resolver(monkeypatch, "two-addresses.test", ["127.0.0.2", "127.0.0.1"])
+    tried = []
+    connect = httpcore.SyncBackend.connect_tcp
+
+    def spy(self, host, *args, **kwargs):
+        tried.append(host)
+        return connect(self, host, *args, **kwargs)
+
+    monkeypatch.setattr(httpcore.SyncBackend, "connect_tcp", spy)
     with ChatServer(protocol, lambda body: "found") as server:
         port = server._server.server_address[1]
         url = server.base_url.replace(f"127.0.0.1:{port}", f"two-addresses.test:{port}")
@@ -313,6 +333,7 @@ def test_every_address_of_a_host_is_tried_in_the_resolvers_order(protocol, monke
         reply = cls("gp-model", base_url=url, timeout=5, max_retries=0).chat(
             [{"role": "user", "content": "hi"}])
     assert reply.text == "found" and asked == ["two-addresses.test"]
+    assert tried == ["127.0.0.2", "127.0.0.1"]
     assert server.requests[0]["headers"]["Host"] == f"two-addresses.test:{port}"
 
 
