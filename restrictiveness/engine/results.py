@@ -11,8 +11,8 @@ when the study used K > 1 training samples per pseudo-truth) and variables
   unknown; files written before it existed lack it;
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
 * ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's, over
-  every prediction the discrepancies asked for (elasticities ask for 48 perturbed copies of each
-  evaluation market, so a bad market counts many times);
+  every prediction the discrepancies asked for (the elasticities ask for each evaluation market
+  and its 48 perturbed copies, so a bad market counts many times);
 * ``seconds`` (procedure, n, replication) — mean wall time of one fit;
 * ``error`` and ``fit_info`` (procedure, n, replication) — first failure message, JSON fit record;
 * ``truth_<name>`` (n, replication) — the evaluation distribution's diagnostics;
