@@ -524,6 +524,13 @@ def test_baseline_failure_raises():
         lottery_run(baseline=Broken())
 
 
+def test_a_baseline_predicting_inf_is_refused_not_clipped():
+    infinite = type("Infinite", (Procedure,), {
+        "fit": lambda self, s, rng: FunctionRule(lambda X: np.full(len(X), np.inf))})()
+    with pytest.raises(BaselineError, match="returned non-finite predictions"):
+        lottery_run(baseline=infinite, constraints=[Between("z_lo", "z_hi")])
+
+
 # -- configuration and data errors --------------------------------------------------------------
 def test_configuration_errors():
     data = lottery_data()

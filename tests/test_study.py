@@ -268,13 +268,19 @@ def test_a_rule_failing_midway_uses_the_baseline_for_every_discrepancy():
 def test_a_baseline_with_non_finite_predictions_is_an_error():
     prior = _lottery_like()
 
-    class NaNBaseline(rx.Procedure):
-        def fit(self, sample, rng):
-            return FunctionRule(lambda X: np.full(len(X), np.nan))
+    class NonFinite(rx.Procedure):
+        def __init__(self, value):
+            self.value = value
 
-    study = rx.Study(prior, {"GP": rx.GPRegression()}, NaNBaseline(), n=[10], replications=2)
-    with pytest.raises(rx.BaselineError, match="non-finite"):
-        study.run(progress=False)
+        def fit(self, sample, rng):
+            return FunctionRule(lambda X: np.full(len(X), self.value))
+
+    # ±inf too: clipped to Between(0, 1)'s bound, it had scored as an eligible baseline
+    for value in (np.nan, np.inf, -np.inf):
+        study = rx.Study(prior, {"GP": rx.GPRegression()}, NonFinite(value), n=[10],
+                         replications=2)
+        with pytest.raises(rx.BaselineError, match="non-finite"):
+            study.run(progress=False)
 
 
 def test_summary_contrast_and_estimates():

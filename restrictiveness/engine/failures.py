@@ -109,7 +109,11 @@ class GuardedRule:
     # predict gets its own copy of X: the caller's locations are shared by every procedure of
     # a replication and are read again by the repair (bounds named by column)
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
-        pred, _ = repair(self.baseline.predict(np.array(X)), X, self.constraints, self.columns)
+        raw = np.array(self.baseline.predict(np.array(X)), dtype=float)
+        pred, _ = repair(raw, X, self.constraints, self.columns)
+        # a non-finite baseline prediction stays non-finite (the study refuses such a
+        # baseline) instead of being clipped to a bound as an eligible one
+        pred[~np.isfinite(raw.reshape(pred.shape))] = np.nan
         return pred
 
     def predict(self, X: np.ndarray) -> np.ndarray:

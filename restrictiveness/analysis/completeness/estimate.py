@@ -221,13 +221,13 @@ def estimate_completeness(
                 try:
                     # copies: the fold's procedures share its training and test samples
                     base_fit = procs[labels[j]].fit(train.copy(), np.random.default_rng(fit_ss))
-                    pred, _ = repair(np.asarray(base_fit.predict(np.array(X)), dtype=float), X,
-                                     constraints, columns)
+                    raw = np.asarray(base_fit.predict(np.array(X)), dtype=float)
+                    pred, _ = repair(raw, X, constraints, columns)
                 except Exception as exc:
                     reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
                                         f"fold {k}: {type(exc).__name__}: {exc}") from exc
-                if not np.isfinite(pred).all():
+                if not (np.isfinite(pred).all() and np.isfinite(raw).all()):  # ±inf: not clipped
                     raise BaselineError(f"the baseline {base_label!r} returned non-finite "
                                         f"predictions in repetition {r}, fold {k}")
                 info[j, r, k] = json.dumps(getattr(base_fit, "info", {}) or {}, default=str)
