@@ -210,6 +210,11 @@ COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes
           "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
           "changes_no_other_losses")
 
+FENCES = ("tests/test_llm.py::test_extract_code", "tests/test_llm.py::test_final_marker",
+          "tests/test_llm.py::test_extract_code_takes_linear_time_on_unclosed_and_nested_fences")
+BASE_INF = ("tests/test_study.py::test_a_baseline_with_non_finite_predictions_is_an_error",
+            "tests/test_completeness.py::test_a_baseline_predicting_inf_is_refused_not_clipped")
+
 MUTANTS: list[Mutant] = [
     # -- engine/study.py ---------------------------------------------------------------------
     Mutant("engine/study.py", "key = (replication, 1, zlib.crc32(label.encode()), n, draw)",
@@ -286,6 +291,8 @@ MUTANTS: list[Mutant] = [
            "    est = np.tensordot(np.abs(coefs), r, axes=(0, 0))",
            "contrast estimate sums instead of differencing", INFER),
     # -- engine/failures.py ------------------------------------------------------------------
+    Mutant("engine/failures.py", "        pred[~np.isfinite(raw.reshape(pred.shape))] = np.nan",
+           "        pass", "a baseline's ±inf clipped to a bound and scored", BASE_INF),
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",
            "                    pass", "invalid rows not replaced", FAIL),
     Mutant("engine/failures.py", "                    self.replaced += int(bad.sum())",
@@ -772,6 +779,17 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/memory.py", "    return min(limits) if limits else None",
            "    return max(limits) if limits else None",
            "the larger of MemAvailable and the cgroup's room taken", MEMORY),
+    # -- ai/llm.py: code fences -----------------------------------------------------------------
+    Mutant("ai/llm.py", "    for line in re.sub(r\"\\r\\n?\", \"\\n\", text).splitlines(keepends=True):",
+           "    for line in text.replace(\"\\r\\n\", \"\\n\").splitlines(keepends=True):",
+           "lone CR line endings kept", FENCES),
+    Mutant("ai/llm.py", "        blocks.extend(inner)", "        blocks.extend([])",
+           "an unterminated wrapper loses the blocks it closed", FENCES),
+    Mutant("ai/llm.py", "        if inner is not None and (lang in _MARKDOWN or inner[0]):",
+           "        if inner is not None and lang in _MARKDOWN:",
+           "an unlabelled wrapper run whole as the program", FENCES),
+    Mutant("ai/llm.py", "_MAX_NESTING = 4", "_MAX_NESTING = 10**6",
+           "nesting read without a bound (quadratic time)", FENCES),
     # -- ai/llm.py, ai/programs.py: rounds, usage and the program's predictions -------------------------
     Mutant("ai/llm.py", "        if self.used >= self.agent.rounds or \\",
            "        if self.used > self.agent.rounds or \\", "an agent gets one round more", LLM),
