@@ -64,6 +64,12 @@ def test_an_infinite_prediction_gets_the_baselines_not_a_clipped_bound():
     np.testing.assert_array_equal(guard.predict(X), [0.5, 0.2, 0.5, 0.7])
     np.testing.assert_array_equal(guard.last_replaced, [True, False, True, False])
     assert guard.replaced == 2
+    # a row of several predictions with one infinite entry is replaced whole, not clipped
+    rows = np.array([[0.2, np.inf], [0.2, 0.3], [-np.inf, 0.4], [0.1, 0.1]])
+    base = FunctionRule(lambda X: np.full((len(X), 2), 0.5))
+    guard = GuardedRule(FunctionRule(lambda X: rows), base, [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X),
+                                  [[0.5, 0.5], [0.2, 0.3], [0.5, 0.5], [0.1, 0.1]])
 
 
 @dataclass(frozen=True)
