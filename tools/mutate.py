@@ -291,7 +291,7 @@ MUTANTS: list[Mutant] = [
            "    est = np.tensordot(np.abs(coefs), r, axes=(0, 0))",
            "contrast estimate sums instead of differencing", INFER),
     # -- engine/failures.py ------------------------------------------------------------------
-    Mutant("engine/failures.py", "        pred[~np.isfinite(raw.reshape(pred.shape))] = np.nan",
+    Mutant("engine/failures.py", "        pred[~np.isfinite(raw)] = np.nan",
            "        pass", "a baseline's ±inf clipped to a bound and scored", BASE_INF),
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",
            "                    pass", "invalid rows not replaced", FAIL),

@@ -113,7 +113,7 @@ class GuardedRule:
         pred, _ = repair(raw, X, self.constraints, self.columns)
         # a non-finite baseline prediction stays non-finite (the study refuses such a
         # baseline) instead of being clipped to a bound as an eligible one
-        pred[~np.isfinite(raw.reshape(pred.shape))] = np.nan
+        pred[~np.isfinite(raw)] = np.nan
         return pred
 
     def predict(self, X: np.ndarray) -> np.ndarray:

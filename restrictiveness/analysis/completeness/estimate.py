@@ -36,7 +36,7 @@ import pandas as pd
 import xarray as xr
 
 from ...eligible.constraints import Constraint
-from ...engine.failures import GuardedRule, repair, reraise_fatal
+from ...engine.failures import GuardedRule, reraise_fatal
 from ...engine.protocol import Procedure
 from ...shared._versions import package_versions
 from ...shared.checks import whole_number
@@ -219,15 +219,16 @@ def estimate_completeness(
             t0 = time.perf_counter()
             if j == b:
                 try:
-                    # copies: the fold's procedures share its training and test samples
+                    # a copy: the fold's procedures share its training sample
                     base_fit = procs[labels[j]].fit(train.copy(), np.random.default_rng(fit_ss))
-                    raw = np.asarray(base_fit.predict(np.array(X)), dtype=float)
-                    pred, _ = repair(raw, X, constraints, columns)
+                    # repaired as at the study's baseline (its own copy of X; ±inf not clipped)
+                    pred = GuardedRule(base_fit, base_fit, constraints,
+                                       columns).baseline_predict(X)
                 except Exception as exc:
                     reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
                                         f"fold {k}: {type(exc).__name__}: {exc}") from exc
-                if not (np.isfinite(pred).all() and np.isfinite(raw).all()):  # ±inf: not clipped
+                if not np.isfinite(pred).all():
                     raise BaselineError(f"the baseline {base_label!r} returned non-finite "
                                         f"predictions in repetition {r}, fold {k}")
                 info[j, r, k] = json.dumps(getattr(base_fit, "info", {}) or {}, default=str)
