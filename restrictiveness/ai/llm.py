@@ -155,7 +155,7 @@ def _read(text: str, depth: int = 0) -> tuple[list[str], str]:
     wrappers: a block labelled ``markdown``, or an unlabelled one that holds fenced Python
     blocks (a reply fenced whole in a longer fence)."""
     code: list[str] = []
-    blocks, outside = _blocks(text)
+    blocks, outside = _blocks(text, depth)
     texts = [outside]
     for lang, body in blocks:
         inner = _read(body, depth + 1) if depth < _MAX_NESTING and lang in ("", *_MARKDOWN) \
