@@ -593,14 +593,19 @@ def test_inference_equals_statsmodels_ols_on_a_linear_model(cov_type):
     assert res.df_inference == (df["g"].nunique() - 1 if cov_type == "cluster" else 58)
 
 
+def _decay(data, a, b):
+    return a * np.exp(-b * data["x"])
+
+
+#: Noise-free data from ``_decay`` with a = 2, b = 0.7 (the jac-check tests).
+DECAY_X = np.linspace(0, 3, 30)
+DECAY = rx.Sample(DECAY_X[:, None], 2 * np.exp(-0.7 * DECAY_X), ("x",))
+
+
 def test_a_jac_that_is_not_the_derivative_is_refused():
     """Before: the fitter trusted a wrong jac and stopped at a wrong point without a word
     (here a = 2.169, b = 0.799, "converged", on noise-free data from a = 2, b = 0.7)."""
-    x = np.linspace(0, 3, 30)
-    sample = rx.Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",))
-
-    def model(data, a, b):
-        return a * np.exp(-b * data["x"])
+    sample, model = DECAY, _decay
 
     def jac(data, a, b):
         e = np.exp(-b * data["x"])
@@ -645,11 +650,7 @@ def test_a_jac_a_few_percent_off_is_refused():
     """A jac 5% off in one column still leads the search to the optimum (the normal equations
     hold whatever a column's scale), so the estimate looks right; its standard errors would
     be 5% off. It is refused."""
-    x = np.linspace(0, 3, 30)
-    sample = rx.Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",))
-
-    def model(data, a, b):
-        return a * np.exp(-b * data["x"])
+    sample, model = DECAY, _decay
 
     def off(data, a, b):
         e = np.exp(-b * data["x"])
