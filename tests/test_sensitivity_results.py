@@ -247,10 +247,12 @@ def test_nan_padded_draws_average_within_function():
         # The array function's own 2-D nanmean path agrees.
         lo2, hi2 = bounds(D[1, i], D[0, i], B[i], 2.0)
         np.testing.assert_allclose(tab2.iloc[i][["lower", "upper"]], [lo2, hi2], rtol=1e-12)
-    # A replication with no finite draw is an error naming the procedure.
+    # A replication with no finite draw (in both discrepancies) is refused when the results are
+    # built, naming the first cell.
     res.dataset["loss"].loc[{"procedure": "one", "n": 60, "replication": 4}] = np.nan
-    with pytest.raises(DataError, match="'one'.*n=60, replication 4"):
-        res.sensitivity("one-three")
+    with pytest.raises(DataError, match="loss is NaN or infinite in 2 cells .*'procedure': "
+                                        "'one', 'discrepancy': 'mse', 'n': 60, 'replication': 4"):
+        rx.Results(res.dataset)
 
 
 class _OneDraw(rx.OLS):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from pandas.testing import assert_frame_equal
 
 import restrictiveness as rx
 from restrictiveness.engine.protocol import FunctionRule
@@ -503,6 +504,54 @@ def test_a_negative_loss_is_refused_not_averaged(baseline_negative, who):
         rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
                  replications=2, discrepancies=[_Negative(baseline_negative)]
                  ).run(progress=False)
+
+
+class _NonFinite(rx.Discrepancy):
+    """Loss ``value`` for the baseline's (repaired) rule or for the procedures', 0.5 else."""
+
+    name = "nonfinite"
+
+    def __init__(self, value, for_baseline):
+        self.value, self.for_baseline = value, for_baseline
+
+    def __call__(self, rule, truth, n):
+        return self.value if isinstance(rule, FunctionRule) == self.for_baseline else 0.5
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+@pytest.mark.parametrize(("for_baseline", "error", "who"),
+                         [(True, rx.BaselineError, "the baseline"),
+                          (False, rx.ConfigurationError, "procedure 'linear'")])
+def test_a_non_finite_loss_is_refused_not_carried_into_r(value, for_baseline, error, who):
+    # a procedure's NaN or inf loss gave r̂ = NaN or inf (and se NaN) without a word
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2, discrepancies=[rx.MSE(), _NonFinite(value, for_baseline)])
+    with pytest.raises(error, match=rf"discrepancy \['nonfinite'\] gave a non-finite loss for "
+                                    rf"{who} in replication 0, n=10 \(.*'nonfinite': {value}"):
+        study.run(progress=False)
+
+
+def test_results_refuse_missing_losses_and_read_rounding_below_zero_as_zero():
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10, 20],
+                   replications=4).run(progress=False)
+    for name, value in (("loss", np.nan), ("baseline_loss", np.inf)):
+        ds = res.dataset.copy(deep=True)
+        ds[name].loc[{"n": 20, "replication": 2}] = value
+        with pytest.raises(rx.DataError, match=rf"{name} is NaN or infinite in 1 cells "
+                                               r"\(averaged over draws\), first at .*'n': 20, "
+                                               "'replication': 2"):
+            rx.Results(ds)
+    # A baseline loss of -1e-12 (rounding, e.g. of a KL) is within the construction's tolerance;
+    # the sensitivity bounds, which need B >= 0, refused it while r̂ used it. Both read it as 0.
+    rounded, zero = res.dataset.copy(deep=True), res.dataset.copy(deep=True)
+    rounded["baseline_loss"].loc[{"n": 20, "replication": 1}] = -1e-12
+    zero["baseline_loss"].loc[{"n": 20, "replication": 1}] = 0.0
+    rounded, zero = rx.Results(rounded), rx.Results(zero)
+    assert_frame_equal(rounded.sensitivity("linear", gamma=2.0),
+                       zero.sensitivity("linear", gamma=2.0))
+    assert rounded.restrictiveness.equals(zero.restrictiveness)
+    D, B = rounded.losses()
+    assert float(B.sel(n=20, replication=1).item()) == 0.0
 
 
 def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():

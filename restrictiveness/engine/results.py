@@ -100,6 +100,16 @@ class Results(SensitivityMixin):
                                 f"{float(dataset[name].min()):.3g}); a discrepancy is >= 0, "
                                 "and r̂ of negative losses means nothing")
         self.dataset = dataset
+        for name, values in zip(("loss", "baseline_loss"), self.losses(), strict=True):
+            # NaN or inf would pass into r̂ and its se with nothing said; a study's draws
+            # beyond a procedure's own are NaN and averaged away, so what is left is missing
+            missing = ~np.isfinite(values.to_numpy())
+            if missing.any():
+                first = {d: values[d].values[i].item() for d, i in
+                         zip(values.dims, np.argwhere(missing)[0], strict=True)}
+                raise DataError(f"{name} is NaN or infinite in {int(missing.sum())} cells "
+                                f"(averaged over draws), first at {first}; r̂ needs a finite "
+                                "loss for every procedure, n and replication")
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -255,6 +265,11 @@ class Results(SensitivityMixin):
         B : xarray.DataArray
             Baseline losses (discrepancy, n, replication), averaged likewise.
 
+        Notes
+        -----
+        A loss a little below zero (rounding, down to ``-1e-10``; anything lower is refused
+        when the results are built) is read as 0.
+
         Examples
         --------
         r̂ is the ratio of the mean losses over replications:
@@ -266,7 +281,9 @@ class Results(SensitivityMixin):
         >>> bool(abs(r - res.restrictiveness).max() < 1e-12)
         True
         """
-        D, B = self.dataset["loss"], self.dataset["baseline_loss"]
+        # rounding below zero (above NEGATIVE_LOSS, the construction's tolerance) is zero, so
+        # that the sensitivity bounds, which need B >= 0, take what r̂ takes
+        D, B = self.dataset["loss"].clip(min=0), self.dataset["baseline_loss"].clip(min=0)
         if "draw" in D.dims:
             with warnings.catch_warnings():  # an all-NaN cell stays NaN; callers check
                 warnings.simplefilter("ignore", RuntimeWarning)

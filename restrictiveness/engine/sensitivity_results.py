@@ -31,7 +31,7 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import ArrayLike
 
-from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.exceptions import ConfigurationError
 from ..shared.files import CONVENTIONS
 from ..shared.plotting import greek, new_axes
 from . import sensitivity as _sens
@@ -400,22 +400,13 @@ class SensitivityMixin:
     def _sens_losses(self, weights: Mapping[str, float], discrepancy: str | None
                      ) -> tuple[np.ndarray, np.ndarray]:
         """Numerator Σ c_j D̃_j and denominator B̃, each (n, replication), from the
-        draw-averaged losses of :meth:`Results.losses`."""
+        draw-averaged losses of :meth:`Results.losses` (finite: the results refuse others)."""
         disc = self._discrepancy(discrepancy)
         labels = list(weights)
         D_all, B_all = self.losses()
         D = D_all.sel(discrepancy=disc, procedure=labels).transpose(
             "procedure", "n", "replication").values.astype(float)
         B = B_all.sel(discrepancy=disc).transpose("n", "replication").values.astype(float)
-        for names, x in ((labels, D), (["baseline"], B[None])):
-            empty = ~np.isfinite(x)
-            if empty.any():
-                p, c, m = np.argwhere(empty)[0]
-                raise DataError(
-                    f"procedure {names[p]!r} has no finite loss over the draws at "
-                    f"n={self.dataset['n'].values[c]}, replication "
-                    f"{self.dataset['replication'].values[m]} ({int(empty.sum())} such cells); "
-                    "within-function averaging needs at least one draw per pseudo-truth")
         coefs = np.array([weights[p] for p in labels], dtype=float)
         return np.tensordot(coefs, D, axes=(0, 0)), B
 

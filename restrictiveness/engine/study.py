@@ -1034,10 +1034,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
                     f"{type(exc).__name__}: {exc}") from exc
-            if not np.isfinite(base_loss[:, c, k]).all():
-                raise BaselineError(f"the baseline {study.baseline!r} gave a non-finite loss in "
-                                    f"replication {m}, n={n}; its predictions must be finite")
-            _check_nonnegative(discs, base_loss[:, c, k], "the baseline", m, n)
+            _check_losses(discs, base_loss[:, c, k], "the baseline", m, n, BaselineError)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
     # after the baseline's losses, so that any truth computed lazily is computed as before
@@ -1046,11 +1043,26 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds, scale)
 
 
-def _check_nonnegative(discs, losses, who: str, m: int, n: int) -> None:
-    """Refuse a negative loss: d(f, g) >= 0, and r̂ of negative losses means nothing."""
-    bad = [d.name for d, v in zip(discs, losses, strict=True) if v < NEGATIVE_LOSS]
-    if bad:
-        raise ConfigurationError(f"discrepancy {bad} gave a negative loss for {who} in "
+def _check_losses(discs, losses, who: str, m: int, n: int,
+                  non_finite: type[Exception] = ConfigurationError) -> None:
+    """Refuse a loss that is not a finite number >= 0 (d(f, g) >= 0, SPEC §1).
+
+    The predictions scored are finite (the failure protocol sees to that), so a NaN or an
+    infinite loss would pass into r̂ as NaN or inf with nothing said; a procedure's is the
+    discrepancy's doing (e.g. KL of a zero probability where the truth has mass), a baseline's
+    is raised as ``non_finite`` (restrictiveness is undefined without the baseline).
+    """
+    values = dict(zip([d.name for d in discs], np.asarray(losses, float).tolist(), strict=True))
+    non_finite_names = [name for name, v in values.items() if not np.isfinite(v)]
+    if non_finite_names:
+        raise non_finite(f"discrepancy {non_finite_names} gave a non-finite loss for {who} in "
+                         f"replication {m}, n={n} ({values}); a loss must be a finite number "
+                         ">= 0 (a discrepancy infinite at finite predictions, such as KL where "
+                         "a predicted probability is 0, needs predictions kept inside its "
+                         "domain)")
+    negative = [name for name, v in values.items() if v < NEGATIVE_LOSS]
+    if negative:
+        raise ConfigurationError(f"discrepancy {negative} gave a negative loss for {who} in "
                                  f"replication {m}, n={n}; a discrepancy must be >= 0")
 
 
@@ -1085,7 +1097,7 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
         # failed fit (the calls before the recomputation counted them already)
         guard.replaced = 0
         loss[:] = [disc(guard, truth, n) for disc in discs]
-    _check_nonnegative(discs, loss, f"procedure {label!r}", ctx.replication, n)
+    _check_losses(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
                       fit_info)
 
