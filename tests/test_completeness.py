@@ -890,3 +890,25 @@ def test_an_id_column_of_mixed_types_is_refused():
     a, b = lottery_run(data), lottery_run(named)
     np.testing.assert_array_equal(a.kappa.to_numpy(), b.kappa.to_numpy())
     np.testing.assert_array_equal(a.kappa_se.to_numpy(), b.kappa_se.to_numpy())
+
+
+def test_a_dataset_missing_what_the_results_read_is_refused_by_name():
+    # without its procedure coordinate the Dataset was relabelled '0', '1', ... and answered
+    # for those labels; without the cluster coordinate, an estimate or the design's
+    # attributes it failed later with a KeyError
+    run = lottery_run()
+    ds = run.dataset
+    for drop, what in (("procedure", "coordinate 'procedure'"),
+                       ("cluster", "coordinate 'cluster'"), ("kappa", "variable 'kappa'"),
+                       ("influence", "variable 'influence'"), ("loss", "variable 'loss'")):
+        with pytest.raises(DataError, match=f"lacks {what}; build it with"):
+            CompletenessResults(ds.drop_vars(drop))
+    with pytest.raises(DataError, match="lacks attribute 'se_method'"):
+        CompletenessResults(ds.drop_attrs())
+    with pytest.raises(DataError, match="wraps an xarray Dataset, got DataFrame"):
+        CompletenessResults(run.estimates())
+    # the whole Dataset is accepted and answers as before
+    again = CompletenessResults(ds)
+    pd.testing.assert_series_equal(again.kappa, run.kappa)
+    assert again.difference("OLS", "constant")["estimate"] == pytest.approx(
+        float(run.kappa["OLS"] - run.kappa["constant"]), abs=1e-15)
