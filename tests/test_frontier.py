@@ -88,3 +88,12 @@ def test_an_unknown_discrepancy_or_a_repeated_procedure_is_refused_clearly():
         frontier_table(res, comp, procedures=["A", "A"])
     with pytest.raises(ConfigurationError, match=r"n='100' is not in"):
         frontier_table(res, comp, n="100")
+
+
+def test_an_empty_table_is_not_plotted_as_empty_axes():
+    res, comp = _fake({"A": 0.4, "B": 0.3}, {"A": 0.9, "B": 0.8})
+    table = frontier_table(res, comp)
+    with pytest.raises(ConfigurationError, match="no procedure to plot"):
+        plot_frontier(table.iloc[:0])
+    ax = plot_frontier(table.iloc[:1])
+    assert [t.get_text() for t in ax.texts] == ["A"]

@@ -153,6 +153,8 @@ def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True, level: fl
     if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in needed):
         raise ConfigurationError(f"plot_frontier takes the table of frontier_table(...) with "
                                  f"columns {needed}, got {type(table).__name__}")
+    if table.empty:  # drew empty axes, silently
+        raise ConfigurationError("plot_frontier: the table has no procedure to plot")
     ax = new_axes(ax, figsize=(6, 4.5))
     z = scipy.stats.norm.ppf(0.5 + level / 2)
     ax.axvline(0.0, color="grey", lw=0.8, ls=":", label="baseline (κ = 0, r = 1)")
