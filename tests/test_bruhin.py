@@ -112,6 +112,24 @@ def test_probability_outside_unit_interval(tmp_path):
         load_bruhin(path)
 
 
+@pytest.mark.parametrize("ce, line", [("800", 3), ("-3", 4)])
+def test_a_certainty_equivalent_outside_its_prizes_is_refused(tmp_path, ce, line):
+    # 800 for a lottery over [50, 150] (a typo), -3 for one over [0, 10] (a sign slip) were
+    # kept, scaled to 5.33 and -0.02, and moved every completeness estimate
+    row = {3: "1,2,150,50,0.5,80,1", 4: "2,1,10,0,0.1,2,0"}[line]
+    path = _write(tmp_path, GOOD.replace(row, row.rsplit(",", 2)[0] + f",{ce},"
+                                         + row.rsplit(",", 1)[1]))
+    with pytest.raises(DataError, match=rf"1 row\(s\) .* certainty equivalent outside the "
+                                        rf"prizes \[z2, z1\] \(first at file line {line}: ce "
+                                        rf"{ce}"):
+        load_bruhin(path)
+    # the bounds themselves are certainty equivalents: ce = z2 and ce = z1 load
+    edges = GOOD.replace("1,2,150,50,0.5,80", "1,2,150,50,0.5,150").replace(
+        "2,1,10,0,0.1,2", "2,1,10,0,0.1,0")
+    np.testing.assert_allclose(load_bruhin(_write(tmp_path, edges))["ce"],
+                               [1.75 / 150, 1.0, 0.0])
+
+
 def test_inconsistent_lottery_identifier(tmp_path):
     path = _write(tmp_path, GOOD.replace("2,1,10,0,0.1,2,0", "2,1,20,0,0.1,2,0"))
     with pytest.raises(DataError, match=r"lottery identifier\(s\) \[1\]"):

@@ -440,3 +440,51 @@ def test_a_subclass_of_monotone_gp_is_not_resumed_as_monotone_gp(partial):
     with pytest.raises(rx.CheckpointError, match=r"\(evaluation: .*MonotoneGP\(EligibleSet.* "
                                                  r"in the checkpoint, .*ShiftedPrior\("):
         sub.run(progress=False, checkpoint=partial)
+
+
+def test_an_edit_of_the_package_is_refused_unless_asked_for(partial, monkeypatch, uninterrupted):
+    # the version string stays 0.1.0 through an edit; the checkpoint's replications came from
+    # the code before it and were silently mixed with the edited code's
+    from restrictiveness.engine import checkpoint as ck_module
+
+    monkeypatch.setattr(ck_module, "_package_digest", lambda: "0" * 64)
+    with pytest.raises(rx.CheckpointError, match=r"other code \(changed since: restrictiveness;"
+                                                 r".*--resume-other-versions"):
+        _study().run(progress=False, checkpoint=partial)
+    with pytest.warns(rx.CheckpointWarning, match="written by other code"):
+        res = _study().run(progress=False, checkpoint=partial, resume_other_versions=True)
+    _same(res, uninterrupted)
+    # a study.json without a fingerprint (written before there was one) is other code too
+    meta = json.loads((partial / "study.json").read_text())
+    del meta["code"]
+    (partial / "study.json").write_text(json.dumps(meta))
+    monkeypatch.undo()
+    with pytest.raises(rx.CheckpointError, match="changed since: restrictiveness"):
+        _study().run(progress=False, checkpoint=partial)
+
+
+def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
+    """Two versions of a user's procedure with one repr: its fit halves its prediction after
+    the edit. A checkpoint written before the edit must not feed the edited run."""
+    import importlib.util
+    import sys
+
+    source = tmp_path / "audit_user_procedures.py"
+    source.write_text("import numpy as np\nimport restrictiveness as rx\n"
+                      "class Mean(rx.Constant):\n"
+                      "    def __repr__(self):\n        return 'Mean()'\n")
+    spec = importlib.util.spec_from_file_location("audit_user_procedures", source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["audit_user_procedures"] = module
+    try:
+        spec.loader.exec_module(module)
+        config = {"procedures": {"mean": "Mean()"}, "seed": 1}
+        Checkpoint(tmp_path / "ck", config, code=[module.Mean()]).close()
+        Checkpoint(tmp_path / "ck", config, code=[module.Mean()]).close()  # unchanged: resumes
+        source.write_text(source.read_text() + "    scale = 0.5  # the edit\n")
+        with pytest.raises(rx.CheckpointError, match="changed since: audit_user_procedures"):
+            Checkpoint(tmp_path / "ck", config, code=[module.Mean()])
+        with pytest.warns(rx.CheckpointWarning, match=r"other code \(audit_user_procedures\)"):
+            Checkpoint(tmp_path / "ck", config, True, code=[module.Mean()]).close()
+    finally:
+        del sys.modules["audit_user_procedures"]

@@ -861,3 +861,54 @@ def test_real_cereal_markets_design():
     assert loss["constant"] < loss["common intercept"]
     assert res.kappa["constant"] == 1.0 and res.kappa["common intercept"] == 0.0
     assert np.isfinite(res.kappa["logit"]) and res.kappa_se["logit"] > 0
+
+
+def test_an_id_column_of_mixed_types_is_refused():
+    # participant 100 typed as the string '100' in a third of its rows: it silently became a
+    # cluster of its own (13 clusters for 12 participants, another SE); int and str ids that
+    # cannot be sorted together were a bare TypeError
+    data = lottery_data()
+    split = data.copy()
+    split["participant"] = split["participant"].astype(object)
+    rows = split.index[(split["participant"] == 100) & (split["lottery"] < 3)]
+    split.loc[rows, "participant"] = "100"
+    with pytest.raises(DataError, match=r"cluster column 'participant' mixes types \(int, str\)"):
+        lottery_run(split)
+    cells = data.copy()
+    cells["lottery"] = cells["lottery"].astype(object)
+    cells.loc[cells["lottery"] == 0, "lottery"] = "zero"
+    with pytest.raises(DataError, match="cell column 'lottery' mixes types"):
+        lottery_run(cells)
+    groups = market_data()
+    groups["city"] = groups["city"].astype(object)
+    groups.loc[groups["city"] == "city00", "city"] = 0  # one city's id read as a number
+    with pytest.raises(DataError, match="group column 'city' mixes types"):
+        market_run(groups)
+    # ids of one type, strings included, are accepted: same numbers as the integer ids
+    named = data.copy()
+    named["participant"] = "p" + named["participant"].astype(str)
+    a, b = lottery_run(data), lottery_run(named)
+    np.testing.assert_array_equal(a.kappa.to_numpy(), b.kappa.to_numpy())
+    np.testing.assert_array_equal(a.kappa_se.to_numpy(), b.kappa_se.to_numpy())
+
+
+def test_a_dataset_missing_what_the_results_read_is_refused_by_name():
+    # without its procedure coordinate the Dataset was relabelled '0', '1', ... and answered
+    # for those labels; without the cluster coordinate, an estimate or the design's
+    # attributes it failed later with a KeyError
+    run = lottery_run()
+    ds = run.dataset
+    for drop, what in (("procedure", "coordinate 'procedure'"),
+                       ("cluster", "coordinate 'cluster'"), ("kappa", "variable 'kappa'"),
+                       ("influence", "variable 'influence'"), ("loss", "variable 'loss'")):
+        with pytest.raises(DataError, match=f"lacks {what}; build it with"):
+            CompletenessResults(ds.drop_vars(drop))
+    with pytest.raises(DataError, match="lacks attribute 'se_method'"):
+        CompletenessResults(ds.drop_attrs())
+    with pytest.raises(DataError, match="wraps an xarray Dataset, got DataFrame"):
+        CompletenessResults(run.estimates())
+    # the whole Dataset is accepted and answers as before
+    again = CompletenessResults(ds)
+    pd.testing.assert_series_equal(again.kappa, run.kappa)
+    assert again.difference("OLS", "constant")["estimate"] == pytest.approx(
+        float(run.kappa["OLS"] - run.kappa["constant"]), abs=1e-15)

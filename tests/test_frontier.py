@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from restrictiveness.analysis.frontier import frontier_table, plot_frontier
-from restrictiveness.shared.exceptions import ConfigurationError
+from restrictiveness.shared.exceptions import ConfigurationError, DataError
 
 matplotlib.use("Agg")
 
@@ -62,3 +62,38 @@ def test_frontier_table_refuses_other_objects():
         plot_frontier(None)
     with pytest.raises(ConfigurationError, match="got DataFrame"):
         plot_frontier(pd.DataFrame({"a": [1.0]}))
+
+
+def test_a_procedure_with_a_nan_estimate_is_refused_not_put_on_the_frontier():
+    # NaN compared False both ways: B was reported on the frontier and dominated nothing,
+    # though at κ̂ = 0.95 it would dominate A (0.4, 0.9) had its r̂ been 0.5
+    res, comp = _fake({"A": 0.4, "B": float("nan")}, {"A": 0.9, "B": 0.95})
+    with pytest.raises(DataError, match=r"\['B'\] is not finite"):
+        frontier_table(res, comp)
+    res, comp = _fake({"A": 0.4, "B": 0.5}, {"A": 0.9, "B": float("nan")})
+    with pytest.raises(DataError, match="place on the frontier is unknown"):
+        frontier_table(res, comp)
+    # leaving it out gives the table of the rest; a NaN SE alone is no obstacle
+    res, comp = _fake({"A": 0.4, "B": float("nan")}, {"A": 0.9, "B": 0.95})
+    comp.kappa_se = pd.Series({"A": float("nan"), "B": 0.02})
+    t = frontier_table(res, comp, procedures=["A"])
+    assert t["frontier"].to_dict() == {"A": True} and t.loc["A", "restrictiveness"] == 0.4
+
+
+def test_an_unknown_discrepancy_or_a_repeated_procedure_is_refused_clearly():
+    res, comp = _fake({"A": 0.4, "B": 0.3}, {"A": 0.9, "B": 0.8})
+    with pytest.raises(ConfigurationError, match=r"discrepancy 'kl' is not in .*\['mse'\]"):
+        frontier_table(res, comp, discrepancy="kl")
+    with pytest.raises(ConfigurationError, match="duplicates"):
+        frontier_table(res, comp, procedures=["A", "A"])
+    with pytest.raises(ConfigurationError, match=r"n='100' is not in"):
+        frontier_table(res, comp, n="100")
+
+
+def test_an_empty_table_is_not_plotted_as_empty_axes():
+    res, comp = _fake({"A": 0.4, "B": 0.3}, {"A": 0.9, "B": 0.8})
+    table = frontier_table(res, comp)
+    with pytest.raises(ConfigurationError, match="no procedure to plot"):
+        plot_frontier(table.iloc[:0])
+    ax = plot_frontier(table.iloc[:1])
+    assert [t.get_text() for t in ax.texts] == ["A"]

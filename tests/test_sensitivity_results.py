@@ -384,3 +384,31 @@ def test_lottery_study_defines_cpt_contributions_when_it_runs_them():
     with pytest.raises(ConfigurationError, match=r"does not run"):
         rx.Study(rx.lottery.lottery_prior(n_eval=50), {cpt.label: cpt},
                  baseline=rx.lottery.ExpectedValue(), contributions=CPT_CONTRIBUTIONS)
+
+
+def test_weights_that_name_no_comparison_are_refused_not_bounded_at_zero(cpt_res):
+    # {} and all-zero weights were bounded by [-0.0, 0.0] at every n, silently
+    for weights in ({}, {"CPT(delta)": 0.0}, {"CPT(delta)": 0, "GP regression": 0.0}):
+        with pytest.raises(ConfigurationError, match="no nonzero coefficient"):
+            cpt_res.sensitivity(weights)
+        with pytest.raises(ConfigurationError, match="no nonzero coefficient"):
+            cpt_res.critical_gamma(weights)
+    # a coefficient that is not a finite number (was a bare ValueError, or NaN blamed on losses)
+    for bad in ("a", float("nan"), float("inf"), None, True):
+        with pytest.raises(ConfigurationError, match="not finite numbers"):
+            cpt_res.sensitivity({"CPT(delta)": 1.0, "GP regression": bad})
+    # a zero coefficient beside nonzero ones drops out: the same numbers as the label alone
+    with_zero = cpt_res.sensitivity({"CPT(delta)": 1.0, "GP regression": 0}, gamma=2.0)
+    alone = cpt_res.sensitivity("CPT(delta)", gamma=2.0)
+    np.testing.assert_array_equal(with_zero.to_numpy(), alone.to_numpy())
+    np.testing.assert_allclose(alone["estimate"], _r(cpt_res, "CPT(delta)"), rtol=1e-12)
+
+
+def test_sensitivity_tables_refuse_a_gamma_given_as_text(cpt_res):
+    # sensitivity() refused "2"; the Dataset read it as 2.0 and the summary failed formatting
+    for call in (cpt_res.sensitivity, cpt_res.sensitivity_dataset, cpt_res.sensitivity_summary):
+        with pytest.raises(ConfigurationError, match="gamma must be a number"):
+            call(["CPT(delta)"] if call != cpt_res.sensitivity else "CPT(delta)", gamma="2")
+    ds = cpt_res.sensitivity_dataset(["CPT(delta)"], gamma=np.float32(2.0))
+    tab = cpt_res.sensitivity("CPT(delta)", gamma=2.0)
+    np.testing.assert_array_equal(ds["lower"].sel(comparison="CPT(delta)").values, tab["lower"])

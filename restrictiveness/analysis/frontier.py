@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from ..shared.exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.plotting import greek, interval_label, new_axes, place_labels
 
 __all__ = ["frontier_table", "plot_frontier"]
@@ -50,7 +50,11 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     Raises
     ------
     ConfigurationError
-        ``n`` not in the restrictiveness results, or no procedure in both results.
+        ``n`` or ``discrepancy`` not in the restrictiveness results, no procedure in both
+        results, or a procedure named twice.
+    DataError
+        A procedure's r̂ or κ̂ is not finite (e.g. NaN from a degenerate baseline or
+        benchmark): it can neither be placed on the frontier nor dominate.
 
     Examples
     --------
@@ -75,14 +79,19 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     ns = restrictiveness.ns
     n = n if n is not None else (100 if 100 in ns else ns[-1])
     if n not in ns:
-        raise ConfigurationError(f"n={n} is not in the restrictiveness results {ns}")
+        raise ConfigurationError(f"n={n!r} is not in the restrictiveness results {ns}")
     disc = discrepancy or restrictiveness.discrepancies[0]
+    if disc not in restrictiveness.discrepancies:  # was xarray's KeyError about an index
+        raise ConfigurationError(f"discrepancy {disc!r} is not in the restrictiveness results "
+                                 f"{restrictiveness.discrepancies}")
     common = [p for p in restrictiveness.procedures if p in completeness.procedures]
     labels = list(procedures) if procedures is not None else common
     missing = [p for p in labels if p not in common]
     if missing or not labels:
         raise ConfigurationError(f"procedures {missing or labels} are not in both results; "
                                  f"common procedures: {common}")
+    if len(set(labels)) != len(labels):
+        raise ConfigurationError(f"procedures has duplicates: {labels}")
     r = restrictiveness.restrictiveness.sel(discrepancy=disc, n=n)
     se = restrictiveness.se.sel(discrepancy=disc, n=n)
     table = pd.DataFrame({
@@ -92,6 +101,12 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
         "completeness_se": [float(completeness.kappa_se[p]) for p in labels],
     }, index=pd.Index(labels, name="procedure"))
     R, K = table["restrictiveness"].to_numpy(), table["completeness"].to_numpy()
+    unknown = table.index[~(np.isfinite(R) & np.isfinite(K))].tolist()
+    if unknown:  # NaN compares False: such a point was called undominated, and dominated none
+        raise DataError(f"r̂ or κ̂ of {unknown} is not finite (r̂ at n={n}: "
+                        f"{table['restrictiveness'][unknown].tolist()}, κ̂: "
+                        f"{table['completeness'][unknown].tolist()}), so their place on the "
+                        "frontier is unknown; leave them out with procedures=[...]")
     dominated = [bool(np.any((R >= R[i]) & (K >= K[i]) & ((R > R[i]) | (K > K[i]))))
                  for i in range(len(R))]
     table["frontier"] = ~np.array(dominated)
@@ -138,6 +153,8 @@ def plot_frontier(table: pd.DataFrame, ax=None, annotate: bool = True, level: fl
     if not isinstance(table, pd.DataFrame) or any(c not in table.columns for c in needed):
         raise ConfigurationError(f"plot_frontier takes the table of frontier_table(...) with "
                                  f"columns {needed}, got {type(table).__name__}")
+    if table.empty:  # drew empty axes, silently
+        raise ConfigurationError("plot_frontier: the table has no procedure to plot")
     ax = new_axes(ax, figsize=(6, 4.5))
     z = scipy.stats.norm.ppf(0.5 + level / 2)
     ax.axvline(0.0, color="grey", lw=0.8, ls=":", label="baseline (κ = 0, r = 1)")

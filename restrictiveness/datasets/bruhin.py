@@ -56,8 +56,9 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
     ------
     DataError
         If the file is missing, lacks a required column, holds non-numeric or missing values,
-        has a probability outside [0, 1], a high prize below the low prize (``z1 < z2``), or a
-        lottery identifier whose prizes or probability differ between rows.
+        has a probability outside [0, 1], a high prize below the low prize (``z1 < z2``), a
+        certainty equivalent outside its prizes ``[z2, z1]``, or a lottery identifier whose
+        prizes or probability differ between rows.
 
     Examples
     --------
@@ -112,6 +113,17 @@ def load_bruhin(path: str | os.PathLike, gains_only: bool = True,
         raise DataError(
             f"load_bruhin: {int(order.sum())} row(s) of {str(path)!r} have the high prize z1 "
             f"below the low prize z2 (first at file line {first}); z1 must be the high prize"
+        )
+    # A certainty equivalent lies between the prizes (every one of the published file does): a
+    # typo such as 1e6 or a sign slip moved every κ̂ silently.
+    outside = (data["ce"] < data["z2"]) | (data["ce"] > data["z1"])
+    if outside.any():
+        first = int(np.flatnonzero(outside.to_numpy())[0])
+        raise DataError(
+            f"load_bruhin: {int(outside.sum())} row(s) of {str(path)!r} have a certainty "
+            f"equivalent outside the prizes [z2, z1] (first at file line {first + 2}: ce "
+            f"{data['ce'].iloc[first]:g}, prizes [{data['z2'].iloc[first]:g}, "
+            f"{data['z1'].iloc[first]:g}]); fix or remove those rows"
         )
     # A lottery identifier must name one lottery: the cell means of completeness rely on it.
     spread = data.groupby("lottery")[["z1", "z2", "p1"]].nunique()

@@ -24,6 +24,11 @@ Safety rules:
   so extending M reuses the finished replications.
 * Resuming under other package versions (numpy, scipy, numba, ...) is refused unless asked
   for: the finished replications might not be reproduced bit for bit.
+* So is resuming under other code (:func:`code_fingerprint`): ``study.json`` records a
+  SHA-256 of this package's files and of the module file of every class, defined outside it,
+  of the objects a run names (its procedures, ...), because reprs do not show code: a fix
+  to a procedure's ``fit`` under an unchanged repr and version used to mix the old code's
+  replications with the new code's.
 * Concurrent runs of one configuration share the remaining replications: a run *claims* a
   replication (a lock on ``.claims/replication-000042``) before computing it, and skips those
   claimed by others; it then waits for them and loads their records, or computes them itself
@@ -40,12 +45,15 @@ uninterrupted run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
+import sys
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..shared._versions import package_versions
@@ -53,7 +61,7 @@ from ..shared.exceptions import CheckpointError, CheckpointWarning
 from ..shared.files import FileLock, LockBusy, atomic_write_bytes
 from .records import RecordError, ReplicationRecord, decode_record, encode_record
 
-__all__ = ["Checkpoint", "configuration_hash"]
+__all__ = ["Checkpoint", "code_fingerprint", "configuration_hash"]
 
 FORMAT = "restrictiveness-checkpoint"
 FORMAT_VERSION = 2
@@ -83,6 +91,58 @@ def configuration_hash(configuration: dict) -> str:
     """
     text = json.dumps(_identity(configuration), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@functools.cache
+def _package_digest() -> str:
+    """SHA-256 of this package's files (sources and shipped data), by relative path."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for file in sorted(root.rglob("*")):
+        rel = file.relative_to(root)
+        if "__pycache__" in rel.parts or file.suffix in (".pyc", ".nbi", ".nbc") \
+                or not file.is_file():
+            continue
+        h.update(f"{rel.as_posix()}|{_file_digest(file)}|".encode())
+    return h.hexdigest()
+
+
+def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
+    """SHA-256 of the code that computes a study's numbers, by module.
+
+    Parameters
+    ----------
+    objects : iterable
+        Objects whose code matters (a study's evaluation distribution, procedures, baseline,
+        discrepancies): the module file of every class in each one's MRO that is defined
+        outside this package and outside the standard library is hashed.
+
+    Returns
+    -------
+    dict
+        ``{"restrictiveness": digest of this package's files, module: digest, ...}``; a
+        module without a file (a class typed at the prompt) has the digest ``"no file"``.
+
+    Examples
+    --------
+    >>> fingerprint = code_fingerprint([3.0])  # a float's class is built in: the package only
+    >>> list(fingerprint), len(fingerprint["restrictiveness"])
+    (['restrictiveness'], 64)
+    """
+    out = {"restrictiveness": _package_digest()}
+    for obj in objects:
+        for cls in type(obj).__mro__:
+            name = cls.__module__
+            top = name.partition(".")[0]
+            if name in out or top == "restrictiveness" or top in sys.stdlib_module_names:
+                continue
+            file = getattr(sys.modules.get(name), "__file__", None)
+            out[name] = _file_digest(Path(file)) if file and Path(file).is_file() else "no file"
+    return out
 
 
 def _short(value, width: int = 70) -> str:
@@ -128,14 +188,18 @@ class Checkpoint:
     configuration : dict
         The study's :meth:`~restrictiveness.engine.study.Study.configuration`.
     allow_other_versions : bool
-        Resume a checkpoint written under other package versions (default: refuse).
+        Resume a checkpoint written under other package versions or other code (default:
+        refuse).
+    code : iterable, optional
+        The objects whose classes' code the run depends on (see :func:`code_fingerprint`);
+        this package's own files are always fingerprinted.
 
     Raises
     ------
     CheckpointError
         The path is a file or not writable; the directory was written by another
-        configuration, other package versions or an old version of this package; or it holds
-        records but no ``study.json``.
+        configuration, other package versions, other code or an old version of this
+        package; or it holds records but no ``study.json``.
 
     Examples
     --------
@@ -145,13 +209,15 @@ class Checkpoint:
     {}
     """
 
-    def __init__(self, path, configuration: dict, allow_other_versions: bool = False) -> None:
+    def __init__(self, path, configuration: dict, allow_other_versions: bool = False,
+                 code: Iterable[object] = ()) -> None:
         if not isinstance(path, str | os.PathLike):  # 3 was a TypeError from pathlib
             raise CheckpointError(f"checkpoint must be a directory path, got {path!r}")
         self.path = Path(path)
         self.configuration = configuration
         self.hash = configuration_hash(configuration)
         self.versions = package_versions()
+        self.code = code_fingerprint(code)
         self._claims: dict[int, FileLock] = {}
         if self.path.exists() and not self.path.is_dir():
             raise CheckpointError(f"checkpoint {self.path} is a file, not a directory; pass a "
@@ -185,7 +251,8 @@ class Checkpoint:
             atomic_write_bytes(meta, json.dumps({
                 "format": FORMAT, "format_version": FORMAT_VERSION,
                 "configuration_sha256": self.hash, "versions": self.versions,
-                "configuration": self.configuration}, sort_keys=True, indent=1).encode())
+                "code": self.code, "configuration": self.configuration},
+                sort_keys=True, indent=1).encode())
             return
         try:
             stored = json.loads(meta.read_text())
@@ -219,6 +286,21 @@ class Checkpoint:
                     "fresh checkpoint directory")
             warnings.warn(f"resuming checkpoint {self.path} written under other package "
                           f"versions ({what})", CheckpointWarning, stacklevel=3)
+        stored_code = stored.get("code")
+        stored_code = stored_code if isinstance(stored_code, dict) else {}
+        code = sorted(k for k in set(stored_code) | set(self.code)
+                      if stored_code.get(k) != self.code.get(k))
+        if code:
+            what = ", ".join(code)
+            if not allow_other_versions:
+                raise CheckpointError(
+                    f"checkpoint {self.path} was written by other code (changed since: {what}"
+                    "; the package version alone does not show an edit); its replications "
+                    "might not be those this code computes. Resume anyway with "
+                    "--resume-other-versions (Python: resume_other_versions=True), or use a "
+                    "fresh checkpoint directory")
+            warnings.warn(f"resuming checkpoint {self.path} written by other code ({what})",
+                          CheckpointWarning, stacklevel=3)
 
     def _remove_stale_temporaries(self) -> None:
         """Remove the temporary files of writers killed mid-write (they stay for ever

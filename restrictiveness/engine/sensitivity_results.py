@@ -384,7 +384,13 @@ class SensitivityMixin:
                 if unknown:
                     raise ConfigurationError(f"{name} names unknown procedure label(s) "
                                              f"{unknown}; procedures are {procs}")
-                return {str(k): float(v) for k, v in x.items()}
+                bad = {k: v for k, v in x.items() if isinstance(v, bool)
+                       or not isinstance(v, int | float | np.integer | np.floating)
+                       or not np.isfinite(v)}
+                if bad:  # "a" was a bare ValueError, NaN blamed on the losses
+                    raise ConfigurationError(f"{name} has coefficients that are not finite "
+                                             f"numbers: {bad}")
+                return {str(k): float(v) for k, v in x.items() if v != 0}
             return parse_comparison(x, procs, self.contribution_spec)
 
         w = one(a, "a")
@@ -395,6 +401,9 @@ class SensitivityMixin:
             w = {k: v for k, v in w.items() if v != 0.0}
             if not w:
                 raise ConfigurationError("a − b cancels to zero; compare different procedures")
+        if not w:  # {} or all-zero coefficients bounded 0 by [-0, 0]
+            raise ConfigurationError(f"the comparison {a!r} has no nonzero coefficient; give "
+                                     "at least one procedure a nonzero weight")
         return w
 
     def _sens_losses(self, weights: Mapping[str, float], discrepancy: str | None
@@ -581,10 +590,10 @@ class SensitivityMixin:
         ['critical_gamma', 'estimate', 'lower', 'upper']
         """
         comparisons = self._comparison_list(comparisons)
-        g = np.asarray(gamma, dtype=float)
-        if g.ndim != 0:
-            raise ConfigurationError(f"gamma must be a scalar here; got shape {g.shape} (use "
-                                     "sensitivity() for a grid)")
+        if np.ndim(gamma) != 0:
+            raise ConfigurationError(f"gamma must be a scalar here; got shape "
+                                     f"{np.shape(gamma)} (use sensitivity() for a grid)")
+        (g,), _ = _sens._gammas(gamma)  # "2" was read as 2.0 here but refused by sensitivity()
         disc = self._discrepancy(discrepancy)
         ns = self.ns
         cols = {k: np.empty((len(comparisons), len(ns))) for k in

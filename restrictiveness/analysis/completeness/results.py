@@ -13,7 +13,7 @@ from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
 from ...engine.results import NETCDF_ENGINE, describe, read_netcdf, unique_procedures
-from ...shared.exceptions import ConfigurationError
+from ...shared.exceptions import ConfigurationError, DataError
 from ...shared.files import CONVENTIONS, atomic_output
 from ...shared.plotting import new_axes
 from .inference import clustered_se, repeated_fold_se
@@ -61,6 +61,18 @@ class CompletenessResults:
     """
 
     def __init__(self, dataset: xr.Dataset) -> None:
+        if not isinstance(dataset, xr.Dataset):
+            raise DataError(f"CompletenessResults wraps an xarray Dataset, got "
+                            f"{type(dataset).__name__}")
+        # A Dataset without its procedure labels was relabelled 0, 1, ... silently; one
+        # without the cluster, an estimate or the design's attributes was a KeyError later.
+        missing = ([f"coordinate {c!r}" for c in _COORDS if c not in dataset.coords]
+                   + [f"variable {v!r}" for v in _VARIABLES if v not in dataset.data_vars]
+                   + [f"attribute {a!r}" for a in _ATTRIBUTES if a not in dataset.attrs])
+        if missing:
+            raise DataError(f"CompletenessResults: the Dataset lacks {', '.join(missing)}; "
+                            "build it with rx.estimate_completeness or read a saved file with "
+                            "rx.load_completeness")
         unique_procedures(dataset)
         # CF descriptions on a shallow copy, so a written file and these results agree.
         self.dataset = dataset.copy()
@@ -281,6 +293,11 @@ class CompletenessResults:
         """The summary as HTML tables (Jupyter's rich display)."""
         return self.summary().as_html()
 
+
+#: What every method reads: the coordinates, variables and attributes of a completeness Dataset.
+_COORDS = ("procedure", "cluster")
+_VARIABLES = ("loss", "influence", "failed", "invalid", "kappa", "kappa_se", "mean_loss")
+_ATTRIBUTES = ("se_method", "design", "baseline", "benchmark", "loss", "unit", "seed")
 
 #: ``long_name`` and ``units`` of the completeness Dataset's variables.
 COMPLETENESS_ATTRS = {
