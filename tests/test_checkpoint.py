@@ -488,3 +488,33 @@ def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
             Checkpoint(tmp_path / "ck", config, True, code=[module.Mean()]).close()
     finally:
         del sys.modules["audit_user_procedures"]
+
+
+def test_a_study_resumed_after_an_edit_of_its_procedures_module_is_refused(tmp_path):
+    # the run passes its objects to the checkpoint: an edit of a user's procedure (same repr,
+    # same package) mixed the old code's replications with the new code's
+    import importlib.util
+    import sys
+
+    source = tmp_path / "edited_procedures.py"
+    source.write_text("import restrictiveness as rx\n"
+                      "class Linear(rx.OLS):\n"
+                      "    def __repr__(self):\n        return 'Linear()'\n")
+    spec = importlib.util.spec_from_file_location("edited_procedures", source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["edited_procedures"] = module
+    try:
+        spec.loader.exec_module(module)
+        study = rx.Study(_study().evaluation, {"linear": module.Linear("y ~ x1")}, rx.Constant(),
+                         n=[10], replications=3, seed=1)
+        first = study.run(progress=False, checkpoint=tmp_path / "ck", replications=[0])
+        source.write_text(source.read_text() + "    scale = 0.5  # the edit\n")
+        with pytest.raises(rx.CheckpointError, match="changed since: edited_procedures"):
+            study.run(progress=False, checkpoint=tmp_path / "ck")
+        with pytest.warns(rx.CheckpointWarning, match=r"other code \(edited_procedures\)"):
+            resumed = study.run(progress=False, checkpoint=tmp_path / "ck",
+                                resume_other_versions=True)
+        assert resumed.dataset["loss"].sel(replication=0).equals(
+            first.dataset["loss"].sel(replication=0))
+    finally:
+        del sys.modules["edited_procedures"]

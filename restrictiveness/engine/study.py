@@ -351,7 +351,9 @@ class Study:
             the ``concurrency`` threads) and in the processes it forks for ``fit_timeout``,
             which share its schedule.
         resume_other_versions : bool
-            Resume a checkpoint written under other package versions (default: refuse).
+            Resume a checkpoint written under other package versions or other code (this
+            package's files, or the module file of a class the study names, such as your own
+            procedure's, edited since; default: refuse).
         worker_timeout : float
             ``backend="dask"``: seconds without any connected worker before the run fails with
             :class:`~restrictiveness.ExecutionError` (dask alone would wait for ever).
@@ -448,7 +450,11 @@ class Study:
         store = None
         try:
             if checkpoint is not None:
-                store = Checkpoint(checkpoint, self.configuration(), resume_other_versions)
+                # the code of every object the run names, not only their reprs (an edited
+                # fit under an unchanged repr would mix two codes' replications)
+                store = Checkpoint(checkpoint, self.configuration(), resume_other_versions,
+                                   code=[self.evaluation, self.baseline,
+                                         *self.procedures.values(), *self.discrepancies])
                 _warn_hidden_state(self, store.path)
                 wanted = set(reps)
                 finished.update({m: r for m, r in store.done().items() if m in wanted})
