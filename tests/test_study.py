@@ -554,6 +554,26 @@ def test_results_refuse_missing_losses_and_read_rounding_below_zero_as_zero():
     assert float(B.sel(n=20, replication=1).item()) == 0.0
 
 
+def test_results_refuse_a_dataset_whose_layout_they_would_misread():
+    # without the n coordinate the estimates were labelled n = 0, 1 without a word; repeated
+    # n labels were accepted; a dimension renamed or missing failed deep in xarray
+    ds = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10, 20],
+                  replications=3).run(progress=False).dataset
+    for bad, message in ((ds.drop_vars("n"), "the Dataset has no 'n' coordinate"),
+                         (ds.drop_vars("discrepancy"), "no 'discrepancy' coordinate"),
+                         (ds.assign_coords(n=[10, 10]), r"n labels repeat: \[10\]"),
+                         (ds.assign_coords(replication=[0, 1, 1]),
+                          r"replication labels repeat: \[1\]"),
+                         (ds.rename({"replication": "rep"}),
+                          r"loss has dimensions \['procedure', 'discrepancy', 'n', 'rep'\]"),
+                         (ds.assign(baseline_loss=ds["baseline_loss"].isel(n=0)),
+                          r"baseline_loss has dimensions \['discrepancy', 'replication'\]")):
+        with pytest.raises(rx.DataError, match=message):
+            rx.Results(bad)
+    assert rx.Results(ds).restrictiveness.sel(n=20).item() == \
+        rx.Results(ds.isel(n=[1])).restrictiveness.item()
+
+
 def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():
     # an IndexError inside KL was reported as "the baseline ... failed"
     with pytest.raises(rx.ConfigurationError, match="KL compares probability vectors .*use MSE"):

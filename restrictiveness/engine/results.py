@@ -92,6 +92,7 @@ class Results(SensitivityMixin):
                 or "baseline_loss" not in dataset.variables:
             raise DataError("Results wraps the xarray Dataset of a study (variables 'loss' and "
                             "'baseline_loss'); run a Study, or read a saved file with rx.load")
+        _check_layout(dataset)
         unique_procedures(dataset)
         for name in ("loss", "baseline_loss"):
             negative = dataset[name].values < NEGATIVE_LOSS  # d(f, g) >= 0 (SPEC §1)
@@ -853,6 +854,33 @@ def describe(ds: xr.Dataset, attrs: Mapping[str, tuple[str, str | None]]) -> Non
             ds[name].attrs["long_name"] = long_name
             if units is not None:
                 ds[name].attrs["units"] = units
+
+
+#: Dimensions of the losses (each also a coordinate); both may add ``draw``.
+_LOSS_DIMS = {"loss": ("procedure", "discrepancy", "n", "replication"),
+              "baseline_loss": ("discrepancy", "n", "replication")}
+
+
+def _check_layout(ds: xr.Dataset) -> None:
+    """Refuse losses whose dimensions or coordinates the estimates would misread.
+
+    Estimates select by coordinate label: a Dataset without the ``n`` coordinate was read as
+    n = 0, 1, ... without a word, and repeated labels picked the first of them.
+    """
+    for name, dims in _LOSS_DIMS.items():
+        have = set(ds[name].dims) - {"draw"}
+        if have != set(dims):
+            raise DataError(f"{name} has dimensions {list(ds[name].dims)}; results need "
+                            f"{list(dims)} (and optionally 'draw')")
+    for dim in ("procedure", "discrepancy", "n", "replication"):
+        if dim not in ds.coords:
+            raise DataError(f"the Dataset has no {dim!r} coordinate; results select by its "
+                            "labels (a study's Dataset, or rx.load of a saved file, has them)")
+        if dim != "procedure":  # procedures: unique_procedures names the repeats
+            values = pd.Index(ds[dim].values)
+            if values.has_duplicates:
+                raise DataError(f"{dim} labels repeat: "
+                                f"{values[values.duplicated()].unique().tolist()}")
 
 
 def unique_procedures(ds: xr.Dataset) -> None:
