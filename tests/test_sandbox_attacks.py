@@ -631,6 +631,42 @@ for a, b in pairs:
     a.close()
     b.close()
 """, expect=("ok", "forbidden")),
+    # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
+    # host's disk past the 50 MB cap, in a working directory the parent counted as empty
+    Attack("unlinked-open-files-past-disk-limit", "floods", """
+import os, time
+held = []
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    os.unlink(f'h{i}')
+    held.append(fd)
+time.sleep(2)
+escaped('held', sum(os.fstat(fd).st_blocks * 512 for fd in held))
+""", expect=("output-limit",)),
+    Attack("o-tmpfile-past-disk-limit", "floods", """
+import os, time
+held = []
+for i in range(4):
+    fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)   # never named at all
+    os.write(fd, b'x' * 20_000_000)
+    held.append(fd)
+time.sleep(2)
+escaped('held', sum(os.fstat(fd).st_blocks * 512 for fd in held))
+""", expect=("output-limit",)),
+    Attack("mapped-deleted-files-past-disk-limit", "floods", """
+import os, time
+mmap = imp('mmap')
+held = []
+for i in range(4):
+    fd = os.open(f'm{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    held.append(mmap.mmap(fd, 4096))   # one page mapped holds the whole file
+    os.close(fd)
+    os.unlink(f'm{i}')
+time.sleep(2)
+escaped('held', len(held), 'mapped deleted files')
+""", expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

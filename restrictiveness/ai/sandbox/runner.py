@@ -30,6 +30,7 @@ from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
 from .workdir import (
     OwnedDirectory,
+    held_bytes,
     load_array,
     open_directory,
     read_status,
@@ -454,6 +455,8 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         if usage is None:
             return "moved"
         size, count = usage
+        # files deleted while open or mapped hold their blocks out of the tree's sight
+        size += held_bytes(proc.pid)
         return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
             else None
 
