@@ -667,6 +667,44 @@ for i in range(4):
 time.sleep(2)
 escaped('held', len(held), 'mapped deleted files')
 """, expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
+    # with no descriptor or mapping left, a file is held by a message in flight on a Unix
+    # socket, or by a rule of a Landlock ruleset the program adds itself
+    Attack("scm-rights-in-flight-past-disk-limit", "floods", """
+import os, time, array
+so = imp('_socket')
+a, b = so.socketpair(so.AF_UNIX, so.SOCK_DGRAM)
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    a.sendmsg([b'x'], [(so.SOL_SOCKET, so.SCM_RIGHTS, array.array('i', [fd]).tobytes())])
+    os.close(fd)
+    os.unlink(f'h{i}')
+time.sleep(2)
+escaped('80 MB in flight')
+""", expect=("crash", "forbidden")),
+    Attack("landlock-rule-holds-deleted-files", "floods", """
+import ctypes, os, time
+c = libc()
+c.syscall.restype = ctypes.c_long
+class Beneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [('allowed', ctypes.c_uint64), ('fd', ctypes.c_int32)]
+handled = ctypes.c_uint64(1 << 2)   # LANDLOCK_ACCESS_FS_READ_FILE
+ruleset = c.syscall(444, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
+added = 0
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    rule = Beneath(1 << 2, fd)
+    added += c.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule),
+                       ctypes.c_uint32(0)) == 0
+    os.close(fd)
+    os.unlink(f'h{i}')
+if c.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0 and added:
+    os.close(ruleset)
+    time.sleep(2)
+    escaped(added, 'deleted files held by the Landlock domain alone')
+""", expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

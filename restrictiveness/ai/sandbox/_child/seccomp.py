@@ -13,7 +13,10 @@ package's ctypes bindings), default allow.
   library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
   ``posix_fallocate`` writes instead): it reserves gigabytes in microseconds, far faster than
   the parent's disk check looks, and with ``FALLOC_FL_KEEP_SIZE`` past the file-size limit and
-  past the sizes the parent counts.
+  past the sizes the parent counts; ``sendmsg``/``sendmmsg`` and ``landlock_add_rule`` (EPERM):
+  a descriptor in flight on a Unix socket, or a file named in a Landlock rule of the program's
+  own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
+  (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`).
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -39,7 +42,8 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
          "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "shmget", "msgget",
          "memfd_create")
-_DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages")
+_DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages", "sendmsg", "sendmmsg",
+         "landlock_add_rule")
 _pyseccomp = None
 
 
