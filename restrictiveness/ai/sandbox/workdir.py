@@ -367,11 +367,12 @@ def held_bytes(pid: int) -> int:
                 continue
         try:
             with open(f"/proc/{proc}/maps", "rb") as fh:
-                ranges = [line.split(None, 1)[0].decode() for line in fh
-                          if line.rstrip().endswith(b"(deleted)")]
+                # one mapping per file (device and inode fields): thousands may map one
+                ranges = {tuple(f[3:5]): f[0].decode() for f in map(bytes.split, fh)
+                          if f[-1:] == [b"(deleted)"]}
         except OSError:
             continue
-        for span in ranges:
+        for span in ranges.values():
             count(f"/proc/{proc}/map_files/{span}")
     return sum(seen.values())
 
