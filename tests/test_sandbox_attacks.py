@@ -355,6 +355,16 @@ rs = imp('resource')
 rs.prlimit(PARENT, rs.RLIMIT_NOFILE, (3, 3))
 escaped('prlimit')
 """),
+    # native AIO events are one pool for the whole machine (fs.aio-max-nr): taking them all
+    # made every other process's io_setup fail with EAGAIN while the program ran
+    Attack("aio-events-of-the-machine", "processes", """
+import ctypes
+c = libc()
+c.syscall.restype = ctypes.c_long
+ctx = ctypes.c_ulong(0)
+if c.syscall(206, ctypes.c_uint(1024), ctypes.byref(ctx)) == 0:   # io_setup
+    escaped('took 1024 of the machine-wide AIO events')
+"""),
     Attack("ptrace-parent", "processes", """
 escaped() if libc().ptrace(16, PARENT, 0, 0) == 0 else print('refused')
 """, expect=KILLED),

@@ -16,7 +16,9 @@ package's ctypes bindings), default allow.
   past the sizes the parent counts; ``sendmsg``/``sendmmsg`` and ``landlock_add_rule`` (EPERM):
   a descriptor in flight on a Unix socket, or a file named in a Landlock rule of the program's
   own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
-  (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`).
+  (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`); ``io_setup`` (ENOSYS):
+  the machine's native-AIO events (``fs.aio-max-nr``) are one pool for every process, and a
+  program taking them all made every other process's ``io_setup`` fail while it ran.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -85,6 +87,7 @@ def install(pid: int) -> str:
         rule(eperm, name)
     rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, CLONE_THREAD, 0))
     rule(s.ERRNO(errno.ENOSYS), "clone3")
+    rule(s.ERRNO(errno.ENOSYS), "io_setup")
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
