@@ -307,7 +307,7 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
     return count[0], count[1]
 
 
-def held_bytes(pid: int) -> int:
+def held_bytes(pid: int) -> int | None:
     """Bytes of deleted files that the process ``pid`` and its descendants still hold open or
     mapped, which no directory names and :func:`tree_usage` cannot see.
 
@@ -325,8 +325,10 @@ def held_bytes(pid: int) -> int:
 
     Returns
     -------
-    int
-        Bytes (the larger of size and allocated blocks) of the deleted files held.
+    int or None
+        Bytes (the larger of size and allocated blocks) of the deleted files held; None when
+        a deleted file that a process maps cannot be measured (a parent that is not root may
+        not follow ``/proc/<pid>/map_files``), since one mapped page may hold any size.
 
     Examples
     --------
@@ -339,13 +341,17 @@ def held_bytes(pid: int) -> int:
     """
     seen: dict[tuple[int, int], int] = {}
 
-    def count(link: str) -> None:
+    def count(link: str, strict: bool = False) -> bool:
+        """Count the file behind ``link``; False if ``strict`` and it may not be read."""
         try:
             info = os.stat(link)
-        except OSError:  # closed, unmapped or gone meanwhile; not ours to read
-            return
+        except PermissionError:
+            return not strict
+        except OSError:  # closed, unmapped or gone meanwhile
+            return True
         if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
             seen[info.st_dev, info.st_ino] = max(info.st_size, info.st_blocks * 512)
+        return True
 
     pending, done = [pid], set()
     while pending:
@@ -377,8 +383,9 @@ def held_bytes(pid: int) -> int:
                           if f[-1:] == [b"(deleted)"]}
         except OSError:
             continue
-        for span in ranges.values():
-            count(f"/proc/{proc}/map_files/{span}")
+        if not all(count(f"/proc/{proc}/map_files/{span}", strict=True)
+                   for span in ranges.values()):
+            return None
     return sum(seen.values())
 
 

@@ -18,7 +18,9 @@ package's ctypes bindings), default allow.
   own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
   (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`); ``io_setup`` (ENOSYS):
   the machine's native-AIO events (``fs.aio-max-nr``) are one pool for every process, and a
-  program taking them all made every other process's ``io_setup`` fail while it ran.
+  program taking them all made every other process's ``io_setup`` fail while it ran;
+  ``prctl(PR_SET_DUMPABLE)`` (EPERM): an undumpable program hides its descriptors and
+  mappings, and the deleted files they hold, from a parent that is not root.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 import ctypes.util
 import errno
 
-from .syscalls import CLONE_THREAD
+from .syscalls import CLONE_THREAD, PR_SET_DUMPABLE
 
 _AF_UNIX = 1
 
@@ -97,5 +99,6 @@ def install(pid: int) -> str:
         rule(eperm, name, s.Arg(0, s.NE, 0))
     rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
     rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
+    rule(eperm, "prctl", s.Arg(0, s.EQ, PR_SET_DUMPABLE))
     f.load()
     return f"{len(_KILL)} calls killed, processes, sockets and signals restricted"
