@@ -677,6 +677,29 @@ for i in range(4):
 time.sleep(2)
 escaped('held', len(held), 'mapped deleted files')
 """, expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
+    # the main thread ends alone (SYS_exit): /proc/<pid>/maps of the leader then reads empty,
+    # while a thread maps deleted files (through libc, keeping no descriptor as mmap.mmap does)
+    Attack("zombie-leader-hides-mapped-files", "floods", """
+import os, time, threading, ctypes
+c = libc()
+c.mmap.restype = ctypes.c_void_p
+c.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_long]
+def linger():
+    time.sleep(0.5)
+    n = 0
+    for i in range(4):
+        fd = os.open(f'm{i}', os.O_CREAT | os.O_RDWR)
+        os.write(fd, b'x' * 20_000_000)
+        n += c.mmap(None, 4096, 1, 1, fd, 0) not in (None, 2**64 - 1)   # PROT_READ, SHARED
+        os.close(fd)
+        os.unlink(f'm{i}')
+    time.sleep(2)
+    escaped(n, 'deleted files held by mappings alone')
+    os._exit(0)
+threading.Thread(target=linger).start()
+c.syscall(60, 0)   # SYS_exit
+""", expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
     # with no descriptor or mapping left, a file is held by a message in flight on a Unix
     # socket, or by a rule of a Landlock ruleset the program adds itself
     Attack("scm-rights-in-flight-past-disk-limit", "floods", """

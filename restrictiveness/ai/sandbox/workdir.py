@@ -341,12 +341,12 @@ def held_bytes(pid: int) -> int | None:
     """
     seen: dict[tuple[int, int], int] = {}
 
-    def count(link: str, strict: bool = False) -> bool:
-        """Count the file behind ``link``; False if ``strict`` and it may not be read."""
+    def count(link: str) -> bool:
+        """Count the file behind ``link``; False if it may not be read."""
         try:
             info = os.stat(link)
         except PermissionError:
-            return not strict
+            return False
         except OSError:  # closed, unmapped or gone meanwhile
             return True
         if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
@@ -360,11 +360,11 @@ def held_bytes(pid: int) -> int | None:
             continue
         done.add(proc)
         try:
-            tasks = os.listdir(f"/proc/{proc}/task")
+            tasks = [int(t) for t in os.listdir(f"/proc/{proc}/task")]
         except OSError:
             continue
         tables: list[int] = []  # a task of each descriptor table read
-        for task in map(int, tasks):
+        for task in tasks:
             base = f"/proc/{proc}/task/{task}"
             try:
                 with open(f"{base}/children", "rb") as fh:
@@ -376,15 +376,21 @@ def held_bytes(pid: int) -> int | None:
                 tables.append(task)
             except OSError:
                 continue
-        try:
-            with open(f"/proc/{proc}/maps", "rb") as fh:
-                # one mapping per file (device and inode fields): thousands may map one
-                ranges = {tuple(f[3:5]): f[0].decode() for f in map(bytes.split, fh)
-                          if f[-1:] == [b"(deleted)"]}
-        except OSError:
+        # Threads share one memory map, but a leader that ended alone (SYS_exit) shows none:
+        # read it through the first task that shows one (/proc/<tid> names a thread too).
+        for task in tasks:
+            try:
+                with open(f"/proc/{task}/maps", "rb") as fh:
+                    fields = [line.split() for line in fh]
+            except OSError:  # ended meanwhile, or not ours to read (the trusted relay's)
+                continue
+            if fields:
+                break
+        else:
             continue
-        if not all(count(f"/proc/{proc}/map_files/{span}", strict=True)
-                   for span in ranges.values()):
+        # one mapping per file (device and inode fields): thousands may map one
+        ranges = {tuple(f[3:5]): f[0].decode() for f in fields if f[-1:] == [b"(deleted)"]}
+        if not all(count(f"/proc/{task}/map_files/{span}") for span in ranges.values()):
             return None
     return sum(seen.values())
 
