@@ -763,6 +763,44 @@ def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
     assert moved
 
 
+def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch):
+    """Deleted files still open or mapped hold their blocks outside any directory; a mapped
+    one the parent may not measure (``map_files`` needs root) makes the count fail, since
+    one mapped page may hold a file of any size."""
+    import mmap
+
+    from restrictiveness.ai.sandbox import workdir
+
+    baseline = workdir.held_bytes(os.getpid())  # pytest's own capture files, say
+    assert baseline is not None
+    path = tmp_path / "held"
+    path.write_bytes(b"x" * 300_000)
+    fd = os.open(path, os.O_RDWR)
+    mapped = mmap.mmap(fd, 4096)
+    os.unlink(path)
+    try:
+        before = workdir.held_bytes(os.getpid())
+        os.close(fd)
+        fd = -1
+        assert before is not None and before >= baseline + 300_000  # open and mapped, once
+        assert workdir.held_bytes(os.getpid()) == before            # mapped only
+        real_stat = os.stat
+
+        def no_map_files(link, *args, **kwargs):
+            if "/map_files/" in str(link):
+                raise PermissionError(1, "Operation not permitted")
+            return real_stat(link, *args, **kwargs)
+
+        monkeypatch.setattr(workdir.os, "stat", no_map_files)
+        assert workdir.held_bytes(os.getpid()) is None
+    finally:
+        mapped.close()
+        if fd >= 0:
+            os.close(fd)
+    monkeypatch.undo()
+    assert workdir.held_bytes(os.getpid()) < before - 250_000
+
+
 def test_disk_count_fails_on_a_directory_it_cannot_read():
     """A parent that is not root shares the child's uid, so the child could make a directory
     (or its whole working directory) unreadable to it, mode 0300, and still write beneath

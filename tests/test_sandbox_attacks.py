@@ -355,6 +355,16 @@ rs = imp('resource')
 rs.prlimit(PARENT, rs.RLIMIT_NOFILE, (3, 3))
 escaped('prlimit')
 """),
+    # native AIO events are one pool for the whole machine (fs.aio-max-nr): taking them all
+    # made every other process's io_setup fail with EAGAIN while the program ran
+    Attack("aio-events-of-the-machine", "processes", """
+import ctypes
+c = libc()
+c.syscall.restype = ctypes.c_long
+ctx = ctypes.c_ulong(0)
+if c.syscall(206, ctypes.c_uint(1024), ctypes.byref(ctx)) == 0:   # io_setup
+    escaped('took 1024 of the machine-wide AIO events')
+"""),
     Attack("ptrace-parent", "processes", """
 escaped() if libc().ptrace(16, PARENT, 0, 0) == 0 else print('refused')
 """, expect=KILLED),
@@ -630,6 +640,110 @@ if len(pairs) > 512:
 for a, b in pairs:
     a.close()
     b.close()
+""", expect=("ok", "forbidden")),
+    # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
+    # host's disk past the 50 MB cap, in a working directory the parent counted as empty
+    Attack("unlinked-open-files-past-disk-limit", "floods", """
+import os, time
+held = []
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    os.unlink(f'h{i}')
+    held.append(fd)
+time.sleep(2)
+escaped('held', sum(os.fstat(fd).st_blocks * 512 for fd in held))
+""", expect=("output-limit",)),
+    Attack("o-tmpfile-past-disk-limit", "floods", """
+import os, time
+held = []
+for i in range(4):
+    fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)   # never named at all
+    os.write(fd, b'x' * 20_000_000)
+    held.append(fd)
+time.sleep(2)
+escaped('held', sum(os.fstat(fd).st_blocks * 512 for fd in held))
+""", expect=("output-limit",)),
+    Attack("mapped-deleted-files-past-disk-limit", "floods", """
+import os, time
+mmap = imp('mmap')
+held = []
+for i in range(4):
+    fd = os.open(f'm{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    held.append(mmap.mmap(fd, 4096))   # one page mapped holds the whole file
+    os.close(fd)
+    os.unlink(f'm{i}')
+time.sleep(2)
+escaped('held', len(held), 'mapped deleted files')
+""", expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
+    # the main thread ends alone (SYS_exit): /proc/<pid>/maps of the leader then reads empty,
+    # while a thread maps deleted files (through libc, keeping no descriptor as mmap.mmap does)
+    Attack("zombie-leader-hides-mapped-files", "floods", """
+import os, time, threading, ctypes
+c = libc()
+c.mmap.restype = ctypes.c_void_p
+c.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_long]
+def linger():
+    time.sleep(0.5)
+    n = 0
+    for i in range(4):
+        fd = os.open(f'm{i}', os.O_CREAT | os.O_RDWR)
+        os.write(fd, b'x' * 20_000_000)
+        n += c.mmap(None, 4096, 1, 1, fd, 0) not in (None, 2**64 - 1)   # PROT_READ, SHARED
+        os.close(fd)
+        os.unlink(f'm{i}')
+    time.sleep(2)
+    escaped(n, 'deleted files held by mappings alone')
+    os._exit(0)
+threading.Thread(target=linger).start()
+c.syscall(60, 0)   # SYS_exit
+""", expect=("output-limit", "forbidden"), unguarded=("output-limit",)),
+    # with no descriptor or mapping left, a file is held by a message in flight on a Unix
+    # socket, or by a rule of a Landlock ruleset the program adds itself
+    Attack("scm-rights-in-flight-past-disk-limit", "floods", """
+import os, time, array
+so = imp('_socket')
+a, b = so.socketpair(so.AF_UNIX, so.SOCK_DGRAM)
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    a.sendmsg([b'x'], [(so.SOL_SOCKET, so.SCM_RIGHTS, array.array('i', [fd]).tobytes())])
+    os.close(fd)
+    os.unlink(f'h{i}')
+time.sleep(2)
+escaped('80 MB in flight')
+""", expect=("crash", "forbidden")),
+    Attack("landlock-rule-holds-deleted-files", "floods", """
+import ctypes, os, time
+c = libc()
+c.syscall.restype = ctypes.c_long
+class Beneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [('allowed', ctypes.c_uint64), ('fd', ctypes.c_int32)]
+handled = ctypes.c_uint64(1 << 2)   # LANDLOCK_ACCESS_FS_READ_FILE
+ruleset = c.syscall(444, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
+added = 0
+for i in range(4):
+    fd = os.open(f'h{i}', os.O_CREAT | os.O_RDWR)
+    os.write(fd, b'x' * 20_000_000)
+    rule = Beneath(1 << 2, fd)
+    added += c.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule),
+                       ctypes.c_uint32(0)) == 0
+    os.close(fd)
+    os.unlink(f'h{i}')
+if c.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0 and added:
+    os.close(ruleset)
+    time.sleep(2)
+    escaped(added, 'deleted files held by the Landlock domain alone')
+""", expect=("ok", "forbidden")),
+    # an undumpable process's /proc/<pid>/fd and maps are root's: a parent that is not root
+    # could not count the deleted files it held (80 MB past the cap, both backends, as uid
+    # 65534); the program could also inherit the flag from the built-in backend's init
+    Attack("undumpable-hides-held-files", "floods", """
+if libc().prctl(4, 0, 0, 0, 0) == 0:   # PR_SET_DUMPABLE
+    escaped('made itself undumpable')
 """, expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """
 import os

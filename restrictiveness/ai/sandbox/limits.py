@@ -101,8 +101,9 @@ class SandboxLimits:
     file_bytes : int
         Largest file the child may write (and largest output array).
     disk_bytes : int
-        Most bytes the working directory may hold while the child runs; the parent checks
-        a few times a second and kills the child beyond it ("output-limit").
+        Most bytes the working directory may hold while the child runs, deleted files the
+        child still holds open or mapped included; the parent checks a few times a second
+        and kills the child beyond it ("output-limit").
     max_files : int
         Most files and directories the working directory may hold ("output-limit").
     threads : int

@@ -30,6 +30,7 @@ from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
 from .workdir import (
     OwnedDirectory,
+    held_bytes,
     load_array,
     open_directory,
     read_status,
@@ -454,6 +455,11 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         if usage is None:
             return "moved"
         size, count = usage
+        # files deleted while open or mapped hold their blocks out of the tree's sight
+        held = held_bytes(proc.pid)
+        if held is None:
+            return "moved"
+        size += held
         return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
             else None
 
@@ -600,9 +606,9 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
             "disk": ("output-limit", f"wrote more than {limits.disk_bytes} bytes of files"),
             "files": ("output-limit", f"created more than {limits.max_files} files and "
                                       "directories"),
-            "moved": ("output-limit", "hid part of its working directory from the parent's "
-                                      "count (a directory moved away or made unreadable), so "
-                                      "its size could not be bounded"),
+            "moved": ("output-limit", "hid part of its files from the parent's count (a "
+                                      "directory moved away or made unreadable, or a deleted "
+                                      "file mapped), so their size could not be bounded"),
             "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
         }
         reason, what = stopped[killed]

@@ -131,6 +131,10 @@ def main(config_path: str) -> None:
             relay(pid, cfg["exit_fd"])
         os.close(cfg["exit_fd"])
         syscalls.prctl(syscalls.PR_SET_PDEATHSIG, 9)  # SIGKILL when the relay dies
+        # not the init's undumpable flag, which a fork inherits: a parent that is not root
+        # reads the program's descriptors and mappings through /proc (workdir.held_bytes),
+        # which an undumpable process hides from its own uid (seccomp then keeps it so)
+        syscalls.prctl(syscalls.PR_SET_DUMPABLE, 1)
         if full:
             layers = isolate(cfg)
         else:

@@ -13,7 +13,14 @@ package's ctypes bindings), default allow.
   library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
   ``posix_fallocate`` writes instead): it reserves gigabytes in microseconds, far faster than
   the parent's disk check looks, and with ``FALLOC_FL_KEEP_SIZE`` past the file-size limit and
-  past the sizes the parent counts.
+  past the sizes the parent counts; ``sendmsg``/``sendmmsg`` and ``landlock_add_rule`` (EPERM):
+  a descriptor in flight on a Unix socket, or a file named in a Landlock rule of the program's
+  own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
+  (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`); ``io_setup`` (ENOSYS):
+  the machine's native-AIO events (``fs.aio-max-nr``) are one pool for every process, and a
+  program taking them all made every other process's ``io_setup`` fail while it ran;
+  ``prctl(PR_SET_DUMPABLE)`` (EPERM): an undumpable program hides its descriptors and
+  mappings, and the deleted files they hold, from a parent that is not root.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
 """
@@ -23,7 +30,7 @@ from __future__ import annotations
 import ctypes.util
 import errno
 
-from .syscalls import CLONE_THREAD
+from .syscalls import CLONE_THREAD, PR_SET_DUMPABLE
 
 _AF_UNIX = 1
 
@@ -39,7 +46,8 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
          "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "shmget", "msgget",
          "memfd_create")
-_DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages")
+_DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages", "sendmsg", "sendmmsg",
+         "landlock_add_rule")
 _pyseccomp = None
 
 
@@ -81,6 +89,7 @@ def install(pid: int) -> str:
         rule(eperm, name)
     rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, CLONE_THREAD, 0))
     rule(s.ERRNO(errno.ENOSYS), "clone3")
+    rule(s.ERRNO(errno.ENOSYS), "io_setup")
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
@@ -90,5 +99,6 @@ def install(pid: int) -> str:
         rule(eperm, name, s.Arg(0, s.NE, 0))
     rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
     rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
+    rule(eperm, "prctl", s.Arg(0, s.EQ, PR_SET_DUMPABLE))
     f.load()
     return f"{len(_KILL)} calls killed, processes, sockets and signals restricted"
