@@ -235,7 +235,8 @@ def _owners(path: str) -> set[int]:
 
 
 def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] | None:
-    """Bytes of files and number of entries under ``root``; counting stops once either passes
+    """Bytes of files and directories and number of entries under ``root``; counting stops
+    once either passes
     its limit. None when part of the tree could not be measured: a directory on the way down
     moved elsewhere, or one the child made unreadable (a parent that is not root shares its
     uid, and mode 0300 let the child write where the count could not look).
@@ -257,10 +258,11 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             subdirs.append(entry.name)
-                        else:
-                            info = entry.stat(follow_symlinks=False)
-                            # blocks too: space reserved past the end has no size
-                            count[0] += max(info.st_size, info.st_blocks * 512)
+                        info = entry.stat(follow_symlinks=False)
+                        # blocks too: space reserved past the end has no size; and a
+                        # directory's own (4 KiB each on ext4: max_files empty directories
+                        # held 400 MB past the default cap uncounted)
+                        count[0] += max(info.st_size, info.st_blocks * 512)
                     except OSError:
                         continue
                     if count[0] > max_bytes or count[1] > max_entries:
