@@ -10,6 +10,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import uuid
 
 import numpy as np
@@ -990,6 +991,11 @@ def test_a_child_that_never_starts_leaks_no_descriptor(monkeypatch):
                 found.add(os.readlink(f"/proc/self/fd/{fd}"))
         return found
 
+    # a study that raised lets its running fits finish on their threads (it does not wait for
+    # them), so an earlier test's runs may still open and close descriptors in this process
+    for thread in threading.enumerate():
+        if thread.name.startswith("rx-io"):
+            thread.join(timeout=120)
     monkeypatch.setattr(subprocess, "Popen", refused)
     before = channels()
     for _ in range(3):
