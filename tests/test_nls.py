@@ -695,3 +695,49 @@ def test_an_estimate_on_a_log_scale_lower_bound_is_the_bound_exactly():
         assert nls.logscale.tolist() == [0, 1]
         fit = nls.fit(sample)
         assert fit.params["b"] == 0.01 and fit.info["at_bound"] == ["b"]
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs that cannot be honoured are refused, not converted
+# ---------------------------------------------------------------------------------------------
+
+def test_non_numeric_data_columns_are_refused_not_converted():
+    """Strings that look like numbers and numeric categories were read as numbers: a
+    categorical column of rounded values was fitted on its category values, silently."""
+    x = np.linspace(1, 3, 12)
+    df = pd.DataFrame({"x": x, "y": 2.0 * x})
+    bounds = {"b": (0, 5)}
+    est = rx.NLS.from_formula("y ~ b * x", df, bounds=bounds).fit()
+    assert est.params["b"] == pytest.approx(2.0, rel=1e-10)
+    for bad in (df.x.astype(str), pd.Series(pd.Categorical(df.x))):
+        with pytest.raises(DataError, match="column 'x' is not numeric"):
+            rx.NLS.from_formula("y ~ b * x", df.assign(x=bad), bounds=bounds)
+        with pytest.raises(DataError, match="column 'x' is not numeric"):
+            est.predict(pd.DataFrame({"x": bad.iloc[:2]}))
+    with pytest.raises(DataError, match="column 'y' is not numeric"):
+        rx.NLS.from_formula("y ~ b * x", df.assign(y=df.y.astype(str)), bounds=bounds)
+    # integers and booleans are numbers
+    flags = pd.DataFrame({"d": [True, False, True, False], "y": [3.0, 1.0, 3.0, 1.0]})
+    res = rx.NLS.from_formula("y ~ a + b * d", flags, bounds={"a": (-5, 5), "b": (-5, 5)}).fit()
+    np.testing.assert_allclose(res.params, [1.0, 2.0], atol=1e-9)
+
+
+@pytest.mark.parametrize("bounds", [{"b": "05"}, [("b", (0, 5))]])
+def test_bounds_that_are_not_pairs_in_a_mapping_are_refused(bounds):
+    """bounds={"b": "05"} was read as the box (0, 5); a list of pairs gave a message about
+    parameter names."""
+    with pytest.raises(ConfigurationError, match="bounds"):
+        rx.NLS("y ~ b * x", bounds=bounds)
+
+
+@pytest.mark.parametrize("output", [["1.0"] * 8, None, np.ones(8) * (1 + 1j)])
+def test_a_model_function_returning_other_than_real_numbers_is_refused(output):
+    """Strings crashed with a bare ValueError, None became one NaN ('returned 1 predictions')
+    and complex values lost their imaginary part, silently."""
+    df = pd.DataFrame({"x": np.linspace(0, 1, 8), "y": np.linspace(1, 2, 8)})
+
+    def model(data, b):
+        return output
+
+    with pytest.raises(rx.ModelFunctionError, match="must return real numbers"):
+        rx.NLS(model, bounds={"b": (0, 1)}, response="y").fit(df)

@@ -63,7 +63,7 @@ from scipy.stats import qmc
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
-from ..shared.checks import keywords_of, known_keywords, whole_number
+from ..shared.checks import keywords_of, known_keywords, numeric_column, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
 from ..shared.expression import (
     NonlinearFormula,
@@ -140,6 +140,9 @@ class NLS(Procedure):
         if isinstance(params, str):
             raise ConfigurationError(f"params must be a sequence of names, not the string "
                                      f"{params!r}")
+        if bounds is not None and not isinstance(bounds, Mapping):
+            raise ConfigurationError(f"bounds must be a mapping {{parameter: (low, high)}}, got "
+                                     f"{bounds!r}")
         bounds = dict(bounds or {})
         self._formula: NonlinearFormula | None
         self.formula: str | None
@@ -190,6 +193,8 @@ class NLS(Procedure):
         self.bounds = {}
         for q in names:
             try:
+                if isinstance(bounds[q], str | bytes):  # "01" read as (0, 1)
+                    raise TypeError
                 lo, hi = (float(v) for v in bounds[q])
             except (TypeError, ValueError):
                 raise ConfigurationError(f"bounds[{q!r}] must be a pair (low, high)") from None
@@ -319,6 +324,9 @@ class NLS(Procedure):
                                  if isinstance(X, np.ndarray)
                                  or pd.api.types.is_numeric_dtype(X[c])})
         self._formula.check_columns(columns)
+        if isinstance(X, pd.DataFrame):
+            for c in self._formula.variables:
+                numeric_column(X[c], "NLS")
         if not self._formula.variables:
             return np.zeros((len(X), 0))
         M = np.column_stack([np.asarray(get(c), dtype=float) for c in self._formula.variables])
@@ -505,7 +513,15 @@ class NLS(Procedure):
         return J
 
     def _evaluate(self, data, theta: np.ndarray) -> np.ndarray:
-        return np.asarray(self._call(self.function, data, theta), dtype=float).reshape(-1)
+        out = np.asarray(self._call(self.function, data, theta))
+        # strings crashed in the conversion, None became one NaN and complex numbers lost their
+        # imaginary part, silently
+        if not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)
+                or out.dtype == bool):
+            name = getattr(self.function, "__qualname__", None) or repr(self.function)
+            raise ModelFunctionError(f"NLS: the model function {name} returned {out.dtype} "
+                                     "values; it must return real numbers, one per observation")
+        return out.astype(float).reshape(-1)
 
     def _call(self, fn, data, theta: np.ndarray):
         """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
@@ -798,11 +814,7 @@ class NLSEstimator:
             raise DataError(f"the data contain missing values in {used}; drop or impute them "
                             "first")
         for c in used:
-            try:
-                np.asarray(data[c], dtype=float)
-            except (TypeError, ValueError):
-                raise DataError(f"column {c!r} is not numeric (dtype {data[c].dtype}); convert "
-                                "it to numbers first") from None
+            numeric_column(data[c], "NLS estimation")
         self.model, self.data = model, data
         self.endog = data[model.response].to_numpy(dtype=float)
         self.design = model._design(data, list(data.columns))

@@ -11,10 +11,12 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 
-from .exceptions import ConfigurationError
+import pandas as pd
+
+from .exceptions import ConfigurationError, DataError
 
 __all__ = ["whole_number", "is_whole", "is_positive", "probability", "labelled", "keywords_of",
-           "known_keywords"]
+           "known_keywords", "numeric_column"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -82,6 +84,46 @@ def is_positive(value: object) -> bool:
     """
     return (not isinstance(value, bool) and isinstance(value, numbers.Real)
             and math.isfinite(value) and float(value) > 0)
+
+
+def numeric_column(column, who: str) -> None:
+    """Refuse a data column that is not numbers (or booleans).
+
+    ``np.asarray(column, dtype=float)`` would read the strings ``"1.5"`` as numbers and a
+    categorical column as its category values, silently; a complex column would lose its
+    imaginary part.
+
+    Parameters
+    ----------
+    column : pandas.Series
+        The column.
+    who : str
+        The caller, for the message.
+
+    Raises
+    ------
+    DataError
+        Naming the column and its dtype.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> numeric_column(pd.Series([1, 2], name="x"), "f")  # passes silently
+    >>> numeric_column(pd.Series(["1", "2"], name="x"), "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: f: column 'x' is not numeric ...
+    """
+    types = pd.api.types
+    dtype = column.dtype
+    if types.is_bool_dtype(dtype) or (types.is_numeric_dtype(dtype)
+                                      and not types.is_complex_dtype(dtype)
+                                      and not isinstance(dtype, pd.CategoricalDtype)):
+        return
+    hint = " (a categorical column: convert it with .astype(float) if its categories are " \
+        "numbers)" if isinstance(dtype, pd.CategoricalDtype) else ""
+    raise DataError(f"{who}: column {column.name!r} is not numeric (dtype {dtype}); convert it "
+                    f"to real numbers first{hint}")
 
 
 def probability(value: object, name: str) -> float:
