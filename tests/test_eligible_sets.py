@@ -192,3 +192,42 @@ def test_monotonicity_that_orders_no_pair_of_points_is_refused():
     rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]), rx.Decreasing("x1")))
     rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"),
                                  rx.Increasing("x2")))
+
+
+@dataclass(frozen=True)
+class _Projected(rx.Constraint):
+    """An imposable restriction whose projection is given (checks pass by construction)."""
+
+    move: object
+
+    def check(self, pred, X, columns):
+        return np.ones(len(pred), dtype=bool)
+
+    def project(self, values, X, columns):
+        return self.move(values, X)
+
+    def describe(self):
+        return "projected"
+
+
+@pytest.mark.parametrize("move, constraints, broken", [
+    # a cap that falls with x: the truths decreased where Increasing('x') holds
+    (lambda v, X: np.minimum(v, 1 - X[:, 0]), (rx.Increasing("x"),), "broke the monotonicity"),
+    # a floor above the range: every truth was 2.0, outside Between(0, 1)
+    (lambda v, X: np.maximum(v, 2.0), (rx.Increasing("x"), rx.Between(0, 1)), "outside Between"),
+    (lambda v, X: v * np.nan, (rx.Increasing("x"),), "not finite"),
+])
+def test_a_projection_that_undoes_the_eligible_set_is_refused(move, constraints, broken):
+    """The draws satisfied the projection's own check but no longer the other constraints,
+    silently: the pseudo-truths were not in the eligible set."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), *constraints, _Projected(move))
+    with pytest.raises(ConstraintError, match=broken):
+        rx.MonotoneGP(F, n_eval=40).draw([15], np.random.default_rng(5))
+
+
+def test_a_projection_that_keeps_the_eligible_set_is_imposed():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1),
+                       _Projected(lambda v, X: np.maximum(v, 0.4)))
+    truth = rx.MonotoneGP(F, n_eval=40).draw([15], np.random.default_rng(5))
+    y = truth.eval_y(15)[np.argsort(truth.eval_X[:, 0])]
+    assert y.min() == 0.4 and (np.diff(y) >= 0).all() and y.max() < 1
