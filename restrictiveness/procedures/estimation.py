@@ -40,7 +40,7 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
-from ..shared.checks import probability
+from ..shared.checks import aligned_by_label, probability
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 
 __all__ = ["CovType", "COV_TYPES", "LeastSquaresResults", "cluster_codes"]
@@ -99,7 +99,7 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
             raise FormulaError(f"groups names column {groups!r} that the data do not have")
         groups = data[groups].to_numpy()
     elif isinstance(groups, pd.Series) and data is not None:
-        groups = _aligned(groups, data.index)
+        groups = aligned_by_label(groups, data.index, "groups")
     groups = np.asarray(groups)
     if groups.shape != (nobs,):
         raise DataError(f"groups must have one entry per observation ({nobs}), "
@@ -110,24 +110,6 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     if codes.max() < 1:
         raise DataError("cov_type='cluster' needs at least two clusters")
     return canonical, codes
-
-
-def _aligned(groups: pd.Series, index: pd.Index) -> np.ndarray:
-    """A Series of cluster identifiers aligned with the data's rows by index label (as pandas,
-    statsmodels' formulas and linearmodels align), never by position."""
-    if groups.index.equals(index):
-        return groups.to_numpy()
-    if not groups.index.is_unique or not index.is_unique:
-        raise DataError("groups is a Series whose index differs from the data's and is not "
-                        "unique (or the data's is not), so it cannot be aligned by label; give "
-                        "a Series with the data's index, a column name or an array in the "
-                        "data's row order")
-    missing = index.difference(groups.index)
-    if len(missing):
-        raise DataError(f"groups is a Series whose index lacks {len(missing)} of the data's "
-                        f"row labels (e.g. {missing[:5].tolist()}); it is aligned by index "
-                        "label, so it must hold every row of the data")
-    return groups.reindex(index).to_numpy()
 
 
 class LeastSquaresResults:
