@@ -270,3 +270,19 @@ def test_constant_refuses_what_is_neither_a_sample_nor_a_dataframe():
         rx.Constant().fit(np.ones((3, 1)))
     assert rx.Constant().fit(rx.Sample(np.zeros((3, 1)), np.array([1.0, 2, 6]), ("x",))
                              ).predict(np.zeros((1, 1))).tolist() == [3.0]
+
+
+def test_nan_from_a_transform_is_not_called_missing_data():
+    """np.log of a negative covariate was reported as 'the data contain missing values', which
+    the data did not have."""
+    df = pd.DataFrame({"x": [-1.0, 0.5, 2.0, 3.0], "y": [1.0, 2.0, 3.0, 5.0]})
+    for fit in (lambda: rx.OLS("y ~ np.log(x)").fit(df),
+                lambda: rx.GPRegression("y ~ np.log(x)").fit(df)):
+        with pytest.raises(DataError, match="a transform gives NaN"):
+            fit()
+    rule = rx.GPRegression("y ~ np.log(x)").fit(df.iloc[1:])
+    with pytest.raises(DataError, match="a transform gives NaN"):
+        rule.predict(pd.DataFrame({"x": [-2.0]}))
+    with pytest.raises(DataError, match="the data contain missing values"):
+        rule.predict(pd.DataFrame({"x": [np.nan]}))
+    np.testing.assert_allclose(rule.predict(df.iloc[1:]), df.y.iloc[1:], rtol=1e-9)
