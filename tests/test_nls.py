@@ -741,3 +741,32 @@ def test_a_model_function_returning_other_than_real_numbers_is_refused(output):
 
     with pytest.raises(rx.ModelFunctionError, match="must return real numbers"):
         rx.NLS(model, bounds={"b": (0, 1)}, response="y").fit(df)
+
+
+def test_a_model_function_that_transforms_its_data_in_place_sees_the_data_each_call():
+    """data["x"] = np.log(data["x"]) inside the function changed the frame every later call
+    received: the fit failed ('not finite at any screening point') or, for a transform that
+    stays finite, went wrong silently."""
+    x = np.linspace(1, 3, 20)
+    df = pd.DataFrame({"x": x, "y": 2 * np.log(x) + 1})
+
+    def shifted(data, a, b):
+        data["x"] = data["x"] + 1.0   # the user's transform, in place
+        return a * np.log(data["x"].to_numpy()) + b
+
+    res = rx.NLS(shifted, bounds={"a": (0, 5), "b": (-5, 5)}, response="y").fit(df)
+    expected = np.linalg.lstsq(np.column_stack([np.log(x + 1), np.ones(20)]), df.y,
+                               rcond=None)[0]
+    np.testing.assert_allclose(res.params, expected, rtol=1e-7)
+    assert df.x.tolist() == x.tolist()
+
+
+def test_the_response_on_the_right_hand_side_is_refused():
+    """y ~ a * y + b fitted the response on itself (a = 1, b = 0, SSR 0), silently; so did a
+    patsy formula y ~ y + x."""
+    with pytest.raises(FormulaError, match="'y' also appears on the right-hand side"):
+        rx.NLS("y ~ a * y + b", bounds={"a": (0, 2), "b": (-1, 1)})
+    with pytest.raises(FormulaError, match="'y' also appears on the right-hand side"):
+        rx.OLS("y ~ y + x")
+    with pytest.raises(FormulaError, match="'y' is also a parameter"):
+        rx.NLS("y ~ y * x", bounds={"y": (0, 2)})

@@ -531,6 +531,9 @@ class NLS(Procedure):
         role and the parameters, with the original as ``__cause__``."""
         theta = np.asarray(theta, dtype=float)
         named = dict(zip(self.params, theta.tolist(), strict=True))
+        # a fresh frame per call (copy-on-write: no data are copied): a function that
+        # transforms a column in place, data["x"] = np.log(data["x"]), changed every later call
+        data = data.copy(deep=False) if isinstance(data, pd.DataFrame) else data
         try:
             if _takes_names(fn, self.params):
                 return fn(data, **named)

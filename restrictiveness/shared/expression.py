@@ -166,6 +166,11 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
     except RecursionError:  # e.g. a sum of thousands of terms
         raise FormulaError(f"formula {text[:60]!r}... is too long or too deeply nested to "
                            "check; write it with fewer terms") from None
+    if lhs in names:  # y ~ a * y fitted the response on itself
+        raise FormulaError(f"formula {text!r}: the response {lhs!r} also appears on the "
+                           "right-hand side")
+    if lhs in params:
+        raise FormulaError(f"formula {text!r}: the response {lhs!r} is also a parameter")
     return NonlinearFormula(text=text, response=lhs, params=params, variables=tuple(names),
                             expression=ast.unparse(tree), tree=tree)
 

@@ -188,6 +188,9 @@ def parse_formula(text: str) -> Formula:
             raise FormulaError(f"formula {text!r}: the response must be a single column name "
                                "(transform it in the data, not in the formula)")
         response = lhs[0]
+        if response in names:  # y ~ y + x fitted the response on itself
+            raise FormulaError(f"formula {text!r}: the response {response!r} also appears on "
+                               "the right-hand side")
     return Formula(text=text, response=response, covariates=tuple(names))
 
 
