@@ -770,3 +770,13 @@ def test_the_response_on_the_right_hand_side_is_refused():
         rx.OLS("y ~ y + x")
     with pytest.raises(FormulaError, match="'y' is also a parameter"):
         rx.NLS("y ~ y * x", bounds={"y": (0, 2)})
+
+
+def test_clusters_on_data_without_rows_are_refused_by_name():
+    """cov_type='cluster' on an empty frame was numpy's 'zero-size array to reduction'."""
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 8.0]}).iloc[:0]
+    with pytest.raises(DataError, match="at least two clusters"):
+        rx.NLS.from_formula("y ~ a + b * x", df, bounds={"a": (-9, 9), "b": (-9, 9)}).fit(
+            cov_type="cluster", groups=[])
+    with pytest.raises(DataError, match="at least two clusters"):
+        rx.OLS("y ~ x").fit(df, cov_type="cluster", groups=[])

@@ -107,7 +107,7 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     if pd.isna(groups).any():
         raise DataError("groups contains missing values")
     codes = pd.factorize(groups)[0]
-    if codes.max() < 1:
+    if codes.max(initial=0) < 1:  # no rows at all was numpy's ValueError
         raise DataError("cov_type='cluster' needs at least two clusters")
     return canonical, codes
 
