@@ -780,3 +780,17 @@ def test_clusters_on_data_without_rows_are_refused_by_name():
             cov_type="cluster", groups=[])
     with pytest.raises(DataError, match="at least two clusters"):
         rx.OLS("y ~ x").fit(df, cov_type="cluster", groups=[])
+
+
+def test_a_function_model_failing_on_missing_values_names_them():
+    """A function model fitted on data with NaN in a covariate failed with 'check the formula's
+    domain', which sent the user looking at the model rather than at the data."""
+    x = np.linspace(0.1, 3, 30)
+    df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x)})
+    df.loc[2, "x"] = np.nan
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"].to_numpy())
+
+    with pytest.raises(DataError, match=r"missing values \(NaN\) in \['x'\]"):
+        rx.NLS(model, bounds={"a": (0, 10), "b": (0.01, 5)}, response="y").fit(df)

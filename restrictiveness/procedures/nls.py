@@ -447,9 +447,14 @@ class NLS(Procedure):
             if self.jac is not None and math.isfinite(ssr):
                 self._check_jac(design, self._natural(x))
         if not math.isfinite(ssr):
+            # a function model receives every numeric column, NaN included (a formula's
+            # columns are checked before): say so rather than blame the model's domain
+            gaps = [] if not isinstance(design, pd.DataFrame) else \
+                [c for c in design.columns if design[c].isna().any()]
+            hint = f"; the data passed to it have missing values (NaN) in {gaps}" if gaps else ""
             raise DataError(f"the model is not finite at any of the {len(points)} screening "
                             "points of the parameter box on these data; check the formula's "
-                            "domain (e.g. log of a negative number) and the bounds")
+                            f"domain (e.g. log of a negative number) and the bounds{hint}")
         return NLSFitted(self, self._natural(x), float(ssr), records, int(evals), n, columns)
 
     def _function_residuals(self, x, args, want_jac):
