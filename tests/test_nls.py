@@ -794,3 +794,25 @@ def test_a_function_model_failing_on_missing_values_names_them():
 
     with pytest.raises(DataError, match=r"missing values \(NaN\) in \['x'\]"):
         rx.NLS(model, bounds={"a": (0, 10), "b": (0.01, 5)}, response="y").fit(df)
+
+
+def test_an_infinite_derivative_on_the_box_does_not_end_the_fit_or_fake_a_standard_error():
+    """sqrt(a) with a in (0, 4): at the corner a = 0 the compiled Jacobian divided by zero and
+    numba raised ZeroDivisionError, ending every fit; at an estimate a = 0 the infinite
+    derivative gave a standard error of exactly 0 (one parameter) or NaN for all of them."""
+    x = np.linspace(0.1, 3, 30)
+    df = pd.DataFrame({"x": x, "y": 0.5 - 0.1 * x + 0.01 * np.sin(7 * x)})
+    with pytest.warns(RuntimeWarning, match=r"not finite at the estimate for \['a'\]"):
+        res = rx.NLS.from_formula("y ~ sqrt(a) * x + b", df,
+                                  bounds={"a": (0, 4), "b": (-2, 2)}).fit()
+        bse = res.bse
+    # decreasing data: the best a is its bound 0, and b is then the mean
+    assert res.params["a"] == 0.0 and res.at_bound == ["a"]
+    assert res.params["b"] == pytest.approx(df.y.mean(), rel=1e-9)
+    assert np.isnan(bse["a"])
+    # b's standard error with a held at its bound: s / sqrt(N), s² = SSR / (N - k)
+    assert bse["b"] == pytest.approx(np.sqrt(res.ssr / 28 / 30), rel=1e-10)
+    # a rising sample puts a inside the box: sqrt(a) = 0.3 recovered
+    rising = rx.NLS.from_formula("y ~ sqrt(a) * x + b", df.assign(y=0.5 + 0.3 * x),
+                                 bounds={"a": (0, 4), "b": (-2, 2)}).fit()
+    np.testing.assert_allclose(rising.params, [0.09, 0.5], rtol=1e-9)

@@ -175,19 +175,34 @@ class LeastSquaresResults:
         """
         if self.df_model == 0:
             return np.zeros(0, dtype=bool)
-        _, S, Vt = np.linalg.svd(self._J, full_matrices=False)
-        tol = S.max(initial=0.0) * max(self._J.shape) * np.finfo(float).eps  # matrix_rank's
+        J = self._J_finite
+        _, S, Vt = np.linalg.svd(J, full_matrices=False)
+        tol = S.max(initial=0.0) * max(J.shape) * np.finfo(float).eps  # matrix_rank's
         lost = (np.abs(Vt[S <= tol]) > 1e-8).any(axis=0)
+        infinite = ~np.isfinite(self._J).all(axis=0)
+        if infinite.any():
+            names = [q for q, bad in zip(self._names, infinite, strict=True) if bad]
+            warnings.warn(f"the Jacobian is not finite at the estimate for {names} (a derivative "
+                          "that is infinite there, e.g. sqrt(a) at a = 0): their standard errors "
+                          "are NaN, and the others are computed with them held fixed",
+                          RuntimeWarning, stacklevel=4)
+            lost &= ~infinite
         if lost.any():
             names = [q for q, bad in zip(self._names, lost, strict=True) if bad]
             warnings.warn(f"parameters {names} are not identified at the estimate (the Jacobian "
                           "is rank-deficient in their direction): their standard errors are NaN",
                           RuntimeWarning, stacklevel=4)
-        return lost
+        return lost | infinite
+
+    @property
+    def _J_finite(self) -> np.ndarray:
+        """The Jacobian with its non-finite columns zeroed: those parameters are held fixed
+        (an infinite entry gave a standard error of 0, or NaN for every parameter)."""
+        return np.where(np.isfinite(self._J).all(axis=0), self._J, 0.0)
 
     @cached_property
     def _cov_estimated(self) -> np.ndarray:
-        J, e, N, k = self._J, self.resid, self.nobs, self.df_model
+        J, e, N, k = self._J_finite, self.resid, self.nobs, self.df_model
         if k == 0:
             return np.zeros((0, 0))
         bread = np.linalg.pinv(J.T @ J)

@@ -433,17 +433,30 @@ class NLS(Procedure):
             raise DataError("NLS: the response contains NaN or infinite values")
         lo, hi = self._box()
         points, group = _screening_points(tuple(lo), tuple(hi), self.n_points, self.seed)
-        free = np.ones(len(self.params), dtype=np.int64)
-        options = (points, group, lo, hi, free, self.n_refine, 0.1, self.max_nfev, self.gtol,
-                   self.xtol, self.ftol)
         if self._formula is not None:
-            compiled = compile_expression(self._formula)
-            driver = multistart_for(callback_type())
-            x, ssr, records, evals = driver(compiled.resjac, (design, y, self.logscale),
-                                            *options)
+            driver = functools.partial(multistart_for(callback_type()),
+                                       compile_expression(self._formula).resjac)
         else:
-            x, ssr, records, evals = multistart_numpy(
-                self._function_residuals, (design, y, self.logscale), *options)
+            driver = functools.partial(multistart_numpy, self._function_residuals)
+
+        def search(points, group, free):
+            return driver((design, y, self.logscale), points, group, lo, hi, free,
+                          self.n_refine, 0.1, self.max_nfev, self.gtol, self.xtol, self.ftol)
+
+        x, ssr, records, evals = search(points, group, np.ones(len(self.params), dtype=np.int64))
+        if math.isfinite(ssr):
+            # an infinite slope at the estimate (sqrt(a) at a = 0) makes every step of the
+            # other parameters NaN, so the refinement stopped where it started ("no decrease"),
+            # off their optimum: refine them again with those parameters held
+            J = self.values(design, self._natural(x), jacobian=True)[1]
+            stuck = ~np.isfinite(J).all(axis=0)
+            if stuck.any() and not stuck.all():
+                x2, ssr2, more, evals2 = search(x[None, :], np.zeros(1, dtype=np.int64),
+                                                (~stuck).astype(np.int64))
+                records, evals = np.concatenate([records, more]), evals + evals2
+                if ssr2 < ssr:
+                    x, ssr = x2, ssr2
+        if self._formula is None:  # a user's jac, checked at the estimate
             if self.jac is not None and math.isfinite(ssr):
                 self._check_jac(design, self._natural(x))
         if not math.isfinite(ssr):

@@ -619,7 +619,9 @@ def _compile(formula: NonlinearFormula) -> CompiledExpression:
     source = "\n".join(lines) + "\n"
     namespace = {"math": math, "np": np}
     exec(compile(source, f"<nonlinear formula {formula.text!r}>", "exec"), namespace)  # noqa: S102 - generated source, no user text
-    resjac = numba.njit(callback_type().signature)(namespace["resjac"])
+    # error_model="numpy": 1/0 is inf (a derivative at a bound, sqrt(a) at a = 0), not
+    # ZeroDivisionError, so such points are skipped as not finite rather than end the fit
+    resjac = numba.njit(callback_type().signature, error_model="numpy")(namespace["resjac"])
     out = CompiledExpression(formula, resjac, source, value, derivs)
     out._symbols = symbols
     return out
