@@ -13,6 +13,7 @@ import restrictiveness as rx
 from restrictiveness.shared.exceptions import (
     ConfigurationError,
     ConstraintError,
+    DataError,
     DomainError,
 )
 
@@ -192,3 +193,71 @@ def test_monotonicity_that_orders_no_pair_of_points_is_refused():
     rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet.from_frame(df, ["x1", "x2"]), rx.Decreasing("x1")))
     rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1"),
                                  rx.Increasing("x2")))
+
+
+@dataclass(frozen=True)
+class _Projected(rx.Constraint):
+    """An imposable restriction whose projection is given (checks pass by construction)."""
+
+    move: object
+
+    def check(self, pred, X, columns):
+        return np.ones(len(pred), dtype=bool)
+
+    def project(self, values, X, columns):
+        return self.move(values, X)
+
+    def describe(self):
+        return "projected"
+
+
+@pytest.mark.parametrize("move, constraints, broken", [
+    # a cap that falls with x: the truths decreased where Increasing('x') holds
+    (lambda v, X: np.minimum(v, 1 - X[:, 0]), (rx.Increasing("x"),), "broke the monotonicity"),
+    # a floor above the range: every truth was 2.0, outside Between(0, 1)
+    (lambda v, X: np.maximum(v, 2.0), (rx.Increasing("x"), rx.Between(0, 1)), "outside Between"),
+    (lambda v, X: v * np.nan, (rx.Increasing("x"),), "not finite"),
+])
+def test_a_projection_that_undoes_the_eligible_set_is_refused(move, constraints, broken):
+    """The draws satisfied the projection's own check but no longer the other constraints,
+    silently: the pseudo-truths were not in the eligible set."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), *constraints, _Projected(move))
+    with pytest.raises(ConstraintError, match=broken):
+        rx.MonotoneGP(F, n_eval=40).draw([15], np.random.default_rng(5))
+
+
+def test_a_projection_that_keeps_the_eligible_set_is_imposed():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1),
+                       _Projected(lambda v, X: np.maximum(v, 0.4)))
+    truth = rx.MonotoneGP(F, n_eval=40).draw([15], np.random.default_rng(5))
+    y = truth.eval_y(15)[np.argsort(truth.eval_X[:, 0])]
+    assert y.min() == 0.4 and (np.diff(y) >= 0).all() and y.max() < 1
+
+
+@pytest.mark.parametrize("make", [rx.Box.from_frame, rx.FiniteSet.from_frame])
+def test_from_frame_refuses_columns_it_would_misread(make):
+    """Strings that look like numbers and a categorical's categories were read as numbers; a
+    column named twice made a Box of fewer dimensions; a repeated data column crashed."""
+    df = pd.DataFrame({"u": [1.0, 3.0, 2.0], "v": [0.0, 1.0, 5.0]})
+    assert make(df, ["u", "v"]).columns == ("u", "v")
+    for bad in (df.u.astype(str), pd.Series(pd.Categorical(df.u))):
+        with pytest.raises(DomainError, match="column 'u' is not numeric"):
+            make(df.assign(u=bad), ["u", "v"])
+    with pytest.raises(DomainError, match=r"\['u'\] occur more than once"):
+        make(df, ["u", "v", "u"])
+    with pytest.raises(DomainError, match=r"\['u'\] occur more than once"):
+        make(pd.concat([df, df[["u"]]], axis=1), ["u", "v"])
+
+
+def test_from_frame_weights_series_is_aligned_by_label():
+    """A Series of weights was taken by position, so weights from a reordered frame went to
+    the wrong rows; a text column of weights crashed."""
+    df = pd.DataFrame({"u": [1.0, 2.0, 3.0]}, index=[10, 11, 12])
+    w = pd.Series([1.0, 2.0, 7.0], index=[12, 11, 10])   # u = 1 has weight 7
+    dom = rx.FiniteSet.from_frame(df, ["u"], weights=w)
+    assert dom.points.ravel().tolist() == [1.0, 2.0, 3.0]
+    np.testing.assert_allclose(dom.weights, [0.7, 0.2, 0.1], rtol=1e-15)
+    with pytest.raises(DataError, match="lacks 1 of the data's row labels"):
+        rx.FiniteSet.from_frame(df, ["u"], weights=w.iloc[:2])
+    with pytest.raises(DomainError, match="column 'w' is not numeric"):
+        rx.FiniteSet.from_frame(df.assign(w=["1", "2", "3"]), ["u"], weights="w")

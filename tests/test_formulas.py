@@ -225,3 +225,64 @@ def test_data_with_a_repeated_column_name_are_refused():
     np.testing.assert_allclose(rule.predict(df.iloc[:3]), df["y"].iloc[:3], atol=1e-4)
     with pytest.raises(DataError, match=r"OLS estimation: .*more than one column named \['x1'\]"):
         rx.OLS("y ~ x2").fit(twice)  # was an AttributeError inside statsmodels
+
+
+def test_predicting_on_a_dataframe_reads_only_the_columns_the_rule_needs():
+    """A DataFrame with a text column beside the covariates crashed the plain-formula GP (and
+    its constraint repair) with numpy's ValueError; strings that look like numbers in a
+    covariate were converted silently."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, (15, 3))
+    sample = rx.Sample(X, X[:, 0] + X[:, 1] ** 2, ("a", "b", "g"))
+    new = pd.DataFrame({"label": ["p", "q"], "b": [0.2, 0.7], "a": [0.3, 0.9]})
+    expected = rx.GPRegression("y ~ a + b").fit(sample).predict(
+        np.column_stack([new["a"], new["b"], [5.0, 5.0]]))  # g is not used
+    for proc in (rx.GPRegression("y ~ a + b"),
+                 rx.GPRegression("y ~ a + b", constraints=[rx.Between(-10, 10)]),
+                 rx.SklearnRegressor(LinearRegression(), "y ~ a + b")):
+        got = proc.fit(sample).predict(new)
+        if isinstance(proc, rx.GPRegression):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+        else:
+            beta = np.linalg.lstsq(np.column_stack([np.ones(15), X[:, :2]]), sample.y,
+                                   rcond=None)[0]
+            np.testing.assert_allclose(got, beta[0] + new[["a", "b"]].to_numpy() @ beta[1:],
+                                       rtol=1e-10)
+    with pytest.raises(DataError, match="column 'a' is not numeric"):
+        rx.GPRegression("y ~ a + b").fit(sample).predict(new.assign(a=["0.3", "0.9"]))
+    with pytest.raises(DataError, match=r"lacks the column\(s\) \['g'\]"):
+        rx.GPRegression().fit(sample).predict(new)
+
+
+def test_a_learner_formula_without_covariates_is_refused_on_a_sample_too():
+    """GPRegression('y ~ 1') was refused on a DataFrame but fitted a constant on a Sample."""
+    sample = rx.Sample(np.linspace(0, 1, 6)[:, None], np.arange(6.0), ("x",))
+    for proc in (rx.GPRegression("y ~ 1"), rx.SklearnRegressor(LinearRegression(), "y ~ 1")):
+        with pytest.raises(FormulaError, match="leaves no covariates"):
+            proc.fit(sample)
+        with pytest.raises(FormulaError, match="leaves no covariates"):
+            proc.fit(pd.DataFrame({"x": sample.X[:, 0], "y": sample.y}))
+
+
+def test_constant_refuses_what_is_neither_a_sample_nor_a_dataframe():
+    """Constant().fit(array) was an AttributeError."""
+    with pytest.raises(DataError, match="Constant.fit takes a Sample or a pandas DataFrame"):
+        rx.Constant().fit(np.ones((3, 1)))
+    assert rx.Constant().fit(rx.Sample(np.zeros((3, 1)), np.array([1.0, 2, 6]), ("x",))
+                             ).predict(np.zeros((1, 1))).tolist() == [3.0]
+
+
+def test_nan_from_a_transform_is_not_called_missing_data():
+    """np.log of a negative covariate was reported as 'the data contain missing values', which
+    the data did not have."""
+    df = pd.DataFrame({"x": [-1.0, 0.5, 2.0, 3.0], "y": [1.0, 2.0, 3.0, 5.0]})
+    for fit in (lambda: rx.OLS("y ~ np.log(x)").fit(df),
+                lambda: rx.GPRegression("y ~ np.log(x)").fit(df)):
+        with pytest.raises(DataError, match="a transform gives NaN"):
+            fit()
+    rule = rx.GPRegression("y ~ np.log(x)").fit(df.iloc[1:])
+    with pytest.raises(DataError, match="a transform gives NaN"):
+        rule.predict(pd.DataFrame({"x": [-2.0]}))
+    with pytest.raises(DataError, match="the data contain missing values"):
+        rule.predict(pd.DataFrame({"x": [np.nan]}))
+    np.testing.assert_allclose(rule.predict(df.iloc[1:]), df.y.iloc[1:], rtol=1e-9)

@@ -695,3 +695,124 @@ def test_an_estimate_on_a_log_scale_lower_bound_is_the_bound_exactly():
         assert nls.logscale.tolist() == [0, 1]
         fit = nls.fit(sample)
         assert fit.params["b"] == 0.01 and fit.info["at_bound"] == ["b"]
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs that cannot be honoured are refused, not converted
+# ---------------------------------------------------------------------------------------------
+
+def test_non_numeric_data_columns_are_refused_not_converted():
+    """Strings that look like numbers and numeric categories were read as numbers: a
+    categorical column of rounded values was fitted on its category values, silently."""
+    x = np.linspace(1, 3, 12)
+    df = pd.DataFrame({"x": x, "y": 2.0 * x})
+    bounds = {"b": (0, 5)}
+    est = rx.NLS.from_formula("y ~ b * x", df, bounds=bounds).fit()
+    assert est.params["b"] == pytest.approx(2.0, rel=1e-10)
+    for bad in (df.x.astype(str), pd.Series(pd.Categorical(df.x))):
+        with pytest.raises(DataError, match="column 'x' is not numeric"):
+            rx.NLS.from_formula("y ~ b * x", df.assign(x=bad), bounds=bounds)
+        with pytest.raises(DataError, match="column 'x' is not numeric"):
+            est.predict(pd.DataFrame({"x": bad.iloc[:2]}))
+    with pytest.raises(DataError, match="column 'y' is not numeric"):
+        rx.NLS.from_formula("y ~ b * x", df.assign(y=df.y.astype(str)), bounds=bounds)
+    # integers and booleans are numbers
+    flags = pd.DataFrame({"d": [True, False, True, False], "y": [3.0, 1.0, 3.0, 1.0]})
+    res = rx.NLS.from_formula("y ~ a + b * d", flags, bounds={"a": (-5, 5), "b": (-5, 5)}).fit()
+    np.testing.assert_allclose(res.params, [1.0, 2.0], atol=1e-9)
+
+
+@pytest.mark.parametrize("bounds", [{"b": "05"}, [("b", (0, 5))]])
+def test_bounds_that_are_not_pairs_in_a_mapping_are_refused(bounds):
+    """bounds={"b": "05"} was read as the box (0, 5); a list of pairs gave a message about
+    parameter names."""
+    with pytest.raises(ConfigurationError, match="bounds"):
+        rx.NLS("y ~ b * x", bounds=bounds)
+
+
+@pytest.mark.parametrize("output", [["1.0"] * 8, None, np.ones(8) * (1 + 1j)])
+def test_a_model_function_returning_other_than_real_numbers_is_refused(output):
+    """Strings crashed with a bare ValueError, None became one NaN ('returned 1 predictions')
+    and complex values lost their imaginary part, silently."""
+    df = pd.DataFrame({"x": np.linspace(0, 1, 8), "y": np.linspace(1, 2, 8)})
+
+    def model(data, b):
+        return output
+
+    with pytest.raises(rx.ModelFunctionError, match="must return real numbers"):
+        rx.NLS(model, bounds={"b": (0, 1)}, response="y").fit(df)
+
+
+def test_a_model_function_that_transforms_its_data_in_place_sees_the_data_each_call():
+    """data["x"] = np.log(data["x"]) inside the function changed the frame every later call
+    received: the fit failed ('not finite at any screening point') or, for a transform that
+    stays finite, went wrong silently."""
+    x = np.linspace(1, 3, 20)
+    df = pd.DataFrame({"x": x, "y": 2 * np.log(x) + 1})
+
+    def shifted(data, a, b):
+        data["x"] = data["x"] + 1.0   # the user's transform, in place
+        return a * np.log(data["x"].to_numpy()) + b
+
+    res = rx.NLS(shifted, bounds={"a": (0, 5), "b": (-5, 5)}, response="y").fit(df)
+    expected = np.linalg.lstsq(np.column_stack([np.log(x + 1), np.ones(20)]), df.y,
+                               rcond=None)[0]
+    np.testing.assert_allclose(res.params, expected, rtol=1e-7)
+    assert df.x.tolist() == x.tolist()
+
+
+def test_the_response_on_the_right_hand_side_is_refused():
+    """y ~ a * y + b fitted the response on itself (a = 1, b = 0, SSR 0), silently; so did a
+    patsy formula y ~ y + x."""
+    with pytest.raises(FormulaError, match="'y' also appears on the right-hand side"):
+        rx.NLS("y ~ a * y + b", bounds={"a": (0, 2), "b": (-1, 1)})
+    with pytest.raises(FormulaError, match="'y' also appears on the right-hand side"):
+        rx.OLS("y ~ y + x")
+    with pytest.raises(FormulaError, match="'y' is also a parameter"):
+        rx.NLS("y ~ y * x", bounds={"y": (0, 2)})
+
+
+def test_clusters_on_data_without_rows_are_refused_by_name():
+    """cov_type='cluster' on an empty frame was numpy's 'zero-size array to reduction'."""
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 8.0]}).iloc[:0]
+    with pytest.raises(DataError, match="at least two clusters"):
+        rx.NLS.from_formula("y ~ a + b * x", df, bounds={"a": (-9, 9), "b": (-9, 9)}).fit(
+            cov_type="cluster", groups=[])
+    with pytest.raises(DataError, match="at least two clusters"):
+        rx.OLS("y ~ x").fit(df, cov_type="cluster", groups=[])
+
+
+def test_a_function_model_failing_on_missing_values_names_them():
+    """A function model fitted on data with NaN in a covariate failed with 'check the formula's
+    domain', which sent the user looking at the model rather than at the data."""
+    x = np.linspace(0.1, 3, 30)
+    df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x)})
+    df.loc[2, "x"] = np.nan
+
+    def model(data, a, b):
+        return a * np.exp(-b * data["x"].to_numpy())
+
+    with pytest.raises(DataError, match=r"missing values \(NaN\) in \['x'\]"):
+        rx.NLS(model, bounds={"a": (0, 10), "b": (0.01, 5)}, response="y").fit(df)
+
+
+def test_an_infinite_derivative_on_the_box_does_not_end_the_fit_or_fake_a_standard_error():
+    """sqrt(a) with a in (0, 4): at the corner a = 0 the compiled Jacobian divided by zero and
+    numba raised ZeroDivisionError, ending every fit; at an estimate a = 0 the infinite
+    derivative gave a standard error of exactly 0 (one parameter) or NaN for all of them."""
+    x = np.linspace(0.1, 3, 30)
+    df = pd.DataFrame({"x": x, "y": 0.5 - 0.1 * x + 0.01 * np.sin(7 * x)})
+    with pytest.warns(RuntimeWarning, match=r"not finite at the estimate for \['a'\]"):
+        res = rx.NLS.from_formula("y ~ sqrt(a) * x + b", df,
+                                  bounds={"a": (0, 4), "b": (-2, 2)}).fit()
+        bse = res.bse
+    # decreasing data: the best a is its bound 0, and b is then the mean
+    assert res.params["a"] == 0.0 and res.at_bound == ["a"]
+    assert res.params["b"] == pytest.approx(df.y.mean(), rel=1e-9)
+    assert np.isnan(bse["a"])
+    # b's standard error with a held at its bound: s / sqrt(N), s² = SSR / (N - k)
+    assert bse["b"] == pytest.approx(np.sqrt(res.ssr / 28 / 30), rel=1e-10)
+    # a rising sample puts a inside the box: sqrt(a) = 0.3 recovered
+    rising = rx.NLS.from_formula("y ~ sqrt(a) * x + b", df.assign(y=0.5 + 0.3 * x),
+                                 bounds={"a": (0, 4), "b": (-2, 2)}).fit()
+    np.testing.assert_allclose(rising.params, [0.09, 0.5], rtol=1e-9)

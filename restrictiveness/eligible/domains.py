@@ -15,9 +15,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.stats import qmc
 
 from ..shared import pyast
+from ..shared.checks import aligned_by_label, numeric_column
 from ..shared.exceptions import ConfigurationError, DomainError
 
 __all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
@@ -265,10 +267,13 @@ def _frame_columns(df, columns: Sequence[str], who: str) -> np.ndarray:
     if not columns or missing:
         raise DomainError(f"{who}: columns {missing or columns} are not in the data; available: "
                           f"{list(df.columns)}")
-    try:
-        X = df[columns].to_numpy(dtype=float)
-    except (TypeError, ValueError):
-        raise DomainError(f"{who}: columns {columns} must be numeric") from None
+    twice = sorted({c for c in columns if columns.count(c) > 1
+                    or list(df.columns).count(c) > 1})
+    if twice:  # a Box merged the two into one interval; a repeated data column crashed
+        raise DomainError(f"{who}: {twice} occur more than once in columns or in the data")
+    for c in columns:  # "1.5" or a categorical's categories were read as numbers
+        numeric_column(df[c], who, DomainError)
+    X = df[columns].to_numpy(dtype=float)
     if len(X) == 0 or not np.isfinite(X).all():
         raise DomainError(f"{who}: the columns must have rows and no missing or infinite values")
     return X
@@ -542,7 +547,8 @@ class FiniteSet(Domain):
         columns : sequence of str
             Numeric columns, in the domain's column order.
         weights : str or array_like, optional
-            A column of ``df`` or one nonnegative weight per row (default: equal weights).
+            A column of ``df`` or one nonnegative weight per row (default: equal weights); a
+            :class:`pandas.Series` is aligned with the rows by index label, not position.
         replace : bool
             Draw training locations with replacement (as iid draws from P_X).
 
@@ -561,7 +567,10 @@ class FiniteSet(Domain):
             if weights not in df.columns:
                 raise DomainError(f"FiniteSet.from_frame: weights names column {weights!r} "
                                   "that the data do not have")
+            numeric_column(df[weights], "FiniteSet.from_frame", DomainError)
             w = df[weights].to_numpy(dtype=float)
+        elif isinstance(weights, pd.Series):  # by row label, as pandas aligns, not position
+            w = np.asarray(aligned_by_label(weights, df.index, "weights"), dtype=float)
         else:
             w = np.asarray(weights, dtype=float)
         if w.shape != (len(X),) or not np.isfinite(w).all() or (w < 0).any():

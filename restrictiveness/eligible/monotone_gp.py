@@ -357,11 +357,31 @@ class MonotoneGP(EvaluationDistribution):
         >>> rx.MonotoneGP(F).impose(np.array([0.2, 0.7]), np.array([[0.1], [0.9]]))
         array([0.5, 0.7])
         """
+        if not self.projected:
+            return f
+        # a projection must keep what the construction imposed: one that lowered values by x
+        # made the truths decrease where Increasing holds, or moved them out of Between,
+        # silently (the eligible set was then contradictory, or the projection wrong)
+        sign, between = self.eligible.sign, self.eligible.between
+        pairs = ordered_pairs(X, sign) if sign.any() else None
+        before = 0 if pairs is None else count_violations(f, pairs)
         for c in self.projected:
             f = np.asarray(c.project(f, X, self.columns), dtype=float)
             if f.shape != (len(X),) or not np.all(c.check(f, X, self.columns)):
                 raise ConstraintError(f"{c!r}.project returned values that its check refuses "
                                       "(or of the wrong shape); fix the projection")
+            if not np.isfinite(f).all():
+                broken = "returned values that are not finite"
+            elif between is not None and not between.check(f, X, self.columns).all():
+                broken = f"moved values outside {between!r}"
+            elif pairs is not None and count_violations(f, pairs) > before:
+                broken = "broke the monotonicity"
+            else:
+                continue
+            raise ConstraintError(
+                f"{c!r}.project {broken} (drawing a truth on the eligible set with constraints "
+                f"{list(self.eligible.constraints)}): they cannot all hold this way; fix the "
+                "projection (or the constraints)")
         return f
 
     def project(self, g: np.ndarray, X: np.ndarray, rng: np.random.Generator

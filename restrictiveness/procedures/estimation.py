@@ -40,7 +40,7 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
-from ..shared.checks import probability
+from ..shared.checks import aligned_by_label, probability
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 
 __all__ = ["CovType", "COV_TYPES", "LeastSquaresResults", "cluster_codes"]
@@ -99,7 +99,7 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
             raise FormulaError(f"groups names column {groups!r} that the data do not have")
         groups = data[groups].to_numpy()
     elif isinstance(groups, pd.Series) and data is not None:
-        groups = _aligned(groups, data.index)
+        groups = aligned_by_label(groups, data.index, "groups")
     groups = np.asarray(groups)
     if groups.shape != (nobs,):
         raise DataError(f"groups must have one entry per observation ({nobs}), "
@@ -107,27 +107,9 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     if pd.isna(groups).any():
         raise DataError("groups contains missing values")
     codes = pd.factorize(groups)[0]
-    if codes.max() < 1:
+    if codes.max(initial=0) < 1:  # no rows at all was numpy's ValueError
         raise DataError("cov_type='cluster' needs at least two clusters")
     return canonical, codes
-
-
-def _aligned(groups: pd.Series, index: pd.Index) -> np.ndarray:
-    """A Series of cluster identifiers aligned with the data's rows by index label (as pandas,
-    statsmodels' formulas and linearmodels align), never by position."""
-    if groups.index.equals(index):
-        return groups.to_numpy()
-    if not groups.index.is_unique or not index.is_unique:
-        raise DataError("groups is a Series whose index differs from the data's and is not "
-                        "unique (or the data's is not), so it cannot be aligned by label; give "
-                        "a Series with the data's index, a column name or an array in the "
-                        "data's row order")
-    missing = index.difference(groups.index)
-    if len(missing):
-        raise DataError(f"groups is a Series whose index lacks {len(missing)} of the data's "
-                        f"row labels (e.g. {missing[:5].tolist()}); it is aligned by index "
-                        "label, so it must hold every row of the data")
-    return groups.reindex(index).to_numpy()
 
 
 class LeastSquaresResults:
@@ -193,19 +175,34 @@ class LeastSquaresResults:
         """
         if self.df_model == 0:
             return np.zeros(0, dtype=bool)
-        _, S, Vt = np.linalg.svd(self._J, full_matrices=False)
-        tol = S.max(initial=0.0) * max(self._J.shape) * np.finfo(float).eps  # matrix_rank's
+        J = self._J_finite
+        _, S, Vt = np.linalg.svd(J, full_matrices=False)
+        tol = S.max(initial=0.0) * max(J.shape) * np.finfo(float).eps  # matrix_rank's
         lost = (np.abs(Vt[S <= tol]) > 1e-8).any(axis=0)
+        infinite = ~np.isfinite(self._J).all(axis=0)
+        if infinite.any():
+            names = [q for q, bad in zip(self._names, infinite, strict=True) if bad]
+            warnings.warn(f"the Jacobian is not finite at the estimate for {names} (a derivative "
+                          "that is infinite there, e.g. sqrt(a) at a = 0): their standard errors "
+                          "are NaN, and the others are computed with them held fixed",
+                          RuntimeWarning, stacklevel=4)
+            lost &= ~infinite
         if lost.any():
             names = [q for q, bad in zip(self._names, lost, strict=True) if bad]
             warnings.warn(f"parameters {names} are not identified at the estimate (the Jacobian "
                           "is rank-deficient in their direction): their standard errors are NaN",
                           RuntimeWarning, stacklevel=4)
-        return lost
+        return lost | infinite
+
+    @property
+    def _J_finite(self) -> np.ndarray:
+        """The Jacobian with its non-finite columns zeroed: those parameters are held fixed
+        (an infinite entry gave a standard error of 0, or NaN for every parameter)."""
+        return np.where(np.isfinite(self._J).all(axis=0), self._J, 0.0)
 
     @cached_property
     def _cov_estimated(self) -> np.ndarray:
-        J, e, N, k = self._J, self.resid, self.nobs, self.df_model
+        J, e, N, k = self._J_finite, self.resid, self.nobs, self.df_model
         if k == 0:
             return np.zeros((0, 0))
         bread = np.linalg.pinv(J.T @ J)

@@ -24,7 +24,7 @@ import scipy.linalg
 from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
-from ..shared.checks import keywords_of, known_keywords
+from ..shared.checks import keywords_of, known_keywords, numeric_column
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, check_study_columns, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns, merge_repeats
@@ -37,7 +37,9 @@ def _as_table(X, columns: Sequence[str] | None) -> tuple[np.ndarray, tuple[str, 
     """Covariates as an array with column names (from a DataFrame, or an array with the
     training sample's columns)."""
     if isinstance(X, pd.DataFrame):
-        return X.to_numpy(dtype=float), tuple(X.columns)
+        # its numeric columns: another column of text crashed the conversion
+        numbers = X.select_dtypes(include=["number", "bool"])
+        return numbers.to_numpy(dtype=float), tuple(numbers.columns)
     if columns is None:
         raise DataError("this rule was fitted on a DataFrame: predict on a DataFrame too")
     A = np.asarray(X, dtype=float)
@@ -45,6 +47,17 @@ def _as_table(X, columns: Sequence[str] | None) -> tuple[np.ndarray, tuple[str, 
         raise DataError(f"predict needs covariates of shape (m, {len(columns)}), the columns "
                         f"{list(columns)}; got shape {A.shape}")
     return A, tuple(columns)
+
+
+def _frame_numbers(X: pd.DataFrame, names: Sequence[str]) -> np.ndarray:
+    """The columns ``names`` of a DataFrame as a float matrix (named errors otherwise)."""
+    missing = [c for c in names if c not in X.columns]
+    if missing:
+        raise DataError(f"predict: the DataFrame lacks the column(s) {missing}; it has "
+                        f"{list(X.columns)}")
+    for c in names:
+        numeric_column(X[c], "predict")
+    return X[list(names)].to_numpy(dtype=float)
 
 
 def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
@@ -90,13 +103,15 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
         if formula is None:
             def build_raw(X):
                 return _as_table(X, columns)[0] if not isinstance(X, pd.DataFrame) \
-                    else X[list(columns)].to_numpy(dtype=float)
+                    else _frame_numbers(X, columns)
             return np.asarray(data.X, dtype=float), y, build_raw, columns
         f = parse_formula(formula)
         frame = data.columns_dict()
     else:
         raise DataError(f"{who}.fit takes a Sample or a pandas DataFrame, got "
                         f"{type(data).__name__}")
+    if not intercept and not f.covariates:  # "y ~ 1" on a sample fitted a constant
+        raise FormulaError(f"{who}: formula {formula!r} leaves no covariates in the design")
     if f.plain and not intercept and columns is not None:
         missing = [c for c in f.covariates if c not in columns]
         if missing:
@@ -105,9 +120,8 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
         idx = [columns.index(c) for c in f.covariates]
 
         def build_plain(X):
-            A, names = _as_table(X, columns)
-            return A[:, [names.index(c) for c in f.covariates]] \
-                if isinstance(X, pd.DataFrame) else A[:, idx]
+            return _frame_numbers(X, f.covariates) if isinstance(X, pd.DataFrame) \
+                else _as_table(X, columns)[0][:, idx]
         return np.asarray(data.X, dtype=float)[:, idx], y, build_plain, columns
     D, build_frame = f.design_builder(frame, intercept=intercept)
     if D.shape[1] == 0:
@@ -218,8 +232,11 @@ class Constant(FormulaProcedure):
                 raise FormulaError("Constant: fitting on a DataFrame needs formula='y ~ 1' "
                                    "naming the response")
             y = parse_formula(self.formula).response_values(sample)
-        else:
+        elif isinstance(sample, Sample):
             y = np.asarray(sample.y, dtype=float)
+        else:  # an array was an AttributeError
+            raise DataError(f"Constant.fit takes a Sample or a pandas DataFrame, got "
+                            f"{type(sample).__name__}")
         c = y.mean(axis=0)
         return FunctionRule(lambda X: np.broadcast_to(c, (np.shape(X)[0],) + c.shape).copy(),
                             {"params": np.atleast_1d(c).tolist()})

@@ -63,7 +63,7 @@ from scipy.stats import qmc
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
-from ..shared.checks import keywords_of, known_keywords, whole_number
+from ..shared.checks import keywords_of, known_keywords, numeric_column, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
 from ..shared.expression import (
     NonlinearFormula,
@@ -140,6 +140,9 @@ class NLS(Procedure):
         if isinstance(params, str):
             raise ConfigurationError(f"params must be a sequence of names, not the string "
                                      f"{params!r}")
+        if bounds is not None and not isinstance(bounds, Mapping):
+            raise ConfigurationError(f"bounds must be a mapping {{parameter: (low, high)}}, got "
+                                     f"{bounds!r}")
         bounds = dict(bounds or {})
         self._formula: NonlinearFormula | None
         self.formula: str | None
@@ -190,6 +193,8 @@ class NLS(Procedure):
         self.bounds = {}
         for q in names:
             try:
+                if isinstance(bounds[q], str | bytes):  # "01" read as (0, 1)
+                    raise TypeError
                 lo, hi = (float(v) for v in bounds[q])
             except (TypeError, ValueError):
                 raise ConfigurationError(f"bounds[{q!r}] must be a pair (low, high)") from None
@@ -319,6 +324,9 @@ class NLS(Procedure):
                                  if isinstance(X, np.ndarray)
                                  or pd.api.types.is_numeric_dtype(X[c])})
         self._formula.check_columns(columns)
+        if isinstance(X, pd.DataFrame):
+            for c in self._formula.variables:
+                numeric_column(X[c], "NLS")
         if not self._formula.variables:
             return np.zeros((len(X), 0))
         M = np.column_stack([np.asarray(get(c), dtype=float) for c in self._formula.variables])
@@ -425,23 +433,41 @@ class NLS(Procedure):
             raise DataError("NLS: the response contains NaN or infinite values")
         lo, hi = self._box()
         points, group = _screening_points(tuple(lo), tuple(hi), self.n_points, self.seed)
-        free = np.ones(len(self.params), dtype=np.int64)
-        options = (points, group, lo, hi, free, self.n_refine, 0.1, self.max_nfev, self.gtol,
-                   self.xtol, self.ftol)
         if self._formula is not None:
-            compiled = compile_expression(self._formula)
-            driver = multistart_for(callback_type())
-            x, ssr, records, evals = driver(compiled.resjac, (design, y, self.logscale),
-                                            *options)
+            driver = functools.partial(multistart_for(callback_type()),
+                                       compile_expression(self._formula).resjac)
         else:
-            x, ssr, records, evals = multistart_numpy(
-                self._function_residuals, (design, y, self.logscale), *options)
+            driver = functools.partial(multistart_numpy, self._function_residuals)
+
+        def search(points, group, free):
+            return driver((design, y, self.logscale), points, group, lo, hi, free,
+                          self.n_refine, 0.1, self.max_nfev, self.gtol, self.xtol, self.ftol)
+
+        x, ssr, records, evals = search(points, group, np.ones(len(self.params), dtype=np.int64))
+        if math.isfinite(ssr):
+            # an infinite slope at the estimate (sqrt(a) at a = 0) makes every step of the
+            # other parameters NaN, so the refinement stopped where it started ("no decrease"),
+            # off their optimum: refine them again with those parameters held
+            J = self.values(design, self._natural(x), jacobian=True)[1]
+            stuck = ~np.isfinite(J).all(axis=0)
+            if stuck.any() and not stuck.all():
+                x2, ssr2, more, evals2 = search(x[None, :], np.zeros(1, dtype=np.int64),
+                                                (~stuck).astype(np.int64))
+                records, evals = np.concatenate([records, more]), evals + evals2
+                if ssr2 < ssr:
+                    x, ssr = x2, ssr2
+        if self._formula is None:  # a user's jac, checked at the estimate
             if self.jac is not None and math.isfinite(ssr):
                 self._check_jac(design, self._natural(x))
         if not math.isfinite(ssr):
+            # a function model receives every numeric column, NaN included (a formula's
+            # columns are checked before): say so rather than blame the model's domain
+            gaps = [] if not isinstance(design, pd.DataFrame) else \
+                [c for c in design.columns if design[c].isna().any()]
+            hint = f"; the data passed to it have missing values (NaN) in {gaps}" if gaps else ""
             raise DataError(f"the model is not finite at any of the {len(points)} screening "
                             "points of the parameter box on these data; check the formula's "
-                            "domain (e.g. log of a negative number) and the bounds")
+                            f"domain (e.g. log of a negative number) and the bounds{hint}")
         return NLSFitted(self, self._natural(x), float(ssr), records, int(evals), n, columns)
 
     def _function_residuals(self, x, args, want_jac):
@@ -505,7 +531,15 @@ class NLS(Procedure):
         return J
 
     def _evaluate(self, data, theta: np.ndarray) -> np.ndarray:
-        return np.asarray(self._call(self.function, data, theta), dtype=float).reshape(-1)
+        out = np.asarray(self._call(self.function, data, theta))
+        # strings crashed in the conversion, None became one NaN and complex numbers lost their
+        # imaginary part, silently
+        if not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)
+                or out.dtype == bool):
+            name = getattr(self.function, "__qualname__", None) or repr(self.function)
+            raise ModelFunctionError(f"NLS: the model function {name} returned {out.dtype} "
+                                     "values; it must return real numbers, one per observation")
+        return out.astype(float).reshape(-1)
 
     def _call(self, fn, data, theta: np.ndarray):
         """``fn(data, **params)``, or ``fn(data, theta)`` for a function whose signature does
@@ -515,6 +549,9 @@ class NLS(Procedure):
         role and the parameters, with the original as ``__cause__``."""
         theta = np.asarray(theta, dtype=float)
         named = dict(zip(self.params, theta.tolist(), strict=True))
+        # a fresh frame per call (copy-on-write: no data are copied): a function that
+        # transforms a column in place, data["x"] = np.log(data["x"]), changed every later call
+        data = data.copy(deep=False) if isinstance(data, pd.DataFrame) else data
         try:
             if _takes_names(fn, self.params):
                 return fn(data, **named)
@@ -798,11 +835,7 @@ class NLSEstimator:
             raise DataError(f"the data contain missing values in {used}; drop or impute them "
                             "first")
         for c in used:
-            try:
-                np.asarray(data[c], dtype=float)
-            except (TypeError, ValueError):
-                raise DataError(f"column {c!r} is not numeric (dtype {data[c].dtype}); convert "
-                                "it to numbers first") from None
+            numeric_column(data[c], "NLS estimation")
         self.model, self.data = model, data
         self.endog = data[model.response].to_numpy(dtype=float)
         self.design = model._design(data, list(data.columns))

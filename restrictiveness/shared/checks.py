@@ -11,10 +11,13 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 
-from .exceptions import ConfigurationError
+import numpy as np
+import pandas as pd
+
+from .exceptions import ConfigurationError, DataError
 
 __all__ = ["whole_number", "is_whole", "is_positive", "probability", "labelled", "keywords_of",
-           "known_keywords"]
+           "known_keywords", "numeric_column", "aligned_by_label"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -82,6 +85,92 @@ def is_positive(value: object) -> bool:
     """
     return (not isinstance(value, bool) and isinstance(value, numbers.Real)
             and math.isfinite(value) and float(value) > 0)
+
+
+def numeric_column(column, who: str, error: type[Exception] = DataError) -> None:
+    """Refuse a data column that is not numbers (or booleans).
+
+    ``np.asarray(column, dtype=float)`` would read the strings ``"1.5"`` as numbers and a
+    categorical column as its category values, silently; a complex column would lose its
+    imaginary part.
+
+    Parameters
+    ----------
+    column : pandas.Series
+        The column.
+    who : str
+        The caller, for the message.
+    error : type
+        The exception raised (default :class:`DataError`).
+
+    Raises
+    ------
+    DataError
+        Naming the column and its dtype (or ``error``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> numeric_column(pd.Series([1, 2], name="x"), "f")  # passes silently
+    >>> numeric_column(pd.Series(["1", "2"], name="x"), "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: f: column 'x' is not numeric ...
+    """
+    types = pd.api.types
+    dtype = column.dtype
+    if types.is_bool_dtype(dtype) or (types.is_numeric_dtype(dtype)
+                                      and not types.is_complex_dtype(dtype)
+                                      and not isinstance(dtype, pd.CategoricalDtype)):
+        return
+    hint = " (a categorical column: convert it with .astype(float) if its categories are " \
+        "numbers)" if isinstance(dtype, pd.CategoricalDtype) else ""
+    raise error(f"{who}: column {column.name!r} is not numeric (dtype {dtype}); convert it "
+                    f"to real numbers first{hint}")
+
+
+def aligned_by_label(series: pd.Series, index: pd.Index, name: str) -> np.ndarray:
+    """A Series of per-row values aligned with the data's rows by index label (as pandas,
+    statsmodels' formulas and linearmodels align), never by position.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        One value per row of the data, labelled by the data's index.
+    index : pandas.Index
+        The data's row labels.
+    name : str
+        The argument, for messages (``"groups"``, ``"weights"``).
+
+    Returns
+    -------
+    ndarray
+        The values in the data's row order.
+
+    Raises
+    ------
+    DataError
+        If a row label is missing, or either index is not unique (and they differ).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> aligned_by_label(pd.Series([1, 2, 3], index=[2, 0, 1]), pd.RangeIndex(3), "w").tolist()
+    [2, 3, 1]
+    """
+    if series.index.equals(index):
+        return series.to_numpy()
+    if not series.index.is_unique or not index.is_unique:
+        raise DataError(f"{name} is a Series whose index differs from the data's and is not "
+                        "unique (or the data's is not), so it cannot be aligned by label; give "
+                        "a Series with the data's index, a column name or an array in the "
+                        "data's row order")
+    missing = index.difference(series.index)
+    if len(missing):
+        raise DataError(f"{name} is a Series whose index lacks {len(missing)} of the data's "
+                        f"row labels (e.g. {missing[:5].tolist()}); it is aligned by index "
+                        "label, so it must hold every row of the data")
+    return series.reindex(index).to_numpy()
 
 
 def probability(value: object, name: str) -> float:

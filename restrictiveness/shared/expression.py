@@ -166,6 +166,11 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
     except RecursionError:  # e.g. a sum of thousands of terms
         raise FormulaError(f"formula {text[:60]!r}... is too long or too deeply nested to "
                            "check; write it with fewer terms") from None
+    if lhs in names:  # y ~ a * y fitted the response on itself
+        raise FormulaError(f"formula {text!r}: the response {lhs!r} also appears on the "
+                           "right-hand side")
+    if lhs in params:
+        raise FormulaError(f"formula {text!r}: the response {lhs!r} is also a parameter")
     return NonlinearFormula(text=text, response=lhs, params=params, variables=tuple(names),
                             expression=ast.unparse(tree), tree=tree)
 
@@ -614,7 +619,9 @@ def _compile(formula: NonlinearFormula) -> CompiledExpression:
     source = "\n".join(lines) + "\n"
     namespace = {"math": math, "np": np}
     exec(compile(source, f"<nonlinear formula {formula.text!r}>", "exec"), namespace)  # noqa: S102 - generated source, no user text
-    resjac = numba.njit(callback_type().signature)(namespace["resjac"])
+    # error_model="numpy": 1/0 is inf (a derivative at a bound, sqrt(a) at a = 0), not
+    # ZeroDivisionError, so such points are skipped as not finite rather than end the fit
+    resjac = numba.njit(callback_type().signature, error_model="numpy")(namespace["resjac"])
     out = CompiledExpression(formula, resjac, source, value, derivs)
     out._symbols = symbols
     return out

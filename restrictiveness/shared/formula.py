@@ -115,7 +115,7 @@ class Formula:
             try:
                 (X,) = patsy.build_design_matrices([info], newdata, NA_action="raise")
             except patsy.PatsyError as exc:  # e.g. NaN covariates at prediction
-                raise self._patsy_error(exc) from None
+                raise self._patsy_error(exc, newdata) from None
             return np.asarray(X, dtype=float)
 
         return build(data), build
@@ -127,14 +127,20 @@ class Formula:
             X = patsy.dmatrix(self._description(intercept), data, eval_env=FORMULA_ENV,
                               NA_action="raise")
         except patsy.PatsyError as exc:
-            raise self._patsy_error(exc) from None
+            raise self._patsy_error(exc, data) from None
         if not np.isfinite(np.asarray(X)).all():
             raise DataError(f"formula {self.text!r}: the design matrix has infinite values")
         return X
 
-    def _patsy_error(self, exc: patsy.PatsyError) -> DataError | FormulaError:
+    def _patsy_error(self, exc: patsy.PatsyError, data) -> DataError | FormulaError:
         """The package's error for a patsy failure on data: missing values, or the formula."""
         if "missing values" in str(exc):
+            if not any(pd.isna(np.asarray(data[c])).any() for c in self.covariates):
+                # np.log(x) at x <= 0 is NaN too: "the data contain missing values" sent the
+                # user looking for NaN that the data did not have
+                return DataError(f"formula {self.text!r}: a transform gives NaN on these data "
+                                 "(e.g. np.log or np.sqrt of a negative number), though the "
+                                 "data have no missing values")
             return DataError(f"formula {self.text!r}: the data contain missing values (NaN); "
                              "drop or impute them first")
         return FormulaError(f"formula {self.text!r} cannot be evaluated: {exc}")
@@ -182,6 +188,9 @@ def parse_formula(text: str) -> Formula:
             raise FormulaError(f"formula {text!r}: the response must be a single column name "
                                "(transform it in the data, not in the formula)")
         response = lhs[0]
+        if response in names:  # y ~ y + x fitted the response on itself
+            raise FormulaError(f"formula {text!r}: the response {response!r} also appears on "
+                               "the right-hand side")
     return Formula(text=text, response=response, covariates=tuple(names))
 
 
