@@ -205,7 +205,9 @@ def test_a_saved_replication_is_not_claimed_again(partial):
     ones) must not claim and compute it again."""
     from restrictiveness.engine.checkpoint import Checkpoint
 
-    ck = Checkpoint(partial, _study().configuration())
+    study = _study()  # the objects whose code the run fingerprinted, as Study.run passes them
+    ck = Checkpoint(partial, study.configuration(), code=[
+        study.evaluation, study.baseline, *study.procedures.values(), *study.discrepancies])
     try:
         assert [ck.claim(m) for m in range(5)] == [False, True, False, False, True]
     finally:
