@@ -879,6 +879,44 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
         price_per_token({"m": (1, 2)}, "other")
 
 
+class _NoUsageServer(ChatServer):
+    """An endpoint that reports no token counts (some OpenAI-compatible servers omit them)."""
+
+    def protocol_reply(self, body, out):
+        payload = super().protocol_reply(body, out)
+        payload.pop("usage")
+        return payload
+
+
+def test_tokens_an_endpoint_did_not_report_make_usage_unknown_not_zero(protocol, capsys):
+    """Calls answered without token counts once summed to 0 tokens and $0.00 in
+    Results.usage: a silent wrong cost. They are counted, and the totals they miss are NaN."""
+    reply = fenced(MEAN_PROGRAM)
+    with ChatServer(protocol, lambda body: reply) as counted, \
+            _NoUsageServer(protocol, lambda body: reply) as silent:
+        procs = {"Counted": rx.Completion(adapter(counted), limits=LIMITS, run_at_fit=False),
+                 "Silent": rx.Completion(adapter(silent), limits=LIMITS, run_at_fit=False)}
+        res = gp_study(procs).run(progress=False)
+    usage = res.usage(prices={"gp-model": (1.0, 2.0)})
+    quiet, told = usage.loc[("Silent", 20)], usage.loc[("Counted", 20)]
+    assert (quiet["calls"], quiet["unreported_calls"]) == (2, 2)
+    assert np.isnan(quiet["input_tokens"]) and np.isnan(quiet["output_tokens"])
+    assert np.isnan(quiet["cost"])
+    tokens_in = sum(input_tokens(r["body"]) for r in counted.requests)
+    tokens_out = 2 * (len(reply) // 4)
+    assert (told["unreported_calls"], told["input_tokens"], told["output_tokens"]) == (
+        0, tokens_in, tokens_out)
+    assert told["cost"] == pytest.approx((tokens_in * 1.0 + tokens_out * 2.0) / 1e6, rel=1e-12)
+    # the command line's total says so instead of printing the reported part as the total
+    from argparse import Namespace
+
+    from restrictiveness.cli.replicate import print_usage
+    print_usage(res, Namespace(price=[1.0, 2.0], llm="openai:gp-model"))
+    total = capsys.readouterr().out.splitlines()[-1]
+    assert total == ("total: 4 calls (0 cached, 0 retries), tokens and cost unknown: the "
+                     "endpoint did not report the token counts of 2 calls")
+
+
 def test_usage_totals_add_counts_not_flags():
     """A procedure's usage record may carry flags (True is an int to Python): they are not
     counts, and summed they would show as calls or tokens."""
