@@ -141,6 +141,43 @@ def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protoco
     assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
 
 
+def test_the_api_key_is_not_in_the_traceback_of_a_client_error(protocol):
+    """The message was redacted, but the SDK's exception, chained as the cause, printed the
+    key quoted by the endpoint with every traceback."""
+    import traceback
+
+    key = "sk-RECOGNISABLE-0123456789"
+    body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}).encode()
+    with ChatServer(protocol, lambda body: "x", script=[("raw", 401, body)]) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert err.value.status == 401
+    assert key not in "".join(traceback.format_exception(err.value))
+    # a cause without the key is kept for debugging
+    with ChatServer(protocol, lambda body: "x", fail_with=503) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key, max_retries=0).chat([{"role": "user", "content": "hi"}])
+    assert err.value.__cause__ is not None and err.value.status == 503
+
+
+@pytest.mark.parametrize("key", ["sk-RECOGNISABLE-0123456789\n", "sk-RECOGNISABLE\r\nX-Evil: 1"])
+def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, monkeypatch):
+    """A key read with its trailing newline was refused by the HTTP library with the key in its
+    message, retried as a connection error, and reported as 'Connection error.'."""
+    import traceback
+
+    monkeypatch.setenv("RX_TEST_KEY", key)
+    with ChatServer(protocol, lambda body: "x") as server:
+        llm = adapter(server, api_key_env="RX_TEST_KEY")
+        with pytest.raises(rx.llm.ClientError, match="RX_TEST_KEY contains a control "
+                                                     "character") as err:
+            llm.chat([{"role": "user", "content": "hi"}])
+        with pytest.raises(ConfigurationError, match="RX_TEST_KEY contains a control"):
+            llm.check_api_key()
+    assert len(server.requests) == 0 and err.value.retries == 0
+    assert "RECOGNISABLE" not in "".join(traceback.format_exception(err.value))
+
+
 @pytest.mark.parametrize("body, content_type", [
     (b"<html><body>Bad gateway</body></html>", "text/html"),
     (b"[1, 2]", "application/json"),

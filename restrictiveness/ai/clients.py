@@ -66,6 +66,7 @@ import re
 import socket
 import threading
 import time
+import traceback
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,6 +142,9 @@ class ClientError(RestrictivenessError, RuntimeError):
 #: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
 #: them as UTF-8, so replies replace them with U+FFFD once, when they arrive.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: Characters no HTTP header value may hold (tab aside): an API key with one cannot be sent.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -1023,6 +1027,12 @@ class ChatAdapter:
     # -- the SDK client ---------------------------------------------------------------------
     def _key(self) -> str:
         key = self.api_key or os.environ.get(self.api_key_env)
+        if key and _CONTROL.search(key):
+            # (a newline read with the key from a file): the HTTP library refused the header
+            # with the key in its message, and the refusal was retried as a connection error
+            where = "api_key=" if self.api_key else f"the environment variable {self.api_key_env}"
+            raise ClientError(f"the API key in {where} contains a control character (a "
+                              "trailing newline?), which no HTTP header can carry; remove it")
         if key:
             return key
         if self.base_url != DEFAULT_BASE_URLS[self.provider]:
@@ -1055,6 +1065,12 @@ class ChatAdapter:
         """``text`` without the API key (an endpoint's error message may quote the request)."""
         key = self.api_key or os.environ.get(self.api_key_env)
         return text.replace(key, "[API key]") if key else text
+
+    def _cause(self, exc: Exception) -> Exception | None:
+        """``exc`` as the cause of the :class:`ClientError` reporting it, or None when its
+        traceback (its chain included) quotes the API key: a traceback prints the cause."""
+        text = "".join(traceback.format_exception(exc))
+        return exc if self._redact(text) == text else None
 
     def _module(self):
         try:
@@ -1147,7 +1163,7 @@ class ChatAdapter:
                         if retries else ""
                     raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
                                       f"{what}{tries}: {self._redact(str(exc))[:500]}",
-                                      retries, status) from exc
+                                      retries, status) from self._cause(exc)
                 time.sleep(wait if wait is not None else
                            backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
