@@ -181,7 +181,9 @@ def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, m
 @pytest.mark.parametrize("body, content_type", [
     (b"<html><body>Bad gateway</body></html>", "text/html"),
     (b"[1, 2]", "application/json"),
-    (b'{"id": "x"}', "application/json")])  # no choices / content
+    (b'{"id": "x"}', "application/json"),  # no choices / content
+    (b'{"choices": [{"index": 0, "finish_reason": "stop"}], "content": [{"type": "text"}]}',
+     "application/json")])  # a choice without a message / a text block without text
 def test_a_malformed_reply_is_a_client_error_not_an_empty_answer(protocol, body, content_type):
     with ChatServer(protocol, lambda body: "x",
                     script=[("raw", 200, body, {"content-type": content_type})]) as server:

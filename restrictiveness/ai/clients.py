@@ -1296,6 +1296,8 @@ class OpenAIChat(ChatAdapter):
             raise ValueError("the reply has no choices")
         choice = response.choices[0]
         message = choice.message
+        if message is None:  # read as an empty answer, it looked like a model saying nothing
+            raise ValueError("the reply's choice has no message")
         calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
