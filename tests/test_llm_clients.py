@@ -141,6 +141,23 @@ def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protoco
     assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
 
 
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+def test_a_redirect_is_refused_by_name_not_followed(protocol, code):
+    """Redirects were followed: the prompt went to whatever host the endpoint named, and a
+    301/302 resent it as a GET without its messages, whose answer was taken for the model's."""
+    key = "sk-RECOGNISABLE-0123456789"
+    with ChatServer(protocol, lambda body: "from elsewhere") as elsewhere:
+        target = elsewhere.base_url.replace("127.0.0.1", "localhost") + (
+            "/chat/completions" if protocol == "openai" else "/v1/messages")
+        with ChatServer(protocol, lambda body: "x",
+                        script=[("raw", code, b"", {"location": target})]) as server:
+            with pytest.raises(rx.llm.ClientError) as err:
+                adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and len(elsewhere.requests) == 0
+    assert err.value.status == code and err.value.retries == 0
+    assert f"HTTP {code} (the endpoint redirects to {target!r}" in str(err.value)
+
+
 def test_the_api_key_is_not_in_the_traceback_of_a_client_error(protocol):
     """The message was redacted, but the SDK's exception, chained as the cause, printed the
     key quoted by the endpoint with every traceback."""

@@ -20,7 +20,9 @@ model calls needs:
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
-  :class:`ClientError` too, not retried, never an empty answer. Each attempt — connecting,
+  :class:`ClientError` too, not retried, never an empty answer. So is a redirect (3xx), which
+  is not followed: the message names where it points (following it would resend the prompt
+  to another host, or, for 301 and 302, as a GET without its messages). Each attempt — connecting,
   sending the request, reading the status line, headers and body — takes at most ``timeout``
   seconds in all, enforced at the socket: every connect, send and receive waits at most the
   time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
@@ -870,7 +872,11 @@ def _bounded_http_client(module, timeout: float):
     from httpx2._utils import get_environment_proxies
     mounts = {pattern: None if url is None else Transport(url)
               for pattern, url in get_environment_proxies().items()}
-    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts)
+    # redirects are not followed: a 301/302 resends the request as a GET without its messages
+    # (the answer to a question never asked), and any redirect to another host sends the
+    # prompt there; the 3xx status becomes a ClientError naming where it points
+    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts,
+                                     follow_redirects=False)
 
 
 #: Request fields the adapters set themselves, which ``extra_body`` may not override.
@@ -1158,6 +1164,11 @@ class ChatAdapter:
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
+                if status is not None and 300 <= status < 400:
+                    where = getattr(getattr(exc, "response", None), "headers", {}).get(
+                        "location")
+                    what += (f" (the endpoint redirects to {self._redact(repr(where))}, and "
+                             "redirects are not followed: give the final address as base_url)")
                 if not retry or retries >= self.max_retries:
                     tries = f" after {retries} retr{'y' if retries == 1 else 'ies'}" \
                         if retries else ""
