@@ -794,6 +794,17 @@ def test_requests_per_minute_spaces_requests():
         study.run(progress=False, concurrency=0)
 
 
+@pytest.mark.parametrize("bad", [True, "60", float("inf"), float("nan"), 0, -5])
+def test_requests_per_minute_must_be_a_positive_finite_number(bad):
+    """True was one request a minute; a string or infinity went through unchecked."""
+    llm = rx.llm.OpenAIChat("mean-model", base_url="http://127.0.0.1:9/v1", timeout=1)
+    study = gp_study({"asked": AskedMean(llm)})
+    with pytest.raises(ConfigurationError,
+                       match=rf"requests_per_minute must be a positive, finite number "
+                             rf"\(None: no limit\), got {re.escape(repr(bad))}"):
+        study.run(progress=False, concurrency=4, requests_per_minute=bad)
+
+
 # ------------------------------------------------------------------------ picklability
 
 
