@@ -177,6 +177,15 @@ def test_the_api_key_is_not_in_the_traceback_of_a_client_error(protocol):
     assert err.value.__cause__ is not None and err.value.status == 503
 
 
+@pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
+def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls):
+    """user:key@host was kept in the base URL, which repr, results, checkpoints and reply
+    caches show and store."""
+    with pytest.raises(ConfigurationError, match="base_url must not carry credentials") as err:
+        getattr(rx.llm, cls)("m", base_url="https://user:sk-RECOGNISABLE@proxy.example/v1")
+    assert "RECOGNISABLE" not in str(err.value)
+
+
 @pytest.mark.parametrize("key", ["sk-RECOGNISABLE-0123456789\n", "sk-RECOGNISABLE\r\nX-Evil: 1"])
 def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, monkeypatch):
     """A key read with its trailing newline was refused by the HTTP library with the key in its

@@ -69,6 +69,7 @@ import socket
 import threading
 import time
 import traceback
+import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -897,7 +898,8 @@ class ChatAdapter:
     model : str
         Model id.
     base_url : str or None
-        Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's).
+        Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's),
+        without credentials (``user:password@`` is refused: the address is shown and stored).
     api_key : str or None
         None reads the environment variable ``api_key_env``.
     api_key_env : str
@@ -949,6 +951,12 @@ class ChatAdapter:
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
             raise ConfigurationError(f"{type(self).__name__}: base_url must start with "
                                      f"http:// or https://, got {base_url!r}")
+        if base_url is not None and "@" in urllib.parse.urlsplit(str(base_url)).netloc:
+            # user:password@ would be shown by repr and stored in results, checkpoints and
+            # reply caches with the endpoint's address (not quoted here for the same reason)
+            raise ConfigurationError(f"{type(self).__name__}: base_url must not carry "
+                                     "credentials (user:password@host); pass the key as "
+                                     "api_key= or in the environment variable api_key_env")
         if temperature is not None and not 0 <= float(temperature) <= 2:
             raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
                                      f"got {temperature!r}")
