@@ -178,11 +178,17 @@ def test_the_api_key_is_not_in_the_traceback_of_a_client_error(protocol):
 
 
 @pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
-def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls):
+def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls, monkeypatch):
     """user:key@host was kept in the base URL, which repr, results, checkpoints and reply
     caches show and store."""
+    make = getattr(rx.llm, cls)
     with pytest.raises(ConfigurationError, match="base_url must not carry credentials") as err:
-        getattr(rx.llm, cls)("m", base_url="https://user:sk-RECOGNISABLE@proxy.example/v1")
+        make("m", base_url="https://user:sk-RECOGNISABLE@proxy.example/v1")
+    assert "RECOGNISABLE" not in str(err.value)
+    variable = f"{make.provider.upper()}_BASE_URL"
+    monkeypatch.setenv(variable, "https://sk-RECOGNISABLE@proxy.example")
+    with pytest.raises(ConfigurationError, match=f"{variable} must not carry") as err:
+        make("m")
     assert "RECOGNISABLE" not in str(err.value)
 
 

@@ -951,12 +951,6 @@ class ChatAdapter:
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
             raise ConfigurationError(f"{type(self).__name__}: base_url must start with "
                                      f"http:// or https://, got {base_url!r}")
-        if base_url is not None and "@" in urllib.parse.urlsplit(str(base_url)).netloc:
-            # user:password@ would be shown by repr and stored in results, checkpoints and
-            # reply caches with the endpoint's address (not quoted here for the same reason)
-            raise ConfigurationError(f"{type(self).__name__}: base_url must not carry "
-                                     "credentials (user:password@host); pass the key as "
-                                     "api_key= or in the environment variable api_key_env")
         if temperature is not None and not 0 <= float(temperature) <= 2:
             raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
                                      f"got {temperature!r}")
@@ -989,6 +983,13 @@ class ChatAdapter:
         # resolved once, here: the cache identity must name the endpoint actually called,
         # whatever the environment of a worker process says
         self.base_url = str(base_url or env_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
+        if "@" in urllib.parse.urlsplit(self.base_url).netloc:
+            # user:password@ would be shown by repr and stored in results, checkpoints and
+            # reply caches with the endpoint's address (not quoted here for the same reason)
+            origin = "base_url" if base_url else f"{self.provider.upper()}_BASE_URL"
+            raise ConfigurationError(f"{who}: {origin} must not carry credentials "
+                                     "(user:password@host); pass the key as api_key= or in "
+                                     "the environment variable api_key_env")
         self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
