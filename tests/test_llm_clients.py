@@ -1021,7 +1021,12 @@ def test_adapters_refuse_options_they_would_misuse(cls):
             ({"extra_body": {"model": "other"}}, r"extra_body must not set \['model'\]"),
             ({"extra_body": {"temperature": 1.5, "seed": 1}},
              r"extra_body must not set \['temperature'\]"),
-            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]")]:
+            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]"),
+            ({"temperature": True}, r"temperature must be a number in \[0, 2\], got True"),
+            ({"temperature": "0.5"}, r"temperature must be a number in \[0, 2\], got '0.5'"),
+            ({"temperature": float("nan")}, r"temperature must be a number in \[0, 2\]"),
+            ({"backoff_max": float("inf")}, r"need 0 <= backoff <= backoff_max, finite"),
+            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite")]:
         with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
             make("m", base_url="http://127.0.0.1:9/v1", **options)
     ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),

@@ -62,6 +62,8 @@ from __future__ import annotations
 import email.utils
 import ipaddress
 import json
+import math
+import numbers
 import os
 import random
 import re
@@ -951,9 +953,10 @@ class ChatAdapter:
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
             raise ConfigurationError(f"{type(self).__name__}: base_url must start with "
                                      f"http:// or https://, got {base_url!r}")
-        if temperature is not None and not 0 <= float(temperature) <= 2:
-            raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
-                                     f"got {temperature!r}")
+        # True was sent as temperature 1.0, "0.5" as 0.5, "hot" raised a bare ValueError
+        if temperature is not None and not (_is_real(temperature) and 0 <= temperature <= 2):
+            raise ConfigurationError(f"{type(self).__name__}: temperature must be a number in "
+                                     f"[0, 2], got {temperature!r}")
         who = type(self).__name__
         # 100.5 tokens or 2.5 retries were truncated silently, True passed as 1
         if max_tokens is not None:
@@ -965,8 +968,11 @@ class ChatAdapter:
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ConfigurationError(f"{who}: api_key_env must name an environment variable, "
                                      f"got {api_key_env!r}")
-        if not float(backoff) >= 0 or not float(backoff_max) >= float(backoff):
-            raise ConfigurationError(f"{type(self).__name__}: need 0 <= backoff <= backoff_max")
+        # an infinite wait made time.sleep raise (or a study wait for ever) between retries
+        if not (_is_real(backoff) and _is_real(backoff_max)
+                and 0 <= backoff <= backoff_max < math.inf):
+            raise ConfigurationError(f"{who}: need 0 <= backoff <= backoff_max, finite seconds; "
+                                     f"got backoff={backoff!r}, backoff_max={backoff_max!r}")
         try:
             json.dumps(dict(extra_body or {}), sort_keys=True)
         except (TypeError, ValueError):
@@ -1203,6 +1209,11 @@ class ChatAdapter:
     def __call__(self, messages: Sequence[Mapping]) -> str:
         """The reply text (the plain ``client(messages) -> str`` protocol)."""
         return self.chat(messages).text
+
+
+def _is_real(value) -> bool:
+    """Whether ``value`` is a real number that is not a bool (NaN included: compare it)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _tokens(value) -> int | None:
