@@ -345,6 +345,15 @@ def test_automl_formula_and_market_samples(flaml):
         AutoML(max_iter=1).fit(rx.Sample(X, y, COLS, "shares"), np.random.default_rng(0))
 
 
+def test_automl_that_fits_no_model_fails_by_name(flaml):
+    """On 6 observations FLAML's search ends without a model, and its predict then returned a
+    single NaN for any query."""
+    s = _tiny_sample(n=6)
+    with pytest.raises(DataError, match=r"AutoML: FLAML's search ended without a fitted model "
+                                        r"\(no trial of 3 succeeded\) on 6 observations"):
+        AutoML(max_iter=3, estimator_list=["rf"]).fit(s, np.random.default_rng(1))
+
+
 def test_automl_without_flaml_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flaml", None)  # makes `import flaml` raise ImportError
     with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):

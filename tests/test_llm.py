@@ -367,10 +367,12 @@ def test_a_cached_reply_adds_no_usage(sample, tmp_path):
     again = Completion(Retrying(), cache=tmp_path, limits=FAST).fit(
         sample, np.random.default_rng(0))
     assert first.info["usage"] == {"calls": 1, "cached_calls": 0, "failed_calls": 0,
-                                   "retries": 2, "input_tokens": 50, "output_tokens": 20,
+                                   "unreported_calls": 0, "retries": 2, "input_tokens": 50,
+                                   "output_tokens": 20,
                                    "seconds": first.info["usage"]["seconds"]}
     assert again.info["usage"] == {"calls": 0, "cached_calls": 1, "failed_calls": 0,
-                                   "retries": 0, "input_tokens": 0, "output_tokens": 0,
+                                   "unreported_calls": 0, "retries": 0, "input_tokens": 0,
+                                   "output_tokens": 0,
                                    "seconds": 0.0}
 
 

@@ -141,10 +141,81 @@ def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protoco
     assert key not in str(err.value) and "Incorrect API key provided: [API key]" in str(err.value)
 
 
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+def test_a_redirect_is_refused_by_name_not_followed(protocol, code):
+    """Redirects were followed: the prompt went to whatever host the endpoint named, and a
+    301/302 resent it as a GET without its messages, whose answer was taken for the model's."""
+    key = "sk-RECOGNISABLE-0123456789"
+    with ChatServer(protocol, lambda body: "from elsewhere") as elsewhere:
+        target = elsewhere.base_url.replace("127.0.0.1", "localhost") + (
+            "/chat/completions" if protocol == "openai" else "/v1/messages")
+        with ChatServer(protocol, lambda body: "x",
+                        script=[("raw", code, b"", {"location": target})]) as server:
+            with pytest.raises(rx.llm.ClientError) as err:
+                adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1 and len(elsewhere.requests) == 0
+    assert err.value.status == code and err.value.retries == 0
+    assert f"HTTP {code} (the endpoint redirects to {target!r}" in str(err.value)
+
+
+def test_the_api_key_is_not_in_the_traceback_of_a_client_error(protocol):
+    """The message was redacted, but the SDK's exception, chained as the cause, printed the
+    key quoted by the endpoint with every traceback."""
+    import traceback
+
+    key = "sk-RECOGNISABLE-0123456789"
+    body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}).encode()
+    with ChatServer(protocol, lambda body: "x", script=[("raw", 401, body)]) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key).chat([{"role": "user", "content": "hi"}])
+    assert err.value.status == 401
+    assert key not in "".join(traceback.format_exception(err.value))
+    # a cause without the key is kept for debugging
+    with ChatServer(protocol, lambda body: "x", fail_with=503) as server:
+        with pytest.raises(rx.llm.ClientError) as err:
+            adapter(server, api_key=key, max_retries=0).chat([{"role": "user", "content": "hi"}])
+    assert err.value.__cause__ is not None and err.value.status == 503
+
+
+@pytest.mark.parametrize("cls", ["OpenAIChat", "AnthropicChat"])
+def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls, monkeypatch):
+    """user:key@host was kept in the base URL, which repr, results, checkpoints and reply
+    caches show and store."""
+    make = getattr(rx.llm, cls)
+    with pytest.raises(ConfigurationError, match="base_url must not carry credentials") as err:
+        make("m", base_url="https://user:sk-RECOGNISABLE@proxy.example/v1")
+    assert "RECOGNISABLE" not in str(err.value)
+    variable = f"{make.provider.upper()}_BASE_URL"
+    monkeypatch.setenv(variable, "https://sk-RECOGNISABLE@proxy.example")
+    with pytest.raises(ConfigurationError, match=f"{variable} must not carry") as err:
+        make("m")
+    assert "RECOGNISABLE" not in str(err.value)
+
+
+@pytest.mark.parametrize("key", ["sk-RECOGNISABLE-0123456789\n", "sk-RECOGNISABLE\r\nX-Evil: 1"])
+def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, monkeypatch):
+    """A key read with its trailing newline was refused by the HTTP library with the key in its
+    message, retried as a connection error, and reported as 'Connection error.'."""
+    import traceback
+
+    monkeypatch.setenv("RX_TEST_KEY", key)
+    with ChatServer(protocol, lambda body: "x") as server:
+        llm = adapter(server, api_key_env="RX_TEST_KEY")
+        with pytest.raises(rx.llm.ClientError, match="RX_TEST_KEY contains a control "
+                                                     "character") as err:
+            llm.chat([{"role": "user", "content": "hi"}])
+        with pytest.raises(ConfigurationError, match="RX_TEST_KEY contains a control"):
+            llm.check_api_key()
+    assert len(server.requests) == 0 and err.value.retries == 0
+    assert "RECOGNISABLE" not in "".join(traceback.format_exception(err.value))
+
+
 @pytest.mark.parametrize("body, content_type", [
     (b"<html><body>Bad gateway</body></html>", "text/html"),
     (b"[1, 2]", "application/json"),
-    (b'{"id": "x"}', "application/json")])  # no choices / content
+    (b'{"id": "x"}', "application/json"),  # no choices / content
+    (b'{"choices": [{"index": 0, "finish_reason": "stop"}], "content": [{"type": "text"}]}',
+     "application/json")])  # a choice without a message / a text block without text
 def test_a_malformed_reply_is_a_client_error_not_an_empty_answer(protocol, body, content_type):
     with ChatServer(protocol, lambda body: "x",
                     script=[("raw", 200, body, {"content-type": content_type})]) as server:
@@ -738,6 +809,17 @@ def test_requests_per_minute_spaces_requests():
         study.run(progress=False, concurrency=0)
 
 
+@pytest.mark.parametrize("bad", [True, "60", float("inf"), float("nan"), 0, -5])
+def test_requests_per_minute_must_be_a_positive_finite_number(bad):
+    """True was one request a minute; a string or infinity went through unchecked."""
+    llm = rx.llm.OpenAIChat("mean-model", base_url="http://127.0.0.1:9/v1", timeout=1)
+    study = gp_study({"asked": AskedMean(llm)})
+    with pytest.raises(ConfigurationError,
+                       match=rf"requests_per_minute must be a positive, finite number "
+                             rf"\(None: no limit\), got {re.escape(repr(bad))}"):
+        study.run(progress=False, concurrency=4, requests_per_minute=bad)
+
+
 # ------------------------------------------------------------------------ picklability
 
 
@@ -879,6 +961,44 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
         price_per_token({"m": (1, 2)}, "other")
 
 
+class _NoUsageServer(ChatServer):
+    """An endpoint that reports no token counts (some OpenAI-compatible servers omit them)."""
+
+    def protocol_reply(self, body, out):
+        payload = super().protocol_reply(body, out)
+        payload.pop("usage")
+        return payload
+
+
+def test_tokens_an_endpoint_did_not_report_make_usage_unknown_not_zero(protocol, capsys):
+    """Calls answered without token counts once summed to 0 tokens and $0.00 in
+    Results.usage: a silent wrong cost. They are counted, and the totals they miss are NaN."""
+    reply = fenced(MEAN_PROGRAM)
+    with ChatServer(protocol, lambda body: reply) as counted, \
+            _NoUsageServer(protocol, lambda body: reply) as silent:
+        procs = {"Counted": rx.Completion(adapter(counted), limits=LIMITS, run_at_fit=False),
+                 "Silent": rx.Completion(adapter(silent), limits=LIMITS, run_at_fit=False)}
+        res = gp_study(procs).run(progress=False)
+    usage = res.usage(prices={"gp-model": (1.0, 2.0)})
+    quiet, told = usage.loc[("Silent", 20)], usage.loc[("Counted", 20)]
+    assert (quiet["calls"], quiet["unreported_calls"]) == (2, 2)
+    assert np.isnan(quiet["input_tokens"]) and np.isnan(quiet["output_tokens"])
+    assert np.isnan(quiet["cost"])
+    tokens_in = sum(input_tokens(r["body"]) for r in counted.requests)
+    tokens_out = 2 * (len(reply) // 4)
+    assert (told["unreported_calls"], told["input_tokens"], told["output_tokens"]) == (
+        0, tokens_in, tokens_out)
+    assert told["cost"] == pytest.approx((tokens_in * 1.0 + tokens_out * 2.0) / 1e6, rel=1e-12)
+    # the command line's total says so instead of printing the reported part as the total
+    from argparse import Namespace
+
+    from restrictiveness.cli.replicate import print_usage
+    print_usage(res, Namespace(price=[1.0, 2.0], llm="openai:gp-model"))
+    total = capsys.readouterr().out.splitlines()[-1]
+    assert total == ("total: 4 calls (0 cached, 0 retries), tokens and cost unknown: the "
+                     "endpoint did not report the token counts of 2 calls")
+
+
 def test_usage_totals_add_counts_not_flags():
     """A procedure's usage record may carry flags (True is an int to Python): they are not
     counts, and summed they would show as calls or tokens."""
@@ -901,7 +1021,12 @@ def test_adapters_refuse_options_they_would_misuse(cls):
             ({"extra_body": {"model": "other"}}, r"extra_body must not set \['model'\]"),
             ({"extra_body": {"temperature": 1.5, "seed": 1}},
              r"extra_body must not set \['temperature'\]"),
-            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]")]:
+            ({"extra_body": {"stream": True}}, r"extra_body must not set \['stream'\]"),
+            ({"temperature": True}, r"temperature must be a number in \[0, 2\], got True"),
+            ({"temperature": "0.5"}, r"temperature must be a number in \[0, 2\], got '0.5'"),
+            ({"temperature": float("nan")}, r"temperature must be a number in \[0, 2\]"),
+            ({"backoff_max": float("inf")}, r"need 0 <= backoff <= backoff_max, finite"),
+            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite")]:
         with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
             make("m", base_url="http://127.0.0.1:9/v1", **options)
     ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),

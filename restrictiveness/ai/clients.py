@@ -20,7 +20,9 @@ model calls needs:
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
-  :class:`ClientError` too, not retried, never an empty answer. Each attempt — connecting,
+  :class:`ClientError` too, not retried, never an empty answer. So is a redirect (3xx), which
+  is not followed: the message names where it points (following it would resend the prompt
+  to another host, or, for 301 and 302, as a GET without its messages). Each attempt — connecting,
   sending the request, reading the status line, headers and body — takes at most ``timeout``
   seconds in all, enforced at the socket: every connect, send and receive waits at most the
   time left, and a watchdog shuts the socket down at the deadline (the SDK's timeout bounds
@@ -60,12 +62,16 @@ from __future__ import annotations
 import email.utils
 import ipaddress
 import json
+import math
+import numbers
 import os
 import random
 import re
 import socket
 import threading
 import time
+import traceback
+import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,6 +147,9 @@ class ClientError(RestrictivenessError, RuntimeError):
 #: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
 #: them as UTF-8, so replies replace them with U+FFFD once, when they arrive.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: Characters no HTTP header value may hold (tab aside): an API key with one cannot be sent.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -866,7 +875,11 @@ def _bounded_http_client(module, timeout: float):
     from httpx2._utils import get_environment_proxies
     mounts = {pattern: None if url is None else Transport(url)
               for pattern, url in get_environment_proxies().items()}
-    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts)
+    # redirects are not followed: a 301/302 resends the request as a GET without its messages
+    # (the answer to a question never asked), and any redirect to another host sends the
+    # prompt there; the 3xx status becomes a ClientError naming where it points
+    return module.DefaultHttpxClient(transport=Transport(), mounts=mounts,
+                                     follow_redirects=False)
 
 
 #: Request fields the adapters set themselves, which ``extra_body`` may not override.
@@ -887,7 +900,8 @@ class ChatAdapter:
     model : str
         Model id.
     base_url : str or None
-        Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's).
+        Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's),
+        without credentials (``user:password@`` is refused: the address is shown and stored).
     api_key : str or None
         None reads the environment variable ``api_key_env``.
     api_key_env : str
@@ -939,9 +953,10 @@ class ChatAdapter:
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
             raise ConfigurationError(f"{type(self).__name__}: base_url must start with "
                                      f"http:// or https://, got {base_url!r}")
-        if temperature is not None and not 0 <= float(temperature) <= 2:
-            raise ConfigurationError(f"{type(self).__name__}: temperature must be in [0, 2], "
-                                     f"got {temperature!r}")
+        # True was sent as temperature 1.0, "0.5" as 0.5, "hot" raised a bare ValueError
+        if temperature is not None and not (_is_real(temperature) and 0 <= temperature <= 2):
+            raise ConfigurationError(f"{type(self).__name__}: temperature must be a number in "
+                                     f"[0, 2], got {temperature!r}")
         who = type(self).__name__
         # 100.5 tokens or 2.5 retries were truncated silently, True passed as 1
         if max_tokens is not None:
@@ -953,8 +968,11 @@ class ChatAdapter:
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ConfigurationError(f"{who}: api_key_env must name an environment variable, "
                                      f"got {api_key_env!r}")
-        if not float(backoff) >= 0 or not float(backoff_max) >= float(backoff):
-            raise ConfigurationError(f"{type(self).__name__}: need 0 <= backoff <= backoff_max")
+        # an infinite wait made time.sleep raise (or a study wait for ever) between retries
+        if not (_is_real(backoff) and _is_real(backoff_max)
+                and 0 <= backoff <= backoff_max < math.inf):
+            raise ConfigurationError(f"{who}: need 0 <= backoff <= backoff_max, finite seconds; "
+                                     f"got backoff={backoff!r}, backoff_max={backoff_max!r}")
         try:
             json.dumps(dict(extra_body or {}), sort_keys=True)
         except (TypeError, ValueError):
@@ -971,6 +989,13 @@ class ChatAdapter:
         # resolved once, here: the cache identity must name the endpoint actually called,
         # whatever the environment of a worker process says
         self.base_url = str(base_url or env_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
+        if "@" in urllib.parse.urlsplit(self.base_url).netloc:
+            # user:password@ would be shown by repr and stored in results, checkpoints and
+            # reply caches with the endpoint's address (not quoted here for the same reason)
+            origin = "base_url" if base_url else f"{self.provider.upper()}_BASE_URL"
+            raise ConfigurationError(f"{who}: {origin} must not carry credentials "
+                                     "(user:password@host); pass the key as api_key= or in "
+                                     "the environment variable api_key_env")
         self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
@@ -1023,6 +1048,12 @@ class ChatAdapter:
     # -- the SDK client ---------------------------------------------------------------------
     def _key(self) -> str:
         key = self.api_key or os.environ.get(self.api_key_env)
+        if key and _CONTROL.search(key):
+            # (a newline read with the key from a file): the HTTP library refused the header
+            # with the key in its message, and the refusal was retried as a connection error
+            where = "api_key=" if self.api_key else f"the environment variable {self.api_key_env}"
+            raise ClientError(f"the API key in {where} contains a control character (a "
+                              "trailing newline?), which no HTTP header can carry; remove it")
         if key:
             return key
         if self.base_url != DEFAULT_BASE_URLS[self.provider]:
@@ -1055,6 +1086,12 @@ class ChatAdapter:
         """``text`` without the API key (an endpoint's error message may quote the request)."""
         key = self.api_key or os.environ.get(self.api_key_env)
         return text.replace(key, "[API key]") if key else text
+
+    def _cause(self, exc: Exception) -> Exception | None:
+        """``exc`` as the cause of the :class:`ClientError` reporting it, or None when its
+        traceback (its chain included) quotes the API key: a traceback prints the cause."""
+        text = "".join(traceback.format_exception(exc))
+        return exc if self._redact(text) == text else None
 
     def _module(self):
         try:
@@ -1142,12 +1179,17 @@ class ChatAdapter:
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
+                if status is not None and 300 <= status < 400:
+                    where = getattr(getattr(exc, "response", None), "headers", {}).get(
+                        "location")
+                    what += (f" (the endpoint redirects to {self._redact(repr(where))}, and "
+                             "redirects are not followed: give the final address as base_url)")
                 if not retry or retries >= self.max_retries:
                     tries = f" after {retries} retr{'y' if retries == 1 else 'ies'}" \
                         if retries else ""
                     raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
                                       f"{what}{tries}: {self._redact(str(exc))[:500]}",
-                                      retries, status) from exc
+                                      retries, status) from self._cause(exc)
                 time.sleep(wait if wait is not None else
                            backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
@@ -1167,6 +1209,11 @@ class ChatAdapter:
     def __call__(self, messages: Sequence[Mapping]) -> str:
         """The reply text (the plain ``client(messages) -> str`` protocol)."""
         return self.chat(messages).text
+
+
+def _is_real(value) -> bool:
+    """Whether ``value`` is a real number that is not a bool (NaN included: compare it)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _tokens(value) -> int | None:
@@ -1280,6 +1327,8 @@ class OpenAIChat(ChatAdapter):
             raise ValueError("the reply has no choices")
         choice = response.choices[0]
         message = choice.message
+        if message is None:  # read as an empty answer, it looked like a model saying nothing
+            raise ValueError("the reply's choice has no message")
         calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)

@@ -753,6 +753,9 @@ class _CallLog:
         live = [c for c in self.calls if not c["cached"]]
         usage = {"calls": len(live), "cached_calls": len(self.calls) - len(live),
                  "failed_calls": sum(1 for c in live if c.get("failed")),
+                 # answered, but the token sums below miss their counts (cost unknown)
+                 "unreported_calls": sum(1 for c in live if not c.get("failed") and (
+                     c["input_tokens"] is None or c["output_tokens"] is None)),
                  "retries": sum(c["retries"] for c in live),
                  "input_tokens": sum(c["input_tokens"] or 0 for c in live),
                  "output_tokens": sum(c["output_tokens"] or 0 for c in live),
@@ -895,7 +898,8 @@ class Completion(_LanguageModelProcedure):
     ``input_tokens``, ``output_tokens``, ``seconds``, ``retries``, ``stop_reason`` and whether
     it was ``cached``; a failed call has ``failed`` and its HTTP ``status``), ``usage`` (their
     totals over calls actually made: ``calls``, ``cached_calls``, ``failed_calls``,
-    ``retries``, ``input_tokens``, ``output_tokens``, ``seconds``; see ``Results.usage()``),
+    ``unreported_calls`` (answered without token counts), ``retries``, ``input_tokens``,
+    ``output_tokens`` (the reported counts), ``seconds``; see ``Results.usage()``),
     ``rounds_used`` (0), the failure ``reason`` (None on success; ``"client"`` when the model
     call failed) and the classification hooks of
     :func:`~restrictiveness.ai.programs.describe_program` (``estimates_parameters``,

@@ -188,12 +188,19 @@ def print_usage(res, args: argparse.Namespace) -> None:
         return
     print("\nLanguage-model usage (calls made; cached replies are free):")
     print(usage.round(3).to_string())
-    total = usage.sum()
+    total = usage.sum(skipna=False)
     line = (f"total: {int(total['calls'])} calls ({int(total['cached_calls'])} cached, "
-            f"{int(total['retries'])} retries), {int(total['input_tokens']):,} input and "
-            f"{int(total['output_tokens']):,} output tokens")
-    if "cost" in usage:
-        line += f", ${total['cost']:,.2f}"
+            f"{int(total['retries'])} retries), ")
+    unreported = int(total["unreported_calls"])
+    if unreported:
+        # the reported counts alone would understate tokens and cost
+        line += (f"tokens and cost unknown: the endpoint did not report the token counts of "
+                 f"{unreported} call{'s' if unreported > 1 else ''}")
+    else:
+        line += (f"{int(total['input_tokens']):,} input and {int(total['output_tokens']):,} "
+                 "output tokens")
+        if "cost" in usage:
+            line += f", ${total['cost']:,.2f}"
     print(line)
 
 

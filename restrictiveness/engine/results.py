@@ -619,9 +619,12 @@ class Results(SensitivityMixin):
         Totals of the ``"usage"`` record of each fit (summed over training draws by the study):
         ``fits`` (fits with a usage record), ``calls`` (requests actually made, including
         ``failed_calls``; cached replies are counted in ``cached_calls`` and cost nothing),
+        ``unreported_calls`` (answered calls whose token counts the endpoint did not report),
         ``retries``,
         ``input_tokens``, ``output_tokens`` and ``seconds`` (wall time of the calls). Only
-        procedures that record usage appear.
+        procedures that record usage appear. Where any call did not report its tokens, the
+        token totals and the cost of that row are NaN (unknown), never the smaller sum of
+        the counts that were reported.
 
         Parameters
         ----------
@@ -673,7 +676,15 @@ class Results(SensitivityMixin):
         if not rows:
             index = pd.MultiIndex.from_arrays([[], []], names=["procedure", "n"])
             return pd.DataFrame(columns=columns, index=index)
-        return pd.DataFrame(rows).groupby(["procedure", "n"], sort=False)[columns].sum()
+        out = pd.DataFrame(rows).groupby(["procedure", "n"], sort=False)[columns].sum()
+        # a total missing some calls' counts would understate tokens and cost (an endpoint
+        # without usage fields read as $0.00): unknown instead
+        unknown = (out["unreported_calls"] > 0).to_numpy()
+        if unknown.any():
+            for c in ("input_tokens", "output_tokens", "cost"):
+                if c in out:
+                    out[c] = out[c].astype(float).where(~unknown, np.nan)
+        return out
 
     # -- reporting ------------------------------------------------------------------------
     def plot_profile(self, discrepancy: str | None = None,

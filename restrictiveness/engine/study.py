@@ -42,7 +42,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_whole, whole_number
+from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
     CheckpointWarning,
@@ -620,6 +620,10 @@ class Study:
                                         or isinstance(concurrency, bool) or concurrency < 1):
             raise ConfigurationError(f"concurrency must be a positive integer (threads for "
                                      f"I/O-bound fits) or None, got {concurrency!r}")
+        if requests_per_minute is not None and not is_positive(requests_per_minute):
+            # True was 1 a minute, "60" and 1e400 (inf, no limit) went through as well
+            raise ConfigurationError(f"requests_per_minute must be a positive, finite number "
+                                     f"(None: no limit), got {requests_per_minute!r}")
         n_jobs = _worker_count(n_jobs, 2)
         io = {label for label, p in self.procedures.items() if getattr(p, "io_bound", False)}
         if warn and not io and concurrency is not None:

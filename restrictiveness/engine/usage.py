@@ -1,7 +1,8 @@
 """Usage records of fits that call paid services (language models): counts and prices.
 
 A fit may record ``info["usage"]``, a flat dict of counts — ``calls``, ``cached_calls``,
-``failed_calls``, ``retries``, ``input_tokens``, ``output_tokens``, ``seconds`` for the
+``failed_calls``, ``unreported_calls`` (answered calls whose token counts the endpoint did not
+report), ``retries``, ``input_tokens``, ``output_tokens``, ``seconds`` for the
 language-model procedures. The study sums it over training draws (:func:`add_usage`) and
 :meth:`Results.usage() <restrictiveness.engine.results.Results.usage>` totals it by procedure
 and n, pricing tokens with a user's price table (:func:`price_per_token`). No prices ship with
@@ -18,8 +19,8 @@ from ..shared.exceptions import ConfigurationError
 __all__ = ["USAGE_KEYS", "add_usage", "price_per_token"]
 
 #: The counts of a usage record that are totalled.
-USAGE_KEYS = ("calls", "cached_calls", "failed_calls", "retries", "input_tokens",
-              "output_tokens", "seconds")
+USAGE_KEYS = ("calls", "cached_calls", "failed_calls", "unreported_calls", "retries",
+              "input_tokens", "output_tokens", "seconds")
 
 
 def add_usage(total: dict, usage: Mapping) -> None:

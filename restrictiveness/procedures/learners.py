@@ -231,7 +231,8 @@ class AutoML(FormulaProcedure):
         ImportError
             FLAML (with its AutoML dependencies) is not installed.
         DataError
-            A sample that is not two-dimensional with one response (markets).
+            A sample that is not two-dimensional with one response (markets), or a search
+            that fitted no model (too few observations for FLAML's validation).
 
         Examples
         --------
@@ -259,6 +260,11 @@ class AutoML(FormulaProcedure):
                    time_budget=-1 if self.time_budget is None else self.time_budget,
                    estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
                    n_jobs=self.n_jobs, log_file_name="")
+        if search.best_estimator is None:
+            # FLAML then predicts one NaN for any query: a fit with no model must fail by name
+            raise DataError(f"AutoML: FLAML's search ended without a fitted model (no trial of "
+                            f"{self.max_iter} succeeded) on {len(y)} observations; give more "
+                            "observations, trials (max_iter) or time (time_budget)")
         info = {"best_estimator": search.best_estimator,
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
