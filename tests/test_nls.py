@@ -743,15 +743,27 @@ def test_a_model_function_returning_other_than_real_numbers_is_refused(output):
         rx.NLS(model, bounds={"b": (0, 1)}, response="y").fit(df)
 
 
-def test_a_model_function_that_transforms_its_data_in_place_sees_the_data_each_call():
+@pytest.mark.parametrize("copy_on_write", [True, False])  # False: pandas 2.x's shallow copy
+@pytest.mark.parametrize("write", ["column", "loc"])
+def test_a_model_function_that_transforms_its_data_in_place_sees_the_data_each_call(
+        write, copy_on_write, monkeypatch):
     """data["x"] = np.log(data["x"]) inside the function changed the frame every later call
     received: the fit failed ('not finite at any screening point') or, for a transform that
-    stays finite, went wrong silently."""
+    stays finite, went wrong silently. Under pandas 2.x a shallow copy did not protect a
+    write through .loc (the fit gave a = 1.88, b = 1 for a truth of 0.7, 0.2)."""
+    from restrictiveness.procedures import nls
+
+    monkeypatch.setattr(nls, "_COPY_ON_WRITE", copy_on_write and nls._COPY_ON_WRITE)
     x = np.linspace(1, 3, 20)
     df = pd.DataFrame({"x": x, "y": 2 * np.log(x) + 1})
+    seen = []
 
     def shifted(data, a, b):
-        data["x"] = data["x"] + 1.0   # the user's transform, in place
+        seen.append(np.shares_memory(data["x"].to_numpy(), df["x"].to_numpy()))
+        if write == "column":   # the user's transform, in place
+            data["x"] = data["x"] + 1.0
+        else:
+            data.loc[:, "x"] += 1.0
         return a * np.log(data["x"].to_numpy()) + b
 
     res = rx.NLS(shifted, bounds={"a": (0, 5), "b": (-5, 5)}, response="y").fit(df)
@@ -759,6 +771,8 @@ def test_a_model_function_that_transforms_its_data_in_place_sees_the_data_each_c
                                rcond=None)[0]
     np.testing.assert_allclose(res.params, expected, rtol=1e-7)
     assert df.x.tolist() == x.tolist()
+    if not nls._COPY_ON_WRITE:  # without copy-on-write, each call had its own copy
+        assert not any(seen)
 
 
 def test_the_response_on_the_right_hand_side_is_refused():

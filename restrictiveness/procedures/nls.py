@@ -75,6 +75,10 @@ from ..shared.formula import repeated_columns
 from ..shared.sample import Sample
 from .estimation import LeastSquaresResults, cluster_codes
 
+#: pandas copies a shallow copy's columns on write (always from 3.0; under 2.x a write through
+#: ``.loc`` or ``*=`` reached the original frame).
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
+
 __all__ = ["NLS", "NLSFitted", "NLSEstimator", "NLSResults"]
 
 #: Positive bounds wider than this ratio are searched on the log scale by default.
@@ -549,9 +553,11 @@ class NLS(Procedure):
         role and the parameters, with the original as ``__cause__``."""
         theta = np.asarray(theta, dtype=float)
         named = dict(zip(self.params, theta.tolist(), strict=True))
-        # a fresh frame per call (copy-on-write: no data are copied): a function that
-        # transforms a column in place, data["x"] = np.log(data["x"]), changed every later call
-        data = data.copy(deep=False) if isinstance(data, pd.DataFrame) else data
+        # a fresh frame per call: a function that transforms a column in place,
+        # data["x"] = np.log(data["x"]) or data.loc[:, "x"] *= 0.1, changed every later call;
+        # shallow under pandas' copy-on-write (3.0 on), which copies only what is written
+        if isinstance(data, pd.DataFrame):
+            data = data.copy(deep=not _COPY_ON_WRITE)
         try:
             if _takes_names(fn, self.params):
                 return fn(data, **named)
