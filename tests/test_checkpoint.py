@@ -11,6 +11,7 @@ import re
 import time
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import xarray as xr
 
 import restrictiveness as rx
 import restrictiveness.engine.study as study_module
-from restrictiveness.engine.checkpoint import Checkpoint, configuration_hash
+from restrictiveness.engine.checkpoint import Checkpoint, code_fingerprint, configuration_hash
 from restrictiveness.engine.protocol import FunctionRule
 from restrictiveness.engine.study import run_replication
 
@@ -520,3 +521,98 @@ def test_a_study_resumed_after_an_edit_of_its_procedures_module_is_refused(tmp_p
             first.dataset["loss"].sel(replication=0))
     finally:
         del sys.modules["edited_procedures"]
+
+
+def _user_module(path, name, source):
+    """Import ``source``, written to ``path``, as module ``name`` (as a user's import does)."""
+    import importlib.util
+    import sys
+
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_code_reached_through_attributes_and_base_classes_is_fingerprinted(tmp_path):
+    # an NLS model function and a base class in another module were not hashed: their edits
+    # resumed silently
+    import sys
+
+    try:
+        funcs = _user_module(tmp_path / "fp_funcs.py", "fp_funcs",
+                             "def model(data, a):\n    return a * data['x1']\n")
+        _user_module(tmp_path / "fp_base.py", "fp_base",
+                     "import restrictiveness as rx\nclass Base(rx.OLS):\n    pass\n")
+        derived = _user_module(tmp_path / "fp_derived.py", "fp_derived",
+                               "from fp_base import Base\nclass Derived(Base):\n    pass\n")
+        nls = rx.NLS(funcs.model, bounds={"a": (0, 2)}, response="y")
+        before = code_fingerprint([nls, derived.Derived("y ~ x1")])
+        assert {"fp_funcs", "fp_base", "fp_derived"} <= set(before)
+        for path in ("fp_funcs.py", "fp_base.py"):
+            (tmp_path / path).write_text((tmp_path / path).read_text() + "# edited\n")
+            after = code_fingerprint([nls, derived.Derived("y ~ x1")])
+            assert [k for k in before if before[k] != after[k]] == [path[:-3]]
+            before = after
+    finally:
+        for name in ("fp_funcs", "fp_base", "fp_derived"):
+            sys.modules.pop(name, None)
+
+
+def test_the_package_digest_reads_sources_and_data_not_editor_files(tmp_path):
+    from restrictiveness.engine.checkpoint import _package_digest
+
+    digest = _package_digest.__wrapped__  # uncached: the tree changes under it
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "study.py").write_text("x = 1\n")
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    first = digest(tmp_path)
+    (tmp_path / "engine" / ".study.py.swp").write_text("swap")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "a-checkpoint.py").write_text("y = 2\n")
+    (tmp_path / "engine" / "__pycache__").mkdir()
+    (tmp_path / "engine" / "__pycache__" / "study.cpython-311.pyc").write_text("bytecode")
+    assert digest(tmp_path) == first
+    for file, text in (("engine/study.py", "x = 2\n"), ("data.csv", "a\n2\n")):
+        (tmp_path / file).write_text(text)
+        assert digest(tmp_path) != first
+        first = digest(tmp_path)
+
+
+SCRIPT = """
+import sys
+import restrictiveness as rx
+
+class Linear(rx.OLS):
+    pass
+
+F = rx.EligibleSet(rx.Box(x1=(0, 1)), rx.Increasing("x1"))
+study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"linear": Linear("y ~ x1")}, rx.Constant(),
+                 n=[10], replications=int(sys.argv[1]), seed=2)
+res = study.run(progress=False, checkpoint=sys.argv[2])
+print(res.replications)
+"""
+
+
+def test_a_script_defining_its_procedure_resumes_after_edits_elsewhere_in_it(tmp_path):
+    # the whole file of __main__ was hashed: a comment, or extending M, refused the resume
+    import subprocess
+    import sys
+
+    script, ck = tmp_path / "study_script.py", tmp_path / "ck"
+
+    def run(m):
+        package = str(Path(rx.__file__).resolve().parents[1])  # this tree's, not the installed
+        return subprocess.run([sys.executable, str(script), str(m), str(ck)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                              env={**os.environ, "PYTHONPATH": package})
+
+    script.write_text(SCRIPT)
+    assert run(2).stdout.strip() == "2"
+    script.write_text(SCRIPT + "# plot later\n")
+    assert run(3).stdout.strip() == "3"
+    script.write_text(SCRIPT.replace("    pass", "    scale = 0.5"))
+    refused = run(3)
+    assert refused.returncode != 0 and "changed since: __main__.Linear" in refused.stderr

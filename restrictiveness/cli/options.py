@@ -219,7 +219,8 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
                              "resumes a killed or interrupted run where it stopped, and "
                              "concurrent runs share the work")
     parser.add_argument("--resume-other-versions", action="store_true",
-                        help="resume a checkpoint written under other package versions")
+                        help="resume a checkpoint written under other package versions or "
+                             "other code (this package's files, or a procedures file, edited)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_backend_options(parser)
     add_output_options(parser)

@@ -215,9 +215,12 @@ def load_procedures(path: str) -> dict:
     if spec is None or spec.loader is None:
         raise ConfigurationError(f"--procedures: Python cannot load {path!r}")
     module = importlib.util.module_from_spec(spec)
+    # registered, as an import would: a checkpoint fingerprints the file by its module
+    sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in the user's file
+        sys.modules.pop(spec.name, None)
         raise ConfigurationError(f"--procedures: running {path!r} failed: "
                                  f"{type(exc).__name__}: {exc}") from exc
     procs = getattr(module, "PROCEDURES", None)

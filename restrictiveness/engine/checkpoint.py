@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -97,18 +98,44 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: Files of the package that compute or feed numbers: sources and shipped data (an editor's
+#: swap file or a notebook's checkpoint folder beside them changes nothing).
+_PACKAGE_SUFFIXES = (".py", ".csv", ".json")
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
 @functools.cache
-def _package_digest() -> str:
-    """SHA-256 of this package's files (sources and shipped data), by relative path."""
-    root = Path(__file__).resolve().parents[1]
+def _package_digest(root: Path = _PACKAGE_ROOT) -> str:
+    """SHA-256 of the package's sources and shipped data under ``root``, by relative path."""
     h = hashlib.sha256()
     for file in sorted(root.rglob("*")):
         rel = file.relative_to(root)
-        if "__pycache__" in rel.parts or file.suffix in (".pyc", ".nbi", ".nbc") \
-                or not file.is_file():
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts) \
+                or file.suffix not in _PACKAGE_SUFFIXES or not file.is_file():
             continue
         h.update(f"{rel.as_posix()}|{_file_digest(file)}|".encode())
     return h.hexdigest()
+
+
+def _code_carriers(obj: object) -> list:
+    """``obj`` and what its attributes hold (one level down, through lists and dicts): a
+    model function handed to ``NLS``, an estimator wrapped by ``SklearnRegressor``."""
+    found = [obj]
+    for value in getattr(obj, "__dict__", {}).values():
+        if isinstance(value, list | tuple):
+            found.extend(value)
+        elif isinstance(value, dict):
+            found.extend(value.values())
+        else:
+            found.append(value)
+    return found
+
+
+def _source_digest(thing) -> str:
+    try:
+        return hashlib.sha256(inspect.getsource(thing).encode()).hexdigest()
+    except (OSError, TypeError):  # typed at a prompt whose history is gone
+        return "no source"
 
 
 def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
@@ -118,14 +145,18 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     ----------
     objects : iterable
         Objects whose code matters (a study's evaluation distribution, procedures, baseline,
-        discrepancies): the module file of every class in each one's MRO that is defined
-        outside this package and outside the standard library is hashed.
+        discrepancies). For each one, and each value its attributes hold (a model function,
+        a wrapped estimator), the module file of every class in its MRO (of a function: its
+        module's file) that is defined outside this package and outside the standard library
+        is hashed. Classes and functions of a script run as ``__main__``, or of a module
+        without a file, are hashed by their own source, so that editing the rest of the
+        script (extending M, say) does not count as a change.
 
     Returns
     -------
     dict
-        ``{"restrictiveness": digest of this package's files, module: digest, ...}``; a
-        module without a file (a class typed at the prompt) has the digest ``"no file"``.
+        ``{"restrictiveness": digest of this package's files, module: digest, ...}``, with
+        keys ``"__main__.<qualname>"`` for code hashed by its source.
 
     Examples
     --------
@@ -135,13 +166,18 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     """
     out = {"restrictiveness": _package_digest()}
     for obj in objects:
-        for cls in type(obj).__mro__:
-            name = cls.__module__
-            top = name.partition(".")[0]
-            if name in out or top == "restrictiveness" or top in sys.stdlib_module_names:
-                continue
-            file = getattr(sys.modules.get(name), "__file__", None)
-            out[name] = _file_digest(Path(file)) if file and Path(file).is_file() else "no file"
+        for carrier in _code_carriers(obj):
+            code = [carrier] if inspect.isfunction(carrier) else list(type(carrier).__mro__)
+            for thing in code:
+                name = thing.__module__ or ""
+                top = name.partition(".")[0]
+                if top in ("restrictiveness", "builtins") or top in sys.stdlib_module_names:
+                    continue
+                file = getattr(sys.modules.get(name), "__file__", None)
+                if name == "__main__" or not (file and Path(file).is_file()):
+                    out[f"{name}.{thing.__qualname__}"] = _source_digest(thing)
+                elif name not in out:
+                    out[name] = _file_digest(Path(file))
     return out
 
 
