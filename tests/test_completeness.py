@@ -890,6 +890,14 @@ def test_an_id_column_of_mixed_types_is_refused():
     a, b = lottery_run(data), lottery_run(named)
     np.testing.assert_array_equal(a.kappa.to_numpy(), b.kappa.to_numpy())
     np.testing.assert_array_equal(a.kappa_se.to_numpy(), b.kappa_se.to_numpy())
+    # and so is an object column of Python and numpy integers (3 and np.int64(3) are one id)
+    mixed = data.copy()
+    mixed["participant"] = pd.Series([int(p) if i % 2 else np.int64(p) for i, p in
+                                      enumerate(mixed["participant"])], dtype=object,
+                                     index=mixed.index)
+    assert mixed["participant"].dtype == object
+    c = lottery_run(mixed)
+    np.testing.assert_array_equal(a.kappa_se.to_numpy(), c.kappa_se.to_numpy())
 
 
 def test_a_dataset_missing_what_the_results_read_is_refused_by_name():

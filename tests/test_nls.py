@@ -722,12 +722,17 @@ def test_non_numeric_data_columns_are_refused_not_converted():
     np.testing.assert_allclose(res.params, [1.0, 2.0], atol=1e-9)
 
 
-@pytest.mark.parametrize("bounds", [{"b": "05"}, [("b", (0, 5))]])
+@pytest.mark.parametrize("bounds", [{"b": "05"}, [(0, 5)], "b05"])
 def test_bounds_that_are_not_pairs_in_a_mapping_are_refused(bounds):
-    """bounds={"b": "05"} was read as the box (0, 5); a list of pairs gave a message about
+    """bounds={"b": "05"} was read as the box (0, 5); a list of bare pairs gave a message about
     parameter names."""
     with pytest.raises(ConfigurationError, match="bounds"):
         rx.NLS("y ~ b * x", bounds=bounds)
+
+
+def test_bounds_given_as_name_pairs_are_the_mapping_they_list():
+    listed = rx.NLS("y ~ a + b * x", bounds=[("a", (-1, 1)), ("b", (0, 5))])
+    assert listed.bounds == rx.NLS("y ~ a + b * x", bounds={"a": (-1, 1), "b": (0, 5)}).bounds
 
 
 @pytest.mark.parametrize("output", [["1.0"] * 8, None, np.ones(8) * (1 + 1j)])

@@ -558,8 +558,11 @@ def test_results_refuse_a_dataset_whose_layout_they_would_misread():
     # without the n coordinate the estimates were labelled n = 0, 1 without a word; repeated
     # n labels were accepted; a dimension renamed or missing failed deep in xarray
     ds = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10, 20],
-                  replications=3).run(progress=False).dataset
+                  replications=3, discrepancies=[rx.MSE(), rx.MSE("again")]
+                  ).run(progress=False).dataset
     for bad, message in ((ds.drop_vars("n"), "the Dataset has no 'n' coordinate"),
+                         (ds.assign_coords(discrepancy=["mse", "mse"]),
+                          r"discrepancy labels repeat: \['mse'\]"),
                          (ds.drop_vars("discrepancy"), "no 'discrepancy' coordinate"),
                          (ds.assign_coords(n=[10, 10]), r"n labels repeat: \[10\]"),
                          (ds.assign_coords(replication=[0, 1, 1]),
@@ -570,8 +573,8 @@ def test_results_refuse_a_dataset_whose_layout_they_would_misread():
                           r"baseline_loss has dimensions \['discrepancy', 'replication'\]")):
         with pytest.raises(rx.DataError, match=message):
             rx.Results(bad)
-    assert rx.Results(ds).restrictiveness.sel(n=20).item() == \
-        rx.Results(ds.isel(n=[1])).restrictiveness.item()
+    assert rx.Results(ds).restrictiveness.sel(n=20, discrepancy="again").item() == \
+        rx.Results(ds.isel(n=[1])).restrictiveness.sel(discrepancy="again").item()
 
 
 def test_kl_on_scalar_truths_is_a_configuration_error_not_the_baselines():

@@ -98,7 +98,8 @@ class NLS(Procedure):
         Parameter names, in reporting order (default: the keys of ``bounds`` for a formula, the
         function's arguments after the first for a function).
     bounds : mapping of str to (low, high)
-        Finite bounds of every parameter (required).
+        Finite bounds of every parameter (required); ``(name, (low, high))`` pairs are read
+        as the mapping they list.
     jac : callable, optional
         For a function model: the ``(n, k)`` Jacobian of the predictions, called like the
         function (default: finite differences). Formula models are differentiated symbolically.
@@ -144,9 +145,13 @@ class NLS(Procedure):
         if isinstance(params, str):
             raise ConfigurationError(f"params must be a sequence of names, not the string "
                                      f"{params!r}")
-        if bounds is not None and not isinstance(bounds, Mapping):
-            raise ConfigurationError(f"bounds must be a mapping {{parameter: (low, high)}}, got "
-                                     f"{bounds!r}")
+        if bounds is not None and not isinstance(bounds, Mapping) and not (
+                isinstance(bounds, list | tuple) and all(
+                    isinstance(pair, list | tuple) and len(pair) == 2
+                    and isinstance(pair[0], str) for pair in bounds)):
+            # a string "05" was read as the box (0, 5); pairs (name, (low, high)) read as dict
+            raise ConfigurationError(f"bounds must be a mapping {{parameter: (low, high)}} (or "
+                                     f"(parameter, (low, high)) pairs), got {bounds!r}")
         bounds = dict(bounds or {})
         self._formula: NonlinearFormula | None
         self.formula: str | None
