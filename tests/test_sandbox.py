@@ -786,24 +786,26 @@ def test_disk_count_reaches_past_path_max_and_never_follows_links(tmp_path):
 def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch):
     """Deleted files still open or mapped hold their blocks outside any directory; a mapped
     one the parent may not measure (``map_files`` needs root) makes the count fail, since
-    one mapped page may hold a file of any size."""
-    import mmap
-
+    one mapped page may hold a file of any size, unless a descriptor counted it."""
     from restrictiveness.ai.sandbox import workdir
 
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     baseline = workdir.held_bytes(os.getpid())  # pytest's own capture files, say
     assert baseline is not None
     path = tmp_path / "held"
     path.write_bytes(b"x" * 300_000)
     fd = os.open(path, os.O_RDWR)
-    mapped = mmap.mmap(fd, 4096)
+    # mapped through libc: Python's mmap.mmap would keep a descriptor of its own
+    address = libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+    assert address not in (None, 2**64 - 1)
     os.unlink(path)
     try:
         before = workdir.held_bytes(os.getpid())
-        os.close(fd)
-        fd = -1
         assert before is not None and before >= baseline + 300_000  # open and mapped, once
-        assert workdir.held_bytes(os.getpid()) == before            # mapped only
         real_stat = os.stat
 
         def no_map_files(link, *args, **kwargs):
@@ -812,9 +814,16 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
             return real_stat(link, *args, **kwargs)
 
         monkeypatch.setattr(workdir.os, "stat", no_map_files)
-        assert workdir.held_bytes(os.getpid()) is None
+        # counted through its descriptor, the mapping needs no map_files (an honest
+        # np.memmap(tempfile.TemporaryFile()) under a parent that is not root was stopped)
+        assert workdir.held_bytes(os.getpid()) == before
+        os.close(fd)
+        fd = -1
+        assert workdir.held_bytes(os.getpid()) is None              # mapped only, unmeasurable
+        monkeypatch.undo()
+        assert workdir.held_bytes(os.getpid()) == before            # mapped only
     finally:
-        mapped.close()
+        libc.munmap(address, 4096)
         if fd >= 0:
             os.close(fd)
     monkeypatch.undo()

@@ -5,6 +5,7 @@ nor path length can make it fail), and reclaiming those that killed processes le
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -368,9 +369,10 @@ def held_bytes(pid: int) -> int | None:
         tables: list[int] = []  # a task of each descriptor table read
         for task in tasks:
             base = f"/proc/{proc}/task/{task}"
-            try:
+            with contextlib.suppress(OSError):  # apart: its absence must not hide the table
                 with open(f"{base}/children", "rb") as fh:
                     pending += [int(p) for p in fh.read().split()]
+            try:
                 if any(_same_files(task, other) for other in tables):
                     continue  # threads share one table as a rule: read it once, not 64 times
                 for fd in os.listdir(f"{base}/fd"):
@@ -392,9 +394,17 @@ def held_bytes(pid: int) -> int | None:
             continue
         # one mapping per file (device and inode fields): thousands may map one
         ranges = {tuple(f[3:5]): f[0].decode() for f in fields if f[-1:] == [b"(deleted)"]}
-        if not all(count(f"/proc/{task}/map_files/{span}") for span in ranges.values()):
-            return None
+        for (device, inode), span in ranges.items():
+            if not count(f"/proc/{task}/map_files/{span}") \
+                    and (_device(device), int(inode)) not in seen:
+                return None  # not counted through a descriptor either
     return sum(seen.values())
+
+
+def _device(field: bytes) -> int:
+    """The device number of a maps line's ``major:minor`` field (hexadecimal)."""
+    major, minor = field.split(b":")
+    return os.makedev(int(major, 16), int(minor, 16))
 
 
 # kcmp(2)'s number where it is known: elsewhere every task's table is read
