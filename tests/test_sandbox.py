@@ -802,6 +802,7 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
     # mapped through libc: Python's mmap.mmap would keep a descriptor of its own
     address = libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
     assert address not in (None, 2**64 - 1)
+    assert workdir.held_bytes(os.getpid()) == baseline  # open and mapped, but not deleted
     os.unlink(path)
     try:
         before = workdir.held_bytes(os.getpid())

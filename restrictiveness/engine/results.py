@@ -110,7 +110,8 @@ class Results(SensitivityMixin):
                          zip(values.dims, np.argwhere(missing)[0], strict=True)}
                 raise DataError(f"{name} is NaN or infinite in {int(missing.sum())} cells "
                                 f"(averaged over draws), first at {first}; r̂ needs a finite "
-                                "loss for every procedure, n and replication")
+                                "loss for every procedure, n and replication (select the "
+                                "others first, e.g. ds.drop_sel(procedure=[...]))")
 
     # -- construction ---------------------------------------------------------------------
     @classmethod

@@ -87,7 +87,7 @@ def is_positive(value: object) -> bool:
             and math.isfinite(value) and float(value) > 0)
 
 
-def numeric_column(column, who: str, error: type[Exception] = DataError) -> None:
+def numeric_column(column: pd.Series, who: str, error: type[Exception] = DataError) -> None:
     """Refuse a data column that is not numbers (or booleans).
 
     ``np.asarray(column, dtype=float)`` would read the strings ``"1.5"`` as numbers and a
