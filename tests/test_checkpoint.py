@@ -466,21 +466,31 @@ def test_an_edit_of_the_package_is_refused_unless_asked_for(partial, monkeypatch
         _study().run(progress=False, checkpoint=partial)
 
 
-def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
-    """Two versions of a user's procedure with one repr: its fit halves its prediction after
-    the edit. A checkpoint written before the edit must not feed the edited run."""
+def _user_module(path, name, source):
+    """Import ``source``, written to ``path``, as module ``name`` (as a user's import does)."""
     import importlib.util
     import sys
 
-    source = tmp_path / "audit_user_procedures.py"
-    source.write_text("import numpy as np\nimport restrictiveness as rx\n"
-                      "class Mean(rx.Constant):\n"
-                      "    def __repr__(self):\n        return 'Mean()'\n")
-    spec = importlib.util.spec_from_file_location("audit_user_procedures", source)
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["audit_user_procedures"] = module
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+
+def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
+    """Two versions of a user's procedure with one repr: its fit halves its prediction after
+    the edit. A checkpoint written before the edit must not feed the edited run."""
+    import sys
+
+    source = tmp_path / "audit_user_procedures.py"
     try:
-        spec.loader.exec_module(module)
+        module = _user_module(source, "audit_user_procedures",
+                              "import numpy as np\nimport restrictiveness as rx\n"
+                              "class Mean(rx.Constant):\n"
+                              "    def __repr__(self):\n        return 'Mean()'\n")
         config = {"procedures": {"mean": "Mean()"}, "seed": 1}
         Checkpoint(tmp_path / "ck", config, code=[module.Mean()]).close()
         Checkpoint(tmp_path / "ck", config, code=[module.Mean()]).close()  # unchanged: resumes
@@ -490,24 +500,20 @@ def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
         with pytest.warns(rx.CheckpointWarning, match=r"other code \(audit_user_procedures\)"):
             Checkpoint(tmp_path / "ck", config, True, code=[module.Mean()]).close()
     finally:
-        del sys.modules["audit_user_procedures"]
+        sys.modules.pop("audit_user_procedures", None)
 
 
 def test_a_study_resumed_after_an_edit_of_its_procedures_module_is_refused(tmp_path):
     # the run passes its objects to the checkpoint: an edit of a user's procedure (same repr,
     # same package) mixed the old code's replications with the new code's
-    import importlib.util
     import sys
 
     source = tmp_path / "edited_procedures.py"
-    source.write_text("import restrictiveness as rx\n"
-                      "class Linear(rx.OLS):\n"
-                      "    def __repr__(self):\n        return 'Linear()'\n")
-    spec = importlib.util.spec_from_file_location("edited_procedures", source)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["edited_procedures"] = module
     try:
-        spec.loader.exec_module(module)
+        module = _user_module(source, "edited_procedures",
+                              "import restrictiveness as rx\n"
+                              "class Linear(rx.OLS):\n"
+                              "    def __repr__(self):\n        return 'Linear()'\n")
         study = rx.Study(_study().evaluation, {"linear": module.Linear("y ~ x1")}, rx.Constant(),
                          n=[10], replications=3, seed=1)
         first = study.run(progress=False, checkpoint=tmp_path / "ck", replications=[0])
@@ -520,20 +526,7 @@ def test_a_study_resumed_after_an_edit_of_its_procedures_module_is_refused(tmp_p
         assert resumed.dataset["loss"].sel(replication=0).equals(
             first.dataset["loss"].sel(replication=0))
     finally:
-        del sys.modules["edited_procedures"]
-
-
-def _user_module(path, name, source):
-    """Import ``source``, written to ``path``, as module ``name`` (as a user's import does)."""
-    import importlib.util
-    import sys
-
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+        sys.modules.pop("edited_procedures", None)
 
 
 def test_code_reached_through_attributes_and_base_classes_is_fingerprinted(tmp_path):
