@@ -121,3 +121,35 @@ def test_the_package_parses_one_thread_at_a_time(monkeypatch):
         for t in threads:
             t.join(10.0)
     assert most == [1]
+
+
+@pytest.mark.parametrize(("module", "name"), [("restrictiveness.shared.pyast", "_PARSE_LOCK"),
+                                              ("restrictiveness.shared.expression", "_LOCK"),
+                                              ("restrictiveness.shared.blas", "_lock")])
+def test_a_child_forked_while_another_thread_holds_the_lock_can_take_it(module, name):
+    # a process pool forked by a study's CPU thread while an I/O thread parsed a formula:
+    # the worker inherited the parse lock held, waited for it for ever, and the study hung
+    import importlib
+    import os
+    import threading
+
+    mod = importlib.import_module(module)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with getattr(mod, name):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 if the lock can be taken within 5 s
+            os._exit(0 if getattr(mod, name).acquire(timeout=5) else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        holder.join()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,16 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, cty
 _lock = threading.Lock()
 #: (library count, controller) of the last scan
 _scanned: tuple[int, ThreadpoolController] | None = None
+
+
+def _renew_lock_after_fork() -> None:
+    """In a forked child: a lock another thread held at the fork would stay held for ever
+    (a process-pool worker forked beside threads that parse hung on the parse lock)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 def _libc() -> ctypes.CDLL | None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -553,6 +554,16 @@ class CompiledExpression:
 
 _CACHE: dict[tuple, CompiledExpression] = {}
 _LOCK = threading.Lock()
+
+
+def _renew_lock_after_fork() -> None:
+    """In a forked child: a lock another thread held at the fork would stay held for ever
+    (a process-pool worker forked beside threads that parse hung on the parse lock)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 def compile_expression(formula: NonlinearFormula) -> CompiledExpression:

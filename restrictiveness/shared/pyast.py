@@ -15,6 +15,7 @@ library's thread, a finaliser — interleaved).
 from __future__ import annotations
 
 import ast
+import os
 import threading
 from typing import Literal, overload
 
@@ -24,6 +25,16 @@ __all__ = ["parse"]
 _PARSE_LOCK = threading.RLock()
 #: Parses tried before the recursion-counter error is passed on.
 ATTEMPTS = 3
+
+
+def _renew_lock_after_fork() -> None:
+    """In a forked child: a lock another thread held at the fork would stay held for ever
+    (a process pool forked beside threads that parse hung its worker)."""
+    global _PARSE_LOCK
+    _PARSE_LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 @overload
