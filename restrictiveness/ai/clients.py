@@ -80,6 +80,7 @@ from typing import Any, Literal
 from ..engine.concurrency import request_slot
 from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
+from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall", "Tool",
            "ClientError", "call_client", "backoff_delay", "retry_after_seconds",
@@ -503,7 +504,7 @@ class CallBudget:
             None if value is None else whole_number(value, f"CallBudget: {name}", minimum=0)
             for name, value in (("max_requests", max_requests), ("max_tokens", max_tokens)))
         self.requests = self.tokens = 0
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         # a forked copy (Study.run(fit_timeout=...) fits in a child process) would count apart
         # and its counts would never come back: it refuses, as a pickled copy does
         self._pid = os.getpid()
@@ -590,7 +591,7 @@ class _Attempt:
         self.expired = False
         self._done = False
         self._sockets: list = []
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
@@ -1007,7 +1008,7 @@ class ChatAdapter:
                                      f"{type(budget).__name__}")
         self.budget = budget
         self._client = None
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     # -- pickling: configuration only; the SDK client is rebuilt where it is used ----------
     def __getstate__(self) -> dict:
@@ -1017,7 +1018,7 @@ class ChatAdapter:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     def __repr__(self) -> str:
         parts = [f"{self.model!r}", f"base_url={self.base_url!r}"]

@@ -24,19 +24,18 @@ import contextvars
 import fcntl
 import functools
 import mmap
-import os
 import pickle
 import queue
 import struct
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
 from ..shared.exceptions import ConfigurationError
+from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["RateLimiter", "request_slot", "rate_limited", "check_picklable", "KeyedOnce",
            "run_with_threads"]
@@ -70,17 +69,12 @@ class RateLimiter:
         self._file.write(_SLOT.pack(0.0))
         self._file.flush()
         self._next = mmap.mmap(self._file.fileno(), _SLOT.size)  # MAP_SHARED: seen by forks
-        self._lock = threading.Lock()
-        _LIMITERS.add(self)
+        self._lock = ForkSafeLock()
 
     def close(self) -> None:
         """Release the shared schedule's file (the limiter takes no slot after this)."""
         self._next.close()
         self._file.close()
-
-    def _renew_lock(self) -> None:
-        # in a forked child: a lock another thread held at the fork would stay held for ever
-        self._lock = threading.Lock()
 
     def acquire(self) -> None:
         # CLOCK_MONOTONIC is system-wide, so the processes compare their slots on one clock
@@ -97,15 +91,6 @@ class RateLimiter:
 
 
 _SLOT = struct.Struct("d")
-_LIMITERS: weakref.WeakSet[RateLimiter] = weakref.WeakSet()
-
-
-def _renew_locks() -> None:
-    for limiter in _LIMITERS:
-        limiter._renew_lock()
-
-
-os.register_at_fork(after_in_child=_renew_locks)
 
 
 _LIMITER: contextvars.ContextVar[RateLimiter | None] = contextvars.ContextVar(

@@ -54,6 +54,7 @@ from typing import Any, TypeVar, cast
 
 from ..shared.checks import is_positive
 from ..shared.exceptions import ConfigurationError, ExecutionError
+from ..shared.forksafe import ForkSafeLock
 from .warning_relay import caller_filters, relaying, replay
 
 __all__ = ["run_in_child", "run_staged", "start_stage", "end_stages", "check_timeout",
@@ -424,16 +425,7 @@ def _send(fd: int, data: bytes) -> None:
             view = view[os.write(fd, view):]
 
 
-_SEND_LOCK = threading.Lock()
-
-
-def _renew_send_lock() -> None:
-    """In a forked child: a lock another thread held at the fork would stay held for ever."""
-    global _SEND_LOCK
-    _SEND_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_renew_send_lock)
+_SEND_LOCK = ForkSafeLock()
 
 
 @functools.cache

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypeVar, cast
 
+from ..shared.forksafe import ForkSafeLock
+
 __all__ = ["RelayedWarning", "caller_filters", "shippable", "relaying", "collected", "replay",
            "InOrder"]
 
@@ -133,7 +135,7 @@ def relaying(send: Callable[[RelayedWarning], object],
 # run share the caller's; they hold for the worker's own threads meanwhile too, as Python
 # before 3.14 has one set of filters per process). A thread a unit started (a thread pool
 # in a fit) has no sink: its warnings go to the one unit relaying, if only one is.
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _sinks: dict[int, Callable[[RelayedWarning], object]] = {}  # by thread
 _relaying = 0
 _context: warnings.catch_warnings | None = None
@@ -141,10 +143,7 @@ _shown_before: Callable = warnings.showwarning
 
 
 def _renew_after_fork() -> None:
-    """In a forked child only the forking thread runs: a lock another thread held stays held
-    (the child's first warning would wait for ever), and the other threads' sinks are gone."""
-    global _lock
-    _lock = threading.Lock()
+    """In a forked child only the forking thread runs: the other threads' sinks are gone."""
     mine = _sinks.get(threading.get_ident())
     _sinks.clear()
     if mine is not None:

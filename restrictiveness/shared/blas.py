@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import os
-import threading
 from typing import TYPE_CHECKING
+
+from .forksafe import ForkSafeLock
 
 if TYPE_CHECKING:
     from threadpoolctl import ThreadpoolController
@@ -24,19 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["one_thread", "loaded_libraries"]
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 #: (library count, controller) of the last scan
 _scanned: tuple[int, ThreadpoolController] | None = None
 
-
-def _renew_lock_after_fork() -> None:
-    """In a forked child: a lock another thread held at the fork would stay held for ever
-    (a process-pool worker forked beside threads that parse hung on the parse lock)."""
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 def _libc() -> ctypes.CDLL | None:

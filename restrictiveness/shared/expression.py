@@ -34,8 +34,6 @@ from __future__ import annotations
 import ast
 import functools
 import math
-import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -43,6 +41,7 @@ import numpy as np
 
 from . import pyast
 from .exceptions import FormulaError
+from .forksafe import ForkSafeLock
 
 __all__ = ["FUNCTIONS", "NonlinearFormula", "parse_nonlinear", "CompiledExpression",
            "compile_expression", "callback_type"]
@@ -553,17 +552,8 @@ class CompiledExpression:
 
 
 _CACHE: dict[tuple, CompiledExpression] = {}
-_LOCK = threading.Lock()
+_LOCK = ForkSafeLock()
 
-
-def _renew_lock_after_fork() -> None:
-    """In a forked child: a lock another thread held at the fork would stay held for ever
-    (a process-pool worker forked beside threads that parse hung on the parse lock)."""
-    global _LOCK
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 def compile_expression(formula: NonlinearFormula) -> CompiledExpression:

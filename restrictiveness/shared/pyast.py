@@ -15,26 +15,17 @@ library's thread, a finaliser — interleaved).
 from __future__ import annotations
 
 import ast
-import os
-import threading
 from typing import Literal, overload
+
+from .forksafe import ForkSafeLock
 
 __all__ = ["parse"]
 
 # re-entrant: a finaliser run by a collection inside a parse may itself parse on that thread
-_PARSE_LOCK = threading.RLock()
+_PARSE_LOCK = ForkSafeLock(reentrant=True)
 #: Parses tried before the recursion-counter error is passed on.
 ATTEMPTS = 3
 
-
-def _renew_lock_after_fork() -> None:
-    """In a forked child: a lock another thread held at the fork would stay held for ever
-    (a process pool forked beside threads that parse hung its worker)."""
-    global _PARSE_LOCK
-    _PARSE_LOCK = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_renew_lock_after_fork)
 
 
 @overload
