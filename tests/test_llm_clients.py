@@ -809,6 +809,73 @@ def test_requests_per_minute_spaces_requests():
         study.run(progress=False, concurrency=0)
 
 
+class Chatty(Procedure):
+    """An I/O-bound procedure that talks long: ``turns`` requests (an agent's conversation)."""
+
+    io_bound = True
+    label = "chatty"
+
+    def __init__(self, client, turns):
+        self.client, self.turns = client, turns
+
+    def fit(self, sample, rng):
+        for _ in range(self.turns):
+            self.client.chat([{"role": "user", "content": "[1.0]"}])
+        return FunctionRule(lambda X: np.full(len(X), 1.0))
+
+
+def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(ctrl_c_raises):
+    """Ctrl-C (or an error) in a run left the fits on its threads running unseen: an agent's
+    conversation went on to its last turn, and the interpreter waited for it at exit. They now
+    end at their next request."""
+    import os
+    import signal
+    import threading
+
+    with ChatServer("openai", _mean_reply, delay=0.02) as server:
+        study = gp_study({"chatty": Chatty(adapter(server), turns=150)}, replications=2)
+
+        def interrupt_mid_conversation():
+            while len(server.requests) < 10:
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt_mid_conversation, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            study.run(progress=False, concurrency=2)
+        sent = len(server.requests)
+        time.sleep(1.0)  # about 50 more turns each, were they still running
+        assert len(server.requests) - sent <= 2 and sent < 150
+
+
+def test_a_back_off_wait_ends_once_the_run_has_failed():
+    """A fit waiting out a Retry-After (up to 300 s) slept on after the run failed, and the
+    interpreter waited for it at exit."""
+    from restrictiveness.engine.concurrency import run_with_threads
+
+    ended = {}
+
+    def run_task(m, key):
+        if m == 0:  # fails once the other fit waits out its Retry-After
+            while not server.requests:
+                time.sleep(0.01)
+            time.sleep(0.2)
+            raise RuntimeError("a failure elsewhere in the run")
+        try:
+            adapter(server).chat([{"role": "user", "content": "[1.0]"}])
+        finally:
+            ended[m] = time.monotonic()
+
+    with ChatServer("openai", _mean_reply,
+                    script=[("status", 503, {"Retry-After": "30"})]) as server:
+        with pytest.raises(RuntimeError, match="elsewhere"):
+            run_with_threads([0, 1], lambda m: ["fit"], run_task, lambda m, o, c: o,
+                             lambda m, r: None, threads=2)
+        failed = time.monotonic()
+        time.sleep(0.5)
+    assert 1 in ended and ended[1] - failed < 0.5  # not 30 s
+
+
 @pytest.mark.parametrize("bad", [True, "60", float("inf"), float("nan"), 0, -5])
 def test_requests_per_minute_must_be_a_positive_finite_number(bad):
     """True was one request a minute; a string or infinity went through unchecked."""

@@ -403,15 +403,6 @@ class StuckAfterSetUp(rx.Procedure):
             os.remove(path)
 
 
-@pytest.fixture
-def ctrl_c_raises():
-    """SIGINT raises KeyboardInterrupt in the test, as in an interactive session: a shell starts
-    a backgrounded pytest with SIGINT ignored, and Python then leaves it ignored."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
     """Before, SIGKILL left every file a stuck fit would have removed in its ``finally`` (one
     /tmp/rx-sandbox-* directory per timed-out program fit); it is now asked to stop first."""

@@ -161,6 +161,9 @@ LIMITER = ("restrictiveness/engine/concurrency.py",
 FORKSAFE = ("tests/test_forksafe.py",
             RUNNER + "a_send_lock_held_by_another_thread_at_the_fork_still_lets_the_child_report",
             RUNNER + "a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child")
+STOP = ("tests/test_llm_clients.py::test_a_back_off_wait_ends_once_the_run_has_failed",
+        "tests/test_llm_clients.py::test_fits_on_threads_stop_at_their_next_request_once_the_"
+        "run_is_interrupted")
 NLS_JAC = ("tests/test_nls.py::test_a_jac_that_is_not_the_derivative_is_refused",
            "tests/test_nls.py::test_a_jac_a_few_percent_off_is_refused",
            "tests/test_nls.py::test_a_function_model_on_a_bound_has_the_formulas_standard_errors",
@@ -692,6 +695,12 @@ MUTANTS: list[Mutant] = [
            "the forking thread's own lock renewed under it in the child", FORKSAFE),
     Mutant("shared/forksafe.py", "os.register_at_fork(before=global_compiler_lock.acquire,\n                    after_in_parent=global_compiler_lock.release,\n                    after_in_child=global_compiler_lock.release)\n", "",
            "a fork does not wait for another thread's numba compilation", FORKSAFE),
+    Mutant("engine/concurrency.py", "    pause(0.0)  # a stopped run sends nothing more (its limiter may be closed already)\n", "",
+           "a fit of a stopped run sends its next request", STOP),
+    Mutant("engine/concurrency.py", "            token = _STOP.set(stop)", "            token = _STOP.set(None)",
+           "the run's stop not seen by its thread tasks", STOP),
+    Mutant("engine/concurrency.py", "    elif stop.wait(max(seconds, 0.0)):", "    elif time.sleep(max(seconds, 0.0)) or stop.is_set():",
+           "a back-off wait sleeps through the run's stop", STOP),
     Mutant("engine/concurrency.py", "                self._next[:] = _SLOT.pack(slot + self.interval)",
            "                self._next[:] = _SLOT.pack(now + self.interval)",
            "next slot counted from now, not from the slot taken", LIMITER),

@@ -77,7 +77,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..engine.concurrency import request_slot
+from ..engine.concurrency import pause, request_slot
 from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.forksafe import ForkSafeLock
@@ -1191,8 +1191,8 @@ class ChatAdapter:
                     raise ClientError(f"{self.provider} {self.model} at {self.base_url}: "
                                       f"{what}{tries}: {self._redact(str(exc))[:500]}",
                                       retries, status) from self._cause(exc)
-                time.sleep(wait if wait is not None else
-                           backoff_delay(retries, self.backoff, self.backoff_max, rng))
+                pause(wait if wait is not None else
+                      backoff_delay(retries, self.backoff, self.backoff_max, rng))
                 retries += 1
                 continue
             try:

@@ -37,8 +37,8 @@ from typing import Any, Generic, TypeVar
 from ..shared.exceptions import ConfigurationError
 from ..shared.forksafe import ForkSafeLock
 
-__all__ = ["RateLimiter", "request_slot", "rate_limited", "check_picklable", "KeyedOnce",
-           "run_with_threads"]
+__all__ = ["RateLimiter", "request_slot", "pause", "RunStopped", "rate_limited",
+           "check_picklable", "KeyedOnce", "run_with_threads"]
 
 
 class RateLimiter:
@@ -77,6 +77,11 @@ class RateLimiter:
         self._file.close()
 
     def acquire(self) -> None:
+        """Wait for the next free slot and take it."""
+        time.sleep(self.reserve())
+
+    def reserve(self) -> float:
+        """Take the next free slot; return the seconds until it (the caller waits them)."""
         # CLOCK_MONOTONIC is system-wide, so the processes compare their slots on one clock
         with self._lock:
             fcntl.lockf(self._file, fcntl.LOCK_EX)
@@ -86,8 +91,7 @@ class RateLimiter:
                 self._next[:] = _SLOT.pack(slot + self.interval)
             finally:
                 fcntl.lockf(self._file, fcntl.LOCK_UN)
-        if slot > now:
-            time.sleep(slot - now)
+        return slot - now
 
 
 _SLOT = struct.Struct("d")
@@ -97,11 +101,49 @@ _LIMITER: contextvars.ContextVar[RateLimiter | None] = contextvars.ContextVar(
     "restrictiveness_rate_limiter", default=None)
 
 
+_STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "restrictiveness_run_stop", default=None)
+
+
+class RunStopped(BaseException):
+    """Raised in a fit on a run's thread once the run has stopped (an error or Ctrl-C in the
+    caller): a thread cannot be killed, so the fit ends at its next request or wait instead of
+    running on unseen, and holding up the interpreter's exit, to its end. A BaseException, so
+    that a procedure's ``except Exception`` does not swallow it and go on."""
+
+
 def request_slot() -> None:
-    """Wait for the run's rate limit, if it has one (model clients call this per request)."""
+    """Wait for the run's rate limit, if it has one (model clients call this per request).
+
+    Raises
+    ------
+    RunStopped
+        If the run this request belongs to has stopped.
+    """
+    pause(0.0)  # a stopped run sends nothing more (its limiter may be closed already)
     limiter = _LIMITER.get()
     if limiter is not None:
-        limiter.acquire()
+        pause(limiter.reserve())
+
+
+def pause(seconds: float) -> None:
+    """Sleep ``seconds`` (a back-off between requests), ending early if the run stops.
+
+    Raises
+    ------
+    RunStopped
+        If the run this call belongs to has stopped, or stops meanwhile.
+
+    Examples
+    --------
+    >>> pause(0.01)  # outside a run: a plain sleep
+    """
+    stop = _STOP.get()
+    if stop is None:
+        if seconds > 0:
+            time.sleep(seconds)
+    elif stop.wait(max(seconds, 0.0)):
+        raise RunStopped
 
 
 @contextlib.contextmanager
@@ -228,7 +270,11 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
     helper, done = None, False
     try:
         with rate_limited(limiter):
-            context = contextvars.copy_context()
+            token = _STOP.set(stop)  # the tasks' requests and waits end once it is set
+            try:
+                context = contextvars.copy_context()
+            finally:
+                _STOP.reset(token)
         for m in replications:
             for key in keys[m]:
                 future = pool.submit(context.copy().run, run_task, m, key)
@@ -255,5 +301,6 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
         done = True
     finally:
         stop.set()
-        # after an error, queued fits are cancelled and running ones are not waited for
+        # after an error, queued fits are cancelled and running ones are not waited for (they
+        # end at their next request or back-off, with RunStopped)
         pool.shutdown(wait=done, cancel_futures=True)
