@@ -554,6 +554,70 @@ def test_code_reached_through_attributes_and_base_classes_is_fingerprinted(tmp_p
             sys.modules.pop(name, None)
 
 
+def test_code_held_deeper_than_an_attribute_is_fingerprinted(tmp_path):
+    # a pipeline step, a functools.partial of a model function and a function a closure calls
+    # were one level too deep: their edits resumed silently, mixing two codes' replications
+    import functools
+    import sys
+
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+
+    try:
+        step = _user_module(tmp_path / "fp_step.py", "fp_step",
+                            "import numpy as np\n"
+                            "from sklearn.base import BaseEstimator, TransformerMixin\n"
+                            "class Halve(BaseEstimator, TransformerMixin):\n"
+                            "    def fit(self, X, y=None):\n        return self\n"
+                            "    def transform(self, X):\n        return np.asarray(X) / 2\n")
+        model = _user_module(tmp_path / "fp_model.py", "fp_model",
+                             "def power(k, data, a):\n    return a * data['x1'] ** k\n")
+        called = _user_module(tmp_path / "fp_called.py", "fp_called",
+                              "def double(v):\n    return 2 * v\n")
+
+        def closure(data, a):
+            return called.double(a) * data["x1"]
+
+        wrapped = {"pipeline": rx.SklearnRegressor(make_pipeline(step.Halve(),
+                                                                 LinearRegression()), "y ~ x1"),
+                   "partial": rx.NLS(functools.partial(model.power, 2), bounds={"a": (0, 2)},
+                                     response="y"),
+                   "closure": rx.NLS(closure, bounds={"a": (0, 2)}, response="y")}
+        for label, name in (("pipeline", "fp_step"), ("partial", "fp_model")):
+            before = code_fingerprint([wrapped[label]])
+            (tmp_path / f"{name}.py").write_text((tmp_path / f"{name}.py").read_text() + "#\n")
+            after = code_fingerprint([wrapped[label]])
+            assert [k for k in after if before.get(k) != after[k]] == [name], label
+        # a function the closure holds (not a module: its whole namespace would be walked)
+        assert "fp_called" not in code_fingerprint([wrapped["closure"]])
+        direct = called.double
+        assert "fp_called" in code_fingerprint([rx.NLS(lambda data, a: direct(a) * data["x1"],
+                                                       bounds={"a": (0, 2)}, response="y")])
+        # a class held as an attribute is hashed as a class, not as ``type``
+        holder = rx.Constant()
+        holder.step_class = step.Halve
+        assert "fp_step" in code_fingerprint([holder])
+    finally:
+        for name in ("fp_step", "fp_model", "fp_called"):
+            sys.modules.pop(name, None)
+
+
+def test_state_an_object_builds_as_it_is_used_is_not_fingerprinted():
+    # an SDK client made at the first request (a private attribute) and fitted coefficients
+    # (``coef_``): following them made a resume in the same session differ from its run
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+
+    estimator = LinearRegression()
+    llm = rx.llm.OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    procedure = rx.Completion(llm)
+    before = code_fingerprint([rx.SklearnRegressor(estimator, "y ~ x1"), procedure])
+    estimator.fit(np.arange(6.0).reshape(3, 2), np.arange(3.0))
+    estimator.fitted_state_ = LinearRegression()  # fitted state of another class
+    llm._client = make_pipeline(LinearRegression())  # private state of other classes
+    assert code_fingerprint([rx.SklearnRegressor(estimator, "y ~ x1"), procedure]) == before
+
+
 def test_the_package_digest_reads_sources_and_data_not_editor_files(tmp_path):
     from restrictiveness.engine.checkpoint import _package_digest
 

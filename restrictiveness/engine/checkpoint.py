@@ -117,17 +117,55 @@ def _package_digest(root: Path = _PACKAGE_ROOT) -> str:
     return h.hexdigest()
 
 
+#: How far :func:`_code_carriers` follows attributes, and how many objects it visits at most.
+_CARRIER_DEPTH, _CARRIER_LIMIT = 6, 20_000
+_PLAIN = (str, bytes, bytearray, int, float, complex, bool, type(None), range, memoryview)
+
+
+def _held(obj: object, top: bool) -> list:
+    """What ``obj`` holds that may carry code: items, a partial's function and arguments, a
+    bound method's function and instance, a closure's cells, and attributes. Below the object
+    handed in (``top``), private attributes (``_client``) and fitted state (``coef_``) are not
+    followed: they hold what an object built as it was used, not what it was given, and would
+    make a resume in the same session differ from the run it resumes."""
+    if isinstance(obj, _PLAIN) or type(obj).__module__.partition(".")[0] == "numpy" \
+            or inspect.ismodule(obj) or inspect.isclass(obj):
+        # numbers, text and arrays hold no code; a module or class would be its namespace
+        return []
+    if isinstance(obj, functools.partial):
+        return [obj.func, *obj.args, *obj.keywords.values()]
+    if inspect.ismethod(obj):
+        return [obj.__func__, obj.__self__]
+    if inspect.isfunction(obj):
+        cells = []
+        for cell in obj.__closure__ or ():
+            with contextlib.suppress(ValueError):  # a cell not yet filled
+                cells.append(cell.cell_contents)
+        return cells
+    if isinstance(obj, list | tuple | set | frozenset):
+        return list(obj)
+    if isinstance(obj, dict):
+        return list(obj.values())
+    return [value for name, value in getattr(obj, "__dict__", {}).items()
+            if top or not (name.startswith("_") or name.endswith("_"))]
+
+
 def _code_carriers(obj: object) -> list:
-    """``obj`` and what its attributes hold (one level down, through lists and dicts): a
-    model function handed to ``NLS``, an estimator wrapped by ``SklearnRegressor``."""
-    found = [obj]
-    for value in getattr(obj, "__dict__", {}).values():
-        if isinstance(value, list | tuple):
-            found.extend(value)
-        elif isinstance(value, dict):
-            found.extend(value.values())
-        else:
-            found.append(value)
+    """``obj`` and what it holds, followed down: a model function handed to ``NLS`` (or a
+    ``functools.partial`` of one), an estimator wrapped by ``SklearnRegressor`` and the steps
+    of its pipeline, a user's constraint inside an eligible set."""
+    found: list = []
+    seen, level = set(), [obj]
+    for depth in range(_CARRIER_DEPTH + 1):
+        below = []
+        for item in level:
+            if id(item) in seen or len(found) >= _CARRIER_LIMIT:
+                continue
+            seen.add(id(item))
+            found.append(item)
+            if depth < _CARRIER_DEPTH:
+                below.extend(_held(item, top=depth == 0))
+        level = below
     return found
 
 
@@ -145,12 +183,15 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     ----------
     objects : iterable
         Objects whose code matters (a study's evaluation distribution, procedures, baseline,
-        discrepancies). For each one, and each value its attributes hold (a model function,
-        a wrapped estimator), the module file of every class in its MRO (of a function: its
-        module's file) that is defined outside this package and outside the standard library
-        is hashed. Classes and functions of a script run as ``__main__``, or of a module
-        without a file, are hashed by their own source, so that editing the rest of the
-        script (extending M, say) does not count as a change.
+        discrepancies). For each one, and what it holds down to six levels (a model function
+        or a ``functools.partial`` of one, a wrapped estimator and the steps of its
+        pipeline; below the first level, not private attributes or fitted state such as
+        ``coef_``), the module file of every class in its MRO (of a function: its module's
+        file) that is defined outside this package, the standard library and the numerical
+        stack whose versions every checkpoint records is hashed. Classes and functions of a
+        script run as ``__main__``, or of a module without a file, are hashed by their own
+        source, so that editing the rest of the script (extending M, say) does not count as
+        a change.
 
     Returns
     -------
@@ -165,13 +206,17 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     (['restrictiveness'], 64)
     """
     out = {"restrictiveness": _package_digest()}
+    # the numerical stack's versions are compared on their own (an array held deep down would
+    # otherwise add numpy's file)
+    skipped = {"builtins", *package_versions()}
     for obj in objects:
         for carrier in _code_carriers(obj):
-            code = [carrier] if inspect.isfunction(carrier) else list(type(carrier).__mro__)
+            code = [carrier] if inspect.isfunction(carrier) else list(
+                (carrier if inspect.isclass(carrier) else type(carrier)).__mro__)
             for thing in code:
                 name = thing.__module__ or ""
                 top = name.partition(".")[0]
-                if top in ("restrictiveness", "builtins") or top in sys.stdlib_module_names:
+                if top in skipped or top in sys.stdlib_module_names:
                     continue
                 file = getattr(sys.modules.get(name), "__file__", None)
                 if name == "__main__" or not (file and Path(file).is_file()):
