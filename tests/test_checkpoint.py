@@ -597,6 +597,15 @@ def test_code_held_deeper_than_an_attribute_is_fingerprinted(tmp_path):
         holder = rx.Constant()
         holder.step_class = step.Halve
         assert "fp_step" in code_fingerprint([holder])
+
+        class Remote:  # a proxy whose __getattr__ raises for anything it lacks, __dict__ too
+            __slots__ = ()
+
+            def __getattr__(self, name):
+                raise RuntimeError("not connected")
+
+        holder.remote = [Remote()]
+        assert "fp_step" in code_fingerprint([holder])
     finally:
         for name in ("fp_step", "fp_model", "fp_called"):
             sys.modules.pop(name, None)

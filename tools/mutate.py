@@ -738,7 +738,7 @@ MUTANTS: list[Mutant] = [
     # -- engine/checkpoint.py: resuming --------------------------------------------------------------
     Mutant("engine/checkpoint.py", "_CARRIER_DEPTH, _CARRIER_LIMIT = 6, 20_000", "_CARRIER_DEPTH, _CARRIER_LIMIT = 1, 20_000",
            "the fingerprint follows attributes one level only", FINGERPRINT),
-    Mutant("engine/checkpoint.py", "            if top or not (name.startswith(\"_\") or name.endswith(\"_\"))]",
+    Mutant("engine/checkpoint.py", "            and (top or not (name.startswith(\"_\") or name.endswith(\"_\")))]",
            "            ]", "the fingerprint follows private and fitted state", FINGERPRINT),
     Mutant("engine/checkpoint.py", "_NOT_HASHED = (\"replications\",)",
            "_NOT_HASHED = (\"replications\", \"seed\")",

@@ -146,8 +146,12 @@ def _held(obj: object, top: bool) -> list:
         return list(obj)
     if isinstance(obj, dict):
         return list(obj.values())
-    return [value for name, value in getattr(obj, "__dict__", {}).items()
-            if top or not (name.startswith("_") or name.endswith("_"))]
+    try:  # a proxy's __getattr__ may answer anything, or raise anything
+        attributes = object.__getattribute__(obj, "__dict__")
+    except Exception:  # noqa: BLE001 - no attributes to follow
+        return []
+    return [value for name, value in attributes.items() if isinstance(name, str)
+            and (top or not (name.startswith("_") or name.endswith("_")))]
 
 
 def _code_carriers(obj: object) -> list:
