@@ -621,6 +621,15 @@ if sid >= 0:                                # so any number of them outgrow the 
     c.shmdt(ctypes.c_void_p(addr))
     escaped('64 MiB outside the address-space limit')
 """, expect=KILLED),
+    # each set of 32000 semaphores is ~2.8 MB of kernel memory that no limit of the program
+    # counts, kept by the IPC namespace until the run ends (300 sets held 840 MiB under a
+    # 1 GB address-space cap in 3 s; 32000 sets would take the machine's memory)
+    Attack("sysv-semaphores-past-memory-limit", "floods", """
+c = libc()
+n = sum(c.semget(0, 32000, 0o1000 | 0o600) >= 0 for _ in range(40))   # IPC_PRIVATE, IPC_CREAT
+if n:
+    escaped(n, 'semaphore sets, about', n * 2.8, 'MB of kernel memory')
+""", expect=KILLED),
     Attack("memfd-past-memory-limit", "floods", """
 import os
 fd = os.memfd_create('m')                   # written, never mapped: no address space either
