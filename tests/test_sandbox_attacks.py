@@ -661,6 +661,42 @@ if fd is not None and fd < 2**31:
     if held and p not in (None, 2**64 - 1) and ctypes.string_at(p, 1) == b'\\x07':
         escaped(held, 'bytes held by a secret memory file with nothing mapped')
 """, expect=KILLED),
+    # a pipe buffer that vmsplice filled holds a reference to the user page, and a piece of a
+    # transparent huge page holds the whole 2 MiB, mapped or not: 4 KiB in each of a pipe's 16
+    # slots, then munmap, held 5 GB under a 1 GB address-space cap in 15 s (up to 32 GiB for
+    # the 16384 pipe slots an unprivileged user may fill)
+    Attack("vmsplice-pins-huge-pages", "floods", """
+import ctypes, os
+c = libc()
+c.mmap.restype = ctypes.c_void_p
+c.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_long]
+c.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+c.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+c.vmsplice.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+c.vmsplice.restype = ctypes.c_ssize_t
+class Iov(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+def huge_kib():
+    return sum(int(line.split()[1]) for line in open('/proc/self/smaps')
+               if line.startswith('AnonHugePages:'))
+H, pinned, huge = 2**21, 0, 0
+for _ in range(4):
+    r, w = os.pipe()
+    p = c.mmap(None, 17 * H, 3, 0x22, -1, 0)   # PROT_READ | WRITE, MAP_PRIVATE | ANONYMOUS
+    base = (p + H - 1) // H * H
+    c.madvise(base, 16 * H, 14)                # MADV_HUGEPAGE
+    for k in range(16):
+        ctypes.memset(base + k * H, 7, 4096)     # one touch faults in a whole huge page
+    huge = max(huge, huge_kib())
+    for k in range(16):
+        iov = Iov(base + k * H, 4096)
+        pinned += c.vmsplice(w, ctypes.byref(iov), 1, 2) == 4096   # SPLICE_F_NONBLOCK
+    c.munmap(p, 17 * H)
+    held = os.read(r, 4096) == b'\\x07' * 4096     # unmapped, still there
+if pinned and held and huge >= 2048:
+    escaped(pinned, 'pieces of huge pages held by pipes with nothing mapped')
+""", expect=KILLED),
     Attack("socket-buffers-past-memory-limit", "floods", """
 so = imp('_socket')
 pairs = []
