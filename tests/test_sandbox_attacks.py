@@ -741,6 +741,43 @@ for a, b in pairs:
     a.close()
     b.close()
 """, expect=("ok", "forbidden")),
+    # a Unix connection waits in its listener's backlog, with what was sent on it, after the
+    # connecting socket is closed: one descriptor holds up to 4096 of them (3 listeners held
+    # 2.4 GB under a 1 GB cap in 3.5 s), which the cap of 1024 descriptors never bounds
+    Attack("unix-backlog-past-memory-limit", "floods", """
+so = imp('_socket')
+srv = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+srv.bind('\\0rx-backlog')
+srv.listen(4096)
+held = 0
+for _ in range(1100):
+    c = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    c.setblocking(False)
+    c.connect('\\0rx-backlog')
+    held += c.send(b'x' * 65536)
+    c.close()
+escaped(held, 'bytes in 1100 connections held by one descriptor')
+"""),
+    # a datagram socket binds itself to an abstract name when it sends with SO_PASSCRED set;
+    # others then send to that name and close: its queue holds 11 datagrams of up to the
+    # sender's buffer each (200 descriptors held 420 MB)
+    Attack("unix-datagrams-past-memory-limit", "floods", """
+so = imp('_socket')
+r = so.socket(so.AF_UNIX, so.SOCK_DGRAM)
+r.setsockopt(so.SOL_SOCKET, so.SO_PASSCRED, 1)
+try:
+    r.sendto(b'x', '\\0rx-no-such-name')
+except OSError:
+    pass
+held = 0
+for _ in range(11):
+    s = so.socket(so.AF_UNIX, so.SOCK_DGRAM)
+    s.setblocking(False)
+    held += s.sendto(b'x' * 150000, r.getsockname())
+    s.close()
+if held > 10**6:
+    escaped(held, 'bytes held by one descriptor')
+"""),
     # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
     # host's disk past the 50 MB cap, in a working directory the parent counted as empty
     Attack("unlinked-open-files-past-disk-limit", "floods", """
