@@ -778,6 +778,28 @@ for _ in range(11):
 if held > 10**6:
     escaped(held, 'bytes held by one descriptor')
 """),
+    # the cap of 1024 descriptors bounds socket memory only at the default buffer size: a
+    # socket pair whose sender raised SO_SNDBUF to net.core.wmem_max (4 MiB here) holds
+    # twice that, kept by the receiver alone once the sender closes (300 pairs held 2.4 GB
+    # under a 1 GB cap in 2.6 s)
+    Attack("socket-buffer-size-past-memory-limit", "floods", """
+so = imp('_socket')
+a, b = so.socketpair(so.AF_UNIX, so.SOCK_STREAM)
+try:
+    b.setsockopt(so.SOL_SOCKET, so.SO_SNDBUF, 2**23)
+except OSError:
+    pass
+b.setblocking(False)
+held = 0
+try:
+    while True:
+        held += b.send(b'x' * 2**20)
+except BlockingIOError:
+    pass
+b.close()
+if held > 2**20:   # past twice the kernel's default size
+    escaped(held, 'bytes held by one descriptor')
+""", expect=("ok", "forbidden")),
     # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
     # host's disk past the 50 MB cap, in a working directory the parent counted as empty
     Attack("unlinked-open-files-past-disk-limit", "floods", """

@@ -33,8 +33,8 @@ layers that are each checked from inside the child before the program runs:
 * **seccomp** — a system-call filter (libseccomp through ``pyseccomp``): new processes and
   programs, tracing, other processes' memory, namespace and mount changes, ``pidfd_*``, BPF,
   perf, keyrings, io_uring and the like kill the program ("forbidden"); non-Unix sockets,
-  Unix sockets reached by name (only ``socketpair`` is left), and signals, scheduling and
-  priority changes aimed at any other process, are refused.
+  Unix sockets reached by name (only ``socketpair`` is left), socket buffer sizes, and
+  signals, scheduling and priority changes aimed at any other process, are refused.
 
 Every layer is required under full isolation: where one cannot be set up, :func:`run_python`
 raises :class:`~restrictiveness.shared.exceptions.SandboxUnavailableError` naming it and how to

@@ -18,7 +18,10 @@ package's ctypes bindings), default allow.
   ``sendto`` with an address (EPERM), leaving ``socketpair``. A connection waits in its
   listener's backlog with what was sent on it after the sender closed (one descriptor held
   4096 of them: 3 listeners held 2.4 GB under a 1 GB cap in 3.5 s), and a datagram socket
-  that named itself held 11 full datagrams from senders already closed; signals to
+  that named itself held 11 full datagrams from senders already closed; buffer sizes set
+  with ``setsockopt`` (``SO_SNDBUF``, ``SO_RCVBUF`` and their ``FORCE`` forms: EPERM), since the
+  cap of 1024 descriptors bounds socket memory only at the default size (a pair raised to
+  ``net.core.wmem_max``, 4 MiB on a test machine, held 8 MB on one descriptor); signals to
   any process but itself, scheduling, priority and resource-limit changes of other processes,
   ``personality`` (EPERM); ``clone3``, whose flags a filter cannot read (ENOSYS, so the C
   library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
@@ -44,6 +47,8 @@ import errno
 from .syscalls import CLONE_FILES, CLONE_THREAD, PR_SET_DUMPABLE
 
 _AF_UNIX = 1
+_SOL_SOCKET = 1
+_BUFFER_SIZES = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 
 _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "process_vm_writev", "process_madvise", "process_mrelease", "kcmp", "setns", "unshare",
@@ -105,6 +110,8 @@ def install(pid: int) -> str:
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     rule(eperm, "sendto", s.Arg(4, s.NE, 0))  # an address: send() passes none
+    for option in _BUFFER_SIZES:
+        rule(eperm, "setsockopt", s.Arg(1, s.EQ, _SOL_SOCKET), s.Arg(2, s.EQ, option))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         rule(eperm, name, s.Arg(0, s.NE, pid))
     for name in ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr",
