@@ -800,6 +800,26 @@ b.close()
 if held > 2**20:   # past twice the kernel's default size
     escaped(held, 'bytes held by one descriptor')
 """, expect=("ok", "forbidden")),
+    # an inotify instance queues 16384 events, each with the file's name (up to 255 bytes),
+    # in kernel memory: 128 instances watching one directory where a file with a long name is
+    # made and deleted held 1.1 GB under a 1 GB cap in 5 s
+    Attack("inotify-events-past-memory-limit", "floods", """
+import ctypes, fcntl, os
+c = libc()
+os.mkdir('watched')
+fds = [c.inotify_init1(0) for _ in range(4)]
+fds = [fd for fd in fds if fd >= 0 and c.inotify_add_watch(fd, b'watched', 0xfff) >= 0]
+name = 'watched/' + 'n' * 250
+for _ in range(4100):
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY))
+    os.unlink(name)
+queued, held = bytearray(4), 0
+for fd in fds:
+    fcntl.ioctl(fd, 0x541B, queued)   # FIONREAD: bytes waiting to be read
+    held += int.from_bytes(queued, 'little')
+if held > 2**22:
+    escaped(held, 'bytes of events queued on', len(fds), 'descriptors')
+""", expect=KILLED),
     # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
     # host's disk past the 50 MB cap, in a working directory the parent counted as empty
     Attack("unlinked-open-files-past-disk-limit", "floods", """

@@ -12,7 +12,9 @@ package's ctypes bindings), default allow.
   mapping or unmapped again, it outgrew any limit (a semaphore set is kernel memory: 300 sets
   held 840 MiB under a 1 GB cap; a secret memory file keeps its pages when unmapped), and
   ``vmsplice``, whose pipe buffers hold the user pages themselves (a 4 KiB piece of a
-  transparent huge page holds all 2 MiB, unmapped or not: 5 GB under a 1 GB cap in 15 s).
+  transparent huge page holds all 2 MiB, unmapped or not: 5 GB under a 1 GB cap in 15 s),
+  and inotify, whose instances queue 16384 events each with a name (128 of them held 1.1 GB
+  under a 1 GB cap in 5 s).
 * **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT), and Unix
   sockets reached by name: ``bind``, ``listen``, ``connect``, ``accept``/``accept4`` and
   ``sendto`` with an address (EPERM), leaving ``socketpair``. A connection waits in its
@@ -61,7 +63,7 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "quotactl", "quotactl_fd", "iopl", "ioperm", "settimeofday", "clock_settime",
          "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
          "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "shmget", "msgget",
-         "semget", "memfd_create", "memfd_secret", "vmsplice")
+         "semget", "memfd_create", "memfd_secret", "vmsplice", "inotify_init", "inotify_init1")
 _DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages", "sendmsg", "sendmmsg",
          "landlock_add_rule", "bind", "listen", "connect", "accept", "accept4")
 _pyseccomp = None
