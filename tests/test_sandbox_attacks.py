@@ -820,6 +820,23 @@ for fd in fds:
 if held > 2**22:
     escaped(held, 'bytes of events queued on', len(fds), 'descriptors')
 """, expect=KILLED),
+    # every byte-range lock is a record of ~190 bytes of kernel memory, with no limit on their
+    # number (RLIMIT_LOCKS is not enforced): 2000 on each of 300 files held 112 MB of slab in
+    # 10 s, and a run's 1024 descriptors and CPU time reach about 1 GB past any cap
+    Attack("byte-range-locks-past-memory-limit", "floods", """
+import fcntl, os
+held = 0
+for j in range(20):
+    fd = os.open(f'l{j}', os.O_CREAT | os.O_RDWR)
+    for i in range(1000):
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * i)
+            held += 1
+        except OSError:
+            break
+if held > 10000:
+    escaped(held, 'lock records')
+""", expect=("ok", "forbidden", "crash"), modules=DEFAULT_ALLOWED_MODULES | {"fcntl"}),
     # a deleted file keeps its blocks while a descriptor or mapping holds it: 80 MB on the
     # host's disk past the 50 MB cap, in a working directory the parent counted as empty
     Attack("unlinked-open-files-past-disk-limit", "floods", """

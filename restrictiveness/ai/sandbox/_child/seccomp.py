@@ -23,7 +23,9 @@ package's ctypes bindings), default allow.
   that named itself held 11 full datagrams from senders already closed; buffer sizes set
   with ``setsockopt`` (``SO_SNDBUF``, ``SO_RCVBUF`` and their ``FORCE`` forms: EPERM), since the
   cap of 1024 descriptors bounds socket memory only at the default size (a pair raised to
-  ``net.core.wmem_max``, 4 MiB on a test machine, held 8 MB on one descriptor); signals to
+  ``net.core.wmem_max``, 4 MiB on a test machine, held 8 MB on one descriptor); byte-range
+  locks (``fcntl`` ``F_SETLK``, ``F_SETLKW`` and their ``OFD`` forms: EPERM, ``flock`` is
+  left), each a record of kernel memory with no limit on their number; signals to
   any process but itself, scheduling, priority and resource-limit changes of other processes,
   ``personality`` (EPERM); ``clone3``, whose flags a filter cannot read (ENOSYS, so the C
   library falls back to ``clone``); ``fallocate`` (EOPNOTSUPP, so the C library's
@@ -51,6 +53,7 @@ from .syscalls import CLONE_FILES, CLONE_THREAD, PR_SET_DUMPABLE
 _AF_UNIX = 1
 _SOL_SOCKET = 1
 _BUFFER_SIZES = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
+_RANGE_LOCKS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW
 
 _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "process_vm_writev", "process_madvise", "process_mrelease", "kcmp", "setns", "unshare",
@@ -114,6 +117,8 @@ def install(pid: int) -> str:
     rule(eperm, "sendto", s.Arg(4, s.NE, 0))  # an address: send() passes none
     for option in _BUFFER_SIZES:
         rule(eperm, "setsockopt", s.Arg(1, s.EQ, _SOL_SOCKET), s.Arg(2, s.EQ, option))
+    for command in _RANGE_LOCKS:
+        rule(eperm, "fcntl", s.Arg(1, s.EQ, command))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         rule(eperm, name, s.Arg(0, s.NE, pid))
     for name in ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr",
