@@ -24,7 +24,8 @@ layers that are each checked from inside the child before the program runs:
 * **capabilities** — every set empty (bounding and ambient included);
 * **no-new-privs** — set, so nothing it could execute gains privileges;
 * **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
-  and 1024 open descriptors (threads share one table: seccomp refuses any other);
+  and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
+  queued signals and timers;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
   whole group at the end;
 * **landlock** — a second file rule set (read beneath the read-only roots, everything beneath
