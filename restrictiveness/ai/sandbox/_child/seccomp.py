@@ -69,6 +69,15 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "semget", "memfd_create", "memfd_secret", "vmsplice", "inotify_init", "inotify_init1")
 _DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages", "sendmsg", "sendmmsg",
          "landlock_add_rule", "bind", "listen", "connect", "accept", "accept4")
+# Calls added since Linux 5.1 have one number on every architecture (alpha aside). A libseccomp
+# older than the call does not know its name, and the rule was left out without a word
+# (lsm_set_self_attr under Debian 12's libseccomp 2.5.4; memfd_secret before 2.5.2).
+_UNIFIED = {"pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426,
+            "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+            "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_open": 434, "clone3": 435,
+            "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
+            "quotactl_fd": 443, "landlock_add_rule": 445, "memfd_secret": 447,
+            "process_mrelease": 448, "lsm_set_self_attr": 460}
 _pyseccomp = None
 
 
@@ -100,8 +109,10 @@ def install(pid: int) -> str:
         try:
             number = s.resolve_syscall(s.Arch.NATIVE, name)
         except ValueError:
-            return
-        if number >= 0:  # negative: not a system call on this architecture (or libseccomp)
+            number = -1
+        if number < 0:  # not on this architecture, or newer than the system's libseccomp
+            number = _UNIFIED.get(name, -1)
+        if number >= 0:
             f.add_rule(action, number, *args)
 
     for name in _KILL:
