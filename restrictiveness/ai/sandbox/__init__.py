@@ -24,7 +24,8 @@ layers that are each checked from inside the child before the program runs:
 * **capabilities** — every set empty (bounding and ambient included);
 * **no-new-privs** — set, so nothing it could execute gains privileges;
 * **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
-  and 1024 open descriptors;
+  and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
+  queued signals and timers;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
   whole group at the end;
 * **landlock** — a second file rule set (read beneath the read-only roots, everything beneath
@@ -32,7 +33,8 @@ layers that are each checked from inside the child before the program runs:
   scoped to the sandbox (ABI ≥ 6);
 * **seccomp** — a system-call filter (libseccomp through ``pyseccomp``): new processes and
   programs, tracing, other processes' memory, namespace and mount changes, ``pidfd_*``, BPF,
-  perf, keyrings, io_uring and the like kill the program ("forbidden"); non-Unix sockets, and
+  perf, keyrings, io_uring and the like kill the program ("forbidden"); non-Unix sockets,
+  Unix sockets reached by name (only ``socketpair`` is left), socket buffer sizes, and
   signals, scheduling and priority changes aimed at any other process, are refused.
 
 Every layer is required under full isolation: where one cannot be set up, :func:`run_python`

@@ -12,14 +12,21 @@ from . import syscalls as sc
 #: Most open descriptors: each socket holds a few hundred KiB of kernel memory that the
 #: address-space limit does not count (9000 filled socket pairs held 2 GB).
 MAX_FILES_OPEN = 1024
+#: Most signals queued and POSIX timers (each timer preallocates one): kernel memory the
+#: machine's default (sized from its RAM, 96,363 on 24 GB: 36 MB of timers) does not bound.
+MAX_SIGNALS_PENDING = 4096
 
 
 def set_limits(cfg: dict, processes: bool) -> None:
     """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files,
-    at most :data:`MAX_FILES_OPEN` descriptors; with ``processes``, at most ``cfg["nproc"]``
-    tasks (threads) for the sandbox's uid."""
-    files = min(MAX_FILES_OPEN, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+    at most :data:`MAX_FILES_OPEN` descriptors and :data:`MAX_SIGNALS_PENDING` queued signals
+    and timers; with ``processes``, at most ``cfg["nproc"]`` tasks (threads) for the sandbox's
+    uid."""
+    for limit, most in ((resource.RLIMIT_NOFILE, MAX_FILES_OPEN),
+                        (resource.RLIMIT_SIGPENDING, MAX_SIGNALS_PENDING)):
+        soft = resource.getrlimit(limit)[0]  # a lower limit of the caller's stays
+        value = most if soft == resource.RLIM_INFINITY else min(most, soft)
+        resource.setrlimit(limit, (value, value))
     cpu = int(cfg["cpu"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (int(cfg["memory"]), int(cfg["memory"])))
