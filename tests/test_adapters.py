@@ -71,6 +71,52 @@ def test_sklearn_regressor_random_state_from_the_rng():
     assert proc.estimator.random_state is None  # the template is cloned, never mutated
 
 
+
+def test_sklearn_pipeline_and_meta_estimator_seeds_come_from_the_study():
+    """The seeds of a pipeline's steps and of a meta-estimator's inner estimator are drawn from
+    the study's stream: a rerun and an n_jobs=2 run give the same numbers, another seed other
+    numbers (the top-level random_state alone left them on the global random state)."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeRegressor
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    procs = {"pipeline": SklearnRegressor(make_pipeline(
+                 StandardScaler(), RandomForestRegressor(n_estimators=3, max_features=1))),
+             "target": SklearnRegressor(TransformedTargetRegressor(
+                 regressor=DecisionTreeRegressor(splitter="random")))}
+
+    def losses(seed, n_jobs=1):
+        study = rx.Study(rx.MonotoneGP(F, n_eval=40), procs, baseline=rx.Constant(),
+                         n=[12], replications=2, seed=seed)
+        return study.run(progress=False, n_jobs=n_jobs).dataset["loss"].values
+
+    first = losses(0)
+    np.testing.assert_array_equal(first, losses(0))
+    np.testing.assert_array_equal(first, losses(0, n_jobs=2))
+    assert not np.allclose(first, losses(1))
+    # the template keeps its unset seeds
+    assert procs["pipeline"].estimator.get_params()["randomforestregressor__random_state"] \
+        is None
+
+
+def test_logshare_pipeline_regressor_seeded_from_rng():
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y = _logit_markets(30, np.random.default_rng(6), J=3)
+    s = rx.Sample(X, y, COLS, "shares")
+    proc = LogShareRegressor(make_pipeline(StandardScaler(),
+                                           RandomForestRegressor(n_estimators=3)))
+    p1 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p2 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p3 = proc.fit(s, np.random.default_rng(2)).predict(X[:5])
+    np.testing.assert_array_equal(p1, p2)
+    assert not np.allclose(p1, p3)
+
+
 # ------------------------------------------------------------------ GridGP
 
 

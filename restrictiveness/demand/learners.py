@@ -27,7 +27,7 @@ from scipy.spatial.distance import cdist
 
 from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
-from ..procedures.learners import clone_estimator
+from ..procedures.learners import clone_estimator, seed_estimator
 from ..shared.blas import one_thread
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
@@ -364,7 +364,8 @@ class LogShareRegressor(Procedure):
     ----------
     regressor : estimator, optional
         Any scikit-learn-style regressor (``fit(X, y)``, ``predict(X)``), cloned per product;
-        a ``random_state`` parameter is set from the study's random stream. Default:
+        its ``random_state`` parameters (a pipeline's steps' too) are set from the study's
+        random stream. Default:
         :class:`GridGP` — Matérn-5/2, sample mean, and per product a length scale, nugget and
         relevance of the other products' characteristics chosen by marginal likelihood, the
         product's own characteristics being the focus features. A :class:`GridGP` passed here
@@ -450,8 +451,7 @@ class LogShareRegressor(Procedure):
                     est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C),
                             sq_distances=total)
             else:
-                if hasattr(est, "get_params") and "random_state" in est.get_params():
-                    est.set_params(random_state=int(rng.integers(2**31 - 1)))
+                seed_estimator(est, rng)
                 est.fit(Z, T[:, j])
             regressors.append(est)
         if isinstance(template, GridGP):

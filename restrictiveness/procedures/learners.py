@@ -27,7 +27,7 @@ from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
-__all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
+__all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator"]
 
 
 def clone_estimator(estimator):
@@ -41,11 +41,52 @@ def clone_estimator(estimator):
         return copy.deepcopy(estimator)
 
 
+def seed_estimator(estimator, rng: np.random.Generator) -> None:
+    """Set every ``random_state`` parameter of ``estimator`` from ``rng``, nested ones too.
+
+    A pipeline or meta-estimator keeps its steps' seeds as ``step__random_state``: seeding the
+    top level alone left ``make_pipeline(StandardScaler(), RandomForestRegressor())`` on the
+    global random state, so reruns and ``n_jobs`` runs of the same study gave other numbers.
+    The top level's seed is drawn first (an estimator without nested seeds draws as before),
+    then the nested ones in name order.
+
+    Parameters
+    ----------
+    estimator : object
+        A fresh clone; estimators without ``get_params`` are left as they are.
+    rng : numpy.random.Generator
+        The fit's random stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> pipe = make_pipeline(StandardScaler(), RandomForestRegressor())
+    >>> seed_estimator(pipe, np.random.default_rng(0))
+    >>> isinstance(pipe.get_params()["randomforestregressor__random_state"], int)
+    True
+    """
+    if not hasattr(estimator, "get_params"):
+        return
+    try:
+        names = list(estimator.get_params(deep=True))
+    except TypeError:  # a scikit-learn-style estimator whose get_params takes no deep
+        names = list(estimator.get_params())
+    seeds = sorted(name for name in names if name.endswith("__random_state"))
+    if "random_state" in names:
+        seeds.insert(0, "random_state")
+    for name in seeds:
+        estimator.set_params(**{name: int(rng.integers(2**31 - 1))})
+
+
 class SklearnRegressor(FormulaProcedure):
     """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
 
-    The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
-    from the study's random stream, so fits are reproducible.
+    The estimator is cloned for every fit; every ``random_state`` parameter it has, those of a
+    pipeline's steps or a meta-estimator's inner estimators included, is set from the study's
+    random stream, so fits are reproducible.
 
     Parameters
     ----------
@@ -89,8 +130,8 @@ class SklearnRegressor(FormulaProcedure):
         sample : Sample or DataFrame
             A study's training sample; or data, whose response the formula names.
         rng : numpy.random.Generator, optional
-            The study's stream: the clone's ``random_state``, if it has one, is drawn from it
-            (seed 0 when omitted).
+            The study's stream: the clone's ``random_state`` parameters, nested ones included,
+            are drawn from it (seed 0 when omitted).
 
         Returns
         -------
@@ -113,8 +154,7 @@ class SklearnRegressor(FormulaProcedure):
         """
         rng = rng if rng is not None else np.random.default_rng(0)
         est = clone_estimator(self.estimator)
-        if hasattr(est, "get_params") and "random_state" in est.get_params():
-            est.set_params(random_state=int(rng.integers(2**31 - 1)))
+        seed_estimator(est, rng)
         D, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         est.fit(D, y)
         return FunctionRule(lambda X: np.asarray(est.predict(build(X)), dtype=float))
