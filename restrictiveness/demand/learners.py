@@ -29,6 +29,7 @@ from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
 from ..procedures.learners import clone_estimator, seed_estimator
 from ..shared.blas import one_thread
+from ..shared.checks import real_predictions
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .models import check_markets, check_shares
@@ -342,7 +343,7 @@ class _LogShareRule(Fitted):
             # the fits share their training inputs: all-feature distances computed once
             total = cdist(Z, self.regressors[0].X_, "sqeuclidean")
             return np.column_stack([r.predict(Z, sq_distances=total) for r in self.regressors])
-        return np.column_stack([np.asarray(r.predict(Z), dtype=float).ravel()
+        return np.column_stack([real_predictions(r.predict(Z), type(r).__name__).ravel()
                                 for r in self.regressors])
 
     def predict(self, X):

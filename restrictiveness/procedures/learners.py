@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..engine.protocol import Fitted, FunctionRule
-from ..shared.checks import whole_number
+from ..shared.checks import real_predictions, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
@@ -157,7 +157,7 @@ class SklearnRegressor(FormulaProcedure):
         seed_estimator(est, rng)
         D, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         est.fit(D, y)
-        return FunctionRule(lambda X: np.asarray(est.predict(build(X)), dtype=float))
+        return FunctionRule(lambda X: real_predictions(est.predict(build(X)), self.label))
 
 
 def _import_flaml():
@@ -309,6 +309,6 @@ class AutoML(FormulaProcedure):
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
         def predict(Xq):
-            return np.asarray(search.predict(build(Xq)), dtype=float)
+            return real_predictions(search.predict(build(Xq)), self.label)
 
         return FunctionRule(predict, info)
