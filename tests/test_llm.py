@@ -526,10 +526,39 @@ def test_two_processes_creating_one_cache_folder(tmp_path, folders, glob_delay, 
 
 
 def test_client_must_return_text(sample):
-    with pytest.raises(ConfigurationError, match="client"):
-        Completion(lambda m: 42, limits=FAST).fit(sample, np.random.default_rng(0))
+    """A reply that is not text (an SDK's None content, a dict) fails the fit with reason
+    "client" and counts as a failed call; it raised a ConfigurationError that a study recorded
+    as a failed fit with no record of the call made."""
+    for reply in (None, 42, {"content": "x"}):
+        rule = Completion(lambda m, reply=reply: reply, model="fake", limits=FAST).fit(
+            sample, np.random.default_rng(0))
+        assert rule.info["reason"] == "client"
+        assert f"the client returned {type(reply).__name__}" in rule.info["message"]
+        assert (rule.info["usage"]["calls"], rule.info["usage"]["failed_calls"]) == (1, 1)
+        with pytest.raises(ProgramError, match="^client: "):
+            rule.predict(sample.X)
+    client = Scripted(fenced("print(1)\n"), None)
+    rule = Agent(client, rounds=3, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
+        sample, np.random.default_rng(0))
+    assert client.calls == 2 and rule.info["reason"] == "client"
+    assert (rule.info["usage"]["calls"], rule.info["usage"]["failed_calls"]) == (2, 1)
     with pytest.raises(ConfigurationError, match="client"):
         Completion("not callable")
+
+
+def test_usage_counts_the_calls_of_fits_whose_reply_was_not_text():
+    import restrictiveness as rx
+    client = Scripted(None)
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"llm": Completion(client)},
+                     baseline=OLS("y ~ x1"), n=[6, 9], replications=2)
+    with pytest.warns(rx.FailureWarning, match="llm failed in 4 of 4 fits"):
+        res = study.run(progress=False)
+    usage = res.usage()
+    assert client.calls == 4
+    assert usage["calls"].sum() == 4 and usage["failed_calls"].sum() == 4
+    assert usage["fits"].sum() == 4
 
 
 def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
