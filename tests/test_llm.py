@@ -575,6 +575,18 @@ def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
         Agent(lambda messages: "", rounds=None)
 
 
+
+@pytest.mark.parametrize("option, value", [("max_file_bytes", -1), ("max_file_bytes", 1.5),
+                                           ("tool_chars", 1000.7), ("tool_chars", 100),
+                                           ("tool_chars", None)])
+def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
+    """max_file_bytes=-1 (read as "no limit") handed the returned program none of the agent's
+    files, and fractions were truncated; each is refused by name."""
+    with pytest.raises(ConfigurationError, match=f"{option} must be a whole number"):
+        Agent(lambda messages: "", **{option: value})
+    assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
+
+
 # ------------------------------------------------------------------ plan_calls
 
 

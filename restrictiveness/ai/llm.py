@@ -1106,8 +1106,11 @@ class Agent(_LanguageModelProcedure):
                          allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
         rounds = whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
-        if not total_seconds > 0 or not tool_chars > 100:
-            raise ConfigurationError("total_seconds must be positive and tool_chars above 100")
+        if not total_seconds > 0:
+            raise ConfigurationError(f"total_seconds must be positive, got {total_seconds!r}")
+        # 1000.7 was truncated, and max_file_bytes=-1 (meant as "no limit") handed the
+        # returned program none of the files the agent saved
+        tool_chars = whole_number(tool_chars, "tool_chars", minimum=101)
         if tool_protocol not in TOOL_PROTOCOLS:
             raise ConfigurationError(f"tool_protocol must be one of {TOOL_PROTOCOLS}, got "
                                      f"{tool_protocol!r}")
@@ -1126,7 +1129,7 @@ class Agent(_LanguageModelProcedure):
         self.tool_modules = module_names(tool_modules, "tool_modules") \
             if tool_modules is not None else \
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
-        self.max_file_bytes = int(max_file_bytes)
+        self.max_file_bytes = whole_number(max_file_bytes, "max_file_bytes", minimum=0)
 
     def _snapshot(self, work: Path) -> dict[str, bytes]:
         """Files the agent left in its working directory, for the returned program."""
