@@ -551,6 +551,30 @@ def test_program_procedure_validates_arguments():
         ProgramProcedure(b"code")
 
 
+
+@pytest.mark.parametrize("files, text", [
+    ({"n.txt": 5}, r"files\['n.txt'\] must be bytes, got int"),       # five zero bytes before
+    ({"a.txt": "2"}, r"files\['a.txt'\] must be bytes, got str"),     # a bare TypeError
+    ({"program.py": b"x = 1"}, "'program.py' must be a plain file name"),  # replaced silently
+    ({"../x": b"1"}, "'../x' must be a plain file name"),
+    (["a.txt"], "files must be a mapping")])
+def test_program_files_are_checked_when_the_procedure_is_made(files, text):
+    """Refused when the procedure is made, not in each of a study's fits (where the error was
+    recorded as a failed fit every time, or the file silently written wrong)."""
+    with pytest.raises(ConfigurationError, match=text):
+        ProgramProcedure("def predict(a, b, X):\n    return [0.0] * len(X)\n", files=files)
+    with pytest.raises(ConfigurationError, match=text):
+        run_python("x = 1", files=files, limits=FAST)
+
+
+def test_program_files_reach_the_program(sample):
+    src = "def predict(a, b, X):\n    return [float(open('c.txt').read())] * len(X)\n"
+    for content in (b"2.5", bytearray(b"2.5"), memoryview(b"2.5")):
+        rule = ProgramProcedure(src, files={"c.txt": content}, limits=FAST).fit(
+            sample, np.random.default_rng(0))
+        np.testing.assert_array_equal(rule.predict(sample.X[:2]), [2.5, 2.5])
+
+
 def test_describe_program_classifies():
     d = describe_program(OLS_PROGRAM)
     assert d["estimates_parameters"] and d["estimation_calls"] == ["lstsq"]

@@ -59,7 +59,7 @@ from ..shared import pyast
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
-from .sandbox.limits import module_names
+from .sandbox.limits import file_contents, module_names
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
            "INTERFACES"]
@@ -279,7 +279,7 @@ class ProgramProcedure(Procedure):
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
         self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
-        self.files = dict(files) if files else None
+        self.files = file_contents(files) or None  # refused here, not in every fit
         if label is not None:
             self.label = label
 
