@@ -575,6 +575,29 @@ def test_program_files_reach_the_program(sample):
         np.testing.assert_array_equal(rule.predict(sample.X[:2]), [2.5, 2.5])
 
 
+
+def test_a_crash_is_reported_by_what_the_program_raised():
+    """The failure report and summary shorten an error to its first 200 characters: a crash
+    led by its traceback's header showed "Traceback (most recent call last): File ..." and
+    cut off the exception; the exception line now comes first."""
+    src = ("def predict(X_train, y_train, X):\n"
+           "    if len(X) > len(X_train):\n"
+           "        raise RuntimeError('only the training points, ' + 'x' * 300)\n"
+           "    return [float(y_train.mean())] * len(X)\n")
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"prog": ProgramProcedure(src, limits=FAST)},
+                     baseline=rx.Constant(), n=[6], replications=2)
+    with pytest.warns(rx.FailureWarning,
+                      match="first error: predict: ProgramError: crash: RuntimeError: only the "
+                            "training points, x"):
+        res = study.run(progress=False)
+    first = res.failures()["first_error"].iloc[0]
+    assert first.startswith("predict: ProgramError: crash: RuntimeError: only the training")
+    assert "Traceback (most recent call last):" in first  # the traceback is kept after it
+    assert "RuntimeError: only the training" in str(res.summary())
+
+
 def test_describe_program_classifies():
     d = describe_program(OLS_PROGRAM)
     assert d["estimates_parameters"] and d["estimation_calls"] == ["lstsq"]

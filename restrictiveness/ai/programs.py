@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -146,6 +147,21 @@ def _key(X: np.ndarray) -> str:
     return h.hexdigest()
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+
+
+def _exception_first(message: str) -> str:
+    """A traceback led by its exception line (``RuntimeError: too many``): failure reports and
+    summaries shorten messages to their start, which showed ``Traceback (most recent call
+    last): File ...`` and cut off what the program raised."""
+    if "Traceback (most recent call last):" not in message and '  File "' not in message:
+        return message  # not a traceback (a long one is kept by its end)
+    lines = [line for line in message.splitlines() if _EXCEPTION_LINE.match(line)]
+    named = [line for line in lines if ": " in line] or lines
+    return f"{named[-1]}\n{message}" if named and not message.startswith(named[-1]) \
+        else message
+
+
 class ProgramRule(Fitted):
     """The fitted rule of a :class:`ProgramProcedure`: the program plus its training sample.
 
@@ -170,6 +186,7 @@ class ProgramRule(Fitted):
                      **dict(info or {})}
 
     def _fail(self, reason: str, message: str) -> ProgramError:
+        message = _exception_first(message)
         self.error = ProgramError(reason, message)
         self.info["reason"], self.info["message"] = reason, message[:2000]
         return self.error
