@@ -117,6 +117,35 @@ def test_logshare_pipeline_regressor_seeded_from_rng():
     assert not np.allclose(p1, p3)
 
 
+
+def test_a_classifier_is_refused_where_a_regressor_is_expected():
+    """A classifier fails on every real-valued response, so a study ran to its end with every
+    fit failed; it is refused when the procedure is made, in a pipeline too."""
+    from sklearn.dummy import DummyRegressor
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    for est in (LogisticRegression(), make_pipeline(StandardScaler(), KNeighborsClassifier())):
+        with pytest.raises(rx.ConfigurationError, match="is a classifier; it needs a regressor"):
+            SklearnRegressor(est)
+        with pytest.raises(rx.ConfigurationError, match="is a classifier"):
+            LogShareRegressor(est)
+
+    class Plain:  # scikit-learn-style without scikit-learn's tags: accepted
+        def fit(self, X, y):
+            self.mean = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean)
+
+    s = rx.Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 6.0]), ("x",))
+    for est in (Plain(), DummyRegressor()):
+        np.testing.assert_array_equal(
+            SklearnRegressor(est).fit(s).predict(np.zeros((2, 1))), [3.0, 3.0])
+
+
 # ------------------------------------------------------------------ GridGP
 
 

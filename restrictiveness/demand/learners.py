@@ -27,7 +27,7 @@ from scipy.spatial.distance import cdist
 
 from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
-from ..procedures.learners import clone_estimator, seed_estimator
+from ..procedures.learners import check_regressor, clone_estimator, seed_estimator
 from ..shared.blas import one_thread
 from ..shared.checks import real_predictions
 from ..shared.exceptions import ConfigurationError, DataError
@@ -394,6 +394,8 @@ class LogShareRegressor(Procedure):
         if regressor is not None and not (hasattr(regressor, "fit")
                                           and hasattr(regressor, "predict")):
             raise TypeError("regressor must have fit(X, y) and predict(X) methods")
+        if regressor is not None:
+            check_regressor(regressor, "LogShareRegressor")
         self.regressor = regressor
         if label is not None:
             self.label = label

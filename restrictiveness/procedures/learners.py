@@ -27,7 +27,8 @@ from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
-__all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator"]
+__all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator",
+           "check_regressor"]
 
 
 def clone_estimator(estimator):
@@ -39,6 +40,47 @@ def clone_estimator(estimator):
         return clone(estimator)
     except (ImportError, TypeError, RuntimeError):
         return copy.deepcopy(estimator)
+
+
+def check_regressor(estimator, who: str) -> None:
+    """Refuse a scikit-learn classifier where a regressor is expected.
+
+    A classifier fails on every real-valued response ("Unknown label type: continuous"), so
+    a study would run to the end with every fit failed; refused before anything runs instead.
+    Estimators that scikit-learn cannot classify (no tags) pass.
+
+    Parameters
+    ----------
+    estimator : object
+        The estimator given.
+    who : str
+        The procedure, for the message.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the classifier.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> check_regressor(LogisticRegression(), "SklearnRegressor")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: SklearnRegressor: LogisticRegression() ...
+    """
+    try:
+        from sklearn.base import is_classifier
+
+        classifier = bool(is_classifier(estimator))
+    except (ImportError, AttributeError, TypeError):  # no scikit-learn, or no tags to read
+        classifier = getattr(estimator, "_estimator_type", None) == "classifier"
+    if classifier:
+        shown = " ".join(repr(estimator).split())  # a pipeline's repr spans lines
+        raise ConfigurationError(f"{who}: {shown} is a classifier; it needs a regressor "
+                                 "(predicting real numbers), e.g. LogisticRegression -> "
+                                 "LinearRegression, RandomForestClassifier -> "
+                                 "RandomForestRegressor")
 
 
 def seed_estimator(estimator, rng: np.random.Generator) -> None:
@@ -119,6 +161,7 @@ class SklearnRegressor(FormulaProcedure):
         if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
             raise ConfigurationError(f"estimator must have fit(X, y) and predict(X) methods, "
                                      f"got {estimator!r}")
+        check_regressor(estimator, "SklearnRegressor")
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
 
