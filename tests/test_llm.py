@@ -587,6 +587,31 @@ def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
     assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
 
 
+
+def test_a_timeout_beside_limits_is_refused_not_ignored():
+    """timeout=5 beside limits=SandboxLimits(...) ran with the limits' wall clock (600 s by
+    default), the timeout ignored; a timeout the limits do not share is refused."""
+    from restrictiveness.ai.programs import ProgramProcedure
+    src = "def predict(a, b, X):\n    return [0.0] * len(X)\n"
+    memory = SandboxLimits(memory_bytes=2 * 2**30)
+    for make in (lambda **kw: ProgramProcedure(src, **kw),
+                 lambda **kw: Completion(lambda m: "", **kw),
+                 lambda **kw: Agent(lambda m: "", **kw)):
+        with pytest.raises(ConfigurationError, match="timeout=5 contradicts limits, whose "
+                                                     "wall_seconds is 600"):
+            make(timeout=5, limits=memory)
+        assert make(timeout=5).limits.wall_seconds == 5
+        assert make(limits=FAST).limits == FAST
+        assert make(timeout=30, limits=FAST).limits == FAST  # the same wall clock
+        assert make().limits.wall_seconds == 600
+        with pytest.raises(ConfigurationError, match="limits must be a SandboxLimits"):
+            make(limits={"wall_seconds": 5})
+    with pytest.raises(ConfigurationError, match="tool_timeout=5 contradicts tool_limits"):
+        Agent(lambda m: "", tool_timeout=5, tool_limits=memory)
+    assert Agent(lambda m: "").tool_limits.wall_seconds == 120
+    assert Agent(lambda m: "", tool_timeout=7).tool_limits.wall_seconds == 7
+
+
 # ------------------------------------------------------------------ plan_calls
 
 

@@ -79,7 +79,7 @@ from .clients import (
     ToolCall,
     call_client,
 )
-from .programs import ProgramError, ProgramProcedure, describe_program
+from .programs import ProgramError, ProgramProcedure, describe_program, run_limits
 from .sandbox import (
     DEFAULT_ALLOWED_MODULES,
     SCIENTIFIC_MODULES,
@@ -784,7 +784,7 @@ class _LanguageModelProcedure(Procedure):
     io_bound = True
 
     def __init__(self, client: Client, prompt: str | PromptDesign, model: str | None,
-                 target: str, description: str | None, timeout: float,
+                 target: str, description: str | None, timeout: float | None,
                  limits: SandboxLimits | None, allowed_modules: Iterable[str] | None,
                  cache: ResponseCache | str | os.PathLike | None,
                  label: str | None, run_at_fit: bool = True) -> None:
@@ -797,7 +797,7 @@ class _LanguageModelProcedure(Procedure):
         self.identity = _client_identity(client, model)
         self.model = None if self.identity is None else self.identity["model"]
         self.target, self.description = target, description
-        self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
+        self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
         if cache is not None:
@@ -877,10 +877,11 @@ class Completion(_LanguageModelProcedure):
         What is predicted, for the instruction ("certainty equivalents").
     description : str, optional
         Description of the data in the task.
-    timeout : float
-        Seconds allowed to each run of the returned program (600 in the paper).
+    timeout : float, optional
+        Seconds allowed to each run of the returned program (default 600, as the paper).
     limits : SandboxLimits, optional
-        Full limits of the program runs (overrides ``timeout``).
+        Full limits of the program runs (their ``wall_seconds`` is the wall clock; a
+        different ``timeout`` beside them is refused).
     allowed_modules : iterable of str, optional
         Modules the returned program may import (default numpy, math, standard library).
     cache : ResponseCache or path, optional
@@ -921,7 +922,7 @@ class Completion(_LanguageModelProcedure):
 
     def __init__(self, client: Client, prompt: str | PromptDesign = "neutral", *,
                  model: str | None = None, target: str = "certainty equivalents",
-                 description: str | None = None, timeout: float = 600.0,
+                 description: str | None = None, timeout: float | None = None,
                  limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
@@ -1047,8 +1048,8 @@ class Agent(_LanguageModelProcedure):
         A design of :data:`PROMPTS`.
     rounds : int
         Tool-round budget (20 in the paper).
-    tool_timeout : float
-        Seconds per tool run (120 in the paper).
+    tool_timeout : float, optional
+        Seconds per tool run (default 120, as the paper).
     total_seconds : float
         Wall-clock budget of the whole tool phase (two hours in the paper).
     tool_chars : int
@@ -1056,7 +1057,8 @@ class Agent(_LanguageModelProcedure):
     tool_modules : iterable of str, optional
         Modules tool code may import (default: the program's plus scipy, pandas, sklearn).
     tool_limits : SandboxLimits, optional
-        Full limits of a tool run (overrides ``tool_timeout``).
+        Full limits of a tool run (their ``wall_seconds`` is the wall clock; a different
+        ``tool_timeout`` beside them is refused).
     max_file_bytes : int
         Most bytes of working-directory files handed to the returned program.
     record_transcript : bool
@@ -1092,11 +1094,11 @@ class Agent(_LanguageModelProcedure):
     label = "Agent"
 
     def __init__(self, client: Client, prompt: str | PromptDesign = "neutral", *,
-                 rounds: int = 20, tool_timeout: float = 120.0, total_seconds: float = 7200.0,
+                 rounds: int = 20, tool_timeout: float | None = None, total_seconds: float = 7200.0,
                  tool_chars: int = 8000, tool_modules: Iterable[str] | None = None,
                  tool_limits: SandboxLimits | None = None, model: str | None = None,
                  target: str = "certainty equivalents", description: str | None = None,
-                 timeout: float = 600.0, limits: SandboxLimits | None = None,
+                 timeout: float | None = None, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
                  label: str | None = None, max_file_bytes: int = 20 * 2**20,
@@ -1124,8 +1126,8 @@ class Agent(_LanguageModelProcedure):
             ("text" if tool_protocol == "auto" else tool_protocol)
         self.rounds, self.total_seconds, self.tool_chars = rounds, float(total_seconds), \
             int(tool_chars)
-        self.tool_limits = tool_limits if tool_limits is not None else \
-            SandboxLimits(wall_seconds=tool_timeout)
+        self.tool_limits = run_limits(tool_timeout, tool_limits, 120.0,
+                                      ("tool_timeout", "tool_limits"))
         self.tool_modules = module_names(tool_modules, "tool_modules") \
             if tool_modules is not None else \
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)

@@ -63,7 +63,7 @@ from .sandbox import SandboxLimits, SandboxResult, run_python
 from .sandbox.limits import file_contents, module_names
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
-           "INTERFACES"]
+           "INTERFACES", "run_limits"]
 
 INTERFACES = ("predict", "fit_predict")
 
@@ -92,6 +92,56 @@ state = fit(inputs["X_train"], inputs["y_train"])
 save("pred", predict(inputs["X"]) if keeps_state else predict(state, inputs["X"]))
 """,
 }
+
+
+def run_limits(timeout: float | None, limits: SandboxLimits | None, default: float = 600.0,
+               names: tuple[str, str] = ("timeout", "limits")) -> SandboxLimits:
+    """The limits of a program's runs from a wall clock in seconds or full limits.
+
+    Both together were resolved by ignoring ``timeout`` (``timeout=60`` beside
+    ``limits=SandboxLimits(memory_bytes=...)`` ran with 600 s): a timeout that differs from
+    ``limits.wall_seconds`` is refused.
+
+    Parameters
+    ----------
+    timeout : float or None
+        Wall-clock seconds per run (None: ``default``, or those of ``limits``).
+    limits : SandboxLimits or None
+        Full limits of each run.
+    default : float
+        Seconds when neither is given.
+    names : tuple of str
+        The two arguments' names, for the message.
+
+    Returns
+    -------
+    SandboxLimits
+
+    Raises
+    ------
+    ConfigurationError
+        Limits that are not a ``SandboxLimits``, or a timeout that contradicts them.
+
+    Examples
+    --------
+    >>> run_limits(60, None).wall_seconds
+    60
+    >>> run_limits(None, SandboxLimits(wall_seconds=30)).wall_seconds
+    30
+    >>> run_limits(60, SandboxLimits(wall_seconds=30))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: timeout=60 contradicts ...
+    """
+    if limits is None:
+        return SandboxLimits(wall_seconds=default if timeout is None else timeout)
+    if not isinstance(limits, SandboxLimits):
+        raise ConfigurationError(f"{names[1]} must be a SandboxLimits, got {limits!r}")
+    if timeout is not None and timeout != limits.wall_seconds:
+        raise ConfigurationError(f"{names[0]}={timeout!r} contradicts {names[1]}, whose "
+                                 f"wall_seconds is {limits.wall_seconds!r}; give the wall clock "
+                                 f"in SandboxLimits(wall_seconds=...) and leave {names[0]} unset")
+    return limits
 
 
 class ProgramError(RestrictivenessError, RuntimeError):
@@ -250,10 +300,11 @@ class ProgramProcedure(Procedure):
         ``predict(X_train, y_train, X)``, or ``fit(X_train, y_train) -> state`` with
         ``predict(state, X)`` (or ``fit(X_train, y_train)`` then ``predict(X)``, the program
         keeping its state).
-    timeout : float
-        Wall-clock seconds per run (the paper allows 600); ignored when ``limits`` is given.
+    timeout : float, optional
+        Wall-clock seconds per run (default 600, as the paper allows).
     limits : SandboxLimits, optional
-        Full resource limits of each run.
+        Full resource limits of each run (its ``wall_seconds`` is the wall clock; a different
+        ``timeout`` beside it is refused).
     allowed_modules : iterable of str, optional
         Modules the program may import (default: numpy, math and harmless standard library,
         as the paper).
@@ -283,7 +334,7 @@ class ProgramProcedure(Procedure):
     label = "program"
 
     def __init__(self, source: str, interface: Literal["predict", "fit_predict"] = "predict",
-                 *, timeout: float = 600.0, limits: SandboxLimits | None = None,
+                 *, timeout: float | None = None, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None, label: str | None = None,
                  run_at_fit: bool = True, allow_nonfinite: bool = True,
                  files: Mapping[str, bytes] | None = None) -> None:
@@ -292,7 +343,7 @@ class ProgramProcedure(Procedure):
         if interface not in INTERFACES:
             raise ConfigurationError(f"interface must be one of {INTERFACES}, got {interface!r}")
         self.source, self.interface = source, interface
-        self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
+        self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
         self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
