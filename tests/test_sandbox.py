@@ -619,6 +619,29 @@ def test_describe_program_classifies():
     assert describe_program("def (")["syntax_ok"] is False
 
 
+@pytest.mark.parametrize("source, calls", [
+    ("from sklearn.linear_model import LinearRegression\n"
+     "def predict(X_train, y_train, X):\n"
+     "    return LinearRegression().fit(X_train, y_train).predict(X)\n", ["fit"]),
+    ("import numpy as np\nfrom numpy.linalg import solve\n"
+     "def predict(X_train, y_train, X):\n"
+     "    A = np.c_[np.ones(len(X_train)), X_train]\n"
+     "    return np.c_[np.ones(len(X)), X] @ solve(A.T @ A, A.T @ y_train)\n", ["solve"]),
+    ("from scipy.optimize import minimize as mz\n"
+     "def predict(X_train, y_train, X):\n"
+     "    return [mz(lambda b: ((y_train - b) ** 2).sum(), 0.0).x[0]] * len(X)\n",
+     ["minimize"]),
+    # the program's own functions named fit or solve are not estimation
+    ("def fit(X, y):\n    return 1.0\ndef solve(a):\n    return a\n"
+     "def predict(X_train, y_train, X):\n    return [solve(fit(X_train, y_train))] * len(X)\n",
+     [])], ids=["chained-method", "from-import", "alias", "own-functions"])
+def test_describe_program_finds_estimation_reached_by_chains_and_imports(source, calls):
+    """LinearRegression().fit(...) and a solve imported by name were read as a bare fit or
+    solve (the program's own functions) and the program classified as estimating nothing."""
+    d = describe_program(source)
+    assert d["estimation_calls"] == calls and d["estimates_parameters"] is bool(calls)
+
+
 def test_program_procedures_in_a_study():
     """Through the study runner: an OLS program loses exactly what OLS loses; a crashing
     program is a recorded failure with the baseline's loss, its reason and its source."""

@@ -409,7 +409,8 @@ _SCIPY_OPTIMIZE = ("scipy.optimize", "optimize")
 
 
 def _call_name(node: ast.Call) -> str:
-    """Dotted name of a call's function, e.g. ``np.linalg.lstsq``."""
+    """Dotted name of a call's function, e.g. ``np.linalg.lstsq``; a method of a call's
+    result keeps the call, e.g. ``LinearRegression().fit`` (a method, not a bare ``fit``)."""
     parts = []
     f = node.func
     while isinstance(f, ast.Attribute):
@@ -417,6 +418,8 @@ def _call_name(node: ast.Call) -> str:
         f = f.value
     if isinstance(f, ast.Name):
         parts.append(f.id)
+    elif isinstance(f, ast.Call):
+        parts.append(_call_name(f) + "()")
     return ".".join(reversed(parts))
 
 
@@ -469,6 +472,10 @@ def describe_program(source: str) -> dict:
         return out
     imports, calls = set(), set()
     from_optimize = False
+    # functions imported by name (from numpy.linalg import solve; ... import minimize as m):
+    # a bare call of one is the library's, not a function of the program's own
+    imported = {a.asname or a.name: a.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module for a in node.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imports |= {a.name.partition(".")[0] for a in node.names}
@@ -478,10 +485,10 @@ def describe_program(source: str) -> dict:
             from_optimize |= node.module.startswith(_SCIPY_OPTIMIZE[0])
         elif isinstance(node, ast.Call):
             name = _call_name(node)
-            last = name.rpartition(".")[2]
+            last = imported.get(name, name.rpartition(".")[2])
             if last in _ESTIMATION_CALLS and (last not in ("solve", "inv", "root", "fit",
                                                            "newton", "brute")
-                                              or "." in name):
+                                              or "." in name or name in imported):
                 calls.add(last)
             if last in ("open", "load", "loadtxt", "genfromtxt", "read_csv", "fromfile"):
                 out["reads_files"] = True
