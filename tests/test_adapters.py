@@ -338,6 +338,32 @@ def test_logshare_user_regressor_seeded_from_rng():
     assert not np.allclose(p1, p3)
 
 
+def test_logshare_regressors_that_change_their_inputs_do_not_change_the_others():
+    """The product regressors shared one feature array: a regressor that overwrote its input
+    (as transformers with copy=False do) gave every later product's regressor other
+    features, at fit and at prediction."""
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.linear_model import LinearRegression
+
+    class Overwrites(BaseEstimator, RegressorMixin):
+        def fit(self, X, y):
+            self.model_ = LinearRegression().fit(X, y)
+            X[:], y[:] = 0.0, 0.0
+            return self
+
+        def predict(self, X):
+            p = self.model_.predict(X)
+            X[:] = 0.0
+            return p
+
+    X, y = _logit_markets(40, np.random.default_rng(6), J=3)
+    s = rx.Sample(X, y, COLS, "shares")
+    ours = LogShareRegressor(Overwrites()).fit(s, np.random.default_rng(1)).predict(X[:5])
+    plain = LogShareRegressor(LinearRegression()).fit(s, np.random.default_rng(1)).predict(X[:5])
+    np.testing.assert_allclose(ours, plain, rtol=1e-12)
+    np.testing.assert_allclose(plain, y[:5], rtol=1e-8)  # the logit is linear in these features
+
+
 def test_logshare_rejects_bad_samples_and_queries():
     rng = np.random.default_rng(7)
     X, y = _logit_markets(10, rng, J=3)

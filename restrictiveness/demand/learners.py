@@ -343,7 +343,9 @@ class _LogShareRule(Fitted):
             # the fits share their training inputs: all-feature distances computed once
             total = cdist(Z, self.regressors[0].X_, "sqeuclidean")
             return np.column_stack([r.predict(Z, sq_distances=total) for r in self.regressors])
-        return np.column_stack([real_predictions(r.predict(Z), type(r).__name__).ravel()
+        # each regressor its own copy: one that transforms its input in place (a copy=False
+        # scaler) changed the features every later product's regressor was given
+        return np.column_stack([real_predictions(r.predict(Z.copy()), type(r).__name__).ravel()
                                 for r in self.regressors])
 
     def predict(self, X):
@@ -455,7 +457,7 @@ class LogShareRegressor(Procedure):
                             sq_distances=total)
             else:
                 seed_estimator(est, rng)
-                est.fit(Z, T[:, j])
+                est.fit(Z.copy(), T[:, j].copy())  # its own copies, as in predict
             regressors.append(est)
         if isinstance(template, GridGP):
             info.update({name: [float(getattr(r, name + "_")[0]) for r in regressors]
