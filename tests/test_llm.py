@@ -273,6 +273,27 @@ def test_agent_estimates_in_a_tool_round_and_returns_a_program(sample):
     assert "Tools:" in client.seen[0][-1]["content"]
 
 
+
+def test_agent_records_the_files_it_did_not_hand_to_the_program(sample):
+    """Files over max_file_bytes and folders were dropped without a word: a program
+    reading one failed with FileNotFoundError and its record did not say why."""
+    tool = ("import os\nopen('small.txt', 'w').write('1')\n"
+            "open('big.bin', 'wb').write(b'0' * 5000)\n"
+            "os.mkdir('sub')\n")
+    final = ("def predict(X_train, y_train, X):\n"
+             "    return [float(len(open('big.bin', 'rb').read()))] * len(X)\n")
+    client = Scripted(fenced(tool), fenced(final, final=True))
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES,
+                 max_file_bytes=3000).fit(sample, np.random.default_rng(0))
+    assert rule.info["tool_runs"] == [{"ok": True, "reason": None}]
+    assert "small.txt" in rule.info["files"] and "big.bin" not in rule.info["files"]
+    left_out = rule.info["files_left_out"]
+    assert sorted(left_out) == ["big.bin", "sub"]
+    assert left_out["big.bin"] == "5000 bytes would pass max_file_bytes=3000"
+    assert left_out["sub"] == "not a plain file (a folder or a link)"
+    assert rule.info["reason"] == "crash" and "FileNotFoundError" in rule.info["message"]
+
+
 def test_agent_budget_is_enforced(sample):
     client = Scripted(fenced("print('still exploring')\n"))
     rule = Agent(client, rounds=3, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(

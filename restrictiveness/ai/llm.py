@@ -1076,7 +1076,9 @@ class Agent(_LanguageModelProcedure):
     -----
     ``Fitted.info`` adds to Completion's: ``tool_protocol`` (the one used), ``rounds_used``
     (tool runs), ``hit_limit`` (budget exhausted before a final answer), ``tool_runs``
-    (ok/reason of each run) and ``files`` (names of the files handed to the returned program).
+    (ok/reason of each run), ``files`` (names of the files handed to the returned program)
+    and ``files_left_out`` (files of the working directory not handed to it, with why: over
+    ``max_file_bytes``, a folder or link, unreadable).
 
     Examples
     --------
@@ -1133,22 +1135,31 @@ class Agent(_LanguageModelProcedure):
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
         self.max_file_bytes = whole_number(max_file_bytes, "max_file_bytes", minimum=0)
 
-    def _snapshot(self, work: Path) -> dict[str, bytes]:
-        """Files the agent left in its working directory, for the returned program."""
-        files, total = {}, 0
+    def _snapshot(self, work: Path) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Files the agent left in its working directory, for the returned program, and those
+        left out with why (a program that reads one fails: its record says why it is not
+        there)."""
+        files: dict[str, bytes] = {}
+        left_out: dict[str, str] = {}
+        total = 0
         for path in sorted(work.iterdir()):
-            if path.name.startswith(".") or path.is_symlink() or not path.is_file() or \
-                    path.name == "program.py":
+            if path.name.startswith(".") or path.name == "program.py":
+                continue  # the sandbox's own
+            if path.is_symlink() or not path.is_file():
+                left_out[path.name] = "not a plain file (a folder or a link)"
                 continue
             try:
                 size = path.stat().st_size
                 if total + size > self.max_file_bytes:
+                    left_out[path.name] = (f"{size} bytes would pass max_file_bytes="
+                                           f"{self.max_file_bytes}")
                     continue
                 files[path.name] = path.read_bytes()
-            except OSError:  # unreadable (permissions changed by the agent's code): skip it
+            except OSError as exc:  # unreadable (permissions changed by the agent's code)
+                left_out[path.name] = f"unreadable ({exc.strerror or exc})"
                 continue
             total += size
-        return files
+        return files, left_out
 
     @property
     def max_calls(self) -> int:
@@ -1235,10 +1246,10 @@ class Agent(_LanguageModelProcedure):
                 info.update(log.info(), rounds_used=len(session.runs),
                             hit_limit=session.hit_limit, tool_runs=session.runs, files=[])
                 return self._client_failure(exc, info)
-            files = self._snapshot(work)
+            files, left_out = self._snapshot(work)
         info.update(log.info(), response_sha256=hashlib.sha256(final.encode()).hexdigest(),
                     rounds_used=len(session.runs), hit_limit=session.hit_limit,
-                    tool_runs=session.runs, files=sorted(files),
+                    tool_runs=session.runs, files=sorted(files), files_left_out=left_out,
                     tool_isolation=self.tool_limits.isolation)
         if self.record_transcript:
             info["transcript"] = messages
