@@ -11,7 +11,7 @@ from scipy.spatial.distance import cdist, pdist
 
 import restrictiveness as rx
 from restrictiveness.demand.learners import GridGP, LogShareRegressor, logit_shares
-from restrictiveness.procedures.learners import AutoML, SklearnRegressor
+from restrictiveness.procedures.learners import AutoML, SklearnRegressor, seed_estimator
 from restrictiveness.shared.exceptions import DataError
 
 COLS = ("prices", "sugar", "mushy")
@@ -100,6 +100,37 @@ def test_sklearn_pipeline_and_meta_estimator_seeds_come_from_the_study():
     # the template keeps its unset seeds
     assert procs["pipeline"].estimator.get_params()["randomforestregressor__random_state"] \
         is None
+
+
+
+def test_a_search_with_a_shuffling_splitter_is_seeded_from_the_study():
+    """GridSearchCV(cv=KFold(shuffle=True)): the splitter is a parameter, not an estimator, so
+    its seed was no parameter to set and the folds came from the global random state (a rerun
+    of the same study gave other numbers)."""
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.tree import DecisionTreeRegressor
+    search = GridSearchCV(DecisionTreeRegressor(random_state=0), {"max_depth": [1, 2, 3]},
+                          cv=KFold(3, shuffle=True))
+    seeded = []
+    for seed in (1, 1, 2):
+        est = clone(search)
+        seed_estimator(est, np.random.default_rng(seed))
+        seeded.append(est.cv.random_state)
+    assert isinstance(seeded[0], int) and seeded[0] == seeded[1] != seeded[2]
+    assert search.cv.random_state is None  # the template's splitter is not touched
+    unshuffled = clone(GridSearchCV(DecisionTreeRegressor(), {"max_depth": [1]}, cv=KFold(3)))
+    seed_estimator(unshuffled, np.random.default_rng(1))
+    assert unshuffled.cv.random_state is None  # KFold refuses a seed without shuffling
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+
+    def losses():
+        study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"search": SklearnRegressor(search)},
+                         baseline=rx.Constant(), n=[12], replications=3)
+        return study.run(progress=False).dataset["loss"].values
+
+    np.testing.assert_array_equal(losses(), losses())
 
 
 def test_logshare_pipeline_regressor_seeded_from_rng():

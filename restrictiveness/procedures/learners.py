@@ -90,7 +90,8 @@ def seed_estimator(estimator, rng: np.random.Generator) -> None:
     top level alone left ``make_pipeline(StandardScaler(), RandomForestRegressor())`` on the
     global random state, so reruns and ``n_jobs`` runs of the same study gave other numbers.
     The top level's seed is drawn first (an estimator without nested seeds draws as before),
-    then the nested ones in name order.
+    then the nested ones in name order, then those of shuffling cross-validation splitters
+    given as parameters (``cv=KFold(shuffle=True)``), which are not estimators.
 
     Parameters
     ----------
@@ -113,14 +114,21 @@ def seed_estimator(estimator, rng: np.random.Generator) -> None:
     if not hasattr(estimator, "get_params"):
         return
     try:
-        names = list(estimator.get_params(deep=True))
+        params = estimator.get_params(deep=True)
     except TypeError:  # a scikit-learn-style estimator whose get_params takes no deep
-        names = list(estimator.get_params())
-    seeds = sorted(name for name in names if name.endswith("__random_state"))
-    if "random_state" in names:
+        params = estimator.get_params()
+    seeds = sorted(name for name in params if name.endswith("__random_state"))
+    if "random_state" in params:
         seeds.insert(0, "random_state")
     for name in seeds:
         estimator.set_params(**{name: int(rng.integers(2**31 - 1))})
+    # a shuffling splitter (GridSearchCV(cv=KFold(shuffle=True))) is a parameter, not an
+    # estimator: its seed is no parameter of the search; the clone holds its own copy
+    for name in sorted(params):
+        value = params[name]
+        if not hasattr(value, "get_params") and not isinstance(value, type) and \
+                hasattr(value, "random_state") and getattr(value, "shuffle", True):
+            value.random_state = int(rng.integers(2**31 - 1))
 
 
 class SklearnRegressor(FormulaProcedure):
