@@ -11,7 +11,7 @@ from scipy.spatial.distance import cdist, pdist
 
 import restrictiveness as rx
 from restrictiveness.demand.learners import GridGP, LogShareRegressor, logit_shares
-from restrictiveness.procedures.learners import AutoML, SklearnRegressor
+from restrictiveness.procedures.learners import AutoML, SklearnRegressor, seed_estimator
 from restrictiveness.shared.exceptions import DataError
 
 COLS = ("prices", "sugar", "mushy")
@@ -69,6 +69,112 @@ def test_sklearn_regressor_random_state_from_the_rng():
     np.testing.assert_array_equal(p1, p2)
     assert not np.allclose(p1, p3)
     assert proc.estimator.random_state is None  # the template is cloned, never mutated
+
+
+
+def test_sklearn_pipeline_and_meta_estimator_seeds_come_from_the_study():
+    """The seeds of a pipeline's steps and of a meta-estimator's inner estimator are drawn from
+    the study's stream: a rerun and an n_jobs=2 run give the same numbers, another seed other
+    numbers (the top-level random_state alone left them on the global random state)."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeRegressor
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    procs = {"pipeline": SklearnRegressor(make_pipeline(
+                 StandardScaler(), RandomForestRegressor(n_estimators=3, max_features=1))),
+             "target": SklearnRegressor(TransformedTargetRegressor(
+                 regressor=DecisionTreeRegressor(splitter="random")))}
+
+    def losses(seed, n_jobs=1):
+        study = rx.Study(rx.MonotoneGP(F, n_eval=40), procs, baseline=rx.Constant(),
+                         n=[12], replications=2, seed=seed)
+        return study.run(progress=False, n_jobs=n_jobs).dataset["loss"].values
+
+    first = losses(0)
+    np.testing.assert_array_equal(first, losses(0))
+    np.testing.assert_array_equal(first, losses(0, n_jobs=2))
+    assert not np.allclose(first, losses(1))
+    # the template keeps its unset seeds
+    assert procs["pipeline"].estimator.get_params()["randomforestregressor__random_state"] \
+        is None
+
+
+
+def test_a_search_with_a_shuffling_splitter_is_seeded_from_the_study():
+    """GridSearchCV(cv=KFold(shuffle=True)): the splitter is a parameter, not an estimator, so
+    its seed was no parameter to set and the folds came from the global random state (a rerun
+    of the same study gave other numbers)."""
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.tree import DecisionTreeRegressor
+    search = GridSearchCV(DecisionTreeRegressor(random_state=0), {"max_depth": [1, 2, 3]},
+                          cv=KFold(3, shuffle=True))
+    seeded = []
+    for seed in (1, 1, 2):
+        est = clone(search)
+        seed_estimator(est, np.random.default_rng(seed))
+        seeded.append(est.cv.random_state)
+    assert isinstance(seeded[0], int) and seeded[0] == seeded[1] != seeded[2]
+    assert search.cv.random_state is None  # the template's splitter is not touched
+    unshuffled = clone(GridSearchCV(DecisionTreeRegressor(), {"max_depth": [1]}, cv=KFold(3)))
+    seed_estimator(unshuffled, np.random.default_rng(1))
+    assert unshuffled.cv.random_state is None  # KFold refuses a seed without shuffling
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+
+    def losses():
+        study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"search": SklearnRegressor(search)},
+                         baseline=rx.Constant(), n=[12], replications=3)
+        return study.run(progress=False).dataset["loss"].values
+
+    np.testing.assert_array_equal(losses(), losses())
+
+
+def test_logshare_pipeline_regressor_seeded_from_rng():
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y = _logit_markets(30, np.random.default_rng(6), J=3)
+    s = rx.Sample(X, y, COLS, "shares")
+    proc = LogShareRegressor(make_pipeline(StandardScaler(),
+                                           RandomForestRegressor(n_estimators=3)))
+    p1 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p2 = proc.fit(s, np.random.default_rng(1)).predict(X[:5])
+    p3 = proc.fit(s, np.random.default_rng(2)).predict(X[:5])
+    np.testing.assert_array_equal(p1, p2)
+    assert not np.allclose(p1, p3)
+
+
+
+def test_a_classifier_is_refused_where_a_regressor_is_expected():
+    """A classifier fails on every real-valued response, so a study ran to its end with every
+    fit failed; it is refused when the procedure is made, in a pipeline too."""
+    from sklearn.dummy import DummyRegressor
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    for est in (LogisticRegression(), make_pipeline(StandardScaler(), KNeighborsClassifier())):
+        with pytest.raises(rx.ConfigurationError, match="is a classifier; it needs a regressor"):
+            SklearnRegressor(est)
+        with pytest.raises(rx.ConfigurationError, match="is a classifier"):
+            LogShareRegressor(est)
+
+    class Plain:  # scikit-learn-style without scikit-learn's tags: accepted
+        def fit(self, X, y):
+            self.mean = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean)
+
+    s = rx.Sample(np.zeros((3, 1)), np.array([1.0, 2.0, 6.0]), ("x",))
+    for est in (Plain(), DummyRegressor()):
+        np.testing.assert_array_equal(
+            SklearnRegressor(est).fit(s).predict(np.zeros((2, 1))), [3.0, 3.0])
 
 
 # ------------------------------------------------------------------ GridGP
@@ -261,6 +367,32 @@ def test_logshare_user_regressor_seeded_from_rng():
     p3 = proc.fit(s, np.random.default_rng(2)).predict(X[:5])
     np.testing.assert_array_equal(p1, p2)
     assert not np.allclose(p1, p3)
+
+
+def test_logshare_regressors_that_change_their_inputs_do_not_change_the_others():
+    """The product regressors shared one feature array: a regressor that overwrote its input
+    (as transformers with copy=False do) gave every later product's regressor other
+    features, at fit and at prediction."""
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.linear_model import LinearRegression
+
+    class Overwrites(BaseEstimator, RegressorMixin):
+        def fit(self, X, y):
+            self.model_ = LinearRegression().fit(X, y)
+            X[:], y[:] = 0.0, 0.0
+            return self
+
+        def predict(self, X):
+            p = self.model_.predict(X)
+            X[:] = 0.0
+            return p
+
+    X, y = _logit_markets(40, np.random.default_rng(6), J=3)
+    s = rx.Sample(X, y, COLS, "shares")
+    ours = LogShareRegressor(Overwrites()).fit(s, np.random.default_rng(1)).predict(X[:5])
+    plain = LogShareRegressor(LinearRegression()).fit(s, np.random.default_rng(1)).predict(X[:5])
+    np.testing.assert_allclose(ours, plain, rtol=1e-12)
+    np.testing.assert_allclose(plain, y[:5], rtol=1e-8)  # the logit is linear in these features
 
 
 def test_logshare_rejects_bad_samples_and_queries():

@@ -116,6 +116,34 @@ def test_a_prediction_that_raises_fails_the_fit_from_then_on():
     assert guard.error == "predict: ValueError: no"
 
 
+
+@pytest.mark.parametrize("returned", [X[:, 0] + 1j, X[:, 0] + 0j, np.array(["0.5"] * 4)],
+                         ids=["complex", "complex-real", "text"])
+def test_complex_or_text_predictions_fail_the_fit_instead_of_being_cast(returned):
+    """A float cast would drop the imaginary part (with only NumPy's ComplexWarning) or read
+    "0.5" as a number, and score the rule on numbers it never gave."""
+    guard = GuardedRule(FunctionRule(lambda X: returned), BASE, [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))
+    assert (guard.failed, guard.replaced) == (True, 4)
+    assert guard.error.startswith("predict: DataError: predict: predictions are ")
+
+
+def test_an_adapter_and_a_baseline_with_complex_predictions_are_refused():
+    from sklearn.dummy import DummyRegressor
+
+    class ComplexMean(DummyRegressor):
+        def predict(self, X):
+            return super().predict(X) + 1j
+
+    s = rx.Sample(X, np.array([0.2, 0.4, 0.6, 0.8]), COLUMNS)
+    rule = rx.SklearnRegressor(ComplexMean()).fit(s, np.random.default_rng(0))
+    with pytest.raises(rx.DataError, match="ComplexMean: predictions are complex"):
+        rule.predict(X)
+    guard = GuardedRule(None, FunctionRule(lambda X: X[:, 0] + 1j), [], COLUMNS)
+    with pytest.raises(rx.DataError, match="the baseline: predictions are complex"):
+        guard.predict(X)
+
+
 class _Failing(rx.Procedure):
     """Fails in ``fit`` or in its rule's ``predict``, as ``where`` says."""
 

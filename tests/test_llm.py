@@ -273,6 +273,27 @@ def test_agent_estimates_in_a_tool_round_and_returns_a_program(sample):
     assert "Tools:" in client.seen[0][-1]["content"]
 
 
+
+def test_agent_records_the_files_it_did_not_hand_to_the_program(sample):
+    """Files over max_file_bytes and folders were dropped without a word: a program
+    reading one failed with FileNotFoundError and its record did not say why."""
+    tool = ("import os\nopen('small.txt', 'w').write('1')\n"
+            "open('big.bin', 'wb').write(b'0' * 5000)\n"
+            "os.mkdir('sub')\n")
+    final = ("def predict(X_train, y_train, X):\n"
+             "    return [float(len(open('big.bin', 'rb').read()))] * len(X)\n")
+    client = Scripted(fenced(tool), fenced(final, final=True))
+    rule = Agent(client, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES,
+                 max_file_bytes=3000).fit(sample, np.random.default_rng(0))
+    assert rule.info["tool_runs"] == [{"ok": True, "reason": None}]
+    assert "small.txt" in rule.info["files"] and "big.bin" not in rule.info["files"]
+    left_out = rule.info["files_left_out"]
+    assert sorted(left_out) == ["big.bin", "sub"]
+    assert left_out["big.bin"] == "5000 bytes would pass max_file_bytes=3000"
+    assert left_out["sub"] == "not a plain file (a folder or a link)"
+    assert rule.info["reason"] == "crash" and "FileNotFoundError" in rule.info["message"]
+
+
 def test_agent_budget_is_enforced(sample):
     client = Scripted(fenced("print('still exploring')\n"))
     rule = Agent(client, rounds=3, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
@@ -526,10 +547,39 @@ def test_two_processes_creating_one_cache_folder(tmp_path, folders, glob_delay, 
 
 
 def test_client_must_return_text(sample):
-    with pytest.raises(ConfigurationError, match="client"):
-        Completion(lambda m: 42, limits=FAST).fit(sample, np.random.default_rng(0))
+    """A reply that is not text (an SDK's None content, a dict) fails the fit with reason
+    "client" and counts as a failed call; it raised a ConfigurationError that a study recorded
+    as a failed fit with no record of the call made."""
+    for reply in (None, 42, {"content": "x"}):
+        rule = Completion(lambda m, reply=reply: reply, model="fake", limits=FAST).fit(
+            sample, np.random.default_rng(0))
+        assert rule.info["reason"] == "client"
+        assert f"the client returned {type(reply).__name__}" in rule.info["message"]
+        assert (rule.info["usage"]["calls"], rule.info["usage"]["failed_calls"]) == (1, 1)
+        with pytest.raises(ProgramError, match="^client: "):
+            rule.predict(sample.X)
+    client = Scripted(fenced("print(1)\n"), None)
+    rule = Agent(client, rounds=3, limits=FAST, tool_modules=DEFAULT_ALLOWED_MODULES).fit(
+        sample, np.random.default_rng(0))
+    assert client.calls == 2 and rule.info["reason"] == "client"
+    assert (rule.info["usage"]["calls"], rule.info["usage"]["failed_calls"]) == (2, 1)
     with pytest.raises(ConfigurationError, match="client"):
         Completion("not callable")
+
+
+def test_usage_counts_the_calls_of_fits_whose_reply_was_not_text():
+    import restrictiveness as rx
+    client = Scripted(None)
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"llm": Completion(client)},
+                     baseline=OLS("y ~ x1"), n=[6, 9], replications=2)
+    with pytest.warns(rx.FailureWarning, match="llm failed in 4 of 4 fits"):
+        res = study.run(progress=False)
+    usage = res.usage()
+    assert client.calls == 4
+    assert usage["calls"].sum() == 4 and usage["failed_calls"].sum() == 4
+    assert usage["fits"].sum() == 4
 
 
 def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
@@ -544,6 +594,43 @@ def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
     # int(None) was a bare TypeError
     with pytest.raises(ConfigurationError, match="rounds must be a whole number >= 0, got None"):
         Agent(lambda messages: "", rounds=None)
+
+
+
+@pytest.mark.parametrize("option, value", [("max_file_bytes", -1), ("max_file_bytes", 1.5),
+                                           ("tool_chars", 1000.7), ("tool_chars", 100),
+                                           ("tool_chars", None)])
+def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
+    """max_file_bytes=-1 (read as "no limit") handed the returned program none of the agent's
+    files, and fractions were truncated; each is refused by name."""
+    with pytest.raises(ConfigurationError, match=f"{option} must be a whole number"):
+        Agent(lambda messages: "", **{option: value})
+    assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
+
+
+
+def test_a_timeout_beside_limits_is_refused_not_ignored():
+    """timeout=5 beside limits=SandboxLimits(...) ran with the limits' wall clock (600 s by
+    default), the timeout ignored; a timeout the limits do not share is refused."""
+    from restrictiveness.ai.programs import ProgramProcedure
+    src = "def predict(a, b, X):\n    return [0.0] * len(X)\n"
+    memory = SandboxLimits(memory_bytes=2 * 2**30)
+    for make in (lambda **kw: ProgramProcedure(src, **kw),
+                 lambda **kw: Completion(lambda m: "", **kw),
+                 lambda **kw: Agent(lambda m: "", **kw)):
+        with pytest.raises(ConfigurationError, match="timeout=5 contradicts limits, whose "
+                                                     "wall_seconds is 600"):
+            make(timeout=5, limits=memory)
+        assert make(timeout=5).limits.wall_seconds == 5
+        assert make(limits=FAST).limits == FAST
+        assert make(timeout=30, limits=FAST).limits == FAST  # the same wall clock
+        assert make().limits.wall_seconds == 600
+        with pytest.raises(ConfigurationError, match="limits must be a SandboxLimits"):
+            make(limits={"wall_seconds": 5})
+    with pytest.raises(ConfigurationError, match="tool_timeout=5 contradicts tool_limits"):
+        Agent(lambda m: "", tool_timeout=5, tool_limits=memory)
+    assert Agent(lambda m: "").tool_limits.wall_seconds == 120
+    assert Agent(lambda m: "", tool_timeout=7).tool_limits.wall_seconds == 7
 
 
 # ------------------------------------------------------------------ plan_calls

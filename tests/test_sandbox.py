@@ -551,6 +551,53 @@ def test_program_procedure_validates_arguments():
         ProgramProcedure(b"code")
 
 
+
+@pytest.mark.parametrize("files, text", [
+    ({"n.txt": 5}, r"files\['n.txt'\] must be bytes, got int"),       # five zero bytes before
+    ({"a.txt": "2"}, r"files\['a.txt'\] must be bytes, got str"),     # a bare TypeError
+    ({"program.py": b"x = 1"}, "'program.py' must be a plain file name"),  # replaced silently
+    ({"../x": b"1"}, "'../x' must be a plain file name"),
+    (["a.txt"], "files must be a mapping")])
+def test_program_files_are_checked_when_the_procedure_is_made(files, text):
+    """Refused when the procedure is made, not in each of a study's fits (where the error was
+    recorded as a failed fit every time, or the file silently written wrong)."""
+    with pytest.raises(ConfigurationError, match=text):
+        ProgramProcedure("def predict(a, b, X):\n    return [0.0] * len(X)\n", files=files)
+    with pytest.raises(ConfigurationError, match=text):
+        run_python("x = 1", files=files, limits=FAST)
+
+
+def test_program_files_reach_the_program(sample):
+    src = "def predict(a, b, X):\n    return [float(open('c.txt').read())] * len(X)\n"
+    for content in (b"2.5", bytearray(b"2.5"), memoryview(b"2.5")):
+        rule = ProgramProcedure(src, files={"c.txt": content}, limits=FAST).fit(
+            sample, np.random.default_rng(0))
+        np.testing.assert_array_equal(rule.predict(sample.X[:2]), [2.5, 2.5])
+
+
+
+def test_a_crash_is_reported_by_what_the_program_raised():
+    """The failure report and summary shorten an error to its first 200 characters: a crash
+    led by its traceback's header showed "Traceback (most recent call last): File ..." and
+    cut off the exception; the exception line now comes first."""
+    src = ("def predict(X_train, y_train, X):\n"
+           "    if len(X) > len(X_train):\n"
+           "        raise RuntimeError('only the training points, ' + 'x' * 300)\n"
+           "    return [float(y_train.mean())] * len(X)\n")
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"prog": ProgramProcedure(src, limits=FAST)},
+                     baseline=rx.Constant(), n=[6], replications=2)
+    with pytest.warns(rx.FailureWarning,
+                      match="first error: predict: ProgramError: crash: RuntimeError: only the "
+                            "training points, x"):
+        res = study.run(progress=False)
+    first = res.failures()["first_error"].iloc[0]
+    assert first.startswith("predict: ProgramError: crash: RuntimeError: only the training")
+    assert "Traceback (most recent call last):" in first  # the traceback is kept after it
+    assert "RuntimeError: only the training" in str(res.summary())
+
+
 def test_describe_program_classifies():
     d = describe_program(OLS_PROGRAM)
     assert d["estimates_parameters"] and d["estimation_calls"] == ["lstsq"]
@@ -570,6 +617,29 @@ def test_describe_program_classifies():
     assert d["estimation_calls"] == ["least_squares"] and d["subsets_training_data"]
     assert d["uses_scipy_optimize"] and d["imports"] == ["scipy"]
     assert describe_program("def (")["syntax_ok"] is False
+
+
+@pytest.mark.parametrize("source, calls", [
+    ("from sklearn.linear_model import LinearRegression\n"
+     "def predict(X_train, y_train, X):\n"
+     "    return LinearRegression().fit(X_train, y_train).predict(X)\n", ["fit"]),
+    ("import numpy as np\nfrom numpy.linalg import solve\n"
+     "def predict(X_train, y_train, X):\n"
+     "    A = np.c_[np.ones(len(X_train)), X_train]\n"
+     "    return np.c_[np.ones(len(X)), X] @ solve(A.T @ A, A.T @ y_train)\n", ["solve"]),
+    ("from scipy.optimize import minimize as mz\n"
+     "def predict(X_train, y_train, X):\n"
+     "    return [mz(lambda b: ((y_train - b) ** 2).sum(), 0.0).x[0]] * len(X)\n",
+     ["minimize"]),
+    # the program's own functions named fit or solve are not estimation
+    ("def fit(X, y):\n    return 1.0\ndef solve(a):\n    return a\n"
+     "def predict(X_train, y_train, X):\n    return [solve(fit(X_train, y_train))] * len(X)\n",
+     [])], ids=["chained-method", "from-import", "alias", "own-functions"])
+def test_describe_program_finds_estimation_reached_by_chains_and_imports(source, calls):
+    """LinearRegression().fit(...) and a solve imported by name were read as a bare fit or
+    solve (the program's own functions) and the program classified as estimating nothing."""
+    d = describe_program(source)
+    assert d["estimation_calls"] == calls and d["estimates_parameters"] is bool(calls)
 
 
 def test_program_procedures_in_a_study():

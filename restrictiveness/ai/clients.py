@@ -1459,10 +1459,9 @@ def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[T
     Raises
     ------
     ClientError
-        The call failed.
+        The call failed, or a plain callable returned something other than a string.
     ConfigurationError
-        A plain callable returned something other than a string, or tools were asked of a
-        client without a ``chat`` method.
+        Tools were asked of a client without a ``chat`` method.
     """
     chat = getattr(client, "chat", None)
     if callable(chat):
@@ -1481,5 +1480,8 @@ def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[T
     except Exception as exc:  # noqa: BLE001 - any failure of the user's client is a client failure
         raise ClientError(f"the client raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(text, str):
-        raise ConfigurationError(f"client returned {type(text).__name__}, expected str")
+        # a failed call, not a set-up error: the call was made (and counts in the fit's usage),
+        # and an SDK's reply text can be None now and then (a refusal, a tool-only reply)
+        raise ClientError(f"the client returned {type(text).__name__}, not the reply's text "
+                          "(a str)")
     return ChatReply(text, seconds=time.perf_counter() - start)

@@ -79,7 +79,7 @@ from .clients import (
     ToolCall,
     call_client,
 )
-from .programs import ProgramError, ProgramProcedure, describe_program
+from .programs import ProgramError, ProgramProcedure, describe_program, run_limits
 from .sandbox import (
     DEFAULT_ALLOWED_MODULES,
     SCIENTIFIC_MODULES,
@@ -784,7 +784,7 @@ class _LanguageModelProcedure(Procedure):
     io_bound = True
 
     def __init__(self, client: Client, prompt: str | PromptDesign, model: str | None,
-                 target: str, description: str | None, timeout: float,
+                 target: str, description: str | None, timeout: float | None,
                  limits: SandboxLimits | None, allowed_modules: Iterable[str] | None,
                  cache: ResponseCache | str | os.PathLike | None,
                  label: str | None, run_at_fit: bool = True) -> None:
@@ -797,7 +797,7 @@ class _LanguageModelProcedure(Procedure):
         self.identity = _client_identity(client, model)
         self.model = None if self.identity is None else self.identity["model"]
         self.target, self.description = target, description
-        self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
+        self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
         if cache is not None:
@@ -877,10 +877,11 @@ class Completion(_LanguageModelProcedure):
         What is predicted, for the instruction ("certainty equivalents").
     description : str, optional
         Description of the data in the task.
-    timeout : float
-        Seconds allowed to each run of the returned program (600 in the paper).
+    timeout : float, optional
+        Seconds allowed to each run of the returned program (default 600, as the paper).
     limits : SandboxLimits, optional
-        Full limits of the program runs (overrides ``timeout``).
+        Full limits of the program runs (their ``wall_seconds`` is the wall clock; a
+        different ``timeout`` beside them is refused).
     allowed_modules : iterable of str, optional
         Modules the returned program may import (default numpy, math, standard library).
     cache : ResponseCache or path, optional
@@ -921,7 +922,7 @@ class Completion(_LanguageModelProcedure):
 
     def __init__(self, client: Client, prompt: str | PromptDesign = "neutral", *,
                  model: str | None = None, target: str = "certainty equivalents",
-                 description: str | None = None, timeout: float = 600.0,
+                 description: str | None = None, timeout: float | None = None,
                  limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
@@ -1047,8 +1048,8 @@ class Agent(_LanguageModelProcedure):
         A design of :data:`PROMPTS`.
     rounds : int
         Tool-round budget (20 in the paper).
-    tool_timeout : float
-        Seconds per tool run (120 in the paper).
+    tool_timeout : float, optional
+        Seconds per tool run (default 120, as the paper).
     total_seconds : float
         Wall-clock budget of the whole tool phase (two hours in the paper).
     tool_chars : int
@@ -1056,7 +1057,8 @@ class Agent(_LanguageModelProcedure):
     tool_modules : iterable of str, optional
         Modules tool code may import (default: the program's plus scipy, pandas, sklearn).
     tool_limits : SandboxLimits, optional
-        Full limits of a tool run (overrides ``tool_timeout``).
+        Full limits of a tool run (their ``wall_seconds`` is the wall clock; a different
+        ``tool_timeout`` beside them is refused).
     max_file_bytes : int
         Most bytes of working-directory files handed to the returned program.
     record_transcript : bool
@@ -1074,7 +1076,9 @@ class Agent(_LanguageModelProcedure):
     -----
     ``Fitted.info`` adds to Completion's: ``tool_protocol`` (the one used), ``rounds_used``
     (tool runs), ``hit_limit`` (budget exhausted before a final answer), ``tool_runs``
-    (ok/reason of each run) and ``files`` (names of the files handed to the returned program).
+    (ok/reason of each run), ``files`` (names of the files handed to the returned program)
+    and ``files_left_out`` (files of the working directory not handed to it, with why: over
+    ``max_file_bytes``, a folder or link, unreadable).
 
     Examples
     --------
@@ -1092,11 +1096,11 @@ class Agent(_LanguageModelProcedure):
     label = "Agent"
 
     def __init__(self, client: Client, prompt: str | PromptDesign = "neutral", *,
-                 rounds: int = 20, tool_timeout: float = 120.0, total_seconds: float = 7200.0,
+                 rounds: int = 20, tool_timeout: float | None = None, total_seconds: float = 7200.0,
                  tool_chars: int = 8000, tool_modules: Iterable[str] | None = None,
                  tool_limits: SandboxLimits | None = None, model: str | None = None,
                  target: str = "certainty equivalents", description: str | None = None,
-                 timeout: float = 600.0, limits: SandboxLimits | None = None,
+                 timeout: float | None = None, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None,
                  cache: ResponseCache | str | os.PathLike | None = None,
                  label: str | None = None, max_file_bytes: int = 20 * 2**20,
@@ -1106,8 +1110,11 @@ class Agent(_LanguageModelProcedure):
                          allowed_modules, cache, label, run_at_fit)
         self.record_transcript = bool(record_transcript)
         rounds = whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
-        if not total_seconds > 0 or not tool_chars > 100:
-            raise ConfigurationError("total_seconds must be positive and tool_chars above 100")
+        if not total_seconds > 0:
+            raise ConfigurationError(f"total_seconds must be positive, got {total_seconds!r}")
+        # 1000.7 was truncated, and max_file_bytes=-1 (meant as "no limit") handed the
+        # returned program none of the files the agent saved
+        tool_chars = whole_number(tool_chars, "tool_chars", minimum=101)
         if tool_protocol not in TOOL_PROTOCOLS:
             raise ConfigurationError(f"tool_protocol must be one of {TOOL_PROTOCOLS}, got "
                                      f"{tool_protocol!r}")
@@ -1121,29 +1128,38 @@ class Agent(_LanguageModelProcedure):
             ("text" if tool_protocol == "auto" else tool_protocol)
         self.rounds, self.total_seconds, self.tool_chars = rounds, float(total_seconds), \
             int(tool_chars)
-        self.tool_limits = tool_limits if tool_limits is not None else \
-            SandboxLimits(wall_seconds=tool_timeout)
+        self.tool_limits = run_limits(tool_timeout, tool_limits, 120.0,
+                                      ("tool_timeout", "tool_limits"))
         self.tool_modules = module_names(tool_modules, "tool_modules") \
             if tool_modules is not None else \
             frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
-        self.max_file_bytes = int(max_file_bytes)
+        self.max_file_bytes = whole_number(max_file_bytes, "max_file_bytes", minimum=0)
 
-    def _snapshot(self, work: Path) -> dict[str, bytes]:
-        """Files the agent left in its working directory, for the returned program."""
-        files, total = {}, 0
+    def _snapshot(self, work: Path) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Files the agent left in its working directory, for the returned program, and those
+        left out with why (a program that reads one fails: its record says why it is not
+        there)."""
+        files: dict[str, bytes] = {}
+        left_out: dict[str, str] = {}
+        total = 0
         for path in sorted(work.iterdir()):
-            if path.name.startswith(".") or path.is_symlink() or not path.is_file() or \
-                    path.name == "program.py":
+            if path.name.startswith(".") or path.name == "program.py":
+                continue  # the sandbox's own
+            if path.is_symlink() or not path.is_file():
+                left_out[path.name] = "not a plain file (a folder or a link)"
                 continue
             try:
                 size = path.stat().st_size
                 if total + size > self.max_file_bytes:
+                    left_out[path.name] = (f"{size} bytes would pass max_file_bytes="
+                                           f"{self.max_file_bytes}")
                     continue
                 files[path.name] = path.read_bytes()
-            except OSError:  # unreadable (permissions changed by the agent's code): skip it
+            except OSError as exc:  # unreadable (permissions changed by the agent's code)
+                left_out[path.name] = f"unreadable ({exc.strerror or exc})"
                 continue
             total += size
-        return files
+        return files, left_out
 
     @property
     def max_calls(self) -> int:
@@ -1230,10 +1246,10 @@ class Agent(_LanguageModelProcedure):
                 info.update(log.info(), rounds_used=len(session.runs),
                             hit_limit=session.hit_limit, tool_runs=session.runs, files=[])
                 return self._client_failure(exc, info)
-            files = self._snapshot(work)
+            files, left_out = self._snapshot(work)
         info.update(log.info(), response_sha256=hashlib.sha256(final.encode()).hexdigest(),
                     rounds_used=len(session.runs), hit_limit=session.hit_limit,
-                    tool_runs=session.runs, files=sorted(files),
+                    tool_runs=session.runs, files=sorted(files), files_left_out=left_out,
                     tool_isolation=self.tool_limits.isolation)
         if self.record_transcript:
             info["transcript"] = messages

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -59,10 +60,10 @@ from ..shared import pyast
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
-from .sandbox.limits import module_names
+from .sandbox.limits import file_contents, module_names
 
 __all__ = ["ProgramProcedure", "ProgramRule", "ProgramError", "describe_program",
-           "INTERFACES"]
+           "INTERFACES", "run_limits"]
 
 INTERFACES = ("predict", "fit_predict")
 
@@ -91,6 +92,56 @@ state = fit(inputs["X_train"], inputs["y_train"])
 save("pred", predict(inputs["X"]) if keeps_state else predict(state, inputs["X"]))
 """,
 }
+
+
+def run_limits(timeout: float | None, limits: SandboxLimits | None, default: float = 600.0,
+               names: tuple[str, str] = ("timeout", "limits")) -> SandboxLimits:
+    """The limits of a program's runs from a wall clock in seconds or full limits.
+
+    Both together were resolved by ignoring ``timeout`` (``timeout=60`` beside
+    ``limits=SandboxLimits(memory_bytes=...)`` ran with 600 s): a timeout that differs from
+    ``limits.wall_seconds`` is refused.
+
+    Parameters
+    ----------
+    timeout : float or None
+        Wall-clock seconds per run (None: ``default``, or those of ``limits``).
+    limits : SandboxLimits or None
+        Full limits of each run.
+    default : float
+        Seconds when neither is given.
+    names : tuple of str
+        The two arguments' names, for the message.
+
+    Returns
+    -------
+    SandboxLimits
+
+    Raises
+    ------
+    ConfigurationError
+        Limits that are not a ``SandboxLimits``, or a timeout that contradicts them.
+
+    Examples
+    --------
+    >>> run_limits(60, None).wall_seconds
+    60
+    >>> run_limits(None, SandboxLimits(wall_seconds=30)).wall_seconds
+    30
+    >>> run_limits(60, SandboxLimits(wall_seconds=30))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: timeout=60 contradicts ...
+    """
+    if limits is None:
+        return SandboxLimits(wall_seconds=default if timeout is None else timeout)
+    if not isinstance(limits, SandboxLimits):
+        raise ConfigurationError(f"{names[1]} must be a SandboxLimits, got {limits!r}")
+    if timeout is not None and timeout != limits.wall_seconds:
+        raise ConfigurationError(f"{names[0]}={timeout!r} contradicts {names[1]}, whose "
+                                 f"wall_seconds is {limits.wall_seconds!r}; give the wall clock "
+                                 f"in SandboxLimits(wall_seconds=...) and leave {names[0]} unset")
+    return limits
 
 
 class ProgramError(RestrictivenessError, RuntimeError):
@@ -146,6 +197,21 @@ def _key(X: np.ndarray) -> str:
     return h.hexdigest()
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+
+
+def _exception_first(message: str) -> str:
+    """A traceback led by its exception line (``RuntimeError: too many``): failure reports and
+    summaries shorten messages to their start, which showed ``Traceback (most recent call
+    last): File ...`` and cut off what the program raised."""
+    if "Traceback (most recent call last):" not in message and '  File "' not in message:
+        return message  # not a traceback (a long one is kept by its end)
+    lines = [line for line in message.splitlines() if _EXCEPTION_LINE.match(line)]
+    named = [line for line in lines if ": " in line] or lines
+    return f"{named[-1]}\n{message}" if named and not message.startswith(named[-1]) \
+        else message
+
+
 class ProgramRule(Fitted):
     """The fitted rule of a :class:`ProgramProcedure`: the program plus its training sample.
 
@@ -170,6 +236,7 @@ class ProgramRule(Fitted):
                      **dict(info or {})}
 
     def _fail(self, reason: str, message: str) -> ProgramError:
+        message = _exception_first(message)
         self.error = ProgramError(reason, message)
         self.info["reason"], self.info["message"] = reason, message[:2000]
         return self.error
@@ -233,10 +300,11 @@ class ProgramProcedure(Procedure):
         ``predict(X_train, y_train, X)``, or ``fit(X_train, y_train) -> state`` with
         ``predict(state, X)`` (or ``fit(X_train, y_train)`` then ``predict(X)``, the program
         keeping its state).
-    timeout : float
-        Wall-clock seconds per run (the paper allows 600); ignored when ``limits`` is given.
+    timeout : float, optional
+        Wall-clock seconds per run (default 600, as the paper allows).
     limits : SandboxLimits, optional
-        Full resource limits of each run.
+        Full resource limits of each run (its ``wall_seconds`` is the wall clock; a different
+        ``timeout`` beside it is refused).
     allowed_modules : iterable of str, optional
         Modules the program may import (default: numpy, math and harmless standard library,
         as the paper).
@@ -266,7 +334,7 @@ class ProgramProcedure(Procedure):
     label = "program"
 
     def __init__(self, source: str, interface: Literal["predict", "fit_predict"] = "predict",
-                 *, timeout: float = 600.0, limits: SandboxLimits | None = None,
+                 *, timeout: float | None = None, limits: SandboxLimits | None = None,
                  allowed_modules: Iterable[str] | None = None, label: str | None = None,
                  run_at_fit: bool = True, allow_nonfinite: bool = True,
                  files: Mapping[str, bytes] | None = None) -> None:
@@ -275,11 +343,11 @@ class ProgramProcedure(Procedure):
         if interface not in INTERFACES:
             raise ConfigurationError(f"interface must be one of {INTERFACES}, got {interface!r}")
         self.source, self.interface = source, interface
-        self.limits = limits if limits is not None else SandboxLimits(wall_seconds=timeout)
+        self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
         self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
-        self.files = dict(files) if files else None
+        self.files = file_contents(files) or None  # refused here, not in every fit
         if label is not None:
             self.label = label
 
@@ -341,7 +409,8 @@ _SCIPY_OPTIMIZE = ("scipy.optimize", "optimize")
 
 
 def _call_name(node: ast.Call) -> str:
-    """Dotted name of a call's function, e.g. ``np.linalg.lstsq``."""
+    """Dotted name of a call's function, e.g. ``np.linalg.lstsq``; a method of a call's
+    result keeps the call, e.g. ``LinearRegression().fit`` (a method, not a bare ``fit``)."""
     parts = []
     f = node.func
     while isinstance(f, ast.Attribute):
@@ -349,6 +418,8 @@ def _call_name(node: ast.Call) -> str:
         f = f.value
     if isinstance(f, ast.Name):
         parts.append(f.id)
+    elif isinstance(f, ast.Call):
+        parts.append(_call_name(f) + "()")
     return ".".join(reversed(parts))
 
 
@@ -401,6 +472,10 @@ def describe_program(source: str) -> dict:
         return out
     imports, calls = set(), set()
     from_optimize = False
+    # functions imported by name (from numpy.linalg import solve; ... import minimize as m):
+    # a bare call of one is the library's, not a function of the program's own
+    imported = {a.asname or a.name: a.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module for a in node.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imports |= {a.name.partition(".")[0] for a in node.names}
@@ -410,10 +485,10 @@ def describe_program(source: str) -> dict:
             from_optimize |= node.module.startswith(_SCIPY_OPTIMIZE[0])
         elif isinstance(node, ast.Call):
             name = _call_name(node)
-            last = name.rpartition(".")[2]
+            last = imported.get(name, name.rpartition(".")[2])
             if last in _ESTIMATION_CALLS and (last not in ("solve", "inv", "root", "fit",
                                                            "newton", "brute")
-                                              or "." in name):
+                                              or "." in name or name in imported):
                 calls.add(last)
             if last in ("open", "load", "loadtxt", "genfromtxt", "read_csv", "fromfile"):
                 out["reads_files"] = True

@@ -27,8 +27,9 @@ from scipy.spatial.distance import cdist
 
 from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
-from ..procedures.learners import clone_estimator
+from ..procedures.learners import check_regressor, clone_estimator, seed_estimator
 from ..shared.blas import one_thread
+from ..shared.checks import real_predictions
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .models import check_markets, check_shares
@@ -342,7 +343,9 @@ class _LogShareRule(Fitted):
             # the fits share their training inputs: all-feature distances computed once
             total = cdist(Z, self.regressors[0].X_, "sqeuclidean")
             return np.column_stack([r.predict(Z, sq_distances=total) for r in self.regressors])
-        return np.column_stack([np.asarray(r.predict(Z), dtype=float).ravel()
+        # each regressor its own copy: one that transforms its input in place (a copy=False
+        # scaler) changed the features every later product's regressor was given
+        return np.column_stack([real_predictions(r.predict(Z.copy()), type(r).__name__).ravel()
                                 for r in self.regressors])
 
     def predict(self, X):
@@ -364,7 +367,8 @@ class LogShareRegressor(Procedure):
     ----------
     regressor : estimator, optional
         Any scikit-learn-style regressor (``fit(X, y)``, ``predict(X)``), cloned per product;
-        a ``random_state`` parameter is set from the study's random stream. Default:
+        its ``random_state`` parameters (a pipeline's steps' too) are set from the study's
+        random stream. Default:
         :class:`GridGP` — Matérn-5/2, sample mean, and per product a length scale, nugget and
         relevance of the other products' characteristics chosen by marginal likelihood, the
         product's own characteristics being the focus features. A :class:`GridGP` passed here
@@ -392,6 +396,8 @@ class LogShareRegressor(Procedure):
         if regressor is not None and not (hasattr(regressor, "fit")
                                           and hasattr(regressor, "predict")):
             raise TypeError("regressor must have fit(X, y) and predict(X) methods")
+        if regressor is not None:
+            check_regressor(regressor, "LogShareRegressor")
         self.regressor = regressor
         if label is not None:
             self.label = label
@@ -450,9 +456,8 @@ class LogShareRegressor(Procedure):
                     est.fit(Z, T[:, j], focus=np.arange(j * C, (j + 1) * C),
                             sq_distances=total)
             else:
-                if hasattr(est, "get_params") and "random_state" in est.get_params():
-                    est.set_params(random_state=int(rng.integers(2**31 - 1)))
-                est.fit(Z, T[:, j])
+                seed_estimator(est, rng)
+                est.fit(Z.copy(), T[:, j].copy())  # its own copies, as in predict
             regressors.append(est)
         if isinstance(template, GridGP):
             info.update({name: [float(getattr(r, name + "_")[0]) for r in regressors]

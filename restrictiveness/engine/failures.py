@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..eligible.constraints import Constraint
+from ..shared.checks import real_predictions
 from ..shared.exceptions import SandboxUnavailableError
 
 __all__ = ["GuardedRule", "repair"]
@@ -109,7 +110,7 @@ class GuardedRule:
     # predict gets its own copy of X: the caller's locations are shared by every procedure of
     # a replication and are read again by the repair (bounds named by column)
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
-        raw = np.array(self.baseline.predict(np.array(X)), dtype=float)
+        raw = real_predictions(self.baseline.predict(np.array(X)), "the baseline").copy()
         pred, _ = repair(raw, X, self.constraints, self.columns)
         # a non-finite baseline prediction stays non-finite (the study refuses such a
         # baseline) instead of being clipped to a bound as an eligible one
@@ -120,7 +121,7 @@ class GuardedRule:
         base = self.baseline_predict(X)
         if self.fitted is not None:
             try:
-                raw = np.asarray(self.fitted.predict(np.array(X)), dtype=float)
+                raw = real_predictions(self.fitted.predict(np.array(X)), "predict")
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
             except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded

@@ -22,12 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..engine.protocol import Fitted, FunctionRule
-from ..shared.checks import whole_number
+from ..shared.checks import real_predictions, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
-__all__ = ["SklearnRegressor", "AutoML", "clone_estimator"]
+__all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator",
+           "check_regressor"]
 
 
 def clone_estimator(estimator):
@@ -41,11 +42,101 @@ def clone_estimator(estimator):
         return copy.deepcopy(estimator)
 
 
+def check_regressor(estimator, who: str) -> None:
+    """Refuse a scikit-learn classifier where a regressor is expected.
+
+    A classifier fails on every real-valued response ("Unknown label type: continuous"), so
+    a study would run to the end with every fit failed; refused before anything runs instead.
+    Estimators that scikit-learn cannot classify (no tags) pass.
+
+    Parameters
+    ----------
+    estimator : object
+        The estimator given.
+    who : str
+        The procedure, for the message.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the classifier.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> check_regressor(LogisticRegression(), "SklearnRegressor")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: SklearnRegressor: LogisticRegression() ...
+    """
+    try:
+        from sklearn.base import is_classifier
+
+        classifier = bool(is_classifier(estimator))
+    except (ImportError, AttributeError, TypeError):  # no scikit-learn, or no tags to read
+        classifier = getattr(estimator, "_estimator_type", None) == "classifier"
+    if classifier:
+        shown = " ".join(repr(estimator).split())  # a pipeline's repr spans lines
+        raise ConfigurationError(f"{who}: {shown} is a classifier; it needs a regressor "
+                                 "(predicting real numbers), e.g. LogisticRegression -> "
+                                 "LinearRegression, RandomForestClassifier -> "
+                                 "RandomForestRegressor")
+
+
+def seed_estimator(estimator, rng: np.random.Generator) -> None:
+    """Set every ``random_state`` parameter of ``estimator`` from ``rng``, nested ones too.
+
+    A pipeline or meta-estimator keeps its steps' seeds as ``step__random_state``: seeding the
+    top level alone left ``make_pipeline(StandardScaler(), RandomForestRegressor())`` on the
+    global random state, so reruns and ``n_jobs`` runs of the same study gave other numbers.
+    The top level's seed is drawn first (an estimator without nested seeds draws as before),
+    then the nested ones in name order, then those of shuffling cross-validation splitters
+    given as parameters (``cv=KFold(shuffle=True)``), which are not estimators.
+
+    Parameters
+    ----------
+    estimator : object
+        A fresh clone; estimators without ``get_params`` are left as they are.
+    rng : numpy.random.Generator
+        The fit's random stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> pipe = make_pipeline(StandardScaler(), RandomForestRegressor())
+    >>> seed_estimator(pipe, np.random.default_rng(0))
+    >>> isinstance(pipe.get_params()["randomforestregressor__random_state"], int)
+    True
+    """
+    if not hasattr(estimator, "get_params"):
+        return
+    try:
+        params = estimator.get_params(deep=True)
+    except TypeError:  # a scikit-learn-style estimator whose get_params takes no deep
+        params = estimator.get_params()
+    seeds = sorted(name for name in params if name.endswith("__random_state"))
+    if "random_state" in params:
+        seeds.insert(0, "random_state")
+    for name in seeds:
+        estimator.set_params(**{name: int(rng.integers(2**31 - 1))})
+    # a shuffling splitter (GridSearchCV(cv=KFold(shuffle=True))) is a parameter, not an
+    # estimator: its seed is no parameter of the search; the clone holds its own copy
+    for name in sorted(params):
+        value = params[name]
+        if not hasattr(value, "get_params") and not isinstance(value, type) and \
+                hasattr(value, "random_state") and getattr(value, "shuffle", True):
+            value.random_state = int(rng.integers(2**31 - 1))
+
+
 class SklearnRegressor(FormulaProcedure):
     """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
 
-    The estimator is cloned for every fit; when it has a ``random_state`` parameter it is set
-    from the study's random stream, so fits are reproducible.
+    The estimator is cloned for every fit; every ``random_state`` parameter it has, those of a
+    pipeline's steps or a meta-estimator's inner estimators included, is set from the study's
+    random stream, so fits are reproducible.
 
     Parameters
     ----------
@@ -78,6 +169,7 @@ class SklearnRegressor(FormulaProcedure):
         if not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
             raise ConfigurationError(f"estimator must have fit(X, y) and predict(X) methods, "
                                      f"got {estimator!r}")
+        check_regressor(estimator, "SklearnRegressor")
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
 
@@ -89,8 +181,8 @@ class SklearnRegressor(FormulaProcedure):
         sample : Sample or DataFrame
             A study's training sample; or data, whose response the formula names.
         rng : numpy.random.Generator, optional
-            The study's stream: the clone's ``random_state``, if it has one, is drawn from it
-            (seed 0 when omitted).
+            The study's stream: the clone's ``random_state`` parameters, nested ones included,
+            are drawn from it (seed 0 when omitted).
 
         Returns
         -------
@@ -113,11 +205,10 @@ class SklearnRegressor(FormulaProcedure):
         """
         rng = rng if rng is not None else np.random.default_rng(0)
         est = clone_estimator(self.estimator)
-        if hasattr(est, "get_params") and "random_state" in est.get_params():
-            est.set_params(random_state=int(rng.integers(2**31 - 1)))
+        seed_estimator(est, rng)
         D, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         est.fit(D, y)
-        return FunctionRule(lambda X: np.asarray(est.predict(build(X)), dtype=float))
+        return FunctionRule(lambda X: real_predictions(est.predict(build(X)), self.label))
 
 
 def _import_flaml():
@@ -269,6 +360,6 @@ class AutoML(FormulaProcedure):
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
         def predict(Xq):
-            return np.asarray(search.predict(build(Xq)), dtype=float)
+            return real_predictions(search.predict(build(Xq)), self.label)
 
         return FunctionRule(predict, info)

@@ -17,7 +17,7 @@ import pandas as pd
 from .exceptions import ConfigurationError, DataError
 
 __all__ = ["whole_number", "is_whole", "is_positive", "probability", "labelled", "keywords_of",
-           "known_keywords", "numeric_column", "aligned_by_label"]
+           "known_keywords", "numeric_column", "aligned_by_label", "real_predictions"]
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
@@ -127,6 +127,47 @@ def numeric_column(column: pd.Series, who: str, error: type[Exception] = DataErr
         "numbers)" if isinstance(dtype, pd.CategoricalDtype) else ""
     raise error(f"{who}: column {column.name!r} is not numeric (dtype {dtype}); convert it "
                     f"to real numbers first{hint}")
+
+
+def real_predictions(values: object, who: str) -> np.ndarray:
+    """Predictions as a float array, refusing what a float cast would misread.
+
+    ``np.asarray(values, dtype=float)`` drops the imaginary part of complex predictions with
+    only NumPy's ``ComplexWarning`` and reads strings such as ``"0.5"`` as numbers: a rule
+    returning them would be scored on numbers it never gave.
+
+    Parameters
+    ----------
+    values : array_like
+        What a rule's ``predict`` returned.
+    who : str
+        The rule, for the message.
+
+    Returns
+    -------
+    ndarray
+        ``values`` as float64.
+
+    Raises
+    ------
+    DataError
+        Complex, text, date or structured predictions.
+
+    Examples
+    --------
+    >>> real_predictions([1, 2.5], "rule")
+    array([1. , 2.5])
+    >>> real_predictions(np.array([1 + 0j]), "rule")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: rule: predictions are complex numbers; ...
+    """
+    array = np.asarray(values)
+    if array.dtype.kind not in "biufO":
+        kind = "complex numbers" if array.dtype.kind == "c" else f"not numbers ({array.dtype})"
+        raise DataError(f"{who}: predictions are {kind}; a prediction rule must return real "
+                        "numbers")
+    return np.asarray(array, dtype=float)
 
 
 def aligned_by_label(series: pd.Series, index: pd.Index, name: str) -> np.ndarray:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -81,6 +82,58 @@ def module_names(modules: Iterable[str], name: str = "allowed_modules") -> froze
     if bad:
         raise ConfigurationError(f"{name}: {', '.join(bad)} is not a module name")
     return names
+
+
+def file_contents(files: Mapping[str, bytes] | None) -> dict[str, bytes]:
+    """Files for a run's working directory, checked: plain names and bytes.
+
+    ``bytes(5)`` is five zero bytes and ``bytes("text")`` a bare ``TypeError``, and the
+    program's own ``program.py`` is written after the files, replacing one of that name: each
+    is refused by name instead.
+
+    Parameters
+    ----------
+    files : mapping of str to bytes, optional
+        File name (no directory, not starting with a dot, not ``program.py``) to content
+        (``bytes``, ``bytearray`` or ``memoryview``).
+
+    Returns
+    -------
+    dict of str to bytes
+        The files (empty for None).
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the file whose name or content cannot be written as given.
+
+    Examples
+    --------
+    >>> file_contents({"estimates.json": b"{}"})
+    {'estimates.json': b'{}'}
+    >>> file_contents({"n.txt": 5})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: files['n.txt'] must be bytes, got int ...
+    """
+    from ...shared.exceptions import ConfigurationError
+
+    if files is None:
+        return {}
+    if not isinstance(files, Mapping):
+        raise ConfigurationError(f"files must be a mapping of file names to bytes, got "
+                                 f"{files!r}")
+    out = {}
+    for name, content in files.items():
+        if not isinstance(name, str) or os.path.basename(name) != name or \
+                name.startswith(".") or name in ("", "program.py"):
+            raise ConfigurationError(f"files: {name!r} must be a plain file name (no folder, "
+                                     "no leading dot, not program.py, which holds the program)")
+        if not isinstance(content, (bytes, bytearray, memoryview)):
+            raise ConfigurationError(f"files[{name!r}] must be bytes, got "
+                                     f"{type(content).__name__} (encode text first)")
+        out[name] = bytes(content)
+    return out
 
 
 @dataclass(frozen=True)

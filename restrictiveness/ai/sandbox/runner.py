@@ -27,7 +27,14 @@ from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.protocol import EXIT_SETUP, MARKER
-from .limits import DEFAULT_ALLOWED_MODULES, REASONS, SandboxLimits, SandboxResult, module_names
+from .limits import (
+    DEFAULT_ALLOWED_MODULES,
+    REASONS,
+    SandboxLimits,
+    SandboxResult,
+    file_contents,
+    module_names,
+)
 from .workdir import (
     OwnedDirectory,
     held_bytes,
@@ -209,11 +216,9 @@ def _prepare(root: Path, control: Path, source: str, inputs, files,
     (control / "in").mkdir(parents=True)
     (control / "out").mkdir()
     (control / "root").mkdir()  # mount point of the built-in backend's new root
-    for name, content in (files or {}).items():
-        if os.path.basename(name) != name or name.startswith("."):
-            raise ConfigurationError(f"files: {name!r} must be a plain file name")
+    for name, content in file_contents(files).items():
         remove_tree(root / name)
-        (root / name).write_bytes(bytes(content))
+        (root / name).write_bytes(content)
     input_names = []
     for name, arr in (inputs or {}).items():
         a = np.asarray(arr)
