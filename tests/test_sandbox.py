@@ -1094,3 +1094,22 @@ def test_a_child_that_never_starts_leaks_no_descriptor(monkeypatch):
         with pytest.raises(OSError, match="fork refused"):
             run_python("print(1)")
     assert channels() - before == set()
+
+
+def test_an_allowed_sqlite3_works_in_the_working_directory_and_nowhere_else():
+    # the guard took every audit event starting "sqlite3.connect" for a path: the
+    # "sqlite3.connect/handle" event carries the connection, and every connect crashed with
+    # "TypeError: expected str, bytes or os.PathLike object, not Connection"
+    source = ("import sqlite3\n"
+              "mem = sqlite3.connect(':memory:')\n"
+              "disk = sqlite3.connect('file:db.sqlite?nolock=1', uri=True)\n"
+              "for con in (mem, disk):\n"
+              "    con.execute('create table t(x)')\n"
+              "    con.executemany('insert into t values (?)', [(2,), (3,)])\n"
+              "    print(con.execute('select sum(x) from t').fetchone()[0])\n")
+    r = run_python(source, allowed_modules=["sqlite3"])
+    assert r.ok and r.stdout.split() == ["5", "5"], r.message
+    outside = run_python("import sqlite3\nsqlite3.connect('/tmp/rx-outside.sqlite')\n",
+                         allowed_modules=["sqlite3"])
+    assert outside.reason == "forbidden" and "sqlite3.connect" in outside.message
+

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -34,6 +35,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1169,6 +1171,14 @@ def test_corpus_covers_every_class():
     assert len(ATTACKS) >= 60 and len({a.name for a in ATTACKS}) == len(ATTACKS)
     assert {"dir_fd", "C modules", "processes", "metadata", "guard", "network", "outliving",
             "deep trees", "floods", "mislabel", "earlier"} <= kinds
+
+
+def test_the_documented_size_of_the_red_team_is_its_size():
+    # the README and the guide said 115 and 97 programs when there were 116
+    root = Path(__file__).resolve().parents[1]
+    for doc in ("README.md", "docs/ai_workflows.rst"):
+        stated = re.findall(r"red team of (\d+) programs", (root / doc).read_text())
+        assert stated == [str(len(ATTACKS))], doc
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])

@@ -157,7 +157,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
             return
         if event.startswith(_denied_events):
             _refuse(event, "")
-        if event.startswith(_write_events):
+        if event in _write_events:  # exact: 'sqlite3.connect/handle' carries no path
             for path in tuple(args)[:2 if event in ("os.rename", "shutil.move") else 1]:
                 if _type(path) is _int or path is None:
                     continue
@@ -165,7 +165,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
                 if where is None or not _inside(where, _home):
                     _refuse(event, repr(path))
             return
-        if event.startswith(_read_events):
+        if event in _read_events:
             path = args[0] if _len(args) else None
             if path is None or _type(path) is _int:
                 return
