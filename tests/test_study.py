@@ -229,6 +229,24 @@ def test_serial_and_parallel_runs_are_identical_and_netcdf_round_trip(tmp_path):
     xr.testing.assert_identical(rx.load(path).dataset, serial)
 
 
+def test_a_seed_results_cannot_store_is_refused_before_the_run(tmp_path):
+    """Seeds above 2**63 - 1 ran to the end, then to_netcdf failed on the 'seed' attribute
+    (netCDF4's TypeError: illegal data type for attribute); the largest storable seed round
+    trips."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    for seed in (2**63, 2**70):
+        with pytest.raises(rx.ConfigurationError, match=r"seed must be at most 2\*\*63 - 1"):
+            rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], seed=seed)
+    study = rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], replications=2,
+                     seed=2**63 - 1)
+    res = study.run(progress=False)
+    res.to_netcdf(tmp_path / "res.nc")
+    back = rx.load(tmp_path / "res.nc")
+    assert int(back.dataset.attrs["seed"]) == back.configuration["seed"] == 2**63 - 1
+    xr.testing.assert_identical(back.dataset, res.dataset)
+
+
 class Noisy(rx.Procedure):
     """Uses its random stream: predictions are the mean label plus one uniform draw."""
 

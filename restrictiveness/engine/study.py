@@ -42,7 +42,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_positive, is_whole, whole_number
+from ..shared.checks import MAX_SEED, is_positive, is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
     CheckpointWarning,
@@ -114,7 +114,8 @@ class Study:
     replications : int
         Number of pseudo-truths M.
     seed : int
-        Root seed; the same seed gives the same numbers whatever the backend.
+        Root seed, 0 to 2**63 − 1 (results store it as a 64-bit attribute); the same seed gives
+        the same numbers whatever the backend.
     draws : int
         Training samples per pseudo-truth and n (K of SPEC §3); a procedure whose ``draws``
         attribute is set (e.g. 1 for an expensive language-model procedure) uses that many.
@@ -209,6 +210,9 @@ class Study:
         if self.replications < 2:
             raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
         self.seed = whole_number(seed, "seed", minimum=0)
+        if self.seed > MAX_SEED:  # the run finished, then to_netcdf failed on the attribute
+            raise ConfigurationError(f"seed must be at most 2**63 - 1 (results store it as a "
+                                     f"64-bit NetCDF attribute), got {seed!r}")
         self.draws = whole_number(draws, "draws", minimum=1)
         if fit_on not in ("training", "evaluation"):
             raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
