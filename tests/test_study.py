@@ -517,6 +517,25 @@ def test_results_refuse_unknown_names_and_contribution_objects():
                  replications=2).run(progress=False, checkpoint=3)
 
 
+class _UnusedClient:
+    """Stands for a dask Client; the run must not go ahead without it."""
+
+    def submit(self, *args, **kwargs):
+        raise AssertionError("not reached: the run is refused first")
+
+
+def test_a_client_with_the_process_backend_is_refused():
+    """client= without backend='dask' ran on the local pool and never used the cluster, with
+    nothing said (the user's 100-worker cluster idle, the laptop busy)."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    for n_jobs in (1, 2):
+        with pytest.raises(rx.ConfigurationError, match="backend='dask' to run on the client"):
+            study.run(client=_UnusedClient(), n_jobs=n_jobs, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="backend='dask' to run on the client"):
+        study.run_units([0], client=_UnusedClient())
+
+
 class _Negative(rx.Discrepancy):
     name = "negative"
 

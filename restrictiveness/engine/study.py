@@ -345,7 +345,7 @@ class Study:
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
             identical either way.
         client : distributed.Client, optional
-            For ``backend="dask"``.
+            For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
             Fit I/O-bound procedures (language-model procedures) on this many threads in this
             process, beside the other procedures' workers (see
@@ -618,6 +618,11 @@ class Study:
         if client is not None and not hasattr(client, "submit"):  # e.g. an address string
             raise ConfigurationError(f"client must be a dask.distributed Client (e.g. "
                                      f"Client('tcp://host:8786')), got {client!r}")
+        if client is not None and backend != "dask":  # ran on the local pool without a word
+            raise ConfigurationError("a dask client was given with backend='processes', which "
+                                     "runs on a local process pool and would not use it; pass "
+                                     "backend='dask' to run on the client's cluster, or drop "
+                                     "client")
         if progress is not None and not isinstance(progress, bool):  # bool('no') is True
             raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
         if concurrency is not None and (not isinstance(concurrency, (int, np.integer))
