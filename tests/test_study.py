@@ -536,6 +536,19 @@ def test_a_client_with_the_process_backend_is_refused():
         study.run_units([0], client=_UnusedClient())
 
 
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
+def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
+    """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;
+    dask's check, the only one, came after the run had started."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    for n_jobs in (1, 2):
+        with pytest.raises(rx.ConfigurationError, match="worker_timeout must be a positive"):
+            study.run(worker_timeout=timeout, n_jobs=n_jobs, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="worker_timeout must be a positive"):
+        study.run_units([0], worker_timeout=timeout)
+
+
 class _Negative(rx.Discrepancy):
     name = "negative"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import multiprocessing
+import numbers
 import os
 import signal
 import sys
@@ -446,7 +447,7 @@ class Study:
             else self._replication_indices(replications)
         # warnings once, from run_units
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
-                             fit_timeout, warn=False)
+                             fit_timeout, worker_timeout, warn=False)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -564,7 +565,7 @@ class Study:
 
         workers = _worker_count(n_jobs, len(replications))
         self._check_shipping(workers, backend, concurrency, requests_per_minute, client,
-                             progress, fit_timeout)
+                             progress, fit_timeout, worker_timeout)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -610,11 +611,18 @@ class Study:
         return [int(m) for m in reps]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
-                        client=None, progress=None, fit_timeout=None, warn=True) -> None:
+                        client=None, progress=None, fit_timeout=None, worker_timeout=60.0,
+                        warn=True) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked (and warn, unless
         ``warn`` is false, of an option that has no effect)."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
+        if isinstance(worker_timeout, bool) or not isinstance(worker_timeout, numbers.Real) \
+                or not float(worker_timeout) > 0:
+            # checked whatever the backend: -1 or "60" passed unread with processes (and "60"
+            # failed with a bare TypeError on dask, True waited 1 s)
+            raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
+                                     f"{worker_timeout!r}")
         if client is not None and not hasattr(client, "submit"):  # e.g. an address string
             raise ConfigurationError(f"client must be a dask.distributed Client (e.g. "
                                      f"Client('tcp://host:8786')), got {client!r}")
@@ -894,9 +902,6 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     except ImportError as exc:
         raise ImportError("backend='dask' needs dask.distributed: "
                           "pip install 'restrictiveness[dask]'") from exc
-    if not worker_timeout > 0:
-        raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
-                                 f"{worker_timeout!r}")
     own = client is None
     if own:
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
