@@ -536,6 +536,19 @@ def test_a_client_with_the_process_backend_is_refused():
         study.run_units([0], client=_UnusedClient())
 
 
+def test_the_summary_says_what_the_baseline_is():
+    """The header named the baseline by its label only: 'Baseline: baseline' for the default,
+    so a printed summary did not say what r̂ is relative to."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    header = study.run(progress=False).summary().tables[0]
+    assert ["Baseline:", "baseline = Constant(formula=None)"] in \
+        [[str(cell).strip() for cell in row] for row in header]
+    named = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant("y ~ 1"),
+                     n=[10], replications=2, baseline_label="mean")
+    assert "mean = Constant(formula='y ~ 1')" in named.run(progress=False).summary().as_text()
+
+
 @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
 def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
     """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;
