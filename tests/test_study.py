@@ -549,6 +549,17 @@ def test_the_summary_says_what_the_baseline_is():
     assert "mean = Constant(formula='y ~ 1')" in named.run(progress=False).summary().as_text()
 
 
+def test_a_summary_of_nothing_is_refused():
+    """summary(procedures=[]) or summary(discrepancy=[]) printed a table without rows (or no
+    table) with nothing said."""
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                   replications=2).run(progress=False)
+    for kwargs in ({"procedures": []}, {"discrepancy": []}, {"procedures": ()}):
+        with pytest.raises(rx.ConfigurationError, match="at least one discrepancy and one"):
+            res.summary(**kwargs)
+    assert "linear" in res.summary(procedures=["linear"], discrepancy=["mse"]).as_text()
+
+
 @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
 def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
     """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;

@@ -780,6 +780,10 @@ class Results(SensitivityMixin):
         procs = (self.procedures if procedures is None
                  else [procedures] if isinstance(procedures, str) else list(procedures))
         procs = [self._procedure(p) for p in procs]
+        if not discs or not procs:  # an empty table with nothing said
+            raise ConfigurationError(f"summary needs at least one discrepancy and one procedure "
+                                     f"(default: all), got discrepancy={discrepancy!r}, "
+                                     f"procedures={procedures!r}")
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()
