@@ -88,6 +88,21 @@ def test_pseudo_truth_is_eligible_and_crn_across_n():
     np.testing.assert_array_equal(truth.train_X(20), truth.train_X(40)[:20])  # nested
 
 
+@pytest.mark.parametrize("order", ["row-major", "random"])
+def test_truth_at_n_does_not_depend_on_the_other_sizes(order):
+    """Adding a smaller n leaves the truth at the others bit for bit (the Cholesky of the
+    largest union is unchanged). With the random sweep order, each n's visiting order was the
+    k-th child of the order stream, k its position in ns: adding n=5 moved the truth at n=10
+    by 0.007."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=60, order=order)
+    two = prior.draw([10, 20], np.random.default_rng(1))
+    three = prior.draw([5, 10, 20], np.random.default_rng(1))
+    for n in (10, 20):
+        np.testing.assert_array_equal(three.eval_y(n), two.eval_y(n))
+        np.testing.assert_array_equal(three.train_y(n), two.train_y(n))
+
+
 def test_interpolated_draws_reproduce_the_truth_and_stay_in_bounds():
     prior = _lottery_like()
     truth = prior.draw([30], np.random.default_rng(2), draws=3)
@@ -212,6 +227,24 @@ def test_serial_and_parallel_runs_are_identical_and_netcdf_round_trip(tmp_path):
     path = tmp_path / "res.nc"
     rx.Results(serial).to_netcdf(path)
     xr.testing.assert_identical(rx.load(path).dataset, serial)
+
+
+def test_a_seed_results_cannot_store_is_refused_before_the_run(tmp_path):
+    """Seeds above 2**63 - 1 ran to the end, then to_netcdf failed on the 'seed' attribute
+    (netCDF4's TypeError: illegal data type for attribute); the largest storable seed round
+    trips."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    for seed in (2**63, 2**70):
+        with pytest.raises(rx.ConfigurationError, match=r"seed must be at most 2\*\*63 - 1"):
+            rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], seed=seed)
+    study = rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], replications=2,
+                     seed=2**63 - 1)
+    res = study.run(progress=False)
+    res.to_netcdf(tmp_path / "res.nc")
+    back = rx.load(tmp_path / "res.nc")
+    assert int(back.dataset.attrs["seed"]) == back.configuration["seed"] == 2**63 - 1
+    xr.testing.assert_identical(back.dataset, res.dataset)
 
 
 class Noisy(rx.Procedure):
@@ -482,6 +515,62 @@ def test_results_refuse_unknown_names_and_contribution_objects():
     with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got 3"):
         rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
                  replications=2).run(progress=False, checkpoint=3)
+
+
+class _UnusedClient:
+    """Stands for a dask Client; the run must not go ahead without it."""
+
+    def submit(self, *args, **kwargs):
+        raise AssertionError("not reached: the run is refused first")
+
+
+def test_a_client_with_the_process_backend_is_refused():
+    """client= without backend='dask' ran on the local pool and never used the cluster, with
+    nothing said (the user's 100-worker cluster idle, the laptop busy)."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    for n_jobs in (1, 2):
+        with pytest.raises(rx.ConfigurationError, match="backend='dask' to run on the client"):
+            study.run(client=_UnusedClient(), n_jobs=n_jobs, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="backend='dask' to run on the client"):
+        study.run_units([0], client=_UnusedClient())
+
+
+def test_the_summary_says_what_the_baseline_is():
+    """The header named the baseline by its label only: 'Baseline: baseline' for the default,
+    so a printed summary did not say what r̂ is relative to."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    header = study.run(progress=False).summary().tables[0]
+    assert ["Baseline:", "baseline = Constant(formula=None)"] in \
+        [[str(cell).strip() for cell in row] for row in header]
+    named = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant("y ~ 1"),
+                     n=[10], replications=2, baseline_label="mean")
+    assert "mean = Constant(formula='y ~ 1')" in named.run(progress=False).summary().as_text()
+
+
+def test_a_summary_of_nothing_is_refused():
+    """summary(procedures=[]) or summary(discrepancy=[]) printed a table without rows (or no
+    table) with nothing said."""
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                   replications=2).run(progress=False)
+    for kwargs in ({"procedures": []}, {"discrepancy": []}, {"procedures": ()}):
+        with pytest.raises(rx.ConfigurationError, match="at least one discrepancy and one"):
+            res.summary(**kwargs)
+    assert "linear" in res.summary(procedures=["linear"], discrepancy=["mse"]).as_text()
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
+def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
+    """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;
+    dask's check, the only one, came after the run had started."""
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1")}, rx.Constant(), n=[10],
+                     replications=2)
+    for n_jobs in (1, 2):
+        with pytest.raises(rx.ConfigurationError, match="worker_timeout must be a positive"):
+            study.run(worker_timeout=timeout, n_jobs=n_jobs, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="worker_timeout must be a positive"):
+        study.run_units([0], worker_timeout=timeout)
 
 
 class _Negative(rx.Discrepancy):

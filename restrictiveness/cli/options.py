@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..shared.checks import MAX_SEED
 from ..shared.exceptions import ConfigurationError
 from ..shared.files import FileLock, LockBusy, atomic_output
 
@@ -35,7 +36,6 @@ __all__ = ["Parser", "add_command", "count", "seed", "jobs", "real", "input_file
 STRICT_STATUS = 1
 #: Seconds to wait for a dask scheduler given by --scheduler.
 CONNECT_TIMEOUT = 10
-_MAX_SEED = 2**63 - 1  # the seed is stored as a 64-bit NetCDF attribute
 
 
 class Parser(argparse.ArgumentParser):
@@ -73,7 +73,7 @@ def count(minimum: int, why: str = "") -> Callable[[str], int]:
 def seed(text: str) -> int:
     """A root seed: a whole number from 0 to 2**63 − 1."""
     value = count(0, "seeds are nonnegative")(text)
-    if value > _MAX_SEED:
+    if value > MAX_SEED:
         raise argparse.ArgumentTypeError(f"{value} is too large: seeds go up to 2**63 - 1")
     return value
 

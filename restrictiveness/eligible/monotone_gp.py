@@ -478,7 +478,8 @@ class MonotoneGP(EvaluationDistribution):
             Positive sample sizes.
         rng : numpy.random.Generator
             The replication's random stream (split into evaluation, latent, sweep-order and
-            training streams, so the truth at ``n`` does not depend on the other sizes' order).
+            training streams; the sweep-order stream of each ``n`` is keyed by ``n`` itself, so
+            the truth at ``n`` does not depend on which other sizes are drawn beside it).
         draws : int
             Independent training sets; those after the first are labelled by GP interpolation
             of the latent field.
@@ -521,8 +522,13 @@ class MonotoneGP(EvaluationDistribution):
                 f"draws > 1 labels new training points by interpolating the latent field, which "
                 f"cannot re-impose {list(self.projected)}; use draws=1 with these constraints")
         eval_rng, latent_rng, order_rng, *train_rngs = rng.spawn(3 + draws)
-        # one visiting-order stream per n, so the truth at n does not depend on the other n
-        order_rngs = dict(zip(ns, order_rng.spawn(len(ns)), strict=True))
+        # one visiting-order stream per n, keyed by n's value and not its position in ns, so
+        # the truth at n does not depend on the other n (a spawn by position shifted every
+        # stream when a smaller n was added)
+        order_seq = order_rng.bit_generator.seed_seq
+        assert isinstance(order_seq, np.random.SeedSequence)  # Generator.spawn makes one
+        order_rngs = {n: np.random.default_rng(np.random.SeedSequence(
+            order_seq.entropy, spawn_key=(*order_seq.spawn_key, n))) for n in ns}
         domain = self.eligible.domain
         eval_X, eval_w = domain.evaluation_points(self.n_eval, eval_rng)
         n_max = ns[-1]

@@ -780,12 +780,16 @@ class Results(SensitivityMixin):
         procs = (self.procedures if procedures is None
                  else [procedures] if isinstance(procedures, str) else list(procedures))
         procs = [self._procedure(p) for p in procs]
+        if not discs or not procs:  # an empty table with nothing said
+            raise ConfigurationError(f"summary needs at least one discrepancy and one procedure "
+                                     f"(default: all), got discrepancy={discrepancy!r}, "
+                                     f"procedures={procedures!r}")
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()
         top = [
             ["Evaluation:", _short(self.configuration.get("evaluation", ""))],
-            ["Baseline:", str(ds.attrs.get("baseline", ""))],
+            ["Baseline:", _short(self._baseline_text())],
             ["Replications:", str(self.replications)],
             ["Draws per truth:", str(ds.sizes.get("draw", 1))],
             ["Seed:", str(ds.attrs.get("seed", ""))],
@@ -817,6 +821,14 @@ class Results(SensitivityMixin):
                          "truths' scale, so r̂ = D̄ / B̄ is 0/0 (Results.degenerate_baseline).")
         smry.add_extra_txt([f"[{i + 1}] {t}" for i, t in enumerate(notes)])
         return smry
+
+    def _baseline_text(self) -> str:
+        """The baseline's label and what it is (its repr from the configuration): the label
+        alone, by default the word 'baseline', did not say what r̂ is relative to."""
+        label = str(self.dataset.attrs.get("baseline", ""))
+        config = self.configuration.get("baseline")
+        shown = config.get(label) if isinstance(config, dict) else None
+        return label if not shown or shown == label else f"{label} = {shown}"
 
     def __repr__(self) -> str:
         return (f"<Results: {len(self.procedures)} procedures × n={self.ns} × "

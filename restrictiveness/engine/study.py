@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import multiprocessing
+import numbers
 import os
 import signal
 import sys
@@ -42,7 +43,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_positive, is_whole, whole_number
+from ..shared.checks import MAX_SEED, is_positive, is_whole, whole_number
 from ..shared.exceptions import (
     BaselineError,
     CheckpointWarning,
@@ -114,7 +115,8 @@ class Study:
     replications : int
         Number of pseudo-truths M.
     seed : int
-        Root seed; the same seed gives the same numbers whatever the backend.
+        Root seed, 0 to 2**63 − 1 (results store it as a 64-bit attribute); the same seed gives
+        the same numbers whatever the backend.
     draws : int
         Training samples per pseudo-truth and n (K of SPEC §3); a procedure whose ``draws``
         attribute is set (e.g. 1 for an expensive language-model procedure) uses that many.
@@ -209,6 +211,9 @@ class Study:
         if self.replications < 2:
             raise ConfigurationError("replications must be at least 2 (standard errors need 2)")
         self.seed = whole_number(seed, "seed", minimum=0)
+        if self.seed > MAX_SEED:  # the run finished, then to_netcdf failed on the attribute
+            raise ConfigurationError(f"seed must be at most 2**63 - 1 (results store it as a "
+                                     f"64-bit NetCDF attribute), got {seed!r}")
         self.draws = whole_number(draws, "draws", minimum=1)
         if fit_on not in ("training", "evaluation"):
             raise ConfigurationError("fit_on must be 'training' or 'evaluation'")
@@ -341,7 +346,7 @@ class Study:
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
             identical either way.
         client : distributed.Client, optional
-            For ``backend="dask"``.
+            For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
             Fit I/O-bound procedures (language-model procedures) on this many threads in this
             process, beside the other procedures' workers (see
@@ -442,7 +447,7 @@ class Study:
             else self._replication_indices(replications)
         # warnings once, from run_units
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
-                             fit_timeout, warn=False)
+                             fit_timeout, worker_timeout, warn=False)
         workers = _worker_count(n_jobs, len(reps))
         if backend == "processes" or client is None:  # a user's cluster has its own memory
             check_memory(self, workers)
@@ -560,7 +565,7 @@ class Study:
 
         workers = _worker_count(n_jobs, len(replications))
         self._check_shipping(workers, backend, concurrency, requests_per_minute, client,
-                             progress, fit_timeout)
+                             progress, fit_timeout, worker_timeout)
         limiter = RateLimiter(requests_per_minute) if requests_per_minute is not None else None
         show = sys.stderr.isatty() if progress is None else bool(progress)
         bar = tqdm(total=len(replications), desc="replications", disable=not show)
@@ -606,14 +611,26 @@ class Study:
         return [int(m) for m in reps]
 
     def _check_shipping(self, n_jobs, backend, concurrency, requests_per_minute,
-                        client=None, progress=None, fit_timeout=None, warn=True) -> None:
+                        client=None, progress=None, fit_timeout=None, worker_timeout=60.0,
+                        warn=True) -> None:
         """Refuse, before any work, a run that cannot be carried out as asked (and warn, unless
         ``warn`` is false, of an option that has no effect)."""
         if backend not in ("processes", "dask"):
             raise ConfigurationError("backend must be 'processes' or 'dask'")
+        if isinstance(worker_timeout, bool) or not isinstance(worker_timeout, numbers.Real) \
+                or not float(worker_timeout) > 0:
+            # checked whatever the backend: -1 or "60" passed unread with processes (and "60"
+            # failed with a bare TypeError on dask, True waited 1 s)
+            raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
+                                     f"{worker_timeout!r}")
         if client is not None and not hasattr(client, "submit"):  # e.g. an address string
             raise ConfigurationError(f"client must be a dask.distributed Client (e.g. "
                                      f"Client('tcp://host:8786')), got {client!r}")
+        if client is not None and backend != "dask":  # ran on the local pool without a word
+            raise ConfigurationError("a dask client was given with backend='processes', which "
+                                     "runs on a local process pool and would not use it; pass "
+                                     "backend='dask' to run on the client's cluster, or drop "
+                                     "client")
         if progress is not None and not isinstance(progress, bool):  # bool('no') is True
             raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
         if concurrency is not None and (not isinstance(concurrency, (int, np.integer))
@@ -885,9 +902,6 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     except ImportError as exc:
         raise ImportError("backend='dask' needs dask.distributed: "
                           "pip install 'restrictiveness[dask]'") from exc
-    if not worker_timeout > 0:
-        raise ConfigurationError(f"worker_timeout must be a positive number of seconds, got "
-                                 f"{worker_timeout!r}")
     own = client is None
     if own:
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,

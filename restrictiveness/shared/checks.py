@@ -16,8 +16,12 @@ import pandas as pd
 
 from .exceptions import ConfigurationError, DataError
 
-__all__ = ["whole_number", "is_whole", "is_positive", "probability", "labelled", "keywords_of",
-           "known_keywords", "numeric_column", "aligned_by_label", "real_predictions"]
+__all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "probability", "labelled",
+           "keywords_of", "known_keywords", "numeric_column", "aligned_by_label",
+           "real_predictions"]
+
+#: The largest root seed of a study: results store it as a 64-bit NetCDF attribute.
+MAX_SEED = 2**63 - 1
 
 
 def whole_number(value: object, name: str, minimum: int | None = None) -> int:
