@@ -279,6 +279,20 @@ def test_an_exact_fit_at_the_lower_bounds_with_z_lo_zero():
     assert fit.params == {"alpha": 0.01, "delta": 0.01}
 
 
+def test_zero_certainty_equivalents_at_a_zero_low_prize_fit_without_error():
+    # CE 0 for lotteries with z_lo = 0 and p up to 0.95: the fit runs to an exact fit through
+    # ever smaller steps, whose curvature dxᵀy squared underflowed to 0 in the secant update
+    # (ZeroDivisionError from numba in CPT, CPT(alpha,gamma) and Prelec RDU fits)
+    X = np.array([[0.5, 0.0, 0.95], [0.77, 0.0, 0.05], [0.32, 0.0, 0.6]])
+    for model in (CPT(), CPT(free=("alpha", "gamma")), RDU(weighting=PrelecWeighting())):
+        fit = model.fit_arrays(X, np.zeros(3))
+        # the lowest CEs the bounds allow: 0.5^100 z_hi ≈ 1e-30 with δ = 1, exactly 0 in ssr
+        # when δ is free too
+        assert 0.0 <= fit.ssr < 1e-59 and (np.abs(fit.predict(X)) < 1e-29).all()
+    assert CPT().fit_arrays(X, np.zeros(3)).params == {"alpha": 0.01, "gamma": 0.01,
+                                                      "delta": 0.01}
+
+
 def test_disappointment_aversion_is_cpt_reparameterised():
     rng = np.random.default_rng(5)
     X = lotteries(rng, 100)
