@@ -427,6 +427,33 @@ def test_bounds_and_grids_are_checked_at_both_ends():
     CPT(grid={"alpha": [0.01, 1.0]})           # the bounds themselves are in range
 
 
+def test_bounds_and_grids_the_fit_would_ignore_or_misread_are_refused():
+    X = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8], [0.5, 0.0, 0.1]])
+    y = np.array([0.4, 0.3, 0.6, 0.1])
+    # a NaN grid value passed the range check and the fit returned arbitrary estimates with
+    # ssr = inf
+    with pytest.raises(ConfigurationError, match=r"grid for 'alpha' must be finite numbers"):
+        CPT(grid={"alpha": [np.nan, 0.5]})
+    # a grid or bounds for a parameter the model fixes at 1 were dropped without a word
+    for make in (lambda: CPT(free=("alpha",), grid={"gamma": [0.5]}),
+                 lambda: RDU(free=("alpha",), bounds={"gamma": (0.5, 1.0)}),
+                 lambda: ExpectedUtility(bounds={"delta": (0.5, 2.0)}),
+                 lambda: RDU(weighting=LinearWeighting(), bounds={"delta": (0.5, 2.0)})):
+        with pytest.raises(ConfigurationError, match="which this model fixes at 1"):
+            make()
+    with pytest.raises(ConfigurationError, match=r"grid for 'alpha', which this model fixes "
+                                                 r"at 1 \(its free parameters: \['eta'\]\)"):
+        DisappointmentAversion(free=("eta",), grid={"alpha": [0.5]})
+    # a bound that is not a pair of numbers: (True, 2) was read as (1, 2), the rest TypeErrors
+    for pair in ((True, 2.0), ("0.1", "1"), 0.5, (0.1, 0.5, 1.0)):
+        with pytest.raises(ConfigurationError, match=r"bounds for 'alpha' must be a pair"):
+            RDU(bounds={"alpha": pair})
+    # what stays accepted: any pair of numbers, and the fit honours it
+    fit = RDU(bounds={"alpha": np.array([0.1, 0.5])}).fit_arrays(X, y)
+    assert 0.1 <= fit.params["alpha"] <= 0.5
+    assert ExpectedUtility(bounds={"alpha": (0.1, 2.0)}).bounds["alpha"] == (0.1, 2.0)
+
+
 def test_invalid_arguments_raise_named_errors():
     with pytest.raises(ConfigurationError, match="free"):
         CPT(free=("alpha", "beta"))
