@@ -610,6 +610,36 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
         rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")
 
 
+def test_lottery_frames_are_read_by_their_own_columns_only():
+    df = pd.DataFrame({"z_hi": [1.0, 0.6, 0.9, 0.5], "z_lo": [0.0, 0.2, 0.1, 0.0],
+                       "p": [0.5, 0.3, 0.8, 0.1], "ce": [0.4, 0.3, 0.6, 0.1]})
+    ev = df["p"] * df["z_hi"] + (1 - df["p"]) * df["z_lo"]
+    named = df.assign(name=["ann", "bob", "cy", "di"])
+    # another column of text made the whole frame's float conversion fail (a bare ValueError)
+    np.testing.assert_array_equal(ExpectedValue().fit(named).predict(named), ev)
+    rule = CPT(free=("alpha",)).fit(Sample(df[list(COLUMNS)].to_numpy(), df["ce"].to_numpy(),
+                                           COLUMNS))
+    np.testing.assert_array_equal(rule.predict(named[["name", "p", "z_lo", "z_hi"]]),
+                                  rule.predict(df[list(COLUMNS)].to_numpy()))
+    res = CPT(free=("alpha",)).fit(df)
+    np.testing.assert_array_equal(res.predict(named), res.fittedvalues)
+    # a column named twice: the first was read, silently
+    twice = pd.concat([df, df[["p"]] * 0.5], axis=1)
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        rule.predict(twice)
+    # text, complex or missing lottery columns: numbers read from strings, the imaginary part
+    # dropped, or a KeyError from the estimation results
+    for bad, dtype in ((df.assign(p=df["p"].astype(str)), "str|object"),
+                       (df.assign(z_hi=df["z_hi"].astype(complex)), "complex128")):
+        with pytest.raises(DataError, match=f"column '(p|z_hi)' is not numeric \\(dtype "
+                                            f"({dtype})\\)"):
+            ExpectedValue().fit(bad)
+        with pytest.raises(DataError, match="is not numeric"):
+            res.predict(bad)
+    with pytest.raises(FormulaError, match=r"need column\(s\) \['p'\]"):
+        res.predict(df.drop(columns="p"))
+
+
 def test_a_study_refuses_lottery_columns_it_lacks_before_any_fit():
     # a misspelt column used to fail every fit silently into the baseline (r̂ = 1, a warning)
     import restrictiveness as rx

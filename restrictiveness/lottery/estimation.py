@@ -252,8 +252,8 @@ class LotteryNLSResults(LeastSquaresResults):
         """
         if exog is None:
             return self.fittedvalues
-        if isinstance(exog, pd.DataFrame):
-            exog = exog[list(self.model.names[1:])].to_numpy(float)
+        if isinstance(exog, pd.DataFrame):  # the formula's columns, checked like the data's
+            exog = lottery_matrix(exog, names=self.model.names[1:])
         return self.fitted.predict(lottery_matrix(exog))
 
     def _summary_model(self) -> list[tuple[str, str]]:
