@@ -640,6 +640,35 @@ def test_lottery_frames_are_read_by_their_own_columns_only():
         res.predict(df.drop(columns="p"))
 
 
+def test_estimation_and_completeness_refuse_lottery_columns_that_are_not_numbers():
+    import restrictiveness as rx
+
+    df = pd.DataFrame({"participant": [1, 1, 2, 2, 3], "lottery": [1, 2, 3, 4, 5],
+                       "z_hi": [1.0, 0.6, 0.9, 0.5, 0.7], "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3],
+                       "p": [0.5, 0.3, 0.8, 0.1, 0.6], "ce": [0.4, 0.3, 0.6, 0.1, 0.45]})
+    # text was parsed as numbers, a categorical read as its categories' values and a complex
+    # column cut to its real part (NLS estimation refuses all three; these read them)
+    for bad, dtype in ((df.assign(p=df["p"].astype(str)), "str|object"),
+                       (df.assign(p=pd.Categorical(df["p"].astype(str))), "category"),
+                       (df.assign(ce=df["ce"] + 1e-3j), "complex128")):
+        with pytest.raises(DataError, match=f"column '(p|ce)' is not numeric \\(dtype "
+                                            f"({dtype})\\)"):
+            CPT.from_formula("ce ~ z_hi + z_lo + p", bad, free=("alpha",))
+        with pytest.raises(DataError, match="TableSample: column '(p|ce)' is not numeric"):
+            rx.lottery.completeness(bad, {"EU": ExpectedUtility()}, folds=2)
+    # a column given twice was an AttributeError, and its first copy was read in completeness
+    twice = pd.concat([df, df[["p"]] * 0.5], axis=1)
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        CPT.from_formula("ce ~ z_hi + z_lo + p", twice, free=("alpha",))
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        rx.lottery.completeness(twice, {"EU": ExpectedUtility()}, folds=2)
+    # numbers (and booleans) stay accepted and give the same estimate whatever their dtype
+    as_float = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha",)).fit().params
+    as_f32 = CPT.from_formula("ce ~ z_hi + z_lo + p", df.astype({"p": np.float32}),
+                              free=("alpha",)).fit().params
+    assert as_f32["alpha"] == pytest.approx(as_float["alpha"], rel=1e-6)
+
+
 def test_a_study_refuses_lottery_columns_it_lacks_before_any_fit():
     # a misspelt column used to fail every fit silently into the baseline (r̂ = 1, a warning)
     import restrictiveness as rx
