@@ -441,6 +441,10 @@ def test_bounds_and_grids_the_fit_would_ignore_or_misread_are_refused():
                  lambda: RDU(weighting=LinearWeighting(), bounds={"delta": (0.5, 2.0)})):
         with pytest.raises(ConfigurationError, match="which this model fixes at 1"):
             make()
+    # an η grid beyond δ's bounds (η = 200 is δ < 0.01) was reported as a grid for 'delta'
+    with pytest.raises(ConfigurationError, match="grid for 'eta' must be nonempty values "
+                                                 "within its bounds"):
+        DisappointmentAversion(grid={"eta": [0.0, 200.0]})
     with pytest.raises(ConfigurationError, match=r"grid for 'alpha', which this model fixes "
                                                  r"at 1 \(its free parameters: \['eta'\]\)"):
         DisappointmentAversion(free=("eta",), grid={"alpha": [0.5]})

@@ -354,8 +354,8 @@ class RDU(_LotteryProcedure):
             self.grid[q] = tuple(float(v) for v in vals)
             lo, hi = self.bounds[q]
             if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:
-                raise ConfigurationError(f"grid for {q!r} must be nonempty values within its "
-                                         "bounds")
+                raise ConfigurationError(f"grid for {self._reported_label(q)!r} must be "
+                                         "nonempty values within its bounds")
         if label is not None:
             self.label = label
         elif type(self) is RDU:
