@@ -664,6 +664,19 @@ def test_demand_helpers_refuse_inputs_they_cannot_use():
         MixedLogit(reflect="no")
 
 
+def test_mixed_logit_refuses_random_terms_named_twice_or_none(nevo):
+    # a term named twice fitted a two-dimensional coefficient on one column: three Cholesky
+    # entries all labelled L[prices,prices], not identified apart, and reported as estimates
+    with pytest.raises(ConfigurationError, match=r"random names \['prices'\] more than once"):
+        MixedLogit(random=["prices", "sugar", "prices"])
+    with pytest.raises(ConfigurationError, match=r"random names \['prices'\] more than once"):
+        MixedLogit.from_formula("shares ~ prices + sugar", nevo, random=["prices", "prices"])
+    # no term at all was refused only at the fit, as "random terms [] are not design columns"
+    with pytest.raises(ConfigurationError, match="random must name at least one design column"):
+        MixedLogit(random=[])
+    assert MixedLogit(random="prices").random == ("prices",)
+
+
 def test_a_study_refuses_demand_names_it_lacks_before_any_fit():
     # each used to fail every fit silently into the baseline (r̂ = 1, a warning)
     import restrictiveness as rx
