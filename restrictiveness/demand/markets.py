@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import ConvexHull, QhullError
 
-from ..shared.checks import numeric_column, probability, whole_number
+from ..shared.checks import numeric_columns, probability, whole_number
 from ..shared.exceptions import DataError, DomainError
 
 __all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
@@ -150,8 +150,8 @@ class MarketDistribution:
             raise DataError(f"MarketDistribution: data lack the columns {missing}")
         n_products = whole_number(n_products, "n_products", minimum=1)  # int() took 2.5 as 2
         p_mushy = probability(p_mushy, "p_mushy")  # float() took the string "0.5"
-        for c in MARKET_COLUMNS:  # text was parsed as numbers, complex cut to its real part
-            numeric_column(data[c], "MarketDistribution")
+        # text was parsed as numbers, complex cut to its real part
+        numeric_columns(data, MARKET_COLUMNS, "MarketDistribution")
         values = data[list(MARKET_COLUMNS)].to_numpy(dtype=float)
         if not np.isfinite(values).all():
             raise DataError("MarketDistribution: data contain missing or infinite values")

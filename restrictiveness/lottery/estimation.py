@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults, cluster_codes
-from ..shared.checks import numeric_column
+from ..shared.checks import numeric_columns
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
@@ -113,12 +113,8 @@ class LotteryNLS:
             raise FormulaError(f"formula {formula!r} names column(s) {missing} that the data "
                                f"do not have; available columns: {list(data.columns)}")
         cols = [f.response, *f.covariates]
-        twice = [c for c in cols if list(data.columns).count(c) > 1]
-        if twice:
-            raise DataError(f"formula {formula!r}: the data have column(s) {twice} more than "
-                            "once")
-        for c in cols:  # text was parsed as numbers, a complex column lost its imaginary part
-            numeric_column(data[c], f"formula {formula!r}")
+        # text was parsed as numbers, complex cut to its real part, a repeated column misread
+        numeric_columns(data, cols, f"formula {formula!r}")
         if data[cols].isna().any().any():
             raise DataError(f"formula {formula!r}: the data contain missing values (NaN); "
                             "drop or impute them first")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..shared.checks import numeric_column
+from ..shared.checks import numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 
@@ -74,11 +74,7 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
         if missing:
             raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
                                f"columns: {list(X.columns)}")
-        twice = [c for c in names if list(X.columns).count(c) > 1]
-        if twice:  # the first was read, silently
-            raise DataError(f"the lottery covariates have column(s) {twice} more than once")
-        for c in names:
-            numeric_column(X[c], "lottery covariates")
+        numeric_columns(X, names, "lottery covariates")  # a repeated one: the first was read
         X, columns = X[list(names)].to_numpy(dtype=float), list(names)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
