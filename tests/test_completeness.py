@@ -689,6 +689,28 @@ def test_lottery_completeness_refuses_data_that_are_neither_frame_nor_path():
         rx.lottery.completeness("no-such-dir/ch03_data.csv")
 
 
+def test_lottery_completeness_default_benchmark_is_the_papers_gp_whatever_the_labels():
+    import restrictiveness as rx
+
+    data = lottery_data()
+    mine = {"CPT(alpha)": rx.lottery.CPT(free=("alpha",))}
+    reference = rx.lottery.completeness(data, mine, folds=3)
+    kappa = float(reference.dataset["kappa"].sel(procedure="CPT(alpha)"))
+    # a procedure the caller labels "GP regression" stood in for the benchmark whatever it was:
+    # here CPT(α) itself, so every κ was relative to CPT(α) (its own κ 1, by definition)
+    relabelled = rx.lottery.completeness(
+        data, {"GP regression": rx.lottery.CPT(free=("alpha",))}, folds=3)
+    ds = relabelled.dataset
+    assert ds.attrs["benchmark"] == "benchmark"          # the paper's GP, fitted apart
+    assert float(ds["kappa"].sel(procedure="GP regression")) == pytest.approx(kappa, rel=1e-9)
+    # the paper's GP under its label still serves as the benchmark, fitted once
+    same = rx.lottery.completeness(data, {**mine, "GP regression": rx.lottery.gp_regression()},
+                                   folds=3)
+    assert same.dataset.attrs["benchmark"] == "GP regression"
+    assert float(same.dataset["kappa"].sel(procedure="CPT(alpha)")) == pytest.approx(kappa,
+                                                                                 rel=1e-12)
+
+
 def test_one_cluster_warns_that_its_clustered_se_is_undefined():
     # one participant's responses: κ̂ is defined, its clustered SE is not (S − 1 = 0); the NaN
     # used to appear in the table without a word

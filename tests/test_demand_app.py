@@ -19,6 +19,50 @@ def test_market_sample_aligns_products_across_markets():
     np.testing.assert_allclose(np.sort(s.y[0]), np.sort(first["shares"].to_numpy()))
 
 
+def test_market_sample_refuses_markets_whose_positions_are_not_one_product():
+    # a position is a product for the per-product procedures (the log-share benchmark); markets
+    # listing other products, or one product twice, were paired by rank without a word
+    data = rx.datasets.load_cereal()
+    first, second = sorted(data["market_ids"].unique())[:2]
+    renamed = data.copy()
+    row = renamed.index[renamed["market_ids"] == second][0]
+    renamed.loc[row, "product_ids"] = "F9B99"
+    with pytest.raises(rx.DataError, match=rf"every market must list the same products; "
+                                           rf"market\(s\) \['{second}'\] differ from market "
+                                           rf"'{first}'"):
+        rx.demand.market_sample(renamed)
+    doubled = data.copy()
+    doubled.loc[row, "product_ids"] = doubled["product_ids"].iloc[row + 1]
+    with pytest.raises(rx.DataError, match=rf"market\(s\) \['{second}'\] list a product id "
+                                           "more than once"):
+        rx.demand.market_sample(doubled)
+    with pytest.raises(rx.DataError, match="every market must list the same products"):
+        rx.demand.completeness(renamed, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
+
+
+def test_one_product_markets_refuse_cross_price_elasticities_and_keep_the_rest():
+    from restrictiveness.demand.markets import MarketDistribution
+    from restrictiveness.demand.prior import DemandPrior
+
+    prior = DemandPrior(market=MarketDistribution(n_products=1), n_types=16,
+                        n_reference_types=16, n_eval=4, n_train=10)
+    # the mean over no cross-price entries was NaN, reported as the baseline's non-finite loss
+    # (with advice about KL)
+    with pytest.raises(rx.ConfigurationError, match="cross: cross-price elasticities need at "
+                                                    "least two products per market; these "
+                                                    "markets have 1"):
+        rx.demand.study({"MNL": rx.demand.MNL()}, n=[10], replications=2, prior=prior).run(
+            progress=False)
+    res = rx.Study(prior, {"MNL": rx.demand.MNL()}, baseline=rx.demand.Logit(),
+                   discrepancies=(rx.demand.SharesMSE(), rx.demand.OwnElasticityMSE()), n=[10],
+                   replications=2).run(progress=False)
+    # the baseline's own-price loss is the mean squared true own elasticity, one per market
+    truth = prior.draw([10], np.random.default_rng(0))
+    assert rx.demand.OwnElasticityMSE().scale(truth, 10) == pytest.approx(
+        float(np.mean(truth.elasticities(10)[:, 0, 0] ** 2)))
+    assert np.isfinite(res.estimates()["estimate"]).all()
+
+
 def test_small_demand_study_runs_with_three_discrepancies():
     prior = rx.demand.DemandPrior(n_types=32, n_reference_types=32, n_eval=4, n_train=30)
     res = rx.demand.study({"MNL": rx.demand.MNL()}, n=[30], replications=2, prior=prior).run(

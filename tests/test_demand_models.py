@@ -466,6 +466,28 @@ def test_estimator_rejects_unbalanced_markets(nevo):
         MNL.from_formula("shares ~ prices", nevo.iloc[:0]).fit()
 
 
+def test_estimator_refuses_columns_that_are_not_numbers(nevo):
+    # text was parsed as numbers and a complex column cut to its real part (a numpy
+    # ComplexWarning at most), where NLS and the lottery estimators refuse both; a column given
+    # twice was a bare reshape ValueError
+    base = MNL.from_formula("shares ~ prices + sugar", nevo).fit().params
+    for bad, column, dtype in ((nevo.assign(prices=nevo["prices"].astype(str)), "prices",
+                                "str|object"),
+                               (nevo.assign(shares=nevo["shares"] + 0j), "shares", "complex128"),
+                               (nevo.assign(sugar=pd.Categorical(nevo["sugar"])), "sugar",
+                                "category")):
+        with pytest.raises(DataError, match=f"demand data: column '{column}' is not numeric "
+                                            f"\\(dtype ({dtype})\\)"):
+            MNL.from_formula("shares ~ prices + sugar", bad)
+    with pytest.raises(DataError, match=r"column\(s\) \['prices'\] more than once"):
+        MNL.from_formula("shares ~ prices + sugar",
+                         pd.concat([nevo, nevo[["prices"]] * 2], axis=1))
+    # numbers in any real dtype stay accepted, with the same estimates
+    as_f32 = MNL.from_formula("shares ~ prices + sugar",
+                              nevo.astype({"sugar": np.float32})).fit().params
+    np.testing.assert_allclose(as_f32, base, rtol=1e-6)
+
+
 def long_frame(X, y):
     """Markets ``(n, J, 3)`` and shares ``(n, J)`` as long product data, one row per product."""
     n, J, _ = X.shape
@@ -640,6 +662,19 @@ def test_demand_helpers_refuse_inputs_they_cannot_use():
         MixedLogit(seed=-1)
     with pytest.raises(ConfigurationError, match="reflect must be True or False, got 'no'"):
         MixedLogit(reflect="no")
+
+
+def test_mixed_logit_refuses_random_terms_named_twice_or_none(nevo):
+    # a term named twice fitted a two-dimensional coefficient on one column: three Cholesky
+    # entries all labelled L[prices,prices], not identified apart, and reported as estimates
+    with pytest.raises(ConfigurationError, match=r"random names \['prices'\] more than once"):
+        MixedLogit(random=["prices", "sugar", "prices"])
+    with pytest.raises(ConfigurationError, match=r"random names \['prices'\] more than once"):
+        MixedLogit.from_formula("shares ~ prices + sugar", nevo, random=["prices", "prices"])
+    # no term at all was refused only at the fit, as "random terms [] are not design columns"
+    with pytest.raises(ConfigurationError, match="random must name at least one design column"):
+        MixedLogit(random=[])
+    assert MixedLogit(random="prices").random == ("prices",)
 
 
 def test_a_study_refuses_demand_names_it_lacks_before_any_fit():

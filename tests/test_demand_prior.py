@@ -32,7 +32,7 @@ from restrictiveness.demand.markets import (
 from restrictiveness.demand.prior import DemandPrior, DemandSystem, _grid_field
 from restrictiveness.eligible.kernels import Matern32
 from restrictiveness.eligible.truth import PseudoTruth
-from restrictiveness.shared.exceptions import ConfigurationError, DomainError
+from restrictiveness.shared.exceptions import ConfigurationError, DataError, DomainError
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +161,33 @@ def test_market_errors_name_the_argument(market, truth):
         truth.system.shares(np.ones((2, 23, 3)))
     with pytest.raises(DomainError, match="h must be finite"):
         truth.system.perturbed_shares(truth.eval_X, np.ones(3))
+
+
+def test_market_distribution_refuses_calibrations_and_options_it_cannot_honour():
+    cereal = load_cereal()
+    # prices that are not positive: elasticities are differences in log price, and such
+    # markets failed only once a study ran (a BaselineError from log_price_steps)
+    for prices in (cereal["prices"] - 0.1, cereal["prices"].where(cereal.index != 0, 0.0)):
+        with pytest.raises(DataError, match="prices must be positive"):
+            MarketDistribution(cereal.assign(prices=prices))
+    # text prices were parsed as numbers
+    with pytest.raises(DataError, match="column 'prices' is not numeric"):
+        MarketDistribution(cereal.assign(prices=cereal["prices"].astype(str)))
+    # n_products = 2.5 drew markets of 2 products, and the string "0.5" was a probability
+    with pytest.raises(ConfigurationError, match="n_products must be a whole number >= 1, "
+                                                 "got 2.5"):
+        MarketDistribution(n_products=2.5)
+    with pytest.raises(ConfigurationError, match="p_mushy must lie in \\(0, 1\\), got '0.5'"):
+        MarketDistribution(p_mushy="0.5")
+    # an array was an AttributeError; a flat hull scipy's multi-line QhullError; a missing
+    # mushy status a message about point shapes
+    with pytest.raises(DataError, match="must be a DataFrame"):
+        MarketDistribution(cereal[["prices", "sugar", "mushy"]].to_numpy())
+    with pytest.raises(DomainError, match="collinear"):
+        MarketDistribution(cereal.assign(sugar=1.0))
+    with pytest.raises(DataError, match="fewer than 3 products with mushy = 1"):
+        MarketDistribution(cereal[cereal["mushy"] == 0])
+    assert MarketDistribution(n_products=24.0).n_products == 24
 
 
 # --- kernel ---------------------------------------------------------------------------------------

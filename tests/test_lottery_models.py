@@ -279,6 +279,20 @@ def test_an_exact_fit_at_the_lower_bounds_with_z_lo_zero():
     assert fit.params == {"alpha": 0.01, "delta": 0.01}
 
 
+def test_zero_certainty_equivalents_at_a_zero_low_prize_fit_without_error():
+    # CE 0 for lotteries with z_lo = 0 and p up to 0.95: the fit runs to an exact fit through
+    # ever smaller steps, whose curvature dxᵀy squared underflowed to 0 in the secant update
+    # (ZeroDivisionError from numba in CPT, CPT(alpha,gamma) and Prelec RDU fits)
+    X = np.array([[0.5, 0.0, 0.95], [0.77, 0.0, 0.05], [0.32, 0.0, 0.6]])
+    for model in (CPT(), CPT(free=("alpha", "gamma")), RDU(weighting=PrelecWeighting())):
+        fit = model.fit_arrays(X, np.zeros(3))
+        # the lowest CEs the bounds allow: 0.5^100 z_hi ≈ 1e-30 with δ = 1, exactly 0 in ssr
+        # when δ is free too
+        assert 0.0 <= fit.ssr < 1e-59 and (np.abs(fit.predict(X)) < 1e-29).all()
+    assert CPT().fit_arrays(X, np.zeros(3)).params == {"alpha": 0.01, "gamma": 0.01,
+                                                      "delta": 0.01}
+
+
 def test_disappointment_aversion_is_cpt_reparameterised():
     rng = np.random.default_rng(5)
     X = lotteries(rng, 100)
@@ -411,6 +425,37 @@ def test_bounds_and_grids_are_checked_at_both_ends():
                                                  "within its"):
         CPT(grid={"alpha": [0.5, 1.5]})
     CPT(grid={"alpha": [0.01, 1.0]})           # the bounds themselves are in range
+
+
+def test_bounds_and_grids_the_fit_would_ignore_or_misread_are_refused():
+    X = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8], [0.5, 0.0, 0.1]])
+    y = np.array([0.4, 0.3, 0.6, 0.1])
+    # a NaN grid value passed the range check and the fit returned arbitrary estimates with
+    # ssr = inf
+    with pytest.raises(ConfigurationError, match=r"grid for 'alpha' must be finite numbers"):
+        CPT(grid={"alpha": [np.nan, 0.5]})
+    # a grid or bounds for a parameter the model fixes at 1 were dropped without a word
+    for make in (lambda: CPT(free=("alpha",), grid={"gamma": [0.5]}),
+                 lambda: RDU(free=("alpha",), bounds={"gamma": (0.5, 1.0)}),
+                 lambda: ExpectedUtility(bounds={"delta": (0.5, 2.0)}),
+                 lambda: RDU(weighting=LinearWeighting(), bounds={"delta": (0.5, 2.0)})):
+        with pytest.raises(ConfigurationError, match="which this model fixes at 1"):
+            make()
+    # an η grid beyond δ's bounds (η = 200 is δ < 0.01) was reported as a grid for 'delta'
+    with pytest.raises(ConfigurationError, match="grid for 'eta' must be nonempty values "
+                                                 "within its bounds"):
+        DisappointmentAversion(grid={"eta": [0.0, 200.0]})
+    with pytest.raises(ConfigurationError, match=r"grid for 'alpha', which this model fixes "
+                                                 r"at 1 \(its free parameters: \['eta'\]\)"):
+        DisappointmentAversion(free=("eta",), grid={"alpha": [0.5]})
+    # a bound that is not a pair of numbers: (True, 2) was read as (1, 2), the rest TypeErrors
+    for pair in ((True, 2.0), ("0.1", "1"), 0.5, (0.1, 0.5, 1.0)):
+        with pytest.raises(ConfigurationError, match=r"bounds for 'alpha' must be a pair"):
+            RDU(bounds={"alpha": pair})
+    # what stays accepted: any pair of numbers, and the fit honours it
+    fit = RDU(bounds={"alpha": np.array([0.1, 0.5])}).fit_arrays(X, y)
+    assert 0.1 <= fit.params["alpha"] <= 0.5
+    assert ExpectedUtility(bounds={"alpha": (0.1, 2.0)}).bounds["alpha"] == (0.1, 2.0)
 
 
 def test_invalid_arguments_raise_named_errors():
@@ -567,6 +612,65 @@ def test_lottery_helpers_refuse_inputs_they_cannot_use():
         rx.lottery.RDU(utility="power")
     with pytest.raises(DataError, match="gains_only must be True or False, got 'no'"):
         rx.datasets.load_bruhin("ch03_data.csv", gains_only="no")
+
+
+def test_lottery_frames_are_read_by_their_own_columns_only():
+    df = pd.DataFrame({"z_hi": [1.0, 0.6, 0.9, 0.5], "z_lo": [0.0, 0.2, 0.1, 0.0],
+                       "p": [0.5, 0.3, 0.8, 0.1], "ce": [0.4, 0.3, 0.6, 0.1]})
+    ev = df["p"] * df["z_hi"] + (1 - df["p"]) * df["z_lo"]
+    named = df.assign(name=["ann", "bob", "cy", "di"])
+    # another column of text made the whole frame's float conversion fail (a bare ValueError)
+    np.testing.assert_array_equal(ExpectedValue().fit(named).predict(named), ev)
+    rule = CPT(free=("alpha",)).fit(Sample(df[list(COLUMNS)].to_numpy(), df["ce"].to_numpy(),
+                                           COLUMNS))
+    np.testing.assert_array_equal(rule.predict(named[["name", "p", "z_lo", "z_hi"]]),
+                                  rule.predict(df[list(COLUMNS)].to_numpy()))
+    res = CPT(free=("alpha",)).fit(df)
+    np.testing.assert_array_equal(res.predict(named), res.fittedvalues)
+    # a column named twice: the first was read, silently
+    twice = pd.concat([df, df[["p"]] * 0.5], axis=1)
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        rule.predict(twice)
+    # text, complex or missing lottery columns: numbers read from strings, the imaginary part
+    # dropped, or a KeyError from the estimation results
+    for bad, dtype in ((df.assign(p=df["p"].astype(str)), "str|object"),
+                       (df.assign(z_hi=df["z_hi"].astype(complex)), "complex128")):
+        with pytest.raises(DataError, match=f"column '(p|z_hi)' is not numeric \\(dtype "
+                                            f"({dtype})\\)"):
+            ExpectedValue().fit(bad)
+        with pytest.raises(DataError, match="is not numeric"):
+            res.predict(bad)
+    with pytest.raises(FormulaError, match=r"need column\(s\) \['p'\]"):
+        res.predict(df.drop(columns="p"))
+
+
+def test_estimation_and_completeness_refuse_lottery_columns_that_are_not_numbers():
+    import restrictiveness as rx
+
+    df = pd.DataFrame({"participant": [1, 1, 2, 2, 3], "lottery": [1, 2, 3, 4, 5],
+                       "z_hi": [1.0, 0.6, 0.9, 0.5, 0.7], "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3],
+                       "p": [0.5, 0.3, 0.8, 0.1, 0.6], "ce": [0.4, 0.3, 0.6, 0.1, 0.45]})
+    # text was parsed as numbers, a categorical read as its categories' values and a complex
+    # column cut to its real part (NLS estimation refuses all three; these read them)
+    for bad, dtype in ((df.assign(p=df["p"].astype(str)), "str|object"),
+                       (df.assign(p=pd.Categorical(df["p"].astype(str))), "category"),
+                       (df.assign(ce=df["ce"] + 1e-3j), "complex128")):
+        with pytest.raises(DataError, match=f"column '(p|ce)' is not numeric \\(dtype "
+                                            f"({dtype})\\)"):
+            CPT.from_formula("ce ~ z_hi + z_lo + p", bad, free=("alpha",))
+        with pytest.raises(DataError, match="TableSample: column '(p|ce)' is not numeric"):
+            rx.lottery.completeness(bad, {"EU": ExpectedUtility()}, folds=2)
+    # a column given twice was an AttributeError, and its first copy was read in completeness
+    twice = pd.concat([df, df[["p"]] * 0.5], axis=1)
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        CPT.from_formula("ce ~ z_hi + z_lo + p", twice, free=("alpha",))
+    with pytest.raises(DataError, match=r"column\(s\) \['p'\] more than once"):
+        rx.lottery.completeness(twice, {"EU": ExpectedUtility()}, folds=2)
+    # numbers (and booleans) stay accepted and give the same estimate whatever their dtype
+    as_float = CPT.from_formula("ce ~ z_hi + z_lo + p", df, free=("alpha",)).fit().params
+    as_f32 = CPT.from_formula("ce ~ z_hi + z_lo + p", df.astype({"p": np.float32}),
+                              free=("alpha",)).fit().params
+    assert as_f32["alpha"] == pytest.approx(as_float["alpha"], rel=1e-6)
 
 
 def test_a_study_refuses_lottery_columns_it_lacks_before_any_fit():

@@ -245,6 +245,21 @@ def test_secant_update_satisfies_the_secant_equation():
         np.testing.assert_array_equal(S2, S)
 
 
+def test_secant_update_skips_a_step_whose_curvature_underflows():
+    """dxᵀy > 0 but (dxᵀy)² = 0 in floating point (a step of 1e-170 at the end of an exact
+    fit): S is left alone rather than divided by zero (a ZeroDivisionError in numba)."""
+    from restrictiveness.shared._lsq_nb import _secant_update
+
+    dx = np.array([1e-100, 2e-100])
+    y = np.array([1e-63, 1e-63])
+    assert dx @ y > 0.0 and (dx @ y) ** 2 == 0.0
+    S = np.array([[1.0, 0.5], [0.5, 2.0]])
+    S1 = S.copy()
+    with np.errstate(all="raise"):
+        _secant_update(S1, dx, y, np.array([1.0, -1.0]))
+    np.testing.assert_array_equal(S1, S)
+
+
 @pytest.mark.parametrize("side", [-1, 1])
 def test_a_step_that_reaches_a_new_bound_does_not_end_the_fit(side):
     """With ``‖θ‖ ≈ 1000`` the step test accepts steps up to xtol·‖θ‖ = 1e-7, far above the

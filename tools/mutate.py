@@ -664,8 +664,8 @@ MUTANTS: list[Mutant] = [
     Mutant("lottery/models.py", "            if q in (\"alpha\", \"delta\") and lo <= 0:",
            "            if q in (\"alpha\", \"delta\") and lo < 0:",
            "a lower bound of 0 accepted for α and δ", LOTTERY_BOUNDS),
-    Mutant("lottery/models.py", "            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:",
-           "            if q not in _ORDER or not vals or min(vals) < lo:",
+    Mutant("lottery/models.py", "            if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:",
+           "            if not self.grid[q] or min(self.grid[q]) < lo:",
            "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",

@@ -22,7 +22,9 @@ def load_cereal() -> pd.DataFrame:
 
     The file is a trimmed copy of ``pyblp.data.NEVO_PRODUCTS_LOCATION`` (pyblp, MIT licence;
     Conlon & Gortmaker 2020), keeping the columns in :data:`CEREAL_COLUMNS`; see
-    ``restrictiveness/data/NEVO_CEREAL_LICENSE.md``. Rows are ordered by market, then product.
+    ``restrictiveness/data/NEVO_CEREAL_LICENSE.md``. Rows are grouped by market in pyblp's
+    order (the first quarter's 47 markets by city, then the second quarter's, so ``C65Q1``
+    precedes ``C01Q2``), with products sorted within each market.
 
     Returns
     -------
@@ -44,6 +46,8 @@ def load_cereal() -> pd.DataFrame:
     >>> df = load_cereal()
     >>> df.market_ids.nunique(), df.city_ids.nunique(), df.product_ids.nunique()
     (94, 47, 24)
+    >>> df.market_ids.unique()[[0, 46, 47]].tolist()
+    ['C01Q1', 'C65Q1', 'C01Q2']
     """
     with resources.files("restrictiveness.data").joinpath("nevo_cereal.csv").open("rb") as fh:
         df = pd.read_csv(fh, dtype={"market_ids": str, "product_ids": str})

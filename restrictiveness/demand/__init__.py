@@ -145,6 +145,18 @@ def market_sample(frame) -> Sample:
                                           *MARKET_COLUMNS))
     frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
     X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
+    # a position must be one product in every market: markets listing other products (or one
+    # product twice) had their rows paired by rank, silently
+    products = frame["product_ids"].to_numpy().reshape(X.shape[:2]).tolist()
+    markets = frame["market_ids"].unique().tolist()
+    twice = [m for m, row in zip(markets, products, strict=True) if len(set(row)) < len(row)]
+    if twice:
+        raise DataError(f"market_sample: market(s) {twice[:5]} list a product id more than once")
+    other = [m for m, row in zip(markets, products, strict=True) if row != products[0]]
+    if other:
+        raise DataError(f"market_sample: every market must list the same products; market(s) "
+                        f"{other[:5]} differ from market {markets[0]!r} (products "
+                        f"{products[0]})")
     return Sample(X, y, MARKET_COLUMNS, "shares")
 
 

@@ -233,6 +233,9 @@ class _ElasticityMSE(Discrepancy):
     own: bool
 
     def _mask(self, J: int) -> np.ndarray:
+        if not self.own and J < 2:  # the mean over no entries was NaN, blamed on the baseline
+            raise ConfigurationError(f"{self.name}: cross-price elasticities need at least two "
+                                     f"products per market; these markets have {J}")
         return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)
 
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults
-from ..shared.checks import keywords_of, known_keywords
+from ..shared.checks import keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -46,6 +46,10 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
     missing = [c for c in need if c not in data.columns]
     if missing:
         raise FormulaError(f"data lack column(s) {missing}; available: {list(data.columns)}")
+    # text was parsed as numbers, complex cut to its real part, a repeated column a reshape error
+    numeric_columns(data, need[1:], "demand data")
+    if data.columns.tolist().count(market_ids) > 1:
+        raise DataError(f"demand data: the data have column(s) {[market_ids]} more than once")
     if data[need].isna().to_numpy().any():
         raise DataError("data contain missing values (NaN) in the columns the model uses")
     if data.empty:  # the size check below said "market sizes range from nan to nan"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.spatial import ConvexHull
+from scipy.spatial import ConvexHull, QhullError
 
+from ..shared.checks import numeric_columns, probability, whole_number
 from ..shared.exceptions import DataError, DomainError
 
 __all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
@@ -53,7 +54,11 @@ class ConvexPolygon:
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != 2 or len(points) < 3:
             raise DomainError("ConvexPolygon: points must have shape (k, 2) with k >= 3")
-        hull = ConvexHull(points)
+        try:
+            hull = ConvexHull(points)
+        except QhullError as err:  # collinear or repeated points: scipy's multi-line message
+            raise DomainError("ConvexPolygon: the points are collinear; the hull has no "
+                              "area") from err
         self.vertices = points[hull.vertices]
         self.equations = hull.equations
         v = self.vertices
@@ -137,21 +142,32 @@ class MarketDistribution:
             from ..datasets.cereal import load_cereal
 
             data = load_cereal()
+        if not isinstance(data, pd.DataFrame):  # an array was an AttributeError
+            raise DataError(f"MarketDistribution: data must be a DataFrame with columns "
+                            f"{list(MARKET_COLUMNS)}, got {type(data).__name__}")
         missing = [c for c in MARKET_COLUMNS if c not in data.columns]
         if missing:
             raise DataError(f"MarketDistribution: data lack the columns {missing}")
-        if int(n_products) < 1:
-            raise DomainError(f"n_products must be a positive integer, got {n_products}")
-        if not 0.0 < float(p_mushy) < 1.0:
-            raise DomainError(f"p_mushy must lie strictly between 0 and 1, got {p_mushy}")
+        n_products = whole_number(n_products, "n_products", minimum=1)  # int() took 2.5 as 2
+        p_mushy = probability(p_mushy, "p_mushy")  # float() took the string "0.5"
+        # text was parsed as numbers, complex cut to its real part
+        numeric_columns(data, MARKET_COLUMNS, "MarketDistribution")
         values = data[list(MARKET_COLUMNS)].to_numpy(dtype=float)
         if not np.isfinite(values).all():
             raise DataError("MarketDistribution: data contain missing or infinite values")
+        if not (values[:, 0] > 0).all():
+            # elasticities are in log price: such markets failed only once a study ran
+            raise DataError("MarketDistribution: prices must be positive (elasticities are "
+                            "differences in log price)")
         self.n_products, self.p_mushy = int(n_products), float(p_mushy)
         self.calibration = values
         mushy = values[:, 2]
         if not np.isin(mushy, (0.0, 1.0)).all():
             raise DataError("MarketDistribution: mushy must be 0 or 1")
+        few = [m for m in (0, 1) if (mushy == m).sum() < 3]
+        if few:  # was ConvexPolygon's "points must have shape (k, 2)", naming neither
+            raise DataError(f"MarketDistribution: fewer than 3 products with mushy = {few[0]}; "
+                            "each mushy status needs a (price, sugar) hull")
         self.hulls = {m: ConvexPolygon(values[mushy == m, :2]) for m in (0, 1)}
         self.price_mean, self.price_sd = float(values[:, 0].mean()), float(values[:, 0].std())
         self.sugar_mean, self.sugar_sd = float(values[:, 1].mean()), float(values[:, 1].std())

@@ -854,8 +854,9 @@ class MixedLogit(_DemandProcedure):
     formula : str
         Utility formula, as for :class:`MNL`.
     random : sequence of str, optional
-        Design columns with random coefficients (default: all, e.g. ``Intercept, prices, sugar,
-        mushy``); ``L`` is their full lower-triangular Cholesky factor.
+        Design columns with random coefficients, each named once (default: all, e.g.
+        ``Intercept, prices, sugar, mushy``); ``L`` is their full lower-triangular Cholesky
+        factor.
     nodes : int
         Number of integration nodes (even: half Sobol normals, half their negatives).
     max_nfev : int, optional
@@ -904,6 +905,13 @@ class MixedLogit(_DemandProcedure):
         if isinstance(random, str):
             random = [random]
         self.random = None if random is None else tuple(random)
+        if self.random is not None:
+            twice = sorted({t for t in self.random if self.random.count(t) > 1})
+            if twice:  # a 2-D coefficient on one column: three L entries all named alike
+                raise ConfigurationError(f"random names {twice} more than once")
+            if not self.random:  # was "random terms [] are not design columns" at the fit
+                raise ConfigurationError("random must name at least one design column (MNL is "
+                                         "the mixed logit without random coefficients)")
         self.nodes, self.seed = int(nodes), int(seed)
 
     def validate(self, columns: Sequence[str], response: str) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults, cluster_codes
+from ..shared.checks import numeric_columns
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
@@ -112,6 +113,8 @@ class LotteryNLS:
             raise FormulaError(f"formula {formula!r} names column(s) {missing} that the data "
                                f"do not have; available columns: {list(data.columns)}")
         cols = [f.response, *f.covariates]
+        # text was parsed as numbers, complex cut to its real part, a repeated column misread
+        numeric_columns(data, cols, f"formula {formula!r}")
         if data[cols].isna().any().any():
             raise DataError(f"formula {formula!r}: the data contain missing values (NaN); "
                             "drop or impute them first")
@@ -252,8 +255,8 @@ class LotteryNLSResults(LeastSquaresResults):
         """
         if exog is None:
             return self.fittedvalues
-        if isinstance(exog, pd.DataFrame):
-            exog = exog[list(self.model.names[1:])].to_numpy(float)
+        if isinstance(exog, pd.DataFrame):  # the formula's columns, checked like the data's
+            exog = lottery_matrix(exog, names=self.model.names[1:])
         return self.fitted.predict(lottery_matrix(exog))
 
     def _summary_model(self) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..shared.checks import numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 
@@ -67,7 +68,14 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
     array([[1. , 0. , 0.5]])
     """
     if isinstance(X, pd.DataFrame):
-        X, columns = X.to_numpy(dtype=float), list(X.columns)
+        # only the lottery's own columns: another column of text (a participant's name) made
+        # the whole frame's conversion fail with a bare ValueError
+        missing = [c for c in names if c not in X.columns]
+        if missing:
+            raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
+                               f"columns: {list(X.columns)}")
+        numeric_columns(X, names, "lottery covariates")  # a repeated one: the first was read
+        X, columns = X[list(names)].to_numpy(dtype=float), list(names)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise DataError(f"lottery covariates X must be two-dimensional, got shape {X.shape}")

@@ -17,6 +17,7 @@ Parameters not declared free are fixed at 1, the expected-value values (α = γ 
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, overload
@@ -198,6 +199,11 @@ class RDUFitted(Fitted):
 # procedures
 # ---------------------------------------------------------------------------------------------
 
+def _real(value: object) -> bool:
+    """A real number, not a bool or a string (bounds and grid values)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _names(free: object) -> tuple[str, ...]:
     """The parameter names ``free`` lists; a string, a non-iterable or a name given twice is
     refused (a repeat was dropped silently, ``3`` was a bare TypeError)."""
@@ -265,7 +271,8 @@ class RDU(_LotteryProcedure):
         Parameters to estimate, among the utility's and weighting's (default: all of them);
         the others are fixed at 1.
     bounds : mapping, optional
-        ``{name: (low, high)}`` overriding the defaults α, γ ∈ [0.01, 1], δ ∈ [0.01, 30].
+        ``{name: (low, high)}`` overriding the defaults α, γ ∈ [0.01, 1], δ ∈ [0.01, 30]
+        for free parameters (bounds or a grid for a parameter fixed at 1 are refused).
     formula : str, optional
         Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
         (default: the columns named ``z_hi``, ``z_lo``, ``p``).
@@ -316,9 +323,17 @@ class RDU(_LotteryProcedure):
                                      f"{list(known)}")
         self.free = tuple(q for q in _ORDER if q in free)  # canonical order
         self.bounds = dict(_DEFAULT_BOUNDS)
-        for q, (lo, hi) in dict(bounds or {}).items():
+        for q, pair in dict(bounds or {}).items():
             if q not in _ORDER:
                 raise ConfigurationError(f"bounds names unknown parameter {q!r}")
+            self._check_free(q, "bounds")
+            values = tuple(pair) if isinstance(pair, Iterable) and not isinstance(pair, str) \
+                else ()
+            if len(values) != 2 or not all(_real(v) for v in values):
+                # 0.5 or ("0", "1") were TypeErrors, (True, 2) the bounds (1, 2)
+                raise ConfigurationError(f"bounds for {q!r} must be a pair (low, high) of "
+                                         f"numbers, got {pair!r}")
+            lo, hi = values
             if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
                 raise ConfigurationError(f"bounds for {q!r} must be finite with low < high")
             if q in ("alpha", "delta") and lo <= 0:
@@ -327,17 +342,32 @@ class RDU(_LotteryProcedure):
         lottery_columns(formula)  # validates
         self.formula = formula
         self.n_starts = whole_number(n_starts, "n_starts", minimum=1)  # int() took 2.5 as 2
-        self.grid = {q: tuple(float(v) for v in vals) for q, vals in dict(grid or {}).items()}
-        for q, vals in self.grid.items():
-            lo, hi = self.bounds.get(q, (-np.inf, np.inf))
-            if q not in _ORDER or not vals or min(vals) < lo or max(vals) > hi:
-                raise ConfigurationError(f"grid for {q!r} must be nonempty values within its "
-                                         "bounds")
+        self.grid = {}
+        for q, vals in dict(grid or {}).items():
+            if q in _ORDER:
+                self._check_free(q, "grid")
+            if (q not in _ORDER or isinstance(vals, str) or not isinstance(vals, Iterable)
+                    or not all(_real(v) and np.isfinite(v) for v in vals)):
+                # a NaN passed the range check below and left the fit at ssr = inf
+                raise ConfigurationError(f"grid for {q!r} must be finite numbers within its "
+                                         f"bounds, got {vals!r}")
+            self.grid[q] = tuple(float(v) for v in vals)
+            lo, hi = self.bounds[q]
+            if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:
+                raise ConfigurationError(f"grid for {self._reported_label(q)!r} must be "
+                                         "nonempty values within its bounds")
         if label is not None:
             self.label = label
         elif type(self) is RDU:
             self.label = (f"RDU({self.utility.name}, {self.weighting.name}; "
                           f"{','.join(self.free)})")
+
+    def _check_free(self, q: str, option: str) -> None:
+        """Refuse an option for a parameter the fit does not move (it was ignored silently)."""
+        if q not in self.free:
+            raise ConfigurationError(
+                f"{option} for {self._reported_label(q)!r}, which this model fixes at 1 (its "
+                f"free parameters: {list(self.param_names)}); it would be ignored")
 
     # -- kernel inputs ------------------------------------------------------------------------
     def _kernel_setup(self):

@@ -297,7 +297,9 @@ def _secant_update(S, dx, y, ysharp):
         ssh += dx[a] * ysharp[a]
         for c in range(p):
             sSs += dx[a] * S[a, c] * dx[c]
-    if not sy > 0.0:
+    # sy² underflows to 0 for a vanishing step (an exact fit reached, e.g. every CE at a zero
+    # low prize): a ZeroDivisionError in numba below, and no curvature to learn anyway
+    if not sy > 0.0 or not sy * sy > 0.0:
         return
     tau = min(1.0, abs(ssh) / abs(sSs)) if sSs != 0.0 else 1.0
     v = np.empty(p)

@@ -17,8 +17,8 @@ import pandas as pd
 from .exceptions import ConfigurationError, DataError
 
 __all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "probability", "labelled",
-           "keywords_of", "known_keywords", "numeric_column", "aligned_by_label",
-           "real_predictions"]
+           "keywords_of", "known_keywords", "numeric_column", "numeric_columns",
+           "aligned_by_label", "real_predictions"]
 
 #: The largest root seed of a study: results store it as a 64-bit NetCDF attribute.
 MAX_SEED = 2**63 - 1
@@ -172,6 +172,45 @@ def real_predictions(values: object, who: str) -> np.ndarray:
         raise DataError(f"{who}: predictions are {kind}; a prediction rule must return real "
                         "numbers")
     return np.asarray(array, dtype=float)
+
+
+def numeric_columns(frame: pd.DataFrame, names: Iterable[str], who: str) -> None:
+    """Refuse data columns that appear twice or are not numbers (:func:`numeric_column`).
+
+    A name the frame holds twice selects both columns: the first was read silently, or a
+    reshape failed with a bare error.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The data (every name must be one of its columns).
+    names : iterable of str
+        The columns the caller reads.
+    who : str
+        The caller, for the message.
+
+    Raises
+    ------
+    DataError
+        Naming the repeated or non-numeric column.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame([[1.0, 2.0, 3.0]], columns=["x", "y", "x"])
+    >>> numeric_columns(df, ["y"], "f")  # passes silently
+    >>> numeric_columns(df, ["x", "y"], "f")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: f: the data have column(s) ['x'] more than once
+    """
+    names = list(names)
+    columns = list(frame.columns)
+    twice = [c for c in names if columns.count(c) > 1]
+    if twice:
+        raise DataError(f"{who}: the data have column(s) {twice} more than once")
+    for c in names:
+        numeric_column(frame[c], who)
 
 
 def aligned_by_label(series: pd.Series, index: pd.Index, name: str) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ...shared.checks import is_whole
+from ...shared.checks import is_whole, numeric_columns
 from ...shared.exceptions import ConfigurationError, DataError
 from ...shared.sample import Sample
 
@@ -83,6 +83,8 @@ class TableSample:
         if missing:
             raise DataError(f"TableSample: the data lack column(s) {missing}; "
                             f"available: {list(frame.columns)}")
+        # text was parsed as numbers, complex cut to its real part, a repeated column misread
+        numeric_columns(frame, (*self.covariates, self.response), "TableSample")
         X = frame[list(self.covariates)].to_numpy(dtype=float)
         y = frame[self.response].to_numpy(dtype=float)
         if not (np.isfinite(X).all() and np.isfinite(y).all()):
