@@ -222,6 +222,11 @@ def test_weighted_mse_and_kl_against_a_hand_computation():
     kl_inside = sum(w[i] * sum(a * np.log(a / b) for a, b in zip(p[i], q[i], strict=True))
                     for i in range(3))
     assert rx.KL(outside=False)(rule, truth, 1) == pytest.approx(kl_inside, rel=1e-12)
+    # "no" (or any text) was read as True, the default: the outside share appended silently
+    assert rx.KL(outside=np.False_)(rule, truth, 1) == pytest.approx(kl_inside, rel=1e-12)
+    for text in ("no", "False", 0):
+        with pytest.raises(rx.ConfigurationError, match="outside must be True or False"):
+            rx.KL(outside=text)
 
 
 def test_finite_set_weights_reach_the_discrepancy():

@@ -182,7 +182,9 @@ class KL(Discrepancy):
     """
 
     def __init__(self, name: str = "kl", outside: bool = True) -> None:
-        self.name, self.outside = name, outside
+        if not isinstance(outside, bool | np.bool_):  # bool("no") is True
+            raise ConfigurationError(f"KL: outside must be True or False, got {outside!r}")
+        self.name, self.outside = name, bool(outside)
 
     def _full(self, s: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=float)

@@ -189,7 +189,8 @@ class Study:
                 or not all(callable(d) and isinstance(getattr(d, "name", None), str)
                            for d in discrepancies):
             raise ConfigurationError(f"discrepancies must be a sequence of Discrepancy objects "
-                                     f"(e.g. [rx.MSE()]), got {discrepancies!r}")
+                                     f"(e.g. [rx.MSE()]) each named by a string, got "
+                                     f"{discrepancies!r}")
         self.discrepancies = tuple(discrepancies)
         names = [d.name for d in self.discrepancies]
         if not names or len(set(names)) != len(names):
