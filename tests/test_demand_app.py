@@ -40,6 +40,21 @@ def test_market_sample_refuses_markets_whose_positions_are_not_one_product():
         rx.demand.completeness(renamed, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
 
 
+def test_market_and_product_ids_of_mixed_types_are_refused_by_name():
+    # a market id 1 beside '1' (a column read partly as text) was a bare TypeError from sorting
+    data = rx.datasets.load_cereal()
+    first = data["market_ids"].iloc[0]
+    for column, value in (("market_ids", 7), ("product_ids", 7)):
+        mixed = data.astype({column: object})
+        mixed.loc[mixed["market_ids"] == first, column] = value
+        with pytest.raises(rx.DataError, match=rf"'{column}' mixes types \(int, str\)"):
+            rx.demand.market_sample(mixed)
+    mixed = data.astype({"market_ids": object})
+    mixed.loc[mixed["market_ids"] == first, "market_ids"] = 7
+    with pytest.raises(rx.DataError, match="'market_ids' mixes types"):
+        rx.demand.MNL.from_formula("shares ~ prices + sugar + mushy", mixed).fit()
+
+
 def test_one_product_markets_refuse_cross_price_elasticities_and_keep_the_rest():
     from restrictiveness.demand.markets import MarketDistribution
     from restrictiveness.demand.prior import DemandPrior

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..engine.protocol import Procedure
 from ..engine.study import Study
-from ..shared.checks import labelled
+from ..shared.checks import ids_of_one_type, labelled
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
@@ -143,6 +143,8 @@ def market_sample(frame) -> Sample:
 
     _check_frame(frame, "market_sample", ("market_ids", "product_ids", "shares",
                                           *MARKET_COLUMNS))
+    for ids in ("market_ids", "product_ids"):  # else sorting them is a bare TypeError
+        ids_of_one_type(frame[ids], f"market_sample: {ids!r}")
     frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
     X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
     # a position must be one product in every market: markets listing other products (or one

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults
-from ..shared.checks import keywords_of, known_keywords, numeric_columns
+from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
@@ -52,6 +52,7 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
         raise DataError(f"demand data: the data have column(s) {[market_ids]} more than once")
     if data[need].isna().to_numpy().any():
         raise DataError("data contain missing values (NaN) in the columns the model uses")
+    ids_of_one_type(data[market_ids], f"demand data: {market_ids!r}")
     if data.empty:  # the size check below said "market sizes range from nan to nan"
         raise DataError("data have no rows; give one row per product and market")
     groups = data.groupby(market_ids, sort=True)

@@ -18,7 +18,7 @@ from .exceptions import ConfigurationError, DataError
 
 __all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "probability", "labelled",
            "keywords_of", "known_keywords", "numeric_column", "numeric_columns",
-           "aligned_by_label", "real_predictions"]
+           "aligned_by_label", "real_predictions", "ids_of_one_type"]
 
 #: The largest root seed of a study: results store it as a 64-bit NetCDF attribute.
 MAX_SEED = 2**63 - 1
@@ -211,6 +211,39 @@ def numeric_columns(frame: pd.DataFrame, names: Iterable[str], who: str) -> None
         raise DataError(f"{who}: the data have column(s) {twice} more than once")
     for c in names:
         numeric_column(frame[c], who)
+
+
+def ids_of_one_type(values: pd.Series, what: str) -> None:
+    """Refuse identifiers of mixed types (``1`` and ``'1'``), which would be different ids.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        A column of identifiers (markets, products, clusters).
+    what : str
+        The column, for the message.
+
+    Raises
+    ------
+    DataError
+        If an object column holds more than one type (NumPy scalars count as their Python
+        kind: ``3`` and ``np.int64(3)`` are one id).
+
+    Examples
+    --------
+    >>> ids_of_one_type(pd.Series([1, 2, 2]), "market_ids")  # passes silently
+    >>> ids_of_one_type(pd.Series([1, "1"]), "market_ids")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.DataError: market_ids mixes types (int, str): ...
+    """
+    if values.dtype != object:
+        return
+    kinds = sorted({type(v.item() if isinstance(v, np.generic) else v).__name__
+                    for v in values})
+    if len(kinds) > 1:  # 1 and '1' were two groups, silently; 0 and 'a' a TypeError
+        raise DataError(f"{what} mixes types ({', '.join(kinds)}): ids such as 1 and '1' "
+                        "would be different; convert it to one type")
 
 
 def aligned_by_label(series: pd.Series, index: pd.Index, name: str) -> np.ndarray:

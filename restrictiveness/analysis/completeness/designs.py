@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ...shared.checks import is_whole, numeric_columns
+from ...shared.checks import ids_of_one_type, is_whole, numeric_columns
 from ...shared.exceptions import ConfigurationError, DataError
 from ...shared.sample import Sample
 
@@ -107,12 +107,7 @@ def _column(data: pd.DataFrame, name: str, role: str) -> np.ndarray:
     values = data[name]
     if values.isna().any():
         raise DataError(f"the {role} column {name!r} has missing values; every row needs one")
-    # numpy scalars as their Python kind: 3 and np.int64(3) are one id
-    kinds = sorted({type(v.item() if isinstance(v, np.generic) else v).__name__
-                    for v in values}) if values.dtype == object else []
-    if len(kinds) > 1:  # 1 and '1' were two clusters, silently; 0 and 'a' a TypeError
-        raise DataError(f"the {role} column {name!r} mixes types ({', '.join(kinds)}): ids "
-                        "such as 1 and '1' would be different; convert it to one type")
+    ids_of_one_type(values, f"the {role} column {name!r}")
     return values.to_numpy()
 
 
