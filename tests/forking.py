@@ -8,15 +8,16 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def held_by_another_thread(lock) -> Iterator[None]:
+def held_by_another_thread(lock, release_after: float = 10.0) -> Iterator[None]:
     """``lock`` held by another thread for the duration: a fork made meanwhile copies it held,
-    and only the forked child's renewal of it lets the child take it."""
+    and only the forked child's renewal of it lets the child take it. The holder lets go after
+    ``release_after`` seconds at the latest (sooner when the block ends)."""
     held, release = threading.Event(), threading.Event()
 
     def hold():
         with lock:
             held.set()
-            release.wait(10)
+            release.wait(release_after)
 
     thread = threading.Thread(target=hold)
     thread.start()
