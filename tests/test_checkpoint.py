@@ -479,7 +479,6 @@ def _user_module(path, name, source):
     return module
 
 
-
 def test_an_edit_of_a_users_procedure_module_is_refused(tmp_path):
     """Two versions of a user's procedure with one repr: its fit halves its prediction after
     the edit. A checkpoint written before the edit must not feed the edited run."""

@@ -116,7 +116,6 @@ def test_a_prediction_that_raises_fails_the_fit_from_then_on():
     assert guard.error == "predict: ValueError: no"
 
 
-
 @pytest.mark.parametrize("returned", [X[:, 0] + 1j, X[:, 0] + 0j, np.array(["0.5"] * 4)],
                          ids=["complex", "complex-real", "text"])
 def test_complex_or_text_predictions_fail_the_fit_instead_of_being_cast(returned):

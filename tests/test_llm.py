@@ -273,7 +273,6 @@ def test_agent_estimates_in_a_tool_round_and_returns_a_program(sample):
     assert "Tools:" in client.seen[0][-1]["content"]
 
 
-
 def test_agent_records_the_files_it_did_not_hand_to_the_program(sample):
     """Files over max_file_bytes and folders were dropped without a word: a program
     reading one failed with FileNotFoundError and its record did not say why."""
@@ -596,7 +595,6 @@ def test_agent_rounds_and_cache_folder_are_checked(tmp_path):
         Agent(lambda messages: "", rounds=None)
 
 
-
 @pytest.mark.parametrize("option, value", [("max_file_bytes", -1), ("max_file_bytes", 1.5),
                                            ("tool_chars", 1000.7), ("tool_chars", 100),
                                            ("tool_chars", None)])
@@ -606,7 +604,6 @@ def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
     with pytest.raises(ConfigurationError, match=f"{option} must be a whole number"):
         Agent(lambda messages: "", **{option: value})
     assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
-
 
 
 def test_a_timeout_beside_limits_is_refused_not_ignored():

@@ -551,7 +551,6 @@ def test_program_procedure_validates_arguments():
         ProgramProcedure(b"code")
 
 
-
 @pytest.mark.parametrize("files, text", [
     ({"n.txt": 5}, r"files\['n.txt'\] must be bytes, got int"),       # five zero bytes before
     ({"a.txt": "2"}, r"files\['a.txt'\] must be bytes, got str"),     # a bare TypeError
@@ -573,7 +572,6 @@ def test_program_files_reach_the_program(sample):
         rule = ProgramProcedure(src, files={"c.txt": content}, limits=FAST).fit(
             sample, np.random.default_rng(0))
         np.testing.assert_array_equal(rule.predict(sample.X[:2]), [2.5, 2.5])
-
 
 
 def test_a_crash_is_reported_by_what_the_program_raised():

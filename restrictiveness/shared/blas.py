@@ -29,7 +29,6 @@ _lock = ForkSafeLock()
 _scanned: tuple[int, ThreadpoolController] | None = None
 
 
-
 def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)

@@ -555,7 +555,6 @@ _CACHE: dict[tuple, CompiledExpression] = {}
 _LOCK = ForkSafeLock()
 
 
-
 def compile_expression(formula: NonlinearFormula) -> CompiledExpression:
     """Differentiate and compile a checked formula (cached per process by its content).
 

@@ -27,7 +27,6 @@ _PARSE_LOCK = ForkSafeLock(reentrant=True)
 ATTEMPTS = 3
 
 
-
 @overload
 def parse(source: str, mode: Literal["exec"] = ...) -> ast.Module: ...
 @overload
