@@ -244,8 +244,7 @@ fig.savefig('fit.png')
 with open('fit.png', 'rb') as fh:
     head = fh.read(24)
 RESULT = [head[:8].hex(), int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')]
-""", ["89504e470d0a1a0a", 200, 150], SCIENCE,
-           xfail="matplotlib's first import runs fc-list: seccomp kills it before the program"),
+""", ["89504e470d0a1a0a", 200, 150], SCIENCE),
     # ---- threads, files, standard library -------------------------------------------------
     Honest("threads-and-thread-pool", """
 import threading

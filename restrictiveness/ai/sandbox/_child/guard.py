@@ -11,6 +11,7 @@ CPython documents that audit hooks are no sandbox: a determined program can reac
 
 from __future__ import annotations
 
+import errno
 import os
 
 from .protocol import MARKER
@@ -34,6 +35,10 @@ _DENIED_EVENTS = ("socket.", "ctypes.", "subprocess.", "os.system", "os.exec", "
                   "sqlite3.load_extension", "sqlite3.enable_load_extension",
                   "_posixsubprocess.", "os.setuid", "os.setgid", "os.mkfifo", "os.mknod",
                   "os.setns", "os.unshare")
+# Process starts (all refused above too): the set-up's imports of allowed packages meet them
+# before the guard is on (matplotlib asks ``fc-list`` for the system's fonts the first time).
+_SPAWN_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn",
+                 "os.fork", "os.forkpty", "_posixsubprocess.")
 # Events whose first argument (and second, for renames) is a path that must stay in the
 # working directory.
 _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate", "os.chmod",
@@ -178,6 +183,26 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
 
     protected.extend([hook, resolve, inside, refuse, record])
     return hook, record, violations
+
+
+def import_hook():
+    """An audit hook for the set-up's imports of allowed packages (before the guard), and the
+    function that switches it off.
+
+    A process an import tries to start (matplotlib's first import runs ``fc-list`` to list
+    fonts) fails with ``PermissionError``, as if the tool were missing, which libraries that
+    probe a tool expect and go on without; the seccomp layer would otherwise kill the program
+    before a line of it ran. Nothing is recorded: the program has not run yet. Switched off,
+    the hook does nothing and the guard (added after it) sees every event.
+    """
+    active = [True]
+
+    def hook(event, args, _active=active, _spawn=_SPAWN_EVENTS, _exc=PermissionError,
+             _eperm=errno.EPERM):
+        if _active and event.startswith(_spawn):
+            raise _exc(_eperm, f"sandbox: no process may be started ({event})")
+
+    return hook, active.clear
 
 
 def user_builtins(allowed: list[str], record):

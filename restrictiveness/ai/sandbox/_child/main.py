@@ -167,11 +167,14 @@ def run(cfg: dict, report_fd: int) -> None:
     status_path = os.path.join(control, "status.json")
     # Bound before the program runs: a program replacing json.dump cannot forge our writes.
     _open, _dump = builtins.open, json.dump
+    spawn_hook, end_preload = guard.import_hook()
+    sys.addaudithook(spawn_hook)
     for name in cfg["preload"]:
         try:
             __import__(name)
         except ImportError:  # "from pkg import function" also proposes pkg.function
             pass
+    end_preload()
     import numpy as np
 
     _save = np.save
