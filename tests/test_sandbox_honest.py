@@ -68,8 +68,7 @@ with threadpool_limits(limits=1, user_api='blas'):
     m = np.eye(600) * 3.0
     RESULT = [float(np.trace(m @ m)), blas_threads()]
 RESULT.append(blas_threads() == before and len(before) > 0)
-""", [600 * 9.0, [1], True], frozenset({"threadpoolctl"}),
-           xfail="the guard refuses /proc/self/maps and ctypes, which threadpoolctl reads"),
+""", [600 * 9.0, [1], True], frozenset({"threadpoolctl"})),
     Honest("numpy-random", """
 import numpy as np
 rng = np.random.default_rng(123)
@@ -199,8 +198,7 @@ X = np.r_[np.zeros((10, 2)), np.ones((10, 2)) * 10]
 k = KNeighborsRegressor(n_neighbors=3, n_jobs=2).fit(X, np.r_[np.zeros(10), np.ones(10)])
 km = KMeans(n_clusters=2, n_init=3, random_state=0).fit(X)
 RESULT = [k.predict([[9.0, 9.0]]).tolist(), sorted(km.cluster_centers_[:, 0].tolist())]
-""", [[1.0], [0.0, 10.0]], SCIENCE,
-           xfail="KMeans limits BLAS threads through threadpoolctl, which the guard refuses"),
+""", [[1.0], [0.0, 10.0]], SCIENCE),
     # ---- pandas, statsmodels, matplotlib --------------------------------------------------
     Honest("pandas-groupby-csv-pickle", """
 import pandas as pd, numpy as np
@@ -438,6 +436,33 @@ def test_honest_program_computes_its_answer(program, backend, monkeypatch):
     assert r.isolation == "full" and backend in r.layers["namespaces"]
     problem = verdict(program, r)
     assert problem is None, problem
+
+
+def test_threadpoolctl_reaches_thread_counts_and_nothing_else():
+    # the guard lets threadpoolctl open a loaded BLAS and look up its thread functions; the
+    # same ctypes handle still finds no other function, and a library in the working
+    # directory (which the program could have written) is not opened
+    source = """
+import threadpoolctl
+ct = threadpoolctl.ctypes
+lib = ct.CDLL([i['filepath'] for i in threadpoolctl.threadpool_info()][0])
+RESULT = [lib.openblas_get_num_threads() >= 1 if hasattr(lib, 'openblas_get_num_threads')
+          else True]
+for name in ('syscall', 'system'):
+    try:
+        getattr(lib, name)
+        RESULT.append(name)
+    except PermissionError as exc:
+        RESULT.append(str(exc))
+try:
+    ct.CDLL('./mine.so')
+except PermissionError as exc:
+    RESULT.append(str(exc))
+"""
+    r = rx.run_python(source, driver=DRIVER, limits=LIMITS, files={"mine.so": b"\x7fELF"},
+                      allowed_modules=DEFAULT_ALLOWED_MODULES | {"threadpoolctl"})
+    assert r.reason == "forbidden" and r.message.endswith("ctypes.dlsym 'syscall'"), r.message
+    assert "ctypes.dlsym 'system'" in r.stderr and "ctypes.dlopen './mine.so'" in r.stderr
 
 
 LINE = """

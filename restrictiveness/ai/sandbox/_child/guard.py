@@ -1,12 +1,13 @@
 """The in-process guard, the sandbox's first and most informative layer (not a security boundary).
 
-A PEP 578 audit hook refuses network, processes, foreign code, resource-limit changes, reading
-outside the working directory and the Python installation, writing, renaming or deleting outside
-the working directory, links, and imports of a deny-list of modules; a private copy of the
-builtins admits only allowed top-level modules to the program's own ``import``. A refusal names
-the operation, so a failure reads "forbidden: ... import socket" rather than a bare crash.
-CPython documents that audit hooks are no sandbox: a determined program can reach around them
-(object graphs, frames, C modules already loaded), which is why the kernel layers hold the line.
+A PEP 578 audit hook refuses network, processes, foreign code (but the thread-count functions
+threadpoolctl looks up), resource-limit changes, reading outside the working directory and the
+Python installation, writing, renaming or deleting outside the working directory, links, and
+imports of a deny-list of modules; a private copy of the builtins admits only allowed top-level
+modules to the program's own ``import``. A refusal names the operation, so a failure reads
+"forbidden: ... import socket" rather than a bare crash. CPython documents that audit hooks are
+no sandbox: a determined program can reach around them (object graphs, frames, C modules already
+loaded), which is why the kernel layers hold the line.
 """
 
 from __future__ import annotations
@@ -39,6 +40,25 @@ _DENIED_EVENTS = ("socket.", "ctypes.", "subprocess.", "os.system", "os.exec", "
 # before the guard is on (matplotlib asks ``fc-list`` for the system's fonts the first time).
 _SPAWN_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn",
                  "os.fork", "os.forkpty", "_posixsubprocess.")
+# What threadpoolctl needs (scikit-learn's KMeans and others limit BLAS and OpenMP threads with
+# it): a handle on a thread library already loaded, and its thread-count and version functions
+# (see threadpoolctl's controllers). Only these names are looked up through ctypes, so no
+# function that reaches the system (``syscall``, ``dlopen``) or memory is found that way; the
+# MKL controller reads its version into a ``create_string_buffer``.
+_OPENBLAS = ("openblas_get_num_threads", "openblas_set_num_threads", "openblas_get_config",
+             "openblas_get_parallel", "openblas_get_corename")
+_THREAD_SYMBOLS = frozenset(
+    [f"{prefix}{name}{suffix}" for name in _OPENBLAS for prefix in ("", "scipy_")
+     for suffix in ("", "64_", "_64")] +
+    ["bli_thread_get_num_threads", "bli_thread_set_num_threads", "bli_info_get_version_str",
+     "bli_info_get_enable_openmp", "bli_info_get_enable_pthreads", "bli_arch_query_id",
+     "bli_arch_string", "flexiblas_get_num_threads", "flexiblas_set_num_threads",
+     "flexiblas_get_version", "flexiblas_current_backend", "MKL_Get_Max_Threads",
+     "MKL_Set_Num_Threads", "MKL_Set_Num_Threads_Local", "MKL_Get_Version_String",
+     "MKL_Set_Threading_Layer", "omp_get_max_threads", "omp_set_num_threads"])
+# Where such a library may be opened from: the allowed roots and the system's library
+# directories, never the working directory (a library the program wrote runs its own code).
+_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
 # Events whose first argument (and second, for renames) is a path that must stay in the
 # working directory.
 _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate", "os.chmod",
@@ -75,8 +95,10 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
     system = ["/dev/null", "/dev/urandom", "/dev/zero", "/usr/share/zoneinfo",
               "/etc/localtime", "/sys/fs/cgroup", "/sys/devices/system/cpu", "/proc/cpuinfo",
               "/proc/meminfo"] + [f"/proc/{pid}/{name}" for name in
-                                  ("stat", "status", "cgroup", "mountinfo", "cpuset")]
+                                  ("stat", "status", "cgroup", "mountinfo", "cpuset",
+                                   "maps")]
     readable = tuple([workdir] + roots + system + [os.path.dirname(os.path.realpath(__file__))])
+    libraries = tuple(roots) + _LIB_DIRS
     protected: list = []
     violations: list = []
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -142,7 +164,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
              _read_events=_READ_EVENTS, _denied_modules=_DENIED_MODULES, _resolve=resolve,
              _inside=inside, _refuse=refuse, _readable=readable, _home=(workdir,),
              _wflags=write_flags, _protected=protected, _int=int, _str=str, _type=type,
-             _len=len):
+             _len=len, _libraries=libraries, _symbols=_THREAD_SYMBOLS):
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             if _type(path) is _int:
@@ -160,8 +182,18 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
                 if name == d or name.startswith(d + "."):
                     _refuse("import", name)
             return
+        if event == "ctypes.dlopen" and _len(args) and args[0] is not None:
+            where = _resolve(args[0])
+            if where is not None and _inside(where, _libraries) and \
+                    not _inside(where, _home):
+                return
+            _refuse(event, repr(args[0]))
+        if (event == "ctypes.dlsym" and _len(args) >= 2 and _type(args[1]) is _str and
+                args[1] in _symbols) or event == "ctypes.create_string_buffer":
+            return
         if event.startswith(_denied_events):
-            _refuse(event, "")
+            _refuse(event, repr(args[1]) if event == "ctypes.dlsym" and _len(args) >= 2
+                    else "")
         if event in _write_events:  # exact: 'sqlite3.connect/handle' carries no path
             for path in tuple(args)[:2 if event in ("os.rename", "shutil.move") else 1]:
                 if _type(path) is _int or path is None:
