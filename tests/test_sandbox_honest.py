@@ -312,8 +312,8 @@ con = sqlite3.connect('results.db')
 con.execute('create table t (x real)')
 con.commit()
 RESULT = 1
-""", Refused("forbidden", ("nolock=1", "byte-range locks")), frozenset({"sqlite3"}),
-           xfail="SQLite's refused lock reads 'access permission denied', naming nothing"),
+""", Refused("forbidden", ("sqlite3.connect 'results.db'", "byte-range locks",
+                           "'file:results.db?nolock=1' with uri=True")), frozenset({"sqlite3"})),
     Honest("time-datetime", """
 import time, datetime
 t0 = time.perf_counter(); time.sleep(0.02); dt = time.perf_counter() - t0
@@ -436,6 +436,21 @@ def test_honest_program_computes_its_answer(program, backend, monkeypatch):
     assert r.isolation == "full" and backend in r.layers["namespaces"]
     problem = verdict(program, r)
     assert problem is None, problem
+
+
+def test_sqlite_on_a_plain_file_is_refused_only_where_locks_are():
+    # under guard-only isolation no seccomp layer refuses SQLite's locks: it works as usual
+    program = next(p for p in PROGRAMS if p.name == "sqlite-file-plain")
+    limits = rx.SandboxLimits(wall_seconds=60, isolation="guard-only")
+    with pytest.warns(rx.IsolationWarning):
+        r = rx.run_python(program.source, driver=DRIVER, limits=limits,
+                          allowed_modules=DEFAULT_ALLOWED_MODULES | program.modules)
+    assert r.ok and r.value == 1, r.message
+    full = run_honest(program)
+    assert full.message == ("refused operation: sqlite3.connect 'results.db' (SQLite locks "
+                            "its files with byte-range locks, which the sandbox refuses: "
+                            "connect to 'file:results.db?nolock=1' with uri=True, or to "
+                            "':memory:')")
 
 
 def test_threadpoolctl_reaches_thread_counts_and_nothing_else():

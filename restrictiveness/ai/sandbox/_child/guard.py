@@ -65,6 +65,9 @@ _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate"
                  "os.chown", "os.utime", "os.chflags", "os.lchflags", "os.lchmod",
                  "shutil.rmtree", "shutil.move", "tempfile.mkstemp", "tempfile.mkdtemp",
                  "os.chdir", "os.setxattr", "os.removexattr", "sqlite3.connect")
+# SQLite opens a file with byte-range locks (refused by the seccomp layer), unless told not to
+# (a URI's nolock=1 or immutable=1); held in memory it locks nothing.
+_SQLITE_NO_LOCKS = ("nolock=1", "immutable=1", "mode=memory")
 # Events whose first argument is a path that may only be read inside the allowed roots.
 _READ_EVENTS = ("os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.listxattr",
                 "os.getxattr")
@@ -79,8 +82,38 @@ def denied(name: str) -> bool:
     return any(name == d or name.startswith(d + ".") for d in _DENIED_MODULES)
 
 
-def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
+def sqlite_without_locks(database, _fsdecode=os.fsdecode, _fspath=os.fspath, _set=set
+                         ) -> str | None:
+    """The URI that opens SQLite's ``database`` (a path or a ``file:`` URI) without locks, or
+    None when it locks nothing as given.
+
+    Examples
+    --------
+    >>> [sqlite_without_locks(d) for d in ("db.sqlite", ":memory:", "file:db.sqlite?nolock=1")]
+    ['file:db.sqlite?nolock=1', None, None]
+    >>> sqlite_without_locks("file:db.sqlite?mode=ro")
+    'file:db.sqlite?mode=ro&nolock=1'
+    """
+    name = _fsdecode(_fspath(database))  # bound: the guard calls this after the program ran
+    if name in ("", ":memory:"):
+        return None
+    if not name.startswith("file:"):
+        return f"file:{name}?nolock=1"
+    path, _, query = name[5:].partition("#")[0].partition("?")
+    params = [p for p in query.split("&") if p]
+    if path in ("", ":memory:") or _set(params) & _set(_SQLITE_NO_LOCKS):
+        return None
+    return f"file:{path}?" + "&".join(params + ["nolock=1"])
+
+
+def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
+               file_locks: bool = True):
     """The audit hook, the function that records a refusal and the list of refusals.
+
+    Without ``file_locks`` (the seccomp layer refuses byte-range locks), SQLite may open a
+    file only without locks, and a connection that would lock is refused with the URI that
+    does not (the lock refused later failed its first statement with "access permission
+    denied", naming nothing).
 
     Everything the hook uses is bound now, as default arguments, so a program that later
     replaces ``os.lstat`` or a builtin cannot change what the hook does. A refusal is written
@@ -164,7 +197,8 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
              _read_events=_READ_EVENTS, _denied_modules=_DENIED_MODULES, _resolve=resolve,
              _inside=inside, _refuse=refuse, _readable=readable, _home=(workdir,),
              _wflags=write_flags, _protected=protected, _int=int, _str=str, _type=type,
-             _len=len, _libraries=libraries, _symbols=_THREAD_SYMBOLS):
+             _len=len, _libraries=libraries, _symbols=_THREAD_SYMBOLS,
+             _locks=file_locks, _unlocked=sqlite_without_locks):
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             if _type(path) is _int:
@@ -201,6 +235,12 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None):
                 where = _resolve(path)
                 if where is None or not _inside(where, _home):
                     _refuse(event, repr(path))
+            uri = _unlocked(args[0]) if event == "sqlite3.connect" and not _locks and \
+                _len(args) else None
+            if uri is not None:
+                _refuse(event, f"{args[0]!r} (SQLite locks its files with byte-range locks, "
+                               f"which the sandbox refuses: connect to {uri!r} with uri=True, "
+                               "or to ':memory:')")
             return
         if event in _read_events:
             path = args[0] if _len(args) else None

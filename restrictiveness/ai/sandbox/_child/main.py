@@ -216,7 +216,8 @@ def run(cfg: dict, report_fd: int) -> None:
 
     with _open(cfg["program"], encoding="utf-8") as fh:
         source = fh.read()
-    hook, record, violations = guard.make_guard(workdir, cfg["roots"], report_fd)
+    hook, record, violations = guard.make_guard(workdir, cfg["roots"], report_fd,
+                                                file_locks=cfg["isolation"] != "full")
     namespace = {"__name__": cfg["run_name"], "__file__": cfg["program"]}
     if cfg.get("guard", True):  # off only in tests of the kernel layers on their own
         namespace["__builtins__"] = guard.user_builtins(cfg["allowed"], record)
