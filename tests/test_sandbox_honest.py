@@ -43,6 +43,7 @@ class Honest:
     expect: object       # the program's RESULT (numbers compared to 1e-9), or Refused
     modules: frozenset = frozenset()  # allowed beside DEFAULT_ALLOWED_MODULES
     xfail: str = ""      # why it fails today (a known gap, checked strictly)
+    files: tuple = ()    # (name, bytes) pairs placed in the working directory
 
     @property
     def heavy(self) -> bool:
@@ -354,6 +355,60 @@ with open('big.txt', 'w') as fh:
     fh.write('x' * 3_000_000)
 RESULT = [os.path.getsize('big.npy'), os.path.getsize('big.txt'), float(np.load('big.npy')[-1])]
 """, [8_000_128, 3_000_000, 999_999.0]),
+    Honest("read-provided-csv-and-time-zones", """
+import datetime, zoneinfo, time
+import pandas as pd
+df = pd.read_csv('data.csv')
+z = datetime.datetime(2024, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo('Europe/Paris'))
+ts = pd.Timestamp('2024-01-01 12:00').tz_localize('America/New_York').tz_convert('UTC')
+RESULT = [float(df['y'].sum()), z.utcoffset().total_seconds(), ts.hour,
+          time.localtime().tm_year >= 2024]
+""", [6.0, 7200.0, 17, True], SCIENCE | {"zoneinfo"},
+           files=(("data.csv", b"x,y\n1,2\n3,4\n"),)),
+    Honest("scipy-linprog-qhull", """
+import numpy as np
+from scipy.optimize import linprog
+from scipy.spatial import Delaunay, ConvexHull
+r = linprog([-1, -1], A_ub=[[1, 2], [3, 1]], b_ub=[4, 6], bounds=[(0, None)] * 2)
+pts = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [0.5, 0.5]])
+RESULT = [-r.fun, len(Delaunay(pts).simplices), ConvexHull(pts).volume]
+""", [2.8, 4, 1.0], SCIENCE),
+    Honest("joblib-memory-cache", """
+import joblib
+calls = []
+mem = joblib.Memory('cache', verbose=0)
+@mem.cache
+def double(x):
+    calls.append(x)
+    return x * 2
+RESULT = [double(3), double(3), len(calls)]
+""", [6, 6, 1], SCIENCE),
+    Honest("compressed-outputs", """
+import gzip, zipfile, shutil, hashlib, uuid, os
+with gzip.open('a.gz', 'wt') as fh:
+    fh.write('x' * 100000)
+with zipfile.ZipFile('b.zip', 'w', zipfile.ZIP_DEFLATED) as z:
+    z.write('a.gz')
+shutil.make_archive('arch', 'zip', '.', 'a.gz')
+RESULT = [len(gzip.open('a.gz', 'rt').read()), zipfile.ZipFile('b.zip').namelist(),
+          os.path.exists('arch.zip'), hashlib.sha256(b'a').hexdigest()[:8],
+          len(str(uuid.uuid4()))]
+""", [100000, ["a.gz"], True, "ca978112", 36], frozenset({"gzip", "zipfile", "uuid"})),
+    Honest("multiprocessing-cpu-count", """
+import multiprocessing
+RESULT = multiprocessing.cpu_count()
+""", Refused("forbidden", ("import multiprocessing",)), frozenset({"multiprocessing"})),
+    Honest("numba-jit", """
+import numpy as np
+from numba import njit
+@njit
+def total(x):
+    t = 0.0
+    for v in x:
+        t += v
+    return t
+RESULT = total(np.arange(10.0))
+""", Refused("forbidden", ("ctypes.dlsym",)), frozenset({"numba"})),
     Honest("os-queries", """
 import os, sys
 RESULT = [os.cpu_count() >= 1, len(os.sched_getaffinity(0)) >= 1, os.getcwd() != '',
@@ -385,7 +440,7 @@ def _close(got, want) -> bool:
 
 def run_honest(program: Honest) -> rx.SandboxResult:
     """Run ``program`` with the default modules plus its own, as a user would allow them."""
-    return rx.run_python(program.source, driver=DRIVER, limits=LIMITS,
+    return rx.run_python(program.source, driver=DRIVER, limits=LIMITS, files=dict(program.files),
                          allowed_modules=DEFAULT_ALLOWED_MODULES | program.modules)
 
 
