@@ -394,6 +394,12 @@ RESULT = [len(gzip.open('a.gz', 'rt').read()), zipfile.ZipFile('b.zip').namelist
           os.path.exists('arch.zip'), hashlib.sha256(b'a').hexdigest()[:8],
           len(str(uuid.uuid4()))]
 """, [100000, ["a.gz"], True, "ca978112", 36], frozenset({"gzip", "zipfile", "uuid"})),
+    Honest("gc-collect", """
+import gc
+big = [[i] for i in range(100000)]
+del big
+RESULT = [gc.collect() >= 0, gc.isenabled()]
+""", [True, True], frozenset({"gc"})),
     Honest("multiprocessing-cpu-count", """
 import multiprocessing
 RESULT = multiprocessing.cpu_count()
@@ -506,6 +512,13 @@ def test_sqlite_on_a_plain_file_is_refused_only_where_locks_are():
                             "its files with byte-range locks, which the sandbox refuses: "
                             "connect to 'file:results.db?nolock=1' with uri=True, or to "
                             "':memory:')")
+
+
+def test_an_allowed_gc_collects_but_reaches_no_object():
+    # what a program would use to find the guard's own objects stays refused, by event
+    r = rx.run_python("import gc\ngc.collect()\ngc.get_referrers(gc)\n", limits=LIMITS,
+                      allowed_modules=DEFAULT_ALLOWED_MODULES | {"gc"})
+    assert (r.reason, r.message) == ("forbidden", "refused operation: gc.get_referrers ")
 
 
 def test_threadpoolctl_reaches_thread_counts_and_nothing_else():
