@@ -264,12 +264,14 @@ with lock:
 from concurrent.futures import ProcessPoolExecutor
 with ProcessPoolExecutor(2) as ex:
     RESULT = list(ex.map(abs, [-1, -2]))
-""", Refused("forbidden", ("concurrent.futures.process",)), frozenset({"concurrent"})),
+""", Refused("forbidden", ("concurrent.futures.process", "one process: use threads")),
+           frozenset({"concurrent"})),
     Honest("multiprocessing-pool", """
 import multiprocessing
 with multiprocessing.Pool(2) as pool:
     RESULT = pool.map(abs, [-1, -2])
-""", Refused("forbidden", ("multiprocessing",)), frozenset({"multiprocessing"})),
+""", Refused("forbidden", ("multiprocessing", "one process: use threads")),
+           frozenset({"multiprocessing"})),
     Honest("tempfile-pickle-json-csv", """
 import tempfile, pickle, json, csv, os
 with tempfile.TemporaryDirectory() as d:
@@ -403,7 +405,8 @@ RESULT = [gc.collect() >= 0, gc.isenabled()]
     Honest("multiprocessing-cpu-count", """
 import multiprocessing
 RESULT = multiprocessing.cpu_count()
-""", Refused("forbidden", ("import multiprocessing",)), frozenset({"multiprocessing"})),
+""", Refused("forbidden", ("import multiprocessing", "use threads")),
+           frozenset({"multiprocessing"})),
     Honest("numba-jit", """
 import numpy as np
 from numba import njit

@@ -61,6 +61,11 @@ _THREAD_SYMBOLS = frozenset(
 # Where such a library may be opened from: the allowed roots and the system's library
 # directories, never the working directory (a library the program wrote runs its own code).
 _LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+# Modules that start processes, and what their refusal tells an honest program reaching for a
+# pool of them.
+_PROCESS_MODULES = ("multiprocessing", "_multiprocessing", "concurrent.futures.process",
+                    "subprocess", "_posixsubprocess")
+_ONE_PROCESS = "(a sandboxed program is one process: use threads)"
 # Events whose first argument (and second, for renames) is a path that must stay in the
 # working directory.
 _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.truncate", "os.chmod",
@@ -200,7 +205,8 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
              _inside=inside, _refuse=refuse, _readable=readable, _home=(workdir,),
              _wflags=write_flags, _protected=protected, _int=int, _str=str, _type=type,
              _len=len, _libraries=libraries, _symbols=_THREAD_SYMBOLS,
-             _locks=file_locks, _unlocked=sqlite_without_locks):
+             _locks=file_locks, _unlocked=sqlite_without_locks,
+             _process_modules=_PROCESS_MODULES, _spawn=_SPAWN_EVENTS, _one=_ONE_PROCESS):
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             if _type(path) is _int:
@@ -216,7 +222,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
             name = args[0] if _type(args[0]) is _str else ""
             for d in _denied_modules:
                 if name == d or name.startswith(d + "."):
-                    _refuse("import", name)
+                    _refuse("import", f"{name} {_one}" if d in _process_modules else name)
             return
         if event == "ctypes.dlopen" and _len(args) and args[0] is not None:
             where = _resolve(args[0])
@@ -229,7 +235,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
             return
         if event.startswith(_denied_events):
             _refuse(event, repr(args[1]) if event == "ctypes.dlsym" and _len(args) >= 2
-                    else "")
+                    else _one if event.startswith(_spawn) else "")
         if event in _write_events:  # exact: 'sqlite3.connect/handle' carries no path
             for path in tuple(args)[:2 if event in ("os.rename", "shutil.move") else 1]:
                 if _type(path) is _int or path is None:
