@@ -517,6 +517,19 @@ def test_sqlite_on_a_plain_file_is_refused_only_where_locks_are():
                             "':memory:')")
 
 
+@pytest.mark.parametrize("name", ["sklearn-joblib-parallel", "sklearn-knn-kmeans"])
+def test_joblib_runs_in_order_under_guard_only_isolation(name):
+    # guard-only keeps /dev/shm, so joblib found process support, its workers were refused
+    # inside its own threads and n_jobs=2 hung until the wall clock (a timeout, not an answer)
+    program = next(p for p in PROGRAMS if p.name == name)
+    limits = rx.SandboxLimits(wall_seconds=20, isolation="guard-only")
+    with pytest.warns(rx.IsolationWarning):
+        r = rx.run_python(program.source, driver=DRIVER, limits=limits,
+                          allowed_modules=DEFAULT_ALLOWED_MODULES | program.modules)
+    problem = verdict(program, r)
+    assert problem is None, problem
+
+
 def test_an_allowed_gc_collects_but_reaches_no_object():
     # what a program would use to find the guard's own objects stays refused, by event
     r = rx.run_python("import gc\ngc.collect()\ngc.get_referrers(gc)\n", limits=LIMITS,

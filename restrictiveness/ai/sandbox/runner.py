@@ -334,11 +334,16 @@ def network_isolation_prefix() -> tuple[str, ...]:
 
 
 def _child_env(root: Path) -> dict[str, str]:
-    """A clean environment: nothing of the parent's (tokens, proxies) reaches the child."""
+    """A clean environment: nothing of the parent's (tokens, proxies) reaches the child.
+
+    joblib (scikit-learn's ``n_jobs``) is told there is no multiprocessing, so it runs its
+    tasks in order: where it found process support (guard-only, which keeps ``/dev/shm``) its
+    worker processes were refused inside its own threads and ``n_jobs=2`` hung to the wall
+    clock."""
     return {"PATH": "/usr/bin:/bin", "HOME": str(root), "TMPDIR": str(root),
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
-            "PYTHONHASHSEED": "0"}
+            "PYTHONHASHSEED": "0", "JOBLIB_MULTIPROCESSING": "0"}
 
 
 def _kill_group(pid: int) -> None:
