@@ -55,10 +55,13 @@ PROGRAMS = [
     # ---- numpy ----------------------------------------------------------------------------
     Honest("numpy-blas-threads", """
 import numpy as np
+from threadpoolctl import threadpool_limits, threadpool_info
 a = np.full((1200, 1200), 0.5)
-b = a @ a                      # OpenBLAS runs this on its own threads
-RESULT = {'corner': float(b[0, 0]), 'sum': float(b.sum())}
-""", {"corner": 300.0, "sum": 300.0 * 1200 ** 2}),
+with threadpool_limits(limits=2, user_api='blas'):   # the sandbox starts BLAS on one thread
+    b = a @ a
+    threads = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']
+RESULT = {'corner': float(b[0, 0]), 'sum': float(b.sum()), 'threads': threads}
+""", {"corner": 300.0, "sum": 300.0 * 1200 ** 2, "threads": [2]}, frozenset({"threadpoolctl"})),
     Honest("numpy-threadpoolctl", """
 import numpy as np
 from threadpoolctl import threadpool_limits, threadpool_info
