@@ -520,6 +520,40 @@ def test_sqlite_on_a_plain_file_is_refused_only_where_locks_are():
                             "':memory:')")
 
 
+AGENT_TOOL = """
+import json
+import numpy as np, pandas as pd
+from sklearn.linear_model import LinearRegression
+X, y = np.load('X_train.npy'), np.load('y_train.npy')
+print(pd.DataFrame(X).describe().loc['mean'].round(3).tolist())
+m = LinearRegression().fit(X, y)
+json.dump({'intercept': float(m.intercept_), 'coef': m.coef_.tolist()}, open('coef.json', 'w'))
+print(open('coef.json').read())
+"""
+AGENT_FINAL = """
+import json
+import numpy as np
+def predict(X_train, y_train, X):
+    est = json.load(open('coef.json'))
+    return est['intercept'] + np.asarray(X) @ np.asarray(est['coef'])
+"""
+
+
+def test_an_agents_tool_runs_and_final_program_share_their_files():
+    # the paper's Agent: a tool run with pandas and scikit-learn saves its estimates to a file,
+    # and the returned program (default modules) reads them: predictions are the exact line
+    replies = iter([f"```python\n{AGENT_TOOL}```", f"FINAL PROGRAM\n```python\n{AGENT_FINAL}```"])
+    agent = rx.Agent(lambda messages: next(replies), model="scripted", limits=LIMITS,
+                     tool_limits=LIMITS)
+    x = np.linspace(0.0, 1.0, 30)
+    sample = rx.Sample(np.c_[x, x ** 2], 2 - x + 4 * x ** 2, ("a", "b"))
+    rule = agent.fit(sample, np.random.default_rng(0))
+    assert [run["reason"] for run in rule.info["tool_runs"]] == [None]
+    assert "coef.json" in rule.info["files"]
+    X = np.array([[0.5, 0.25], [2.0, 4.0]])
+    np.testing.assert_allclose(rule.predict(X), [2.5, 16.0], rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("name", ["sklearn-joblib-parallel", "sklearn-knn-kmeans"])
 def test_joblib_runs_in_order_under_guard_only_isolation(name):
     # guard-only keeps /dev/shm, so joblib found process support, its workers were refused
