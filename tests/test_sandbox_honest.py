@@ -399,6 +399,11 @@ RESULT = [len(gzip.open('a.gz', 'rt').read()), zipfile.ZipFile('b.zip').namelist
           os.path.exists('arch.zip'), hashlib.sha256(b'a').hexdigest()[:8],
           len(str(uuid.uuid4()))]
 """, [100000, ["a.gz"], True, "ca978112", 36], frozenset({"gzip", "zipfile", "uuid"})),
+    Honest("import-by-name", """
+import importlib
+optimize = importlib.import_module('scipy.optimize')
+RESULT = round(float(optimize.minimize_scalar(lambda x: (x - 2) ** 2).x), 6)
+""", 2.0, SCIENCE | {"importlib"}),
     Honest("gc-collect", """
 import gc
 big = [[i] for i in range(100000)]
