@@ -247,6 +247,18 @@ with open('fit.png', 'rb') as fh:
     head = fh.read(24)
 RESULT = [head[:8].hex(), int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')]
 """, ["89504e470d0a1a0a", 200, 150], SCIENCE),
+    Honest("pandas-plot", """
+import matplotlib.pyplot as plt
+import pandas as pd
+ax = pd.DataFrame({'y': [1.0, 3.0, 2.0]}).plot()
+ax.figure.savefig('p.png')
+RESULT = [open('p.png', 'rb').read(4).hex(), len(ax.lines)]
+""", ["89504e47", 1], SCIENCE),
+    Honest("pandas-plot-without-importing-pyplot", """
+import pandas as pd
+ax = pd.DataFrame({'y': [1.0, 3.0, 2.0]}).plot()
+RESULT = 1
+""", Refused("forbidden", ("import socket",)), SCIENCE),
     # ---- threads, files, standard library -------------------------------------------------
     Honest("threads-and-thread-pool", """
 import threading

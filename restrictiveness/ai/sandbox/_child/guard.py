@@ -61,10 +61,9 @@ _THREAD_SYMBOLS = frozenset(
 # Where such a library may be opened from: the allowed roots and the system's library
 # directories, never the working directory (a library the program wrote runs its own code).
 _LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
-# Modules that start processes, and what their refusal tells an honest program reaching for a
-# pool of them.
-_PROCESS_MODULES = ("multiprocessing", "_multiprocessing", "concurrent.futures.process",
-                    "subprocess", "_posixsubprocess")
+# Pools of processes, and what their refusal tells an honest program reaching for one (not
+# subprocess, which packages import as a matter of course: scipy, email).
+_PROCESS_MODULES = ("multiprocessing", "_multiprocessing", "concurrent.futures.process")
 _ONE_PROCESS = "(a sandboxed program is one process: use threads)"
 # Events whose first argument (and second, for renames) is a path that must stay in the
 # working directory.
