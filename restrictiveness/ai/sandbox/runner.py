@@ -256,7 +256,10 @@ def _guard_roots(names: frozenset) -> tuple[str, ...]:
 
 def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     """Allowed non-standard-library modules that ``source`` imports, with their submodules
-    (``from scipy import optimize`` gives ``scipy`` and ``scipy.optimize``)."""
+    (``from scipy import optimize`` gives ``scipy`` and ``scipy.optimize``), also by name
+    (``importlib.import_module("scipy.optimize")``, ``__import__("scipy")``): a package first
+    imported under the guard is refused what its own import does (scipy's imports
+    ``subprocess``)."""
     import ast  # only for the node types; parsing is pyast's
 
     third = set(allowed) - set(sys.stdlib_module_names)
@@ -271,6 +274,13 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
             names |= {f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.Call) and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            if called in ("import_module", "__import__"):
+                names.add(node.args[0].value)
     return sorted(n for n in names if n.partition(".")[0] in third)
 
 
@@ -334,11 +344,16 @@ def network_isolation_prefix() -> tuple[str, ...]:
 
 
 def _child_env(root: Path) -> dict[str, str]:
-    """A clean environment: nothing of the parent's (tokens, proxies) reaches the child."""
+    """A clean environment: nothing of the parent's (tokens, proxies) reaches the child.
+
+    joblib (scikit-learn's ``n_jobs``) is told there is no multiprocessing, so it runs its
+    tasks in order: where it found process support (guard-only, which keeps ``/dev/shm``) its
+    worker processes were refused inside its own threads and ``n_jobs=2`` hung to the wall
+    clock."""
     return {"PATH": "/usr/bin:/bin", "HOME": str(root), "TMPDIR": str(root),
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
-            "PYTHONHASHSEED": "0"}
+            "PYTHONHASHSEED": "0", "JOBLIB_MULTIPROCESSING": "0"}
 
 
 def _kill_group(pid: int) -> None:

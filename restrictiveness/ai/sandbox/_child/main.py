@@ -167,11 +167,14 @@ def run(cfg: dict, report_fd: int) -> None:
     status_path = os.path.join(control, "status.json")
     # Bound before the program runs: a program replacing json.dump cannot forge our writes.
     _open, _dump = builtins.open, json.dump
+    spawn_hook, end_preload = guard.import_hook()
+    sys.addaudithook(spawn_hook)
     for name in cfg["preload"]:
         try:
             __import__(name)
         except ImportError:  # "from pkg import function" also proposes pkg.function
             pass
+    end_preload()
     import numpy as np
 
     _save = np.save
@@ -213,7 +216,8 @@ def run(cfg: dict, report_fd: int) -> None:
 
     with _open(cfg["program"], encoding="utf-8") as fh:
         source = fh.read()
-    hook, record, violations = guard.make_guard(workdir, cfg["roots"], report_fd)
+    hook, record, violations = guard.make_guard(workdir, cfg["roots"], report_fd,
+                                                file_locks=cfg["isolation"] != "full")
     namespace = {"__name__": cfg["run_name"], "__file__": cfg["program"]}
     if cfg.get("guard", True):  # off only in tests of the kernel layers on their own
         namespace["__builtins__"] = guard.user_builtins(cfg["allowed"], record)
