@@ -605,6 +605,10 @@ def test_code_held_deeper_than_an_attribute_is_fingerprinted(tmp_path):
 
         holder.remote = [Remote()]
         assert "fp_step" in code_fingerprint([holder])
+        # numbers before the code do not use up the objects followed (a grid of 30,000 did)
+        holder.step_class = None
+        holder.grid, holder.spec = list(range(30_000)), [[step.Halve()]]
+        assert "fp_step" in code_fingerprint([holder])
     finally:
         for name in ("fp_step", "fp_model", "fp_called"):
             sys.modules.pop(name, None)
@@ -624,6 +628,26 @@ def test_state_an_object_builds_as_it_is_used_is_not_fingerprinted():
     estimator.fitted_state_ = LinearRegression()  # fitted state of another class
     llm._client = make_pipeline(LinearRegression())  # private state of other classes
     assert code_fingerprint([rx.SklearnRegressor(estimator, "y ~ x1"), procedure]) == before
+
+    # a cached property's value, made on first use (the OpenAI SDK's ``client.chat``), at any
+    # level: a user's procedure holding an SDK client was refused on resume in the same session
+    import functools
+
+    class Client:
+        @functools.cached_property
+        def chat(self):
+            return make_pipeline(LinearRegression())
+
+    holder = rx.Constant()
+    holder.client = Client()
+    before = code_fingerprint([holder])
+    assert holder.client.chat is not None and "chat" in vars(holder.client)
+    assert code_fingerprint([holder]) == before
+    openai = pytest.importorskip("openai")
+    holder.client = openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9/v1")
+    before = code_fingerprint([holder])
+    assert holder.client.chat.completions is not None
+    assert code_fingerprint([holder]) == before
 
 
 def test_the_package_digest_reads_sources_and_data_not_editor_files(tmp_path):

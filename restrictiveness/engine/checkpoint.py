@@ -126,8 +126,9 @@ def _held(obj: object, top: bool) -> list:
     """What ``obj`` holds that may carry code: items, a partial's function and arguments, a
     bound method's function and instance, a closure's cells, and attributes. Below the object
     handed in (``top``), private attributes (``_client``) and fitted state (``coef_``) are not
-    followed: they hold what an object built as it was used, not what it was given, and would
-    make a resume in the same session differ from the run it resumes."""
+    followed, nor at any level a ``functools.cached_property``'s value: they hold what an
+    object built as it was used, not what it was given, and would make a resume in the same
+    session differ from the run it resumes."""
     if isinstance(obj, _PLAIN) or type(obj).__module__.partition(".")[0] == "numpy" \
             or inspect.ismodule(obj) or inspect.isclass(obj):
         # numbers, text and arrays hold no code; a module or class would be its namespace
@@ -150,7 +151,11 @@ def _held(obj: object, top: bool) -> list:
         attributes = object.__getattribute__(obj, "__dict__")
     except Exception:  # noqa: BLE001 - no attributes to follow
         return []
+    # a cached property's value is made on first use (an SDK client's ``chat`` resource)
+    cached = {name for klass in type(obj).__mro__ for name, value in vars(klass).items()
+              if isinstance(value, functools.cached_property)}
     return [value for name, value in attributes.items() if isinstance(name, str)
+            and name not in cached
             and (top or not (name.startswith("_") or name.endswith("_")))]
 
 
@@ -163,7 +168,8 @@ def _code_carriers(obj: object) -> list:
     for depth in range(_CARRIER_DEPTH + 1):
         below = []
         for item in level:
-            if id(item) in seen or len(found) >= _CARRIER_LIMIT:
+            # numbers and text hold no code and would use up the limit (a grid of 30,000)
+            if id(item) in seen or isinstance(item, _PLAIN) or len(found) >= _CARRIER_LIMIT:
                 continue
             seen.add(id(item))
             found.append(item)
