@@ -8,6 +8,7 @@ import importlib
 import json
 import pickle
 import re
+import signal
 import sys
 import time
 
@@ -846,6 +847,56 @@ def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(
         sent = len(server.requests)
         time.sleep(1.0)  # about 50 more turns each, were they still running
         assert len(server.requests) - sent <= 2 and sent < 150
+
+
+def test_a_stopped_runs_fit_counts_no_request_against_its_budget():
+    # the budget counted a request (its message says "sent") that the stop then refused
+    import threading
+
+    from restrictiveness.ai.clients import CallBudget
+    from restrictiveness.engine import concurrency
+
+    budget = CallBudget(max_requests=10)
+    llm = rx.llm.OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", budget=budget)
+    stop = threading.Event()
+    stop.set()
+    token = concurrency._STOP.set(stop)
+    try:
+        with pytest.raises(concurrency.RunStopped):
+            llm.chat([{"role": "user", "content": "hi"}])
+    finally:
+        concurrency._STOP.reset(token)
+    assert budget.requests == 0
+
+
+def test_a_process_forked_from_a_runs_thread_makes_requests_of_its_own():
+    """A pool worker forked by a run's CPU thread inherited the run's stop event: with another
+    thread inside its wait() at the fork, the event's lock stayed held and the worker's first
+    request waited for ever."""
+    import os
+    import threading
+
+    from forking import held_by_another_thread
+
+    from restrictiveness.engine import concurrency
+
+    stop = threading.Event()
+    token = concurrency._STOP.set(stop)
+    try:
+        with held_by_another_thread(stop._cond):
+            pid = os.fork()
+            if pid == 0:  # the child: a request, then exit 0
+                try:
+                    signal.alarm(5)
+                    concurrency.request_slot()
+                    os._exit(0)
+                finally:
+                    os._exit(1)
+        concurrency.request_slot()  # the caller's thread still sees its (unset) stop
+    finally:
+        concurrency._STOP.reset(token)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # not killed by the alarm
 
 
 def test_a_back_off_wait_ends_once_the_run_has_failed():

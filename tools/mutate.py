@@ -162,6 +162,8 @@ FORKSAFE = ("tests/test_forksafe.py",
             RUNNER + "a_send_lock_held_by_another_thread_at_the_fork_still_lets_the_child_report",
             RUNNER + "a_limiter_locked_by_another_thread_at_the_fork_still_serves_the_child")
 STOP = ("tests/test_llm_clients.py::test_a_back_off_wait_ends_once_the_run_has_failed",
+        "tests/test_llm_clients.py::test_a_process_forked_from_a_runs_thread_makes_requests_of_"
+        "its_own",
         "tests/test_llm_clients.py::test_fits_on_threads_stop_at_their_next_request_once_the_"
         "run_is_interrupted")
 FINGERPRINT = ("tests/test_checkpoint.py::test_code_held_deeper_than_an_attribute_is_fingerprinted",
@@ -700,6 +702,8 @@ MUTANTS: list[Mutant] = [
            "a fork does not wait for another thread's numba compilation", FORKSAFE),
     Mutant("engine/concurrency.py", "    pause(0.0)  # a stopped run sends nothing more (its limiter may be closed already)\n", "",
            "a fit of a stopped run sends its next request", STOP),
+    Mutant("engine/concurrency.py", "os.register_at_fork(after_in_child=_leave_the_run_in_child)\n", "",
+           "a process forked from a run's thread keeps the run's stop event", STOP),
     Mutant("engine/concurrency.py", "            token = _STOP.set(stop)", "            token = _STOP.set(None)",
            "the run's stop not seen by its thread tasks", STOP),
     Mutant("engine/concurrency.py", "    elif stop.wait(max(seconds, 0.0)):", "    elif time.sleep(max(seconds, 0.0)) or stop.is_set():",

@@ -1166,6 +1166,7 @@ class ChatAdapter:
         rng = random.Random()  # jitter only: never affects results
         start, retries = time.perf_counter(), 0
         while True:
+            pause(0.0)  # a stopped run neither counts nor sends another request
             if self.budget is not None:
                 try:
                     self.budget.acquire()

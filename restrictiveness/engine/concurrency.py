@@ -24,6 +24,7 @@ import contextvars
 import fcntl
 import functools
 import mmap
+import os
 import pickle
 import queue
 import struct
@@ -103,6 +104,16 @@ _LIMITER: contextvars.ContextVar[RateLimiter | None] = contextvars.ContextVar(
 
 _STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
     "restrictiveness_run_stop", default=None)
+
+
+def _leave_the_run_in_child() -> None:
+    # A process forked from a run's thread (a pool worker from the CPU part) is not one of the
+    # run's threads: the parent's stop never reaches it, and the event's lock, held by a thread
+    # inside wait() at the fork, would stay held for ever in the child's first request.
+    _STOP.set(None)
+
+
+os.register_at_fork(after_in_child=_leave_the_run_in_child)
 
 
 class RunStopped(BaseException):
