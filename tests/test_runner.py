@@ -709,3 +709,53 @@ def test_fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw(n_jobs):
     while _children() - before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _children() <= before  # the stopped processes are gone
+
+
+# A lock below Python (OpenSSL's, taken while an I/O thread builds its HTTPS client) stood in
+# for by a plain lock the threaded fit holds for a while and the pool's fit needs.
+_NATIVE_LOCK = __import__("threading").Lock()
+_LOCK_HELD = __import__("threading").Event()
+
+
+class _HoldsTheLock(rx.Constant):
+    io_bound = True
+
+    def fit(self, sample, rng):
+        with _NATIVE_LOCK:
+            _LOCK_HELD.set()
+            time.sleep(0.5)
+        return super().fit(sample, rng)
+
+
+class _NeedsTheLock(rx.Constant):
+    def fit(self, sample, rng):
+        with _NATIVE_LOCK:
+            return super().fit(sample, rng)
+
+
+def test_pool_workers_are_forked_before_the_io_threads_start(monkeypatch):
+    """With concurrency and n_jobs > 1, the CPU part forked its pool workers while I/O threads
+    ran: a worker forked while one of them held a lock below Python (OpenSSL's, building its
+    HTTPS client) inherited it held and the study hung for ever (2 of 3 runs of a real
+    language-model study with a pool procedure using the same SDK). Here the CPU part starts
+    once a threaded fit holds the lock, so a fork at its start would copy it held."""
+    import threading
+
+    from restrictiveness.engine import study as study_module
+
+    dispatch = study_module._dispatch
+
+    def dispatch_once_the_lock_is_held(*args, **kwargs):
+        _LOCK_HELD.wait(30)
+        return dispatch(*args, **kwargs)
+
+    monkeypatch.setattr(study_module, "_dispatch", dispatch_once_the_lock_is_held)
+    study = rx.Study(_prior(), {"threaded": _HoldsTheLock(), "pooled": _NeedsTheLock()},
+                     baseline=rx.Constant(), n=[10], replications=4, seed=7)
+    out = []
+    runner = threading.Thread(target=lambda: out.append(
+        study.run(progress=False, n_jobs=2, concurrency=2)), daemon=True)
+    runner.start()
+    runner.join(60)
+    assert out, "the study hung"
+    assert int(out[0].dataset["failed"].sum()) == 0

@@ -59,7 +59,9 @@ and ``supports_tools``.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import importlib
 import ipaddress
 import json
 import math
@@ -1009,6 +1011,12 @@ class ChatAdapter:
         self.budget = budget
         self._client = None
         self._lock = ForkSafeLock()
+        # Imported here, in the caller's thread, not at the first request on a run's I/O
+        # thread: a process-pool worker forked while that thread held a module's import lock
+        # waited for it for ever at its own first request. (A missing SDK is reported then.)
+        for name in filter(None, (self.sdk, "httpcore2", "httpx2")):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
 
     # -- pickling: configuration only; the SDK client is rebuilt where it is used ----------
     def __getstate__(self) -> dict:

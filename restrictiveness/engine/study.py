@@ -692,17 +692,24 @@ class Study:
             contexts.drop(m)
             return record
 
-        cpu = None
+        cpu, pool = None, None
         if cpu_labels:
             sub = _subset(self, cpu_labels)
+            if backend != "dask" and n_jobs > 1:  # forked before the I/O threads start
+                pool = _start_pool(n_jobs)
 
             def cpu(done):
                 _dispatch(sub, replications, n_jobs, backend, client, done, None,
-                          worker_timeout)
+                          worker_timeout, pool=pool)
 
-        run_with_threads(replications, tasks,
-                         lambda m, key: fit_outcome(self, contexts.get(m), *key), merge,
-                         finish, threads, cpu=cpu, limiter=limiter)
+        try:
+            run_with_threads(replications, tasks,
+                             lambda m, key: fit_outcome(self, contexts.get(m), *key), merge,
+                             finish, threads, cpu=cpu, limiter=limiter)
+        except BaseException:
+            if pool is not None:  # the CPU part may not have started (or ended) with it
+                _stop_pool(pool)
+            raise
 
 
 _PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat or "
@@ -713,11 +720,13 @@ _PICKLE_REMEDY = ("Make it picklable (for a language model use rx.llm.OpenAIChat
 
 def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: str, client,
               finish: Callable, claim: Callable[[int], bool] | None,
-              worker_timeout: float, fit_timeout: float | None = None) -> None:
-    """Run the units of ``study`` serially, on a process pool or on dask; ``finish(m, record)``
-    is called in the calling thread as each completes (replications ``claim`` refuses are
-    skipped). The workers' warnings are raised here, in the order of ``replications``, as a
-    serial run raises them (module :mod:`~restrictiveness.engine.warning_relay`)."""
+              worker_timeout: float, fit_timeout: float | None = None,
+              pool: ProcessPoolExecutor | None = None) -> None:
+    """Run the units of ``study`` serially, on a process pool (``pool`` if given, started by
+    :func:`_start_pool`) or on dask; ``finish(m, record)`` is called in the calling thread as
+    each completes (replications ``claim`` refuses are skipped). The workers' warnings are
+    raised here, in the order of ``replications``, as a serial run raises them (module
+    :mod:`~restrictiveness.engine.warning_relay`)."""
     if backend != "dask" and workers == 1:
         for m in replications:
             if claim is None or claim(m):
@@ -742,7 +751,8 @@ def _dispatch(study: Study, replications: Sequence[int], workers: int, backend: 
             _run_dask(study, replications, workers, client, done, claim_next, worker_timeout,
                       fit_timeout, filters)
         else:
-            _run_pool(study, replications, workers, done, claim_next, fit_timeout, filters)
+            _run_pool(study, replications, workers, done, claim_next, fit_timeout, filters,
+                      pool)
     except BaseException as exc:
         order.flush(exc)
         raise
@@ -832,17 +842,31 @@ def _init_worker() -> None:
                      name="rx-parent-watch").start()
 
 
-def _run_pool(study: Study, replications: Sequence[int], workers: int,
-              finish: Callable, claim: Callable[[int], bool] | None,
-              fit_timeout: float | None, filters: list[tuple]) -> None:
-    """Run replications on a local process pool, two per worker in flight (claimed only as
-    they are submitted, so concurrent runs share the rest). On any exception, Ctrl-C included,
-    the workers are terminated at once rather than waited for."""
+def _start_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool whose workers are all started now, before the caller starts threads.
+
+    A worker forked while another thread holds a lock below Python (OpenSSL's, as an I/O
+    thread builds its HTTPS client) or a module's import lock inherits it held, and waits for
+    it for ever; a study with ``concurrency`` therefore forks its workers before its I/O
+    threads run. (With fork, the pool starts every worker at its first task.)"""
     # fork: workers inherit imported modules and compiled kernels, and user scripts need no
     # __main__ guard; spawn where fork does not exist.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+    pool.submit(int).result()
+    return pool
+
+
+def _run_pool(study: Study, replications: Sequence[int], workers: int,
+              finish: Callable, claim: Callable[[int], bool] | None,
+              fit_timeout: float | None, filters: list[tuple],
+              pool: ProcessPoolExecutor | None = None) -> None:
+    """Run replications on a local process pool (``pool``, or one started here), two per
+    worker in flight (claimed only as they are submitted, so concurrent runs share the rest).
+    On any exception, Ctrl-C included, the workers are terminated at once rather than waited
+    for."""
+    pool = pool or _start_pool(workers)
     pending, running = iter(replications), {}
 
     def submit_next() -> None:
