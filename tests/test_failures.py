@@ -116,8 +116,11 @@ def test_a_prediction_that_raises_fails_the_fit_from_then_on():
     assert guard.error == "predict: ValueError: no"
 
 
-@pytest.mark.parametrize("returned", [X[:, 0] + 1j, X[:, 0] + 0j, np.array(["0.5"] * 4)],
-                         ids=["complex", "complex-real", "text"])
+@pytest.mark.parametrize("returned", [X[:, 0] + 1j, X[:, 0] + 0j, np.array(["0.5"] * 4),
+                                      np.array(["0.5"] * 4, dtype=object),
+                                      np.array([0.5, 0.5, 0.5, 0.5 + 0j], dtype=object)],
+                         ids=["complex", "complex-real", "text", "text-objects",
+                              "complex-among-objects"])
 def test_complex_or_text_predictions_fail_the_fit_instead_of_being_cast(returned):
     """A float cast would drop the imaginary part (with only NumPy's ComplexWarning) or read
     "0.5" as a number, and score the rule on numbers it never gave."""

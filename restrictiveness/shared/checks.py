@@ -167,9 +167,14 @@ def real_predictions(values: object, who: str) -> np.ndarray:
     restrictiveness.shared.exceptions.DataError: rule: predictions are complex numbers; ...
     """
     array = np.asarray(values)
-    if array.dtype.kind not in "biufO":
-        kind = "complex numbers" if array.dtype.kind == "c" else f"not numbers ({array.dtype})"
-        raise DataError(f"{who}: predictions are {kind}; a prediction rule must return real "
+    kind = array.dtype.kind
+    if kind == "O":  # a pandas Series of text, or mixed objects: look at the items
+        odd = next((v for v in array.flat if isinstance(v, str | bytes | complex)), None)
+        if odd is not None:
+            kind = "c" if isinstance(odd, complex) else "U"
+    if kind not in "biufO":
+        what = "complex numbers" if kind == "c" else f"not numbers ({array.dtype})"
+        raise DataError(f"{who}: predictions are {what}; a prediction rule must return real "
                         "numbers")
     return np.asarray(array, dtype=float)
 
