@@ -112,6 +112,23 @@ def sqlite_without_locks(database, _fsdecode=os.fsdecode, _fspath=os.fspath, _se
     return f"file:{path}?" + "&".join(params + ["nolock=1"])
 
 
+def sqlite_path(database, _fsdecode=os.fsdecode, _fspath=os.fspath):
+    """The file SQLite's ``database`` (a path or a ``file:`` URI) names, or None in memory.
+
+    Examples
+    --------
+    >>> [sqlite_path(d) for d in ("db.sqlite", "file:/tmp/x?nolock=1", "file:///tmp/y",
+    ...                           "file::memory:?cache=shared", ":memory:")]
+    ['db.sqlite', '/tmp/x', '/tmp/y', None, None]
+    """
+    name = _fsdecode(_fspath(database))  # bound: the guard calls this after the program ran
+    if name.startswith("file:"):
+        name = name[5:].partition("#")[0].partition("?")[0]
+        if name.startswith("//"):  # an authority (empty or localhost), then the path
+            name = "/" + name[2:].partition("/")[2]
+    return None if name in ("", ":memory:") else name
+
+
 def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
                file_locks: bool = True):
     """The audit hook, the function that records a refusal and the list of refusals.
@@ -204,7 +221,7 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
              _inside=inside, _refuse=refuse, _readable=readable, _home=(workdir,),
              _wflags=write_flags, _protected=protected, _int=int, _str=str, _type=type,
              _len=len, _libraries=libraries, _symbols=_THREAD_SYMBOLS,
-             _locks=file_locks, _unlocked=sqlite_without_locks,
+             _locks=file_locks, _unlocked=sqlite_without_locks, _sqlite_path=sqlite_path,
              _process_modules=_PROCESS_MODULES, _spawn=_SPAWN_EVENTS, _one=_ONE_PROCESS):
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
@@ -237,6 +254,8 @@ def make_guard(workdir: str, roots: list[str], report_fd: int | None = None,
                     else _one if event.startswith(_spawn) else "")
         if event in _write_events:  # exact: 'sqlite3.connect/handle' carries no path
             for path in tuple(args)[:2 if event in ("os.rename", "shutil.move") else 1]:
+                if event == "sqlite3.connect" and path is not None:
+                    path = _sqlite_path(path)  # a file: URI names its file after the scheme
                 if _type(path) is _int or path is None:
                     continue
                 where = _resolve(path)
