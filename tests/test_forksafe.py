@@ -86,6 +86,15 @@ def test_a_lock_held_by_the_forking_thread_stays_its_own_in_the_child(reentrant)
     assert _free_to_another_thread(lock)
 
 
+def test_releasing_a_free_lock_is_an_error_that_leaves_it_usable():
+    lock = ForkSafeLock()
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        lock.release()
+    with lock:
+        assert not _free_to_another_thread(lock)
+    assert _free_to_another_thread(lock)
+
+
 def test_a_lock_held_by_another_thread_is_free_in_the_child():
     lock = ForkSafeLock(reentrant=True)
     held, release = threading.Event(), threading.Event()

@@ -67,6 +67,8 @@ class ForkSafeLock:
 
     def release(self) -> None:
         """Release the lock, as :meth:`threading.Lock.release`."""
+        if self._depth == 0:  # before the count goes negative and keeps a stale owner
+            raise RuntimeError("release unlocked lock")
         self._depth -= 1
         if self._depth == 0:
             self._owner = None
