@@ -10,6 +10,10 @@ formulas, compile kernels and send results), so every lock such a child may take
 - numba's compiler lock, which :func:`os.fork` waits for instead (a compilation half done in
   another thread would leave numba's and LLVM's state half built in the child, so a fresh lock
   is not enough there).
+
+Locks below Python (OpenSSL's, a module's import lock) can be neither renewed nor waited for
+here: a study with ``concurrency`` forks its pool's workers before its I/O threads start
+(:func:`restrictiveness.engine.study._start_pool`).
 """
 
 from __future__ import annotations
