@@ -696,7 +696,7 @@ class Study:
         if cpu_labels:
             sub = _subset(self, cpu_labels)
             if backend != "dask" and n_jobs > 1:  # forked before the I/O threads start
-                pool = _start_pool(n_jobs)
+                pool = _start_pool(n_jobs, now=True)
 
             def cpu(done):
                 _dispatch(sub, replications, n_jobs, backend, client, done, None,
@@ -842,19 +842,20 @@ def _init_worker() -> None:
                      name="rx-parent-watch").start()
 
 
-def _start_pool(workers: int) -> ProcessPoolExecutor:
-    """A process pool whose workers are all started now, before the caller starts threads.
+def _start_pool(workers: int, now: bool = False) -> ProcessPoolExecutor:
+    """A process pool; with ``now``, its workers are all started before this returns.
 
     A worker forked while another thread holds a lock below Python (OpenSSL's, as an I/O
     thread builds its HTTPS client) or a module's import lock inherits it held, and waits for
-    it for ever; a study with ``concurrency`` therefore forks its workers before its I/O
-    threads run. (With fork, the pool starts every worker at its first task.)"""
+    it for ever; a study with ``concurrency`` therefore forks its workers (``now``) before its
+    I/O threads run. (With fork, the pool starts every worker at its first task.)"""
     # fork: workers inherit imported modules and compiled kernels, and user scripts need no
     # __main__ guard; spawn where fork does not exist.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
-    pool.submit(int).result()
+    if now:
+        pool.submit(int).result()
     return pool
 
 
@@ -866,7 +867,8 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     worker in flight (claimed only as they are submitted, so concurrent runs share the rest).
     On any exception, Ctrl-C included, the workers are terminated at once rather than waited
     for."""
-    pool = pool or _start_pool(workers)
+    if pool is None:
+        pool = _start_pool(workers)
     pending, running = iter(replications), {}
 
     def submit_next() -> None:
