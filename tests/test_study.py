@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -155,6 +157,74 @@ def test_failure_protocol_uses_the_baseline_and_counts():
     text = res.summary().as_text()
     assert "raise: failed in 8 of 8 fits" in text and "first error: fit: RuntimeError: boom" in text
     assert text.count("failed ") >= 4  # the raise and shape rows show "failed", not 1.000
+
+
+class Exits(rx.Procedure):
+    """Calls ``sys.exit`` in its fit at n = 20, or in its rule's predict: a stray ``exit()``,
+    or a library that exits on bad input."""
+
+    def __init__(self, where, code=0, io_bound=False):
+        self.where, self.code, self.io_bound = where, code, io_bound
+
+    def fit(self, sample, rng):
+        if self.where == "fit" and len(sample.y) == 20:
+            sys.exit(self.code)
+
+        def predict(X):
+            if self.where == "predict":
+                sys.exit(self.code)
+            return np.full(len(X), 0.5)
+
+        return FunctionRule(predict)
+
+
+@pytest.mark.parametrize("run", [{}, {"n_jobs": 2}, {"fit_timeout": 60}, {"concurrency": 2}],
+                         ids=["serial", "pool", "fit_timeout", "threads"])
+def test_a_procedure_calling_sys_exit_fails_its_fit_instead_of_ending_the_study(run):
+    """Left to propagate, the SystemExit ended the study (and the user's script) with exit
+    status 0 and nothing printed, whatever the backend."""
+    io_bound = "concurrency" in run
+    procs = {"fit": Exits("fit", io_bound=io_bound), "predict": Exits("predict", 3, io_bound),
+             "fine": Exits("nowhere", io_bound=io_bound)}
+    study = rx.Study(_lottery_like(), procs, rx.Constant(), n=[10, 20], replications=2)
+    with pytest.warns(rx.FailureWarning):
+        ds = study.run(progress=False, **run).dataset
+    failed = ds["failed"].sum("replication")
+    assert failed.sel(procedure="fit").values.tolist() == [0, 2]
+    assert failed.sel(procedure="predict").values.tolist() == [2, 2]
+    assert failed.sel(procedure="fine").values.tolist() == [0, 0]
+    assert str(ds["error"].sel(procedure="fit", n=20).values[0]) == \
+        "fit: SystemExit: sys.exit(0) was called"
+    assert str(ds["error"].sel(procedure="predict", n=10).values[0]) == \
+        "predict: SystemExit: sys.exit(3) was called"
+    base = ds["baseline_loss"].sel(n=20, drop=True)
+    xr.testing.assert_equal(ds["loss"].sel(procedure="fit", n=20, drop=True), base)
+
+
+class ExitingBaseline(rx.Constant):
+    def fit(self, sample, rng):
+        sys.exit("no data")
+
+
+class ExitingPrior(rx.MonotoneGP):
+    def draw(self, *args, **kwargs):
+        sys.exit(2)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_sys_exit_in_a_baseline_or_a_pseudo_truth_draw_is_an_error_naming_it(n_jobs):
+    """Neither has a fallback: the study stops with an error instead of a quiet exit."""
+    study = rx.Study(_lottery_like(), {"c": rx.Constant()}, ExitingBaseline(), n=[10],
+                     replications=2)
+    with pytest.raises(rx.BaselineError, match=r"failed in replication \d, n=10: "
+                                               r"SystemExit: sys.exit\('no data'\) was called"):
+        study.run(progress=False, n_jobs=n_jobs)
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    study = rx.Study(ExitingPrior(F, n_eval=50), {"c": rx.Constant()}, rx.Constant(), n=[10],
+                     replications=2)
+    with pytest.raises(rx.ExecutionError, match=r"called sys.exit\(2\) while drawing "
+                                                r"replication \d's pseudo-truth"):
+        study.run(progress=False, n_jobs=n_jobs)
 
 
 class Vandal(rx.Procedure):

@@ -321,6 +321,12 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/failures.py", "        self.error, self.failed, self.replaced = error, fitted is None, 0",
            "        self.error, self.failed, self.replaced = error, False, 0",
            "failed fit not flagged", FAIL),
+    Mutant("engine/failures.py", "USER_CODE_ERRORS = (Exception, SystemExit)",
+           "USER_CODE_ERRORS = (Exception,)",
+           "a procedure's sys.exit() ends the study quietly", ("tests/test_study.py",)),
+    Mutant("engine/failures.py", "    if isinstance(exc, SandboxUnavailableError | WorkerTerminated):",
+           "    if isinstance(exc, SandboxUnavailableError):",
+           "a pool worker's SIGTERM recorded as a failed fit", ("tests/test_runner.py", "tests/test_study.py")),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

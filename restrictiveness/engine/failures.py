@@ -19,6 +19,30 @@ from ..shared.exceptions import SandboxUnavailableError
 
 __all__ = ["GuardedRule", "repair"]
 
+#: What a call of user code (a fit, a prediction, a discrepancy) may raise and still be recorded
+#: as its failure: a ``sys.exit()`` in a procedure (a stray ``exit()``, a library that exits on
+#: bad input) is that procedure's crash; left to propagate, it ended the whole study quietly,
+#: with exit status 0 and nothing printed.
+USER_CODE_ERRORS = (Exception, SystemExit)
+
+
+class WorkerTerminated(SystemExit):
+    """The parent's SIGTERM in a pool worker: the unit unwinds through its clean-up."""
+
+
+def failure_text(exc: BaseException) -> str:
+    """How a failed call is recorded: the exception's type and message; for a ``sys.exit``
+    (whose message is only its code), what was called.
+
+    Examples
+    --------
+    >>> failure_text(ValueError("no data")), failure_text(SystemExit(0))
+    ('ValueError: no data', 'SystemExit: sys.exit(0) was called')
+    """
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: sys.exit({exc.code!r}) was called"
+    return f"{type(exc).__name__}: {exc}"
+
 
 def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
            columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +92,7 @@ def reraise_fatal(exc: BaseException) -> None:
     restrictiveness.shared.exceptions.SandboxUnavailableError: no Landlock
     """
     reraise_interrupt(exc)
-    if isinstance(exc, SandboxUnavailableError):
+    if isinstance(exc, SandboxUnavailableError | WorkerTerminated):
         raise exc
 
 
@@ -124,10 +148,10 @@ class GuardedRule:
                 raw = real_predictions(self.fitted.predict(np.array(X)), "predict")
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
-            except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+            except USER_CODE_ERRORS as exc:  # any failure of user code is recorded
                 reraise_fatal(exc)
                 self.failed, self.fitted = True, None
-                self.error = self.error or f"predict: {type(exc).__name__}: {exc}"
+                self.error = self.error or f"predict: {failure_text(exc)}"
             else:
                 pred, ok = repair(raw, X, self.constraints, self.columns)
                 bad = ~ok

@@ -55,7 +55,14 @@ from ..shared.exceptions import (
 )
 from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
 from .discrepancies import MSE, NEGATIVE_LOSS, Discrepancy
-from .failures import GuardedRule, is_interrupt, reraise_fatal
+from .failures import (
+    USER_CODE_ERRORS,
+    GuardedRule,
+    WorkerTerminated,
+    failure_text,
+    is_interrupt,
+    reraise_fatal,
+)
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
 from .records import ReplicationRecord
@@ -788,12 +795,8 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
     return max(1, min(int(n_jobs), units))
 
 
-class _Terminated(SystemExit):
-    """The parent's SIGTERM in a pool worker: the unit unwinds through its clean-up."""
-
-
 def _exit_worker(signum, frame) -> None:
-    raise _Terminated(128 + signum)
+    raise WorkerTerminated(128 + signum)
 
 
 #: This process among all (a pid alone repeats across hosts and containers; a fork inherits
@@ -822,7 +825,7 @@ def _pool_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tu
     the executor would report the exception and start the next queued replication."""
     try:
         return _remote_unit(study, m, fit_timeout, filters, caller)
-    except _Terminated as exc:
+    except WorkerTerminated as exc:
         os._exit(int(exc.code or 1))
 
 
@@ -1018,9 +1021,9 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     try:
         # its own copy: the replication's procedures share the sample
         fitted, error = procedure.fit(sample.copy(), rng), ""
-    except Exception as exc:  # noqa: BLE001 - a failing procedure is recorded, not raised
+    except USER_CODE_ERRORS as exc:  # a failing procedure is recorded, not raised
         reraise_fatal(exc)
-        fitted, error = None, f"fit: {type(exc).__name__}: {exc}"
+        fitted, error = None, f"fit: {failure_text(exc)}"
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
     guard = GuardedRule(fitted, base_rule, study.evaluation.constraints,
@@ -1059,8 +1062,16 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     m, ns, discs = replication, study.n, study.discrepancies
     k_base = max(study.procedure_draws(label) for label in study.labels)
     start_stage(("truth", m, None))  # the next step's limit, under fit_timeout
-    truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
-                                  draws=1 if study.fit_on == "evaluation" else study.draws)
+    try:
+        truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
+                                      draws=1 if study.fit_on == "evaluation" else study.draws)
+    except SystemExit as exc:
+        # Left to propagate, a sys.exit() in a user's evaluation distribution ended the study
+        # quietly with exit status 0 (cf. PEP 479's StopIteration -> RuntimeError)
+        reraise_fatal(exc)
+        raise ExecutionError(f"the evaluation distribution {study.evaluation!r} called "
+                             f"sys.exit({exc.code!r}) while drawing replication {m}'s "
+                             f"pseudo-truth") from exc
     base_loss = np.full((len(discs), len(ns), study.draws), np.nan)
     base_seconds = np.zeros(len(ns))
     samples, rules = {}, {}
@@ -1078,13 +1089,13 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                     base_rule, base_rule, study.evaluation.constraints,
                     study.evaluation.columns).baseline_predict)
                 base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
-            except Exception as exc:
+            except USER_CODE_ERRORS as exc:
                 reraise_fatal(exc)
                 if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
                     raise
                 raise BaselineError(
                     f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{failure_text(exc)}") from exc
             _check_losses(discs, base_loss[:, c, k], "the baseline", m, n, BaselineError)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
@@ -1136,10 +1147,10 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
     for d, disc in enumerate(discs):
         try:
             loss[d] = disc(guard, truth, n)
-        except Exception as exc:  # noqa: BLE001 - broken discrepancy input
+        except USER_CODE_ERRORS as exc:  # broken discrepancy input
             reraise_fatal(exc)
             guard.failed = True
-            guard.error = guard.error or f"discrepancy {disc.name}: {exc}"
+            guard.error = guard.error or f"discrepancy {disc.name}: {failure_text(exc)}"
             guard.fitted = None
             loss[d] = disc(guard, truth, n)
     if had_fit and guard.fitted is None:

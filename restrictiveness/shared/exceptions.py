@@ -186,7 +186,8 @@ class CheckpointError(RestrictivenessError, RuntimeError):
 
 class ExecutionError(RestrictivenessError, RuntimeError):
     """The machinery running the replications failed: every dask worker is gone, or a worker
-    process died (e.g. killed for lack of memory).
+    process died (e.g. killed for lack of memory); or a pseudo-truth draw, which has no
+    fallback, called ``sys.exit()`` (a procedure's fit that does is recorded as failed).
 
     Start workers again (or use fewer, or less memory) and rerun; with a checkpoint, the
     finished replications are kept and the rerun resumes.
