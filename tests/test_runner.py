@@ -414,12 +414,18 @@ def test_a_timed_out_fit_runs_its_clean_up(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_interrupt_under_fit_timeout_runs_the_fits_clean_up(tmp_path, ctrl_c_raises):
+def test_an_interrupt_under_fit_timeout_runs_the_fits_clean_up(tmp_path, monkeypatch,
+                                                               ctrl_c_raises):
     """Ctrl-C during a run with fit_timeout: the fit runs in a grandchild (a child per
     replication, a child of it per batch of fits), and both used to be SIGKILLed on the way
     out, so the fit's ``finally`` never ran (one /tmp/rx-sandbox-* directory per busy fit)."""
     import threading
 
+    from restrictiveness.engine import timeouts
+
+    # a clean-up may wait for the CPU for seconds on a loaded machine (the default 2 s grace
+    # failed it there); the fork inherits the setting
+    monkeypatch.setattr(timeouts, "STOP_GRACE", 20.0)
     study = rx.Study(_prior(), {"stuck": StuckAfterSetUp(str(tmp_path))}, baseline=rx.Constant(),
                      n=[10], replications=2, seed=7)
 
