@@ -401,6 +401,20 @@ def test_temporary_files_carry_their_writers_pid(tmp_path):
                             tmp.name)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_file_that_cannot_be_written_is_named_not_its_temporary_file(tmp_path):
+    """Errors named the temporary file, which the user never asked for
+    ('/proc/.x.nc.30646.xbka2wtw.tmp'), or called a file 'a folder that does not exist'."""
+    from restrictiveness.shared.files import atomic_write_bytes
+    with pytest.raises(FileNotFoundError, match=r"^\[Errno 2\] cannot write '/proc/x.nc': "
+                                                r"its folder takes no new file") as caught:
+        atomic_write_bytes("/proc/x.nc", b"data")
+    assert caught.value.filename == "/proc/x.nc" and ".tmp" not in str(caught.value)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(rx.ConfigurationError, match=r"/file' is a file, not a folder"):
+        atomic_write_bytes(tmp_path / "file" / "x.nc", b"data")
+
+
 _KILLED_WRITER = """
 import os, signal, sys
 from restrictiveness.shared.files import atomic_output

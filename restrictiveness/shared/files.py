@@ -59,11 +59,19 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     target = Path(target)
     if target.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: it is a folder; give a file name")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ConfigurationError(f"cannot write {str(target)!r}: {str(target.parent)!r} is "
+                                 f"a file, not a folder")
     if not target.parent.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: the folder "
                                  f"{str(target.parent)!r} does not exist; create it first")
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
-                                suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
+                                    suffix=".tmp")
+    except OSError as exc:
+        # the error names the temporary file, which the caller never asked for
+        raise OSError(exc.errno, f"cannot write {str(target)!r}: its folder takes no new "
+                                 f"file ({exc.strerror})", str(target)) from exc
     os.close(fd)
     tmp = Path(name)
     try:
