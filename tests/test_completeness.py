@@ -8,6 +8,7 @@ and error messages.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -491,6 +492,68 @@ def test_a_procedure_writing_into_its_inputs_changes_no_other_losses(where):
         vandal = lottery_run(procedures=procs, baseline=Vandal()).dataset
     np.testing.assert_array_equal(clean["loss"].values, vandal["loss"].values)
     assert int(vandal["failed"].sum()) == 0
+
+
+class SetsErrorsToRaise(Procedure):
+    """Sets numpy's floating-point errors to raise in its fit or in its rule; predicts EV."""
+
+    label = "meddler"
+
+    def __init__(self, where):
+        self.where = where
+
+    def fit(self, sample, rng):
+        if self.where == "fit":
+            np.seterr(all="raise")
+
+        def predict(X):
+            if self.where == "predict":
+                np.seterr(all="raise")
+            return ev(X)
+
+        return FunctionRule(predict)
+
+
+class DividesByZero(Procedure):
+    """EV, after a division by zero (inf, with a warning, under numpy's default error state)."""
+
+    label = "divider"
+
+    def fit(self, sample, rng):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.array([1.0]) / np.array([0.0])
+        return FunctionRule(ev)
+
+
+@pytest.mark.parametrize("where", ["fit", "predict"])
+def test_a_procedure_changing_numpys_error_state_changes_no_other_procedure(where):
+    """After np.seterr(all="raise") in one procedure, the next one's division by zero raised:
+    every fold of it failed and took the baseline's losses."""
+    alone = lottery_run(procedures={"divider": DividesByZero()}).dataset
+    both = lottery_run(procedures={"meddler": SetsErrorsToRaise(where),
+                                   "divider": DividesByZero()}).dataset
+    assert int(both["failed"].sum()) == 0 and np.geterr()["divide"] == "warn"
+    np.testing.assert_array_equal(both["loss"].sel(procedure="divider").values,
+                                  alone["loss"].sel(procedure="divider").values)
+
+
+class Exits(Procedure):
+    label = "exits"
+
+    def fit(self, sample, rng):
+        sys.exit(0)
+
+
+def test_a_procedure_calling_sys_exit_fails_its_folds_instead_of_ending_the_run():
+    """The SystemExit ended the completeness run, and the user's script, with exit status 0."""
+    with pytest.warns(FailureWarning, match="exits"):
+        ds = lottery_run(procedures={"exits": Exits()}).dataset
+    assert (ds["failed"].sel(procedure="exits").values == 1).all()
+    assert str(ds["error"].sel(procedure="exits").values[0, 0]) == \
+        "SystemExit: sys.exit(0) was called"
+    with pytest.raises(BaselineError, match=r"SystemExit: sys.exit\(0\) was called"):
+        lottery_run(baseline=Exits())
 
 
 def test_invalid_rows_use_baseline_rows():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -199,6 +200,50 @@ def test_a_procedure_calling_sys_exit_fails_its_fit_instead_of_ending_the_study(
         "predict: SystemExit: sys.exit(3) was called"
     base = ds["baseline_loss"].sel(n=20, drop=True)
     xr.testing.assert_equal(ds["loss"].sel(procedure="fit", n=20, drop=True), base)
+
+
+class SetsErrorsToRaise(rx.Procedure):
+    """Sets numpy's floating-point errors to raise in its fit or in its rule; predicts 0.5."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def fit(self, sample, rng):
+        if self.where == "fit":
+            np.seterr(all="raise")
+
+        def predict(X):
+            if self.where == "predict":
+                np.seterr(all="raise")
+            return np.full(len(X), 0.5)
+
+        return FunctionRule(predict)
+
+
+class DividesByZero(rx.Procedure):
+    """The training mean, after a division by zero (inf, with a warning, by numpy's default)."""
+
+    def fit(self, sample, rng):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.array([1.0]) / np.array([0.0])
+        mean = float(np.mean(sample.y))
+        return FunctionRule(lambda X: np.full(len(X), mean))
+
+
+@pytest.mark.parametrize("where", ["fit", "predict"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_procedure_changing_numpys_error_state_changes_no_other_procedure(where, n_jobs):
+    """After np.seterr(all="raise") in one procedure, a later procedure's division by zero
+    raised and failed its fit: its losses depended on which procedures ran before it."""
+    def losses(procs):
+        study = rx.Study(_lottery_like(), procs, rx.Constant(), n=[10], replications=2)
+        return study.run(progress=False, n_jobs=n_jobs).dataset
+    alone = losses({"divider": DividesByZero()})
+    both = losses({"meddler": SetsErrorsToRaise(where), "divider": DividesByZero()})
+    assert int(both["failed"].sum()) == 0 and np.geterr()["divide"] == "warn"
+    np.testing.assert_array_equal(both["loss"].sel(procedure="divider").values,
+                                  alone["loss"].sel(procedure="divider").values)
 
 
 class ExitingBaseline(rx.Constant):

@@ -246,8 +246,8 @@ MUTANTS: list[Mutant] = [
            "                base_rule = study.baseline.fit(sample, rng)",
            "the baseline fitted on the shared sample arrays", COPIES),
     Mutant("engine/failures.py",
-           "                raw = real_predictions(self.fitted.predict(np.array(X)), \"predict\")",
-           "                raw = real_predictions(self.fitted.predict(X), \"predict\")",
+           "                    raw = self.fitted.predict(np.array(X))",
+           "                    raw = self.fitted.predict(X)",
            "rules predict on the shared evaluation locations", COPIES),
     Mutant("analysis/completeness/estimate.py",
            "                        train.copy(), np.random.default_rng(fit_ss)), \"\"",
@@ -327,6 +327,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/failures.py", "    if isinstance(exc, SandboxUnavailableError | WorkerTerminated):",
            "    if isinstance(exc, SandboxUnavailableError):",
            "a pool worker's SIGTERM recorded as a failed fit", ("tests/test_runner.py", "tests/test_study.py")),
+    Mutant("engine/failures.py", "    with np.errstate():\n        yield", "    yield",
+           "a procedure's np.seterr leaks into later procedures",
+           ("tests/test_study.py", "tests/test_completeness.py")),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

@@ -9,7 +9,8 @@ Every replacement is counted, and studies record the counts and the first error 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -24,6 +25,26 @@ __all__ = ["GuardedRule", "repair"]
 #: bad input) is that procedure's crash; left to propagate, it ended the whole study quietly,
 #: with exit status 0 and nothing printed.
 USER_CODE_ERRORS = (Exception, SystemExit)
+
+
+@contextlib.contextmanager
+def user_code() -> Iterator[None]:
+    """A call of user code (a fit, a prediction) that leaves numpy's floating-point error
+    state as it found it.
+
+    A procedure calling ``np.seterr(all="raise")`` changed how every later procedure of the
+    process computed: their divisions by zero raised and failed their fits, so a procedure's
+    losses depended on which procedures ran before it in the same process.
+
+    Examples
+    --------
+    >>> with user_code():
+    ...     _ = np.seterr(all="raise")
+    >>> np.geterr()["divide"]
+    'warn'
+    """
+    with np.errstate():
+        yield
 
 
 class WorkerTerminated(SystemExit):
@@ -134,7 +155,9 @@ class GuardedRule:
     # predict gets its own copy of X: the caller's locations are shared by every procedure of
     # a replication and are read again by the repair (bounds named by column)
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
-        raw = real_predictions(self.baseline.predict(np.array(X)), "the baseline").copy()
+        with user_code():
+            raw = self.baseline.predict(np.array(X))
+        raw = real_predictions(raw, "the baseline").copy()
         pred, _ = repair(raw, X, self.constraints, self.columns)
         # a non-finite baseline prediction stays non-finite (the study refuses such a
         # baseline) instead of being clipped to a bound as an eligible one
@@ -145,7 +168,9 @@ class GuardedRule:
         base = self.baseline_predict(X)
         if self.fitted is not None:
             try:
-                raw = real_predictions(self.fitted.predict(np.array(X)), "predict")
+                with user_code():
+                    raw = self.fitted.predict(np.array(X))
+                raw = real_predictions(raw, "predict")
                 if raw.shape != base.shape:
                     raise ValueError(f"predictions have shape {raw.shape}, expected {base.shape}")
             except USER_CODE_ERRORS as exc:  # any failure of user code is recorded

@@ -62,6 +62,7 @@ from .failures import (
     failure_text,
     is_interrupt,
     reraise_fatal,
+    user_code,
 )
 from .memory import check_memory
 from .protocol import FunctionRule, Procedure
@@ -1020,7 +1021,8 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     start = time.perf_counter()
     try:
         # its own copy: the replication's procedures share the sample
-        fitted, error = procedure.fit(sample.copy(), rng), ""
+        with user_code():
+            fitted, error = procedure.fit(sample.copy(), rng), ""
     except USER_CODE_ERRORS as exc:  # a failing procedure is recorded, not raised
         reraise_fatal(exc)
         fitted, error = None, f"fit: {failure_text(exc)}"
@@ -1083,7 +1085,8 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
             start = time.perf_counter()
             try:
-                base_rule = study.baseline.fit(sample.copy(), rng)
+                with user_code():
+                    base_rule = study.baseline.fit(sample.copy(), rng)
                 # the baseline's own rule, repaired with the eligible set's constraints
                 repaired = FunctionRule(GuardedRule(
                     base_rule, base_rule, study.evaluation.constraints,

@@ -36,7 +36,13 @@ import pandas as pd
 import xarray as xr
 
 from ...eligible.constraints import Constraint
-from ...engine.failures import GuardedRule, reraise_fatal
+from ...engine.failures import (
+    USER_CODE_ERRORS,
+    GuardedRule,
+    failure_text,
+    reraise_fatal,
+    user_code,
+)
 from ...engine.protocol import Procedure
 from ...shared._versions import package_versions
 from ...shared.checks import whole_number
@@ -220,14 +226,16 @@ def estimate_completeness(
             if j == b:
                 try:
                     # a copy: the fold's procedures share its training sample
-                    base_fit = procs[labels[j]].fit(train.copy(), np.random.default_rng(fit_ss))
+                    with user_code():
+                        base_fit = procs[labels[j]].fit(train.copy(),
+                                                        np.random.default_rng(fit_ss))
                     # repaired as at the study's baseline (its own copy of X; ±inf not clipped)
                     pred = GuardedRule(base_fit, base_fit, constraints,
                                        columns).baseline_predict(X)
-                except Exception as exc:
+                except USER_CODE_ERRORS as exc:
                     reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
-                                        f"fold {k}: {type(exc).__name__}: {exc}") from exc
+                                        f"fold {k}: {failure_text(exc)}") from exc
                 if not np.isfinite(pred).all():
                     raise BaselineError(f"the baseline {base_label!r} returned non-finite "
                                         f"predictions in repetition {r}, fold {k}")
@@ -236,12 +244,13 @@ def estimate_completeness(
                 # The study's failure protocol: repair, replace invalid rows with the
                 # baseline's, and the whole fold when the fit or the prediction raises.
                 try:
-                    fitted, reason = procs[labels[j]].fit(
-                        train.copy(), np.random.default_rng(fit_ss)), ""
+                    with user_code():
+                        fitted, reason = procs[labels[j]].fit(
+                            train.copy(), np.random.default_rng(fit_ss)), ""
                     info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
-                except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+                except USER_CODE_ERRORS as exc:  # any failure of user code is recorded
                     reraise_fatal(exc)
-                    fitted, reason = None, f"{type(exc).__name__}: {exc}"
+                    fitted, reason = None, failure_text(exc)
                 guard = GuardedRule(fitted, base_fit, constraints, columns, reason)
                 pred = guard.predict(X)
                 failed[j, r, k] = int(guard.failed)
