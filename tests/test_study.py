@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -202,48 +203,92 @@ def test_a_procedure_calling_sys_exit_fails_its_fit_instead_of_ending_the_study(
     xr.testing.assert_equal(ds["loss"].sel(procedure="fit", n=20, drop=True), base)
 
 
-class SetsErrorsToRaise(rx.Procedure):
-    """Sets numpy's floating-point errors to raise in its fit or in its rule; predicts 0.5."""
+class Meddler(rx.Procedure):
+    """Changes process state in its fit or in its rule (numpy's error state, the warning
+    filters, the working directory); predicts 0.5."""
 
-    def __init__(self, where):
-        self.where = where
+    def __init__(self, what, where, elsewhere=None):
+        self.what, self.where, self.elsewhere = what, where, elsewhere
+
+    def meddle(self):
+        if self.what == "seterr":
+            np.seterr(all="raise")
+        elif self.what == "warnings":
+            warnings.simplefilter("error")
+        else:
+            os.chdir(self.elsewhere)
 
     def fit(self, sample, rng):
         if self.where == "fit":
-            np.seterr(all="raise")
+            self.meddle()
 
         def predict(X):
             if self.where == "predict":
-                np.seterr(all="raise")
+                self.meddle()
             return np.full(len(X), 0.5)
 
         return FunctionRule(predict)
 
 
-class DividesByZero(rx.Procedure):
-    """The training mean, after a division by zero (inf, with a warning, by numpy's default)."""
+class Sensitive(rx.Procedure):
+    """The training mean, after a division by zero and a warning (inf and a warning under
+    numpy's and Python's defaults), in the directory the study started in."""
+
+    def __init__(self, directory):
+        self.directory = directory
 
     def fit(self, sample, rng):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             np.array([1.0]) / np.array([0.0])
+        warnings.warn("a note", UserWarning, stacklevel=2)
+        if os.getcwd() != self.directory:
+            raise RuntimeError(f"in {os.getcwd()}")
         mean = float(np.mean(sample.y))
         return FunctionRule(lambda X: np.full(len(X), mean))
 
 
+@pytest.mark.parametrize("what", ["seterr", "warnings", "chdir"])
 @pytest.mark.parametrize("where", ["fit", "predict"])
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_a_procedure_changing_numpys_error_state_changes_no_other_procedure(where, n_jobs):
-    """After np.seterr(all="raise") in one procedure, a later procedure's division by zero
-    raised and failed its fit: its losses depended on which procedures ran before it."""
+def test_a_procedure_changing_process_state_changes_no_other_procedure(what, where, n_jobs,
+                                                                       tmp_path):
+    """After np.seterr(all="raise"), warnings.simplefilter("error") or os.chdir in one
+    procedure, a later procedure of the process raised and failed its fit: its losses depended
+    on which procedures ran before it. The caller's state is as it was after the run."""
+    here = os.getcwd()
+
     def losses(procs):
         study = rx.Study(_lottery_like(), procs, rx.Constant(), n=[10], replications=2)
-        return study.run(progress=False, n_jobs=n_jobs).dataset
-    alone = losses({"divider": DividesByZero()})
-    both = losses({"meddler": SetsErrorsToRaise(where), "divider": DividesByZero()})
-    assert int(both["failed"].sum()) == 0 and np.geterr()["divide"] == "warn"
-    np.testing.assert_array_equal(both["loss"].sel(procedure="divider").values,
-                                  alone["loss"].sel(procedure="divider").values)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            filters = list(warnings.filters)
+            ds = study.run(progress=False, n_jobs=n_jobs).dataset
+            assert warnings.filters == filters
+        return ds
+
+    alone = losses({"sensitive": Sensitive(here)})
+    both = losses({"meddler": Meddler(what, where, str(tmp_path)), "sensitive": Sensitive(here)})
+    assert int(both["failed"].sum()) == 0
+    assert np.geterr()["divide"] == "warn" and os.getcwd() == here
+    np.testing.assert_array_equal(both["loss"].sel(procedure="sensitive").values,
+                                  alone["loss"].sel(procedure="sensitive").values)
+
+
+def test_fits_on_threads_leave_the_callers_filters_and_directory_as_they_were(tmp_path):
+    """Fits on threads share the process's filters and directory while they run (Python
+    keeps one set per process); once the run ends, the caller's are back."""
+    here = os.getcwd()
+    procs = {"warnings": Meddler("warnings", "fit"), "chdir": Meddler("chdir", "predict",
+                                                                      str(tmp_path))}
+    for procedure in procs.values():
+        procedure.io_bound = True
+    study = rx.Study(_lottery_like(), procs, rx.Constant(), n=[10, 20], replications=4)
+    with warnings.catch_warnings():
+        filters = list(warnings.filters)
+        study.run(progress=False, concurrency=3)
+        assert warnings.filters == filters
+    assert os.getcwd() == here
 
 
 class ExitingBaseline(rx.Constant):

@@ -327,7 +327,10 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/failures.py", "    if isinstance(exc, SandboxUnavailableError | WorkerTerminated):",
            "    if isinstance(exc, SandboxUnavailableError):",
            "a pool worker's SIGTERM recorded as a failed fit", ("tests/test_runner.py", "tests/test_study.py")),
-    Mutant("engine/failures.py", "    with np.errstate():\n        yield", "    yield",
+    Mutant("engine/failures.py", "                _restore(*_found)", "                pass",
+           "a procedure's warning filters and chdir leak into later procedures",
+           ("tests/test_study.py",)),
+    Mutant("engine/failures.py", "        with np.errstate():\n            yield", "        yield",
            "a procedure's np.seterr leaks into later procedures",
            ("tests/test_study.py", "tests/test_completeness.py")),
     # -- engine/discrepancies.py -------------------------------------------------------------

@@ -10,13 +10,17 @@ Every replacement is counted, and studies record the counts and the first error 
 from __future__ import annotations
 
 import contextlib
+import os
+import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..eligible.constraints import Constraint
 from ..shared.checks import real_predictions
 from ..shared.exceptions import SandboxUnavailableError
+from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["GuardedRule", "repair"]
 
@@ -27,24 +31,66 @@ __all__ = ["GuardedRule", "repair"]
 USER_CODE_ERRORS = (Exception, SystemExit)
 
 
+#: User calls running now (on any thread) and the process state the first of them found.
+_user_calls = 0
+_found: tuple[Any, list, str | None] | None = None
+_user_calls_lock = ForkSafeLock()
+
+
 @contextlib.contextmanager
 def user_code() -> Iterator[None]:
     """A call of user code (a fit, a prediction) that leaves numpy's floating-point error
-    state as it found it.
+    state, the warning filters and the working directory as it found them.
 
-    A procedure calling ``np.seterr(all="raise")`` changed how every later procedure of the
-    process computed: their divisions by zero raised and failed their fits, so a procedure's
-    losses depended on which procedures ran before it in the same process.
+    A procedure calling ``np.seterr(all="raise")`` or ``warnings.simplefilter("error")``
+    changed how every later procedure of the process ran (their divisions by zero or their
+    warnings raised and failed their fits), so a procedure's losses depended on which
+    procedures ran before it; an ``os.chdir`` moved the caller's relative paths. The error
+    state is each thread's own. Filters and the directory are the process's: fits on threads
+    share them while they run, and the last call to end restores what the first found (a call
+    restoring its own start would reinstate a change another thread's fit had made).
 
     Examples
     --------
+    >>> import warnings
     >>> with user_code():
     ...     _ = np.seterr(all="raise")
-    >>> np.geterr()["divide"]
-    'warn'
+    ...     warnings.simplefilter("error")
+    >>> np.geterr()["divide"], warnings.filters[0][0] == "error"
+    ('warn', False)
     """
-    with np.errstate():
-        yield
+    global _user_calls, _found
+    with _user_calls_lock:
+        if _user_calls == 0:
+            _found = (warnings.filters, list(warnings.filters), _working_directory())
+        _user_calls += 1
+    try:
+        with np.errstate():
+            yield
+    finally:
+        with _user_calls_lock:
+            _user_calls -= 1
+            if _user_calls == 0 and _found is not None:
+                _restore(*_found)
+                _found = None
+
+
+def _working_directory() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # deleted
+        return None
+
+
+def _restore(filters: Any, entries: list, directory: str | None) -> None:
+    if warnings.filters is not filters or warnings.filters != entries:
+        warnings.filters = filters
+        filters[:] = entries
+        # as catch_warnings does on exit: the registries' cached decisions are stale
+        warnings._filters_mutated()  # type: ignore[attr-defined]
+    if directory is not None and _working_directory() != directory:
+        with contextlib.suppress(OSError):  # gone meanwhile: nowhere to return to
+            os.chdir(directory)
 
 
 class WorkerTerminated(SystemExit):
