@@ -143,6 +143,22 @@ def test_gamma_one_is_the_point_estimate(cpt_res, comparison):
         np.testing.assert_allclose(tab[col], expected, rtol=1e-12, atol=1e-15)
 
 
+def test_bounds_at_gamma_one_are_the_estimate_to_the_bit():
+    # "Γ = 1 returns the point estimate" and lower <= estimate <= upper, with no rounding
+    # slack: the bounds were an ulp above the estimate column in most comparisons
+    res = _hand_results(np.random.default_rng(5), m=97)
+    for comp in ["CPT(delta)", "CPT(delta)-CPT(alpha,gamma,delta)", "C_delta-C_gamma",
+                 "GP regression-CPT(delta)", "CPT(alpha,gamma)"]:
+        for disc in ("mse", "mae"):
+            tab = res.sensitivity(comp, gamma=[1.0, 1.25, 2.0], discrepancy=disc)
+            one = tab.xs(1.0, level="gamma")
+            assert (one["lower"] == one["estimate"]).all()
+            assert (one["upper"] == one["estimate"]).all()
+            assert ((tab["lower"] <= tab["estimate"]) & (tab["estimate"] <= tab["upper"])).all()
+    single = res.sensitivity("CPT(delta)", gamma=1.0)
+    assert (single["lower"].to_numpy() == _r(res, "CPT(delta)")).all()
+
+
 def test_a_minus_b_forms_agree(cpt_res):
     s1 = cpt_res.sensitivity("CPT(delta)-CPT(alpha,gamma,delta)", gamma=2.5)
     s2 = cpt_res.sensitivity("CPT(delta)", "CPT(alpha,gamma,delta)", gamma=2.5)

@@ -476,6 +476,11 @@ MUTANTS: list[Mutant] = [
            "    if _min_weighted_sum(a_sorted, 1.0) < 0:", "Δ̂ = 0 not critical at Γ = 1", SENS),
     Mutant("engine/sensitivity.py", "    a_sorted = np.sort(a)", "    a_sorted = np.sort(a)[::-1]",
            "critical Γ from the largest weighted sum, not the smallest", SENS),
+    Mutant("engine/sensitivity.py", "    lower[g == 1.0] = upper[g == 1.0] = est",
+           "    pass", "Γ = 1 bounds from the vertex search, an ulp off the estimate", SENS),
+    Mutant("engine/sensitivity.py", "    upper = np.maximum(_max_ratio(a, b, w_rank), est)",
+           "    upper = _max_ratio(a, b, w_rank)",
+           "upper bound not clamped to bracket the uniform-weight estimate", SENS),
     # -- shared/_lsq_nb.py: the bounded Levenberg–Marquardt -----------------------------------
     Mutant("shared/_lsq_nb.py", "        if v - lo[a] <= BOUND_RTOL * max(1.0, abs(lo[a])):",
            "        if v - lo[a] <= BOUND_RTOL * abs(lo[a]):",

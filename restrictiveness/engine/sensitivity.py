@@ -227,11 +227,14 @@ def bounds(
     """
     a, b = _inputs(numerator_a, numerator_b, denominator)
     g, scalar = _gammas(gamma)
-    if g.size == 0:
-        return np.empty(0), np.empty(0)
     w_rank = vertex_weights(g, a.size)
-    upper = _max_ratio(a, b, w_rank)
-    lower = -_max_ratio(-a, b, w_rank)
+    # Uniform weights lie in every W_Γ, so the bounds bracket Δ̂; computed from means, as
+    # Results computes the estimate, it is Γ = 1's answer to the bit (the dot products of the
+    # vertex search summed in another order and could land an ulp above the estimate).
+    est = a.mean() / b.mean()
+    upper = np.maximum(_max_ratio(a, b, w_rank), est)
+    lower = np.minimum(-_max_ratio(-a, b, w_rank), est)
+    lower[g == 1.0] = upper[g == 1.0] = est
     if scalar:
         return float(lower[0]), float(upper[0])
     return lower, upper
