@@ -428,3 +428,18 @@ def test_sensitivity_tables_refuse_a_gamma_given_as_text(cpt_res):
     ds = cpt_res.sensitivity_dataset(["CPT(delta)"], gamma=np.float32(2.0))
     tab = cpt_res.sensitivity("CPT(delta)", gamma=2.0)
     np.testing.assert_array_equal(ds["lower"].sel(comparison="CPT(delta)").values, tab["lower"])
+
+
+def test_a_grid_as_gamma_max_is_refused_by_name(cpt_res):
+    # Γ_max ends the Γ* search: a grid there was a bare "too many values to unpack"
+    a, b = np.array([1.0, -2.0, 3.0]), np.ones(3)
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        critical_gamma(a, None, b, gamma_max=[2.0, 3.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.critical_gamma("C_delta-C_gamma", gamma_max=[2.0, 3.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.sensitivity_summary(["C_delta-C_gamma"], gamma_max=(2.0, 3.0))
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.plot_sensitivity("C_delta-C_gamma", gamma_max=[2.0, 3.0])
+    # one number of any numeric type still ends the search where a float does
+    assert critical_gamma(a, None, b, gamma_max=np.float32(3.0)) == critical_gamma(a, None, b)

@@ -486,6 +486,10 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/sensitivity.py", "    upper = np.maximum(_max_ratio(a, b, w_rank), est)",
            "    upper = _max_ratio(a, b, w_rank)",
            "upper bound not clamped to bracket the uniform-weight estimate", SENS),
+    Mutant("engine/sensitivity.py", "    if np.ndim(value) != 0:  # [2, 3] was a bare",
+           "    if np.ndim(value) > 1:  # [2, 3] was a bare",
+           "a grid of gamma_max passes to a bare unpacking error",
+           ("tests/test_sensitivity_results.py::test_a_grid_as_gamma_max_is_refused_by_name",)),
     # -- shared/_lsq_nb.py: the bounded Levenberg–Marquardt -----------------------------------
     Mutant("shared/_lsq_nb.py", "        if v - lo[a] <= BOUND_RTOL * max(1.0, abs(lo[a])):",
            "        if v - lo[a] <= BOUND_RTOL * abs(lo[a]):",

@@ -745,7 +745,7 @@ class SensitivityMixin:
         >>> [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
         ['n=10', 'n=20']
         """
-        (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")
+        gmax = _sens._gamma_max(gamma_max)
         if int(points) != points or points < 2:
             raise ConfigurationError(f"points must be an integer >= 2; got {points}")
         grid = np.linspace(1.0, gmax, int(points))
