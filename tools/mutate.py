@@ -490,6 +490,12 @@ MUTANTS: list[Mutant] = [
            "    if np.ndim(value) > 1:  # [2, 3] was a bare",
            "a grid of gamma_max passes to a bare unpacking error",
            ("tests/test_sensitivity_results.py::test_a_grid_as_gamma_max_is_refused_by_name",)),
+    Mutant("engine/sensitivity_results.py",
+           "            return _fmt(value) if np.isnan(value) else _sens.format_critical(value, gamma_max)",
+           "            return _sens.format_critical(value, gamma_max)",
+           "Panel C formats a degenerate baseline's NaN critical value and raises",
+           ("tests/test_degenerate_baseline.py::test_sensitivity_tables_of_an_interpolating_"
+            "baseline_print_nan",)),
     # -- shared/_lsq_nb.py: the bounded Levenberg–Marquardt -----------------------------------
     Mutant("shared/_lsq_nb.py", "        if v - lo[a] <= BOUND_RTOL * max(1.0, abs(lo[a])):",
            "        if v - lo[a] <= BOUND_RTOL * abs(lo[a]):",
