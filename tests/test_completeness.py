@@ -390,6 +390,27 @@ def test_folds_common_to_procedures_and_reproducible(run):
     assert not np.array_equal(first.dataset["assigned_fold"], other.dataset["assigned_fold"])
 
 
+@pytest.mark.parametrize("run", [lottery_run, market_run])
+def test_a_seed_sequence_reproduces_its_folds_every_time(run):
+    # spawning from the caller's SeedSequence advanced it: the same one gave other folds (and
+    # κ̂) at the second call, both recorded as seed 42, and a used one other folds again
+    procs = {"a": Constant(), "b": Constant()}
+    by_int = run(procedures=procs, seed=42)
+    ss = np.random.SeedSequence(42)
+    used = np.random.SeedSequence(42)
+    used.spawn(3)
+    for seed in (ss, ss, used):
+        res = run(procedures=procs, seed=seed)
+        np.testing.assert_array_equal(res.dataset["assigned_fold"], by_int.dataset["assigned_fold"])
+        np.testing.assert_array_equal(res.dataset["loss"], by_int.dataset["loss"])
+        assert res.dataset.attrs["seed"] == "42"
+    # a child sequence is recorded with its spawn key: its parent's entropy alone draws others
+    child = np.random.SeedSequence(42).spawn(2)[1]
+    res = run(procedures=procs, seed=child)
+    assert res.dataset.attrs["seed"] == "42 spawn_key=(1,)"
+    assert not np.array_equal(res.dataset["assigned_fold"], by_int.dataset["assigned_fold"])
+
+
 def test_cell_means_training_sample_is_per_lottery_mean():
     data = lottery_data()
     log = []

@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 
 import restrictiveness as rx
+from restrictiveness.cli import main
 from restrictiveness.demand.elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
 from restrictiveness.demand.prior import DemandPrior
 from restrictiveness.engine.checkpoint import configuration_hash
@@ -120,6 +121,24 @@ def test_contrasts_and_sensitivity_bounds_of_an_interpolating_baseline_are_nan(i
     with pytest.warns(RuntimeWarning, match="critical Γ.*'linear'"):
         crit = res.critical_gamma("linear")
     assert np.isnan(crit.to_numpy()).all()
+
+
+def test_sensitivity_tables_of_an_interpolating_baseline_print_nan(interpolating, tmp_path,
+                                                                   capsys):
+    # Panel C passed the NaN Γ* to format_critical, which raised "value is NaN; expected a
+    # critical Γ": the summary, and the sensitivity command on such a file, failed outright
+    res = interpolating
+    with pytest.warns(RuntimeWarning, match=ZERO_TO_ROUNDING):
+        text = res.sensitivity_summary(["linear-GP", "linear"]).as_text()
+    panel_c = text.split("Panel C: Critical values")[1].splitlines()
+    rows = [line.split() for line in panel_c if line.startswith(("linear-GP", "linear "))]
+    assert rows == [["linear-GP", "nan"], ["linear", "nan"]]
+    path = tmp_path / "interpolating.nc"
+    res.to_netcdf(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert main(["sensitivity", str(path), "--compare", "linear-GP"]) == 0
+    assert "Panel C" in capsys.readouterr().out
 
 
 def test_the_mse_scale_is_the_loss_of_predicting_zero():

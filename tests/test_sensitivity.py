@@ -64,6 +64,23 @@ def test_gamma_one_is_point_estimate():
         np.testing.assert_allclose([lo, hi], [est, est], rtol=1e-12, atol=1e-15)
 
 
+def test_bounds_bracket_the_estimate_to_the_bit():
+    # Uniform weights are in every W_Γ: lower <= Δ̂ <= upper exactly, and Γ = 1 gives Δ̂ itself
+    # (the vertex search's dot products summed in another order: both bounds were an ulp
+    # above the mean ratio at Γ = 1 in most draws, and one of them on the wrong side of it
+    # for Γ within a few ulps of 1)
+    rng = np.random.default_rng(11)
+    for m in (3, 40, 137, 1000):
+        for _ in range(40):
+            da, db, b = _data(rng, m)
+            da = da * 10 ** rng.uniform(-3, 3)
+            est = (da - db).mean() / b.mean()
+            lo, hi = bounds(da, db, b, [1.0, np.nextafter(1.0, 2.0), 1.0 + 1e-15, 1.5])
+            assert lo[0] == est == hi[0]
+            assert (lo <= est).all() and (est <= hi).all()
+            assert bounds(da, None, b, 1.0) == (da.mean() / b.mean(),) * 2
+
+
 def test_vertex_weights_are_feasible_vertices():
     for m in (1, 2, 5, 8, 200):
         for g in (1.0, 1.01, 1.5, 2.0, 3.0, 7.0, m - 1.0 if m > 2 else 1.0):

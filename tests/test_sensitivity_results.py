@@ -143,6 +143,22 @@ def test_gamma_one_is_the_point_estimate(cpt_res, comparison):
         np.testing.assert_allclose(tab[col], expected, rtol=1e-12, atol=1e-15)
 
 
+def test_bounds_at_gamma_one_are_the_estimate_to_the_bit():
+    # "Γ = 1 returns the point estimate" and lower <= estimate <= upper, with no rounding
+    # slack: the bounds were an ulp above the estimate column in most comparisons
+    res = _hand_results(np.random.default_rng(5), m=97)
+    for comp in ["CPT(delta)", "CPT(delta)-CPT(alpha,gamma,delta)", "C_delta-C_gamma",
+                 "GP regression-CPT(delta)", "CPT(alpha,gamma)"]:
+        for disc in ("mse", "mae"):
+            tab = res.sensitivity(comp, gamma=[1.0, 1.25, 2.0], discrepancy=disc)
+            one = tab.xs(1.0, level="gamma")
+            assert (one["lower"] == one["estimate"]).all()
+            assert (one["upper"] == one["estimate"]).all()
+            assert ((tab["lower"] <= tab["estimate"]) & (tab["estimate"] <= tab["upper"])).all()
+    single = res.sensitivity("CPT(delta)", gamma=1.0)
+    assert (single["lower"].to_numpy() == _r(res, "CPT(delta)")).all()
+
+
 def test_a_minus_b_forms_agree(cpt_res):
     s1 = cpt_res.sensitivity("CPT(delta)-CPT(alpha,gamma,delta)", gamma=2.5)
     s2 = cpt_res.sensitivity("CPT(delta)", "CPT(alpha,gamma,delta)", gamma=2.5)
@@ -412,3 +428,18 @@ def test_sensitivity_tables_refuse_a_gamma_given_as_text(cpt_res):
     ds = cpt_res.sensitivity_dataset(["CPT(delta)"], gamma=np.float32(2.0))
     tab = cpt_res.sensitivity("CPT(delta)", gamma=2.0)
     np.testing.assert_array_equal(ds["lower"].sel(comparison="CPT(delta)").values, tab["lower"])
+
+
+def test_a_grid_as_gamma_max_is_refused_by_name(cpt_res):
+    # Γ_max ends the Γ* search: a grid there was a bare "too many values to unpack"
+    a, b = np.array([1.0, -2.0, 3.0]), np.ones(3)
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        critical_gamma(a, None, b, gamma_max=[2.0, 3.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.critical_gamma("C_delta-C_gamma", gamma_max=[2.0, 3.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.sensitivity_summary(["C_delta-C_gamma"], gamma_max=(2.0, 3.0))
+    with pytest.raises(ConfigurationError, match="gamma_max must be one number"):
+        cpt_res.plot_sensitivity("C_delta-C_gamma", gamma_max=[2.0, 3.0])
+    # one number of any numeric type still ends the search where a float does
+    assert critical_gamma(a, None, b, gamma_max=np.float32(3.0)) == critical_gamma(a, None, b)

@@ -105,6 +105,15 @@ def _gammas(gamma: ArrayLike, name: str = "gamma") -> tuple[np.ndarray, bool]:
     return np.atleast_1d(g), g.ndim == 0
 
 
+def _gamma_max(value: ArrayLike) -> float:
+    """The end Γ_max of the critical-value search: one number >= 1."""
+    if np.ndim(value) != 0:  # [2, 3] was a bare "too many values to unpack"
+        raise ConfigurationError(f"gamma_max must be one number >= 1, the end of the Γ* search; "
+                                 f"got {value!r} (bounds over a grid of Γ: sensitivity(gamma=...))")
+    (g,), _ = _gammas(value, "gamma_max")
+    return float(g)
+
+
 # ---------------------------------------------------------------------------- vertices
 
 
@@ -227,11 +236,14 @@ def bounds(
     """
     a, b = _inputs(numerator_a, numerator_b, denominator)
     g, scalar = _gammas(gamma)
-    if g.size == 0:
-        return np.empty(0), np.empty(0)
     w_rank = vertex_weights(g, a.size)
-    upper = _max_ratio(a, b, w_rank)
-    lower = -_max_ratio(-a, b, w_rank)
+    # Uniform weights lie in every W_Γ, so the bounds bracket Δ̂; computed from means, as
+    # Results computes the estimate, it is Γ = 1's answer to the bit (the dot products of the
+    # vertex search summed in another order and could land an ulp above the estimate).
+    est = a.mean() / b.mean()
+    upper = np.maximum(_max_ratio(a, b, w_rank), est)
+    lower = np.minimum(-_max_ratio(-a, b, w_rank), est)
+    lower[g == 1.0] = upper[g == 1.0] = est
     if scalar:
         return float(lower[0]), float(upper[0])
     return lower, upper
@@ -358,7 +370,7 @@ def critical_gamma(
     1.0
     """
     a, _ = _inputs(numerator_a, numerator_b, denominator)
-    (gmax,), _ = _gammas(gamma_max, "gamma_max")
+    gmax = _gamma_max(gamma_max)
     if not (np.isfinite(tol) and tol > 0):
         raise ConfigurationError(f"tol must be positive and finite; got {tol}")
     a_sorted = np.sort(a)

@@ -694,8 +694,11 @@ class SensitivityMixin:
               lambda c, n: _fmt(at("estimate", c, n)))
         panel(f"Panel B: Sensitivity intervals at Γ = {gamma:g}",
               lambda c, n: _interval(at("lower", c, n), at("upper", c, n)))
-        panel("Panel C: Critical values Γ*",
-              lambda c, n: _sens.format_critical(at("critical_gamma", c, n), gamma_max))
+        def critical(c, n):
+            value = at("critical_gamma", c, n)  # NaN where the baseline is degenerate (warned)
+            return _fmt(value) if np.isnan(value) else _sens.format_critical(value, gamma_max)
+
+        panel("Panel C: Critical values Γ*", critical)
         notes = [
             "Bounds are the min and max of Σ w_m Σ_j c_j D_jm / Σ w_m B_m over density-ratio "
             "weights with mean one in [1/Γ, Γ] (SPEC §4); losses averaged over draws.",
@@ -745,7 +748,7 @@ class SensitivityMixin:
         >>> [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
         ['n=10', 'n=20']
         """
-        (gmax,), _ = _sens._gammas(gamma_max, "gamma_max")
+        gmax = _sens._gamma_max(gamma_max)
         if int(points) != points or points < 2:
             raise ConfigurationError(f"points must be an integer >= 2; got {points}")
         grid = np.linspace(1.0, gmax, int(points))

@@ -74,7 +74,10 @@ def _resolve(procedures: Mapping[str, Procedure], role: str, proc: Procedure | s
 
 def _seed_sequence(seed) -> np.random.SeedSequence:
     if isinstance(seed, np.random.SeedSequence):
-        return seed
+        # a copy: spawning from the caller's own advanced its child counter, so the same
+        # SeedSequence gave other folds at every call, all recorded under the same seed
+        return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
+                                      pool_size=seed.pool_size)
     if seed is not None:  # numpy's own refusals of -1 and 2.5 named no option
         seed = whole_number(seed, "seed", minimum=0)
     return np.random.SeedSequence(seed)
@@ -124,7 +127,8 @@ def estimate_completeness(
         rescaling it.
     seed : int, SeedSequence or None
         Seed of the folds and of the procedures' random generators (None: fresh entropy,
-        recorded in the results).
+        recorded in the results). A SeedSequence is read, not spawned from: passing the same
+        one again reproduces the folds.
     constraints : sequence of Constraint
         Restrictions used by the failure protocol: predictions are repaired (clipped) and rows
         that still fail get the baseline's.
@@ -301,7 +305,8 @@ def estimate_completeness(
         "to_sample": repr(to_sample),
         "constraints": json.dumps([repr(c) for c in constraints]),
         "procedures": json.dumps({lab: repr(p) for lab, p in procs.items()}),
-        "seed": str(ss.entropy),
+        # a child sequence's entropy alone is its parent's, which draws other folds
+        "seed": str(ss.entropy) + (f" spawn_key={ss.spawn_key}" if ss.spawn_key else ""),
         "versions": json.dumps(package_versions()),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     })
