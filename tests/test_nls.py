@@ -791,6 +791,28 @@ def test_the_response_on_the_right_hand_side_is_refused():
         rx.NLS("y ~ y * x", bounds={"y": (0, 2)})
 
 
+def test_a_column_named_like_a_constant_is_refused_not_replaced_by_it():
+    """A data column 'pi' (a probability, a profit) in 'y ~ a * pi' was read as 3.14159...: the
+    fit of y = 3 pi gave a = 0.503 (the mean of 3 pi / 3.14159 by least squares), without a
+    word, on data, in studies and on samples. A parameter named pi is the parameter."""
+    pi = np.random.default_rng(0).uniform(0, 1, 50)
+    df = pd.DataFrame({"pi": pi, "y": 3 * pi})
+    with pytest.raises(FormulaError, match=r"\['pi'\] name both a data column and a constant"):
+        rx.NLS.from_formula("y ~ a * pi", df, bounds={"a": (-10, 10)})
+    with pytest.raises(FormulaError, match="name both a data column and a constant"):
+        rx.NLS("y ~ a * pi", bounds={"a": (-10, 10)}).fit(rx.Sample(pi[:, None], 3 * pi, ("pi",)))
+    with pytest.raises(FormulaError, match="name both a data column and a constant"):
+        rx.NLS("y ~ a * sin(pi * x) + pi", bounds={"a": (-1, 1)}).validate(["x", "pi"], "y")
+    # the constant where no column has its name, the parameter where one is declared
+    x = np.linspace(0, 1, 20)
+    fit = rx.NLS("y ~ a * sin(pi * x)", bounds={"a": (-5, 5)}).fit(
+        rx.Sample(x[:, None], 2 * np.sin(np.pi * x), ("x",)))
+    assert fit.params["a"] == pytest.approx(2.0, rel=1e-9)
+    res = rx.NLS.from_formula("y ~ pi * x", df.rename(columns={"pi": "x"}),
+                              bounds={"pi": (-10, 10)}).fit()
+    assert res.params["pi"] == pytest.approx(3.0, rel=1e-9)
+
+
 def test_clusters_on_data_without_rows_are_refused_by_name():
     """cov_type='cluster' on an empty frame was numpy's 'zero-size array to reduction'."""
     df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 3.0, 5.0, 8.0]}).iloc[:0]

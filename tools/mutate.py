@@ -863,6 +863,11 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/workdir.py", "        if (os.getpid(), tmp) not in _swept:",
            "        if tmp not in {swept for _, swept in _swept}:",
            "forked fit children inherit 'already swept' and never reclaim", SWEEP),
+    Mutant("shared/expression.py", "        both = [c for c in self.constants if c in columns]",
+           "        both = [c for c in self.constants if c in self.variables]",
+           "a data column named like a constant (pi) is read as the constant",
+           ("tests/test_nls.py::test_a_column_named_like_a_constant_is_refused_not_replaced_by_it",
+            "tests/test_nls.py")),
 ]
 
 

@@ -53,7 +53,8 @@ FUNCTIONS: dict[str, int] = {
     "tanh": 1, "arcsinh": 1, "arctanh": 1, "expit": 1,
     "minimum": 2, "maximum": 2, "power": 2, "clip": 3, "where": 3,
 }
-#: Named constants (a column or parameter of the same name takes precedence).
+#: Named constants (a parameter of the same name takes precedence; a data column of the same
+#: name is refused, as the formula could mean either).
 CONSTANTS = {"pi": math.pi}
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
@@ -77,6 +78,8 @@ class NonlinearFormula:
         appearance.
     expression : str
         The right-hand side, normalised (``ast.unparse`` of the checked tree).
+    constants : tuple of str
+        Named constants (:data:`CONSTANTS`) the expression uses.
 
     Examples
     --------
@@ -91,6 +94,7 @@ class NonlinearFormula:
     variables: tuple[str, ...]
     expression: str
     tree: ast.Expression = field(repr=False, compare=False)
+    constants: tuple[str, ...] = ()
 
     def check_columns(self, columns: Sequence[str], response: str | None = None) -> None:
         """Refuse a formula whose names are not columns, or whose parameters collide with them.
@@ -98,9 +102,16 @@ class NonlinearFormula:
         Raises
         ------
         FormulaError
-            Naming the first name that is neither a column nor a declared parameter.
+            Naming the first name that is neither a column nor a declared parameter, or a
+            column that has the name of a constant the formula uses (``pi``).
         """
         columns = list(columns)
+        both = [c for c in self.constants if c in columns]
+        if both:  # a column 'pi' was replaced by 3.14159... without a word
+            raise FormulaError(
+                f"formula {self.text!r}: {both} name both a data column and a constant "
+                f"({', '.join(f'{c} = {CONSTANTS[c]!r}' for c in both)}), so which one the formula "
+                "means cannot be told; rename the column")
         for name in self.variables:
             if name not in columns:
                 raise FormulaError(
@@ -171,8 +182,11 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
                            "right-hand side")
     if lhs in params:
         raise FormulaError(f"formula {text!r}: the response {lhs!r} is also a parameter")
+    constants = tuple(dict.fromkeys(
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in CONSTANTS
+        and n.id not in params))
     return NonlinearFormula(text=text, response=lhs, params=params, variables=tuple(names),
-                            expression=ast.unparse(tree), tree=tree)
+                            expression=ast.unparse(tree), tree=tree, constants=constants)
 
 
 def _refuse(node: ast.AST, text: str, what: str) -> FormulaError:
