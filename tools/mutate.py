@@ -868,6 +868,11 @@ MUTANTS: list[Mutant] = [
            "a data column named like a constant (pi) is read as the constant",
            ("tests/test_nls.py::test_a_column_named_like_a_constant_is_refused_not_replaced_by_it",
             "tests/test_nls.py")),
+    Mutant("eligible/domains.py", "        if not replace:  # (the constructor refuses a replace that is not a bool)",
+           "        if replace is None:",
+           "FiniteSet.from_frame without replacement merges repeated rows (drawn at most once)",
+           ("tests/test_eligible_sets.py::test_finite_set_from_frame_without_replacement_"
+            "subsamples_the_rows", *GP)),
 ]
 
 
