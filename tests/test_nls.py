@@ -185,6 +185,8 @@ FORMULAS = [
     ("y ~ where((x > a) & (x < b) | (x > 1.7), b * log(x + c), sin(pi * a * x))",
      {"a": 0.5, "b": 1.2, "c": 0.3}),
     (CPT_FORMULA.replace("ce ~", "y ~"), {"alpha": 0.55, "gamma": 0.6, "delta": 1.4}),
+    ("y ~ minimum(maximum(a * x, b), c + 1) + where(maximum(x, a) > b, c * x, a)",
+     {"a": 0.6, "b": 0.9, "c": 0.3}),
 ]
 
 
@@ -211,6 +213,39 @@ def test_jacobian_matches_finite_differences_and_sympy_numpy_printer(formula, th
         fd = (c.values(up, X) - c.values(down, X)) / (2 * h)
         kink = np.abs(fd - J[:, k]) > 1e-5 * (1 + np.abs(J[:, k]))
         assert kink.mean() < 0.03     # finite differences straddle a kink at a few points only
+
+
+def test_minimum_maximum_and_clip_are_numpys():
+    """The formula's minimum, maximum and clip are numpy's (the issue's 'numpy functions').
+    minimum(log(x - a), 1) was 1 where the log is undefined (numpy: NaN), so a fit ran through
+    undefined values (y = 1 at x = 0.5, 1, 2, 3: a = 1, SSR 1.09, the model NaN at two of the
+    four observations); clip(x, lo, hi) with lo > hi was lo (numpy: hi); and a minimum of a
+    maximum, a capped floor, was refused as 'the term ITE(...) cannot be compiled'."""
+    x = np.array([0.5, 1.0, 2.0, 3.0])
+    X = x[:, None]
+    cases = [("y ~ minimum(log(x - a), b)", (1.5, 1.0),
+              lambda a, b: np.minimum(np.log(x - a), b)),
+             ("y ~ maximum(b, log(x - a))", (1.5, 1.0),
+              lambda a, b: np.maximum(b, np.log(x - a))),
+             ("y ~ clip(x, a, b)", (2.5, 1.5), lambda a, b: np.clip(x, a, b)),
+             ("y ~ clip(log(x - a), b, 1)", (0.9, -1.0), lambda a, b: np.clip(np.log(x - a), b, 1)),
+             ("y ~ minimum(maximum(x, a), b)", (0.8, 2.5),
+              lambda a, b: np.minimum(np.maximum(x, a), b))]
+    for formula, theta, numpy_f in cases:
+        model = rx.NLS(formula, bounds={"a": (-3, 3), "b": (-3, 3)})
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(model.values(X, theta), numpy_f(*theta))
+    np.testing.assert_array_equal(rx.NLS("y ~ clip(x, a, b)", bounds={"a": (0, 3), "b": (0, 3)})
+                                  .values(X, (2.5, 1.5)), [1.5, 1.5, 1.5, 1.5])
+    df = pd.DataFrame({"x": x, "y": 1.0})
+    res = rx.NLS.from_formula("y ~ minimum(log(x - a), b)", df,
+                              bounds={"a": (0, 3), "b": (-2, 2)}).fit()
+    # a < 0.5 keeps the model defined: a on its lower bound, b = 1 fits x = 3 exactly
+    assert res.params.tolist() == pytest.approx([0.0, 1.0], abs=1e-8)
+    assert res.ssr == pytest.approx((1 - np.log(0.5)) ** 2 + 1 + (1 - np.log(2)) ** 2, rel=1e-9)
+    res = rx.NLS.from_formula("y ~ minimum(maximum(x, a), b)", df.assign(y=[1, 1, 2, 2.5]),
+                              bounds={"a": (0, 3), "b": (0, 3)}).fit()
+    assert res.params.tolist() == pytest.approx([1.0, 2.5], abs=1e-8) and res.ssr < 1e-20
 
 
 def test_log_scale_callback_applies_the_chain_rule():

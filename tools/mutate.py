@@ -873,6 +873,12 @@ MUTANTS: list[Mutant] = [
            "FiniteSet.from_frame without replacement merges repeated rows (drawn at most once)",
            ("tests/test_eligible_sets.py::test_finite_set_from_frame_without_replacement_"
             "subsamples_the_rows", *GP)),
+    Mutant("shared/expression.py", "    return value + _nanguard()(*a)", "    return value",
+           "a formula's minimum/maximum/clip take a NaN argument for a number",
+           ("tests/test_nls.py::test_minimum_maximum_and_clip_are_numpys",)),
+    Mutant("shared/expression.py", "sp.Or(a[0] > a[2], a[1] > a[2])", "a[0] > a[2]",
+           "clip(x, lo, hi) with lo > hi gives lo, not numpy's hi",
+           ("tests/test_nls.py::test_minimum_maximum_and_clip_are_numpys",)),
 ]
 
 

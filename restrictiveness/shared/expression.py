@@ -18,7 +18,8 @@ Two numerical details of the generated code:
   ``xlogy(b**e, b)``, 0 where ``b**e`` is 0, so a zero prize raised to a utility curvature has
   the derivative 0 it has in the limit instead of ``0 · (−∞) = NaN``;
 * ``abs``, ``minimum``, ``maximum``, ``clip`` and ``where`` become piecewise expressions, whose
-  derivatives are piecewise (one-sided at the kinks).
+  derivatives are piecewise (one-sided at the kinks); ``minimum``, ``maximum`` and ``clip`` are
+  numpy's, NaN where an argument is NaN and ``clip(x, lo, hi) = minimum(maximum(x, lo), hi)``.
 
 The compiled callback ``resjac(x, (X, y, logscale), want_jac) -> (r, J)`` returns the residuals
 ``f(X; θ) − y`` and their Jacobian with respect to the *internal* parameters ``x``: parameter
@@ -394,13 +395,45 @@ def _to_sympy(node: ast.AST, symbols: dict):
         return a[0] ** a[1]
     if f == "abs":
         return sp.Piecewise((a[0], a[0] >= 0), (-a[0], True))
-    if f == "minimum":
-        return sp.Piecewise((a[0], a[0] <= a[1]), (a[1], True))
-    if f == "maximum":
-        return sp.Piecewise((a[0], a[0] >= a[1]), (a[1], True))
-    if f == "clip":
-        return sp.Piecewise((a[1], a[0] < a[1]), (a[2], a[0] > a[2]), (a[0], True))
+    if f in ("minimum", "maximum", "clip"):
+        return _extremum(f, a)
     return sp.Piecewise((a[1], a[0]), (a[2], True))  # where
+
+
+def _extremum(f: str, a: list):
+    """numpy's ``minimum``, ``maximum`` and ``clip`` as piecewise expressions.
+
+    Plus :func:`_nanguard` of the arguments, so a NaN in any argument gives NaN as numpy's do
+    (``minimum(log(x - a), 1)`` was 1 where the log is undefined: sympy folds the last branch's
+    condition to True, which NaN takes); ``clip(x, lo, hi)`` is numpy's
+    ``minimum(maximum(x, lo), hi)``, so ``hi`` when ``lo > hi`` (it was ``lo``).
+    """
+    sp = _sympy()
+    if f == "minimum":
+        value = sp.Piecewise((a[0], a[0] <= a[1]), (a[1], True))
+    elif f == "maximum":
+        value = sp.Piecewise((a[0], a[0] >= a[1]), (a[1], True))
+    else:
+        value = sp.Piecewise((a[2], sp.Or(a[0] > a[2], a[1] > a[2])), (a[1], a[0] < a[1]),
+                             (a[0], True))
+    return value + _nanguard()(*a)
+
+
+_NANGUARD = None
+
+
+def _nanguard():
+    """``nanguard(a, b, ...)``: 0, or NaN where an argument is NaN; its derivative is 0."""
+    global _NANGUARD
+    if _NANGUARD is None:
+        sp = _sympy()
+
+        class nanguard(sp.Function):  # noqa: N801 - printed by name
+            def fdiff(self, argindex=1):
+                return sp.Integer(0)
+
+        _NANGUARD = nanguard
+    return _NANGUARD
 
 
 def _with_xlogy(expr):
@@ -477,6 +510,9 @@ class _Printer:
             if x.is_Integer and abs(int(x)) <= 8:
                 return f"({self(b)} ** {int(x)})"
             return f"({self(b)} ** {self(x)})"
+        if e.func.__name__ == "nanguard":
+            ok = " and ".join(f"{v} == {v}" for v in (self(x) for x in e.args))  # NaN != NaN
+            return f"(0.0 if {ok} else math.nan)"
         if e.func.__name__ == "xlogy":
             a, b = (self(v) for v in e.args)
             return f"(0.0 if {a} == 0.0 else {a} * math.log({b}))"
@@ -495,6 +531,9 @@ class _Printer:
             return "(" + op.join(self(a) for a in e.args) + ")"
         if isinstance(e, sp.Not):
             return f"(not {self(e.args[0])})"
+        if isinstance(e, sp.ITE):  # sympy's fold of a piecewise inside a condition
+            c, a, b = (self(v) for v in e.args)
+            return f"({a} if {c} else {b})"
         raise FormulaError(f"the term {e} of the formula cannot be compiled")
 
 
@@ -549,15 +588,22 @@ class CompiledExpression:
 
         thetas = [self._symbols[q] for q in self.formula.params]
         xs = [self._symbols[v] for v in self.formula.variables]
-        mods = [{"xlogy": scipy.special.xlogy}, "numpy"]
+        def nanguard(*v):
+            return sum(np.where(np.isnan(a), np.nan, 0.0) for a in v)
+
+        mods = [{"xlogy": scipy.special.xlogy, "nanguard": nanguard}, "numpy"]
         f = sp.lambdify([thetas, xs], self.value, modules=mods)
         d = sp.lambdify([thetas, xs], self.derivatives, modules=mods)
 
+        def rows(theta, X):  # parameters as columns too: numpy's logical_or of a scalar
+            X = np.asarray(X, float)  # and an array (a condition on both) fails
+            return [np.full(len(X), float(t)) for t in theta], list(X.T)
+
         def value(theta, X):
-            return np.broadcast_to(f(list(theta), list(np.asarray(X, float).T)), len(X)) * 1.0
+            return np.broadcast_to(f(*rows(theta, X)), len(X)) * 1.0
 
         def jac(theta, X):
-            cols = d(list(theta), list(np.asarray(X, float).T))
+            cols = d(*rows(theta, X))
             return np.stack([np.broadcast_to(c, len(X)) * 1.0 for c in cols], axis=1)
 
         return value, jac
