@@ -187,6 +187,7 @@ FORMULAS = [
     (CPT_FORMULA.replace("ce ~", "y ~"), {"alpha": 0.55, "gamma": 0.6, "delta": 1.4}),
     ("y ~ minimum(maximum(a * x, b), c + 1) + where(maximum(x, a) > b, c * x, a)",
      {"a": 0.6, "b": 0.9, "c": 0.3}),
+    ("y ~ a * sqrt((x - b)**2) + c / x**2 + (x**2)**(1/4)", {"a": 0.6, "b": 0.9, "c": 0.3}),
 ]
 
 
@@ -246,6 +247,35 @@ def test_minimum_maximum_and_clip_are_numpys():
     res = rx.NLS.from_formula("y ~ minimum(maximum(x, a), b)", df.assign(y=[1, 1, 2, 2.5]),
                               bounds={"a": (0, 3), "b": (0, 3)}).fit()
     assert res.params.tolist() == pytest.approx([1.0, 2.5], abs=1e-8) and res.ssr < 1e-20
+
+
+def test_forms_sympy_rewrites_compile_and_keep_numpys_values():
+    """a / x**2 on data with x = 0 ended the fit with numba's bare ZeroDivisionError (a negative
+    integer power; 1 / 0 was already inf); sqrt((x - b)**2), which sympy rewrites as Abs, was
+    refused as 'the term Abs(...) cannot be compiled'; log(-2), complex to sympy, as 'the term
+    I ...'. Now: numpy's inf (the fit refuses a model not finite on the data), the absolute
+    value with its derivative, and a message that names a complex constant."""
+    X = np.array([[0.0], [0.5], [2.0]])
+    inverse_square = rx.NLS("y ~ a / x**2 + b * (x - 1)**-3", bounds={"a": (0.5, 2), "b": (0, 1)})
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(inverse_square.values(X, [1.0, 0.0]), [np.inf, 4.0, 0.25])
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [5.0, 1.0, 0.25, 0.11]})
+    with pytest.raises(DataError, match="not finite at any of the"):
+        rx.NLS.from_formula("y ~ a * x ** -2", df, bounds={"a": (0.5, 3)}).fit()
+    res = rx.NLS.from_formula("y ~ a * x ** -2", df.iloc[1:], bounds={"a": (0.5, 3)}).fit()
+    x, y = df["x"].to_numpy()[1:], df["y"].to_numpy()[1:]
+    assert res.params["a"] == pytest.approx((y @ x**-2) / (x**-2 @ x**-2), rel=1e-10)
+    distance = rx.NLS("y ~ a * sqrt((x - b)**2)", bounds={"a": (0, 2), "b": (0, 2)})
+    f, J = distance.values(X, [1.5, 1.0], jacobian=True)
+    np.testing.assert_allclose(f, 1.5 * np.abs(X[:, 0] - 1.0), rtol=1e-15)
+    np.testing.assert_allclose(J, np.c_[np.abs(X[:, 0] - 1.0), -1.5 * np.sign(X[:, 0] - 1.0)],
+                               rtol=1e-15)
+    x = np.linspace(0, 2, 21)
+    fit = distance.fit(rx.Sample(x[:, None], 0.7 * np.abs(x - 1.3), ("x",)))
+    assert fit.params == pytest.approx({"a": 0.7, "b": 1.3}, rel=1e-9)
+    for formula in ("y ~ a * log(-2) + x", "y ~ a * x ** sqrt(-1)"):
+        with pytest.raises(FormulaError, match="has a complex constant"):
+            rx.NLS(formula, bounds={"a": (0, 1)}).values(X, [0.5])
 
 
 def test_log_scale_callback_applies_the_chain_rule():

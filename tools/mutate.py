@@ -879,6 +879,14 @@ MUTANTS: list[Mutant] = [
     Mutant("shared/expression.py", "sp.Or(a[0] > a[2], a[1] > a[2])", "a[0] > a[2]",
            "clip(x, lo, hi) with lo > hi gives lo, not numpy's hi",
            ("tests/test_nls.py::test_minimum_maximum_and_clip_are_numpys",)),
+    Mutant("shared/expression.py", "            if x.is_Integer and -8 <= int(x) < 0:",
+           "            if x.is_Integer and -8 <= int(x) < -8:",
+           "a negative integer power at 0 raises numba's ZeroDivisionError",
+           ("tests/test_nls.py::test_forms_sympy_rewrites_compile_and_keep_numpys_values",)),
+    Mutant("shared/expression.py", '(1.0 if {z} > 0.0 else (-1.0 if {z} < 0.0 else',
+           '(1.0 if {z} > 0.0 else (1.0 if {z} < 0.0 else',
+           "the derivative of sympy's Abs has the wrong sign below zero",
+           ("tests/test_nls.py::test_forms_sympy_rewrites_compile_and_keep_numpys_values",)),
 ]
 
 

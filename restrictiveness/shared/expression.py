@@ -507,6 +507,8 @@ class _Printer:
                 return f"(1.0 / math.sqrt({self(b)}))"
             if x == -1:
                 return f"(1.0 / {self(b)})"
+            if x.is_Integer and -8 <= int(x) < 0:  # numba's 0.0 ** -2 raises ZeroDivisionError
+                return f"(1.0 / ({self(b)} ** {-int(x)}))"  # whatever the error model; 1/0 = inf
             if x.is_Integer and abs(int(x)) <= 8:
                 return f"({self(b)} ** {int(x)})"
             return f"({self(b)} ** {self(x)})"
@@ -516,6 +518,11 @@ class _Printer:
         if e.func.__name__ == "xlogy":
             a, b = (self(v) for v in e.args)
             return f"(0.0 if {a} == 0.0 else {a} * math.log({b}))"
+        if isinstance(e, sp.Abs):  # sympy's own, from sqrt(x**2) of a real x
+            return f"abs({self(e.args[0])})"
+        if isinstance(e, sp.sign):  # the derivative of Abs
+            z = self(e.args[0])
+            return f"(1.0 if {z} > 0.0 else (-1.0 if {z} < 0.0 else ({z} * 0.0)))"
         if e.func.__name__ in _MATH:
             return f"{_MATH[e.func.__name__]}({self(e.args[0])})"
         if isinstance(e, sp.Piecewise):
@@ -645,6 +652,9 @@ def _compile(formula: NonlinearFormula) -> CompiledExpression:
     if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         raise FormulaError(f"formula {formula.text!r} evaluates to an infinite or undefined "
                            "constant; check divisions by zero")
+    if value.has(sp.I):  # log(-2) is log(2) + iπ to sympy
+        raise FormulaError(f"formula {formula.text!r} has a complex constant (e.g. the log or "
+                           "square root of a negative number); a model's values must be real")
     derivs = [_with_xlogy(sp.diff(value, symbols[q])) for q in formula.params]
     for q, d in zip(formula.params, derivs, strict=True):
         if d == 0:
