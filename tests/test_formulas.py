@@ -102,6 +102,17 @@ def test_formulas_a_procedure_cannot_honour_are_refused():
         rx.GPRegression().fit(_frame())
 
 
+@pytest.mark.parametrize("make", [
+    lambda f: rx.SklearnRegressor(LinearRegression(), f), lambda f: rx.AutoML(formula=f),
+    lambda f: rx.GPRegression(f), lambda f: rx.OLS(f)], ids=["sklearn", "automl", "gp", "ols"])
+@pytest.mark.parametrize("formula", ["y ~ x1 +", "y ~ ~ x1", ["y ~ x1"]])
+def test_a_formula_that_cannot_be_read_is_refused_when_the_procedure_is_made(make, formula):
+    """SklearnRegressor and AutoML kept a formula they could not parse (a typo, a list) until
+    their first fit, as OLS and GPRegression do not."""
+    with pytest.raises(FormulaError, match="formula"):
+        make(formula)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: rx.GPRegression(noise=float("nan")), "noise must be a nonnegative variance, got nan"),
     (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),

@@ -887,6 +887,10 @@ MUTANTS: list[Mutant] = [
            '(1.0 if {z} > 0.0 else (1.0 if {z} < 0.0 else',
            "the derivative of sympy's Abs has the wrong sign below zero",
            ("tests/test_nls.py::test_forms_sympy_rewrites_compile_and_keep_numpys_values",)),
+    Mutant("procedures/learners.py", "        if formula is not None:  # as OLS and GPRegression: a typo is refused when made\n            parse_formula(formula)\n",
+           "", "SklearnRegressor keeps a formula it cannot read until its first fit",
+           ("tests/test_formulas.py::test_a_formula_that_cannot_be_read_is_refused_when_the_"
+            "procedure_is_made",)),
 ]
 
 
