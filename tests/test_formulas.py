@@ -113,6 +113,22 @@ def test_a_formula_that_cannot_be_read_is_refused_when_the_procedure_is_made(mak
         make(formula)
 
 
+def test_a_function_patsy_does_not_know_is_named_as_a_function_not_a_column():
+    """'y ~ log(x1)' (R's spelling) was refused at the fit as naming a column 'log' the data
+    do not have, which sent the user looking for a column."""
+    with pytest.raises(FormulaError, match=r"calls log\(\), which is not a formula function; "
+                                           r"use numpy's \(np.log\)"):
+        rx.OLS("y ~ x2 + log(x1)")
+    with pytest.raises(FormulaError, match=r"calls exp\(\).*\(np.exp\)"):
+        rx.GPRegression("y ~ exp(x1):C(g)")
+    with pytest.raises(FormulaError, match=r"calls f\(\), which is not a formula function; "
+                                           r"use numpy's or patsy's"):
+        rx.parse_formula("y ~ f(x1)")
+    # patsy's and numpy's functions, and calls of what they return, are formulas as before
+    assert rx.parse_formula('y ~ np.log(x1) + bs(x2, df=3) + C(g, Treatment("b")) + '
+                            "I(x1 ** 2) + center(x2)").covariates == ("x1", "x2", "g")
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: rx.GPRegression(noise=float("nan")), "noise must be a nonnegative variance, got nan"),
     (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),

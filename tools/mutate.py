@@ -891,6 +891,10 @@ MUTANTS: list[Mutant] = [
            "", "SklearnRegressor keeps a formula it cannot read until its first fit",
            ("tests/test_formulas.py::test_a_formula_that_cannot_be_read_is_refused_when_the_"
             "procedure_is_made",)),
+    Mutant("shared/formula.py", "    if called:  # 'y ~ log(x)' was", "    if False:  # 'y ~ log(x)' was",
+           "a formula calling an unknown function is taken to name a column",
+           ("tests/test_formulas.py::test_a_function_patsy_does_not_know_is_named_as_a_function_"
+            "not_a_column",)),
 ]
 
 
