@@ -59,6 +59,9 @@ def _lottery_sample(n, seed):
     ("y ~ clip(x, a)", "3 argument"),
     ("np.log(y) ~ a * x", "response"),
     ("y ~ a * (x", "cannot be parsed"),
+    # a keyword as a name (a column 'lambda': loss aversion) was only 'invalid syntax'
+    ("y ~ a * lambda", "'lambda' is a Python keyword"),
+    ("y ~ a * x + class", "'class' is a Python keyword"),
 ])
 def test_unsafe_or_unknown_formulas_are_refused_naming_the_token(formula, token):
     with pytest.raises(FormulaError, match=token.replace("(", r"\(").replace(")", r"\)")

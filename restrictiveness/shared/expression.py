@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -174,7 +176,12 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
         names: list[str] = []
         _check(tree.body, text, set(params), names, boolean=False)
     except SyntaxError as exc:
-        raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}") from None
+        # a parameter or column 'lambda' (loss aversion) was only 'invalid syntax'
+        words = [w for w in re.findall(r"[^\W\d]\w*", rhs)
+                 if keyword.iskeyword(w) and w not in ("and", "or", "not")]
+        hint = f": {words[0]!r} is a Python keyword, which a formula cannot use as a name; " \
+            f"rename the parameter or column (e.g. {words[0] + '_'!r})" if words else ""
+        raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}{hint}") from None
     except RecursionError:  # e.g. a sum of thousands of terms
         raise FormulaError(f"formula {text[:60]!r}... is too long or too deeply nested to "
                            "check; write it with fewer terms") from None
