@@ -129,6 +129,41 @@ def test_a_function_patsy_does_not_know_is_named_as_a_function_not_a_column():
                             "I(x1 ** 2) + center(x2)").covariates == ("x1", "x2", "g")
 
 
+def test_gp_regression_refuses_a_constraint_it_cannot_impose_on_its_predictions():
+    """GPRegression(constraints=[Increasing('x')]) predicted exactly as without it (sin(8x),
+    decreasing on half the interval): its constraints act by their repair, which monotonicity
+    and Simplex do not define. Between still clips, and a user's constraint with a repair is
+    applied."""
+    from dataclasses import dataclass
+
+    x = np.linspace(0, 1, 8)
+    s = rx.Sample(x[:, None], np.sin(8 * x), ("x",))
+    for c in (rx.Increasing("x"), rx.Decreasing("x"), rx.Simplex()):
+        with pytest.raises(ConfigurationError, match=f"cannot impose {type(c).__name__}"):
+            rx.GPRegression(constraints=[c])
+
+    @dataclass(frozen=True)
+    class Floor(rx.Constraint):
+        level: float
+
+        def check(self, pred, X, columns):
+            return pred >= self.level
+
+        def repair(self, pred, X, columns):
+            return np.maximum(pred, self.level)
+
+        def describe(self):
+            return f"f >= {self.level}"
+
+    Xq = np.linspace(0, 1, 9)[:, None]
+    free = rx.GPRegression().fit(s).predict(Xq)
+    floored = rx.GPRegression(constraints=[Floor(0.0)]).fit(s).predict(Xq)
+    clipped = rx.GPRegression(constraints=[rx.Between(0, 0.5)]).fit(s).predict(Xq)
+    np.testing.assert_array_equal(floored, np.maximum(free, 0.0))
+    np.testing.assert_array_equal(clipped, np.clip(free, 0.0, 0.5))
+    assert free.min() < 0 and free.max() > 0.5
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: rx.GPRegression(noise=float("nan")), "noise must be a nonnegative variance, got nan"),
     (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),

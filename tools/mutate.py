@@ -895,6 +895,11 @@ MUTANTS: list[Mutant] = [
            "a formula calling an unknown function is taken to name a column",
            ("tests/test_formulas.py::test_a_function_patsy_does_not_know_is_named_as_a_function_"
             "not_a_column",)),
+    Mutant("procedures/generic.py", "            if type(c).repair is Constraint.repair:",
+           "            if False:",
+           "GPRegression keeps a constraint without a repair (Increasing) and ignores it",
+           ("tests/test_formulas.py::test_gp_regression_refuses_a_constraint_it_cannot_impose_"
+            "on_its_predictions",)),
 ]
 
 
