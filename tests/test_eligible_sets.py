@@ -105,6 +105,26 @@ def test_finite_set_from_frame_is_the_empirical_distribution():
         rx.FiniteSet.from_frame(df.assign(a=np.nan), ["a"])
 
 
+def test_finite_set_from_frame_without_replacement_subsamples_the_rows():
+    """With replace=False the merged rows were drawn at most once: from x = [0, 1, 1, 2] a
+    subsample of the four rows was refused ('3 points') and the pair (1, 1), a subsample of
+    probability 1/6, never came. Evaluation is the same empirical P_X either way."""
+    df = pd.DataFrame({"x": [0.0, 1.0, 1.0, 2.0]})
+    dom = rx.FiniteSet.from_frame(df, ["x"], replace=False)
+    assert sorted(dom.sample(4, np.random.default_rng(0)).ravel().tolist()) == [0, 1, 1, 2]
+    with pytest.raises(DomainError, match="n=5 distinct locations from a finite set of 4"):
+        dom.sample(5, np.random.default_rng(0))
+    pairs = [sorted(dom.sample(2, np.random.default_rng(seed)).ravel().tolist())
+             for seed in range(3000)]
+    share = np.mean([p == [1.0, 1.0] for p in pairs])
+    assert abs(share - 1 / 6) < 5 * np.sqrt(1 / 6 * 5 / 6 / 3000)  # 0.169 now, 0 before
+    X, w = dom.evaluation_points(0, np.random.default_rng(0))
+    assert w @ X[:, 0] ** 2 == pytest.approx(np.mean(df["x"] ** 2), rel=1e-12)
+    merged = rx.FiniteSet.from_frame(df, ["x"])  # with replacement: one point per location
+    assert merged.points.ravel().tolist() == [0, 1, 2] and merged.weights.tolist() == [
+        0.25, 0.5, 0.25]
+
+
 def test_box_from_frame_spans_the_data():
     df = pd.DataFrame({"x": [1.0, 3.0, 2.0], "y": [-1.0, 0.0, 1.0], "c": [5.0, 5.0, 5.0]})
     box = rx.Box.from_frame(df, ["x", "y"], pad=0.25, where=["x + y <= 10"])

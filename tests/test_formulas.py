@@ -102,6 +102,68 @@ def test_formulas_a_procedure_cannot_honour_are_refused():
         rx.GPRegression().fit(_frame())
 
 
+@pytest.mark.parametrize("make", [
+    lambda f: rx.SklearnRegressor(LinearRegression(), f), lambda f: rx.AutoML(formula=f),
+    lambda f: rx.GPRegression(f), lambda f: rx.OLS(f)], ids=["sklearn", "automl", "gp", "ols"])
+@pytest.mark.parametrize("formula", ["y ~ x1 +", "y ~ ~ x1", ["y ~ x1"]])
+def test_a_formula_that_cannot_be_read_is_refused_when_the_procedure_is_made(make, formula):
+    """SklearnRegressor and AutoML kept a formula they could not parse (a typo, a list) until
+    their first fit, as OLS and GPRegression do not."""
+    with pytest.raises(FormulaError, match="formula"):
+        make(formula)
+
+
+def test_a_function_patsy_does_not_know_is_named_as_a_function_not_a_column():
+    """'y ~ log(x1)' (R's spelling) was refused at the fit as naming a column 'log' the data
+    do not have, which sent the user looking for a column."""
+    with pytest.raises(FormulaError, match=r"calls log\(\), which is not a formula function; "
+                                           r"use numpy's \(np.log\)"):
+        rx.OLS("y ~ x2 + log(x1)")
+    with pytest.raises(FormulaError, match=r"calls exp\(\).*\(np.exp\)"):
+        rx.GPRegression("y ~ exp(x1):C(g)")
+    with pytest.raises(FormulaError, match=r"calls f\(\), which is not a formula function; "
+                                           r"use numpy's or patsy's"):
+        rx.parse_formula("y ~ f(x1)")
+    # patsy's and numpy's functions, and calls of what they return, are formulas as before
+    assert rx.parse_formula('y ~ np.log(x1) + bs(x2, df=3) + C(g, Treatment("b")) + '
+                            "I(x1 ** 2) + center(x2)").covariates == ("x1", "x2", "g")
+
+
+def test_gp_regression_refuses_a_constraint_it_cannot_impose_on_its_predictions():
+    """GPRegression(constraints=[Increasing('x')]) predicted exactly as without it (sin(8x),
+    decreasing on half the interval): its constraints act by their repair, which monotonicity
+    and Simplex do not define. Between still clips, and a user's constraint with a repair is
+    applied."""
+    from dataclasses import dataclass
+
+    x = np.linspace(0, 1, 8)
+    s = rx.Sample(x[:, None], np.sin(8 * x), ("x",))
+    for c in (rx.Increasing("x"), rx.Decreasing("x"), rx.Simplex()):
+        with pytest.raises(ConfigurationError, match=f"cannot impose {type(c).__name__}"):
+            rx.GPRegression(constraints=[c])
+
+    @dataclass(frozen=True)
+    class Floor(rx.Constraint):
+        level: float
+
+        def check(self, pred, X, columns):
+            return pred >= self.level
+
+        def repair(self, pred, X, columns):
+            return np.maximum(pred, self.level)
+
+        def describe(self):
+            return f"f >= {self.level}"
+
+    Xq = np.linspace(0, 1, 9)[:, None]
+    free = rx.GPRegression().fit(s).predict(Xq)
+    floored = rx.GPRegression(constraints=[Floor(0.0)]).fit(s).predict(Xq)
+    clipped = rx.GPRegression(constraints=[rx.Between(0, 0.5)]).fit(s).predict(Xq)
+    np.testing.assert_array_equal(floored, np.maximum(free, 0.0))
+    np.testing.assert_array_equal(clipped, np.clip(free, 0.0, 0.5))
+    assert free.min() < 0 and free.max() > 0.5
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: rx.GPRegression(noise=float("nan")), "noise must be a nonnegative variance, got nan"),
     (lambda: rx.GPRegression(noise=-1.0), "noise must be a nonnegative"),

@@ -59,6 +59,9 @@ def _lottery_sample(n, seed):
     ("y ~ clip(x, a)", "3 argument"),
     ("np.log(y) ~ a * x", "response"),
     ("y ~ a * (x", "cannot be parsed"),
+    # a keyword as a name (a column 'lambda': loss aversion) was only 'invalid syntax'
+    ("y ~ a * lambda", "'lambda' is a Python keyword"),
+    ("y ~ a * x + class", "'class' is a Python keyword"),
 ])
 def test_unsafe_or_unknown_formulas_are_refused_naming_the_token(formula, token):
     with pytest.raises(FormulaError, match=token.replace("(", r"\(").replace(")", r"\)")
@@ -185,6 +188,9 @@ FORMULAS = [
     ("y ~ where((x > a) & (x < b) | (x > 1.7), b * log(x + c), sin(pi * a * x))",
      {"a": 0.5, "b": 1.2, "c": 0.3}),
     (CPT_FORMULA.replace("ce ~", "y ~"), {"alpha": 0.55, "gamma": 0.6, "delta": 1.4}),
+    ("y ~ minimum(maximum(a * x, b), c + 1) + where(maximum(x, a) > b, c * x, a)",
+     {"a": 0.6, "b": 0.9, "c": 0.3}),
+    ("y ~ a * sqrt((x - b)**2) + c / x**2 + (x**2)**(1/4)", {"a": 0.6, "b": 0.9, "c": 0.3}),
 ]
 
 
@@ -211,6 +217,68 @@ def test_jacobian_matches_finite_differences_and_sympy_numpy_printer(formula, th
         fd = (c.values(up, X) - c.values(down, X)) / (2 * h)
         kink = np.abs(fd - J[:, k]) > 1e-5 * (1 + np.abs(J[:, k]))
         assert kink.mean() < 0.03     # finite differences straddle a kink at a few points only
+
+
+def test_minimum_maximum_and_clip_are_numpys():
+    """The formula's minimum, maximum and clip are numpy's (the issue's 'numpy functions').
+    minimum(log(x - a), 1) was 1 where the log is undefined (numpy: NaN), so a fit ran through
+    undefined values (y = 1 at x = 0.5, 1, 2, 3: a = 1, SSR 1.09, the model NaN at two of the
+    four observations); clip(x, lo, hi) with lo > hi was lo (numpy: hi); and a minimum of a
+    maximum, a capped floor, was refused as 'the term ITE(...) cannot be compiled'."""
+    x = np.array([0.5, 1.0, 2.0, 3.0])
+    X = x[:, None]
+    cases = [("y ~ minimum(log(x - a), b)", (1.5, 1.0),
+              lambda a, b: np.minimum(np.log(x - a), b)),
+             ("y ~ maximum(b, log(x - a))", (1.5, 1.0),
+              lambda a, b: np.maximum(b, np.log(x - a))),
+             ("y ~ clip(x, a, b)", (2.5, 1.5), lambda a, b: np.clip(x, a, b)),
+             ("y ~ clip(log(x - a), b, 1)", (0.9, -1.0), lambda a, b: np.clip(np.log(x - a), b, 1)),
+             ("y ~ minimum(maximum(x, a), b)", (0.8, 2.5),
+              lambda a, b: np.minimum(np.maximum(x, a), b))]
+    for formula, theta, numpy_f in cases:
+        model = rx.NLS(formula, bounds={"a": (-3, 3), "b": (-3, 3)})
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(model.values(X, theta), numpy_f(*theta))
+    np.testing.assert_array_equal(rx.NLS("y ~ clip(x, a, b)", bounds={"a": (0, 3), "b": (0, 3)})
+                                  .values(X, (2.5, 1.5)), [1.5, 1.5, 1.5, 1.5])
+    df = pd.DataFrame({"x": x, "y": 1.0})
+    res = rx.NLS.from_formula("y ~ minimum(log(x - a), b)", df,
+                              bounds={"a": (0, 3), "b": (-2, 2)}).fit()
+    # a < 0.5 keeps the model defined: a on its lower bound, b = 1 fits x = 3 exactly
+    assert res.params.tolist() == pytest.approx([0.0, 1.0], abs=1e-8)
+    assert res.ssr == pytest.approx((1 - np.log(0.5)) ** 2 + 1 + (1 - np.log(2)) ** 2, rel=1e-9)
+    res = rx.NLS.from_formula("y ~ minimum(maximum(x, a), b)", df.assign(y=[1, 1, 2, 2.5]),
+                              bounds={"a": (0, 3), "b": (0, 3)}).fit()
+    assert res.params.tolist() == pytest.approx([1.0, 2.5], abs=1e-8) and res.ssr < 1e-20
+
+
+def test_forms_sympy_rewrites_compile_and_keep_numpys_values():
+    """a / x**2 on data with x = 0 ended the fit with numba's bare ZeroDivisionError (a negative
+    integer power; 1 / 0 was already inf); sqrt((x - b)**2), which sympy rewrites as Abs, was
+    refused as 'the term Abs(...) cannot be compiled'; log(-2), complex to sympy, as 'the term
+    I ...'. Now: numpy's inf (the fit refuses a model not finite on the data), the absolute
+    value with its derivative, and a message that names a complex constant."""
+    X = np.array([[0.0], [0.5], [2.0]])
+    inverse_square = rx.NLS("y ~ a / x**2 + b * (x - 1)**-3", bounds={"a": (0.5, 2), "b": (0, 1)})
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(inverse_square.values(X, [1.0, 0.0]), [np.inf, 4.0, 0.25])
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "y": [5.0, 1.0, 0.25, 0.11]})
+    with pytest.raises(DataError, match="not finite at any of the"):
+        rx.NLS.from_formula("y ~ a * x ** -2", df, bounds={"a": (0.5, 3)}).fit()
+    res = rx.NLS.from_formula("y ~ a * x ** -2", df.iloc[1:], bounds={"a": (0.5, 3)}).fit()
+    x, y = df["x"].to_numpy()[1:], df["y"].to_numpy()[1:]
+    assert res.params["a"] == pytest.approx((y @ x**-2) / (x**-2 @ x**-2), rel=1e-10)
+    distance = rx.NLS("y ~ a * sqrt((x - b)**2)", bounds={"a": (0, 2), "b": (0, 2)})
+    f, J = distance.values(X, [1.5, 1.0], jacobian=True)
+    np.testing.assert_allclose(f, 1.5 * np.abs(X[:, 0] - 1.0), rtol=1e-15)
+    np.testing.assert_allclose(J, np.c_[np.abs(X[:, 0] - 1.0), -1.5 * np.sign(X[:, 0] - 1.0)],
+                               rtol=1e-15)
+    x = np.linspace(0, 2, 21)
+    fit = distance.fit(rx.Sample(x[:, None], 0.7 * np.abs(x - 1.3), ("x",)))
+    assert fit.params == pytest.approx({"a": 0.7, "b": 1.3}, rel=1e-9)
+    for formula in ("y ~ a * log(-2) + x", "y ~ a * x ** sqrt(-1)"):
+        with pytest.raises(FormulaError, match="has a complex constant"):
+            rx.NLS(formula, bounds={"a": (0, 1)}).values(X, [0.5])
 
 
 def test_log_scale_callback_applies_the_chain_rule():
@@ -789,6 +857,28 @@ def test_the_response_on_the_right_hand_side_is_refused():
         rx.OLS("y ~ y + x")
     with pytest.raises(FormulaError, match="'y' is also a parameter"):
         rx.NLS("y ~ y * x", bounds={"y": (0, 2)})
+
+
+def test_a_column_named_like_a_constant_is_refused_not_replaced_by_it():
+    """A data column 'pi' (a probability, a profit) in 'y ~ a * pi' was read as 3.14159...: the
+    fit of y = 3 pi gave a = 0.503 (the mean of 3 pi / 3.14159 by least squares), without a
+    word, on data, in studies and on samples. A parameter named pi is the parameter."""
+    pi = np.random.default_rng(0).uniform(0, 1, 50)
+    df = pd.DataFrame({"pi": pi, "y": 3 * pi})
+    with pytest.raises(FormulaError, match=r"\['pi'\] name both a data column and a constant"):
+        rx.NLS.from_formula("y ~ a * pi", df, bounds={"a": (-10, 10)})
+    with pytest.raises(FormulaError, match="name both a data column and a constant"):
+        rx.NLS("y ~ a * pi", bounds={"a": (-10, 10)}).fit(rx.Sample(pi[:, None], 3 * pi, ("pi",)))
+    with pytest.raises(FormulaError, match="name both a data column and a constant"):
+        rx.NLS("y ~ a * sin(pi * x) + pi", bounds={"a": (-1, 1)}).validate(["x", "pi"], "y")
+    # the constant where no column has its name, the parameter where one is declared
+    x = np.linspace(0, 1, 20)
+    fit = rx.NLS("y ~ a * sin(pi * x)", bounds={"a": (-5, 5)}).fit(
+        rx.Sample(x[:, None], 2 * np.sin(np.pi * x), ("x",)))
+    assert fit.params["a"] == pytest.approx(2.0, rel=1e-9)
+    res = rx.NLS.from_formula("y ~ pi * x", df.rename(columns={"pi": "x"}),
+                              bounds={"pi": (-10, 10)}).fit()
+    assert res.params["pi"] == pytest.approx(3.0, rel=1e-9)
 
 
 def test_clusters_on_data_without_rows_are_refused_by_name():

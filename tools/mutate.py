@@ -895,6 +895,43 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/workdir.py", "        if (os.getpid(), tmp) not in _swept:",
            "        if tmp not in {swept for _, swept in _swept}:",
            "forked fit children inherit 'already swept' and never reclaim", SWEEP),
+    Mutant("shared/expression.py", "        both = [c for c in self.constants if c in columns]",
+           "        both = [c for c in self.constants if c in self.variables]",
+           "a data column named like a constant (pi) is read as the constant",
+           ("tests/test_nls.py::test_a_column_named_like_a_constant_is_refused_not_replaced_by_it",
+            "tests/test_nls.py")),
+    Mutant("eligible/domains.py", "        if not replace:  # (the constructor refuses a replace that is not a bool)",
+           "        if replace is None:",
+           "FiniteSet.from_frame without replacement merges repeated rows (drawn at most once)",
+           ("tests/test_eligible_sets.py::test_finite_set_from_frame_without_replacement_"
+            "subsamples_the_rows", *GP)),
+    Mutant("shared/expression.py", "    return value + _nanguard()(*a)", "    return value",
+           "a formula's minimum/maximum/clip take a NaN argument for a number",
+           ("tests/test_nls.py::test_minimum_maximum_and_clip_are_numpys",)),
+    Mutant("shared/expression.py", "sp.Or(a[0] > a[2], a[1] > a[2])", "a[0] > a[2]",
+           "clip(x, lo, hi) with lo > hi gives lo, not numpy's hi",
+           ("tests/test_nls.py::test_minimum_maximum_and_clip_are_numpys",)),
+    Mutant("shared/expression.py", "            if x.is_Integer and -8 <= int(x) < 0:",
+           "            if x.is_Integer and -8 <= int(x) < -8:",
+           "a negative integer power at 0 raises numba's ZeroDivisionError",
+           ("tests/test_nls.py::test_forms_sympy_rewrites_compile_and_keep_numpys_values",)),
+    Mutant("shared/expression.py", '(1.0 if {z} > 0.0 else (-1.0 if {z} < 0.0 else',
+           '(1.0 if {z} > 0.0 else (1.0 if {z} < 0.0 else',
+           "the derivative of sympy's Abs has the wrong sign below zero",
+           ("tests/test_nls.py::test_forms_sympy_rewrites_compile_and_keep_numpys_values",)),
+    Mutant("procedures/learners.py", "        if formula is not None:  # as OLS and GPRegression: a typo is refused when made\n            parse_formula(formula)\n",
+           "", "SklearnRegressor keeps a formula it cannot read until its first fit",
+           ("tests/test_formulas.py::test_a_formula_that_cannot_be_read_is_refused_when_the_"
+            "procedure_is_made",)),
+    Mutant("shared/formula.py", "    if called:  # 'y ~ log(x)' was", "    if False:  # 'y ~ log(x)' was",
+           "a formula calling an unknown function is taken to name a column",
+           ("tests/test_formulas.py::test_a_function_patsy_does_not_know_is_named_as_a_function_"
+            "not_a_column",)),
+    Mutant("procedures/generic.py", "            if type(c).repair is Constraint.repair:",
+           "            if False:",
+           "GPRegression keeps a constraint without a repair (Increasing) and ignores it",
+           ("tests/test_formulas.py::test_gp_regression_refuses_a_constraint_it_cannot_impose_"
+            "on_its_predictions",)),
 ]
 
 

@@ -536,9 +536,11 @@ class FiniteSet(Domain):
                    replace: bool = True) -> FiniteSet:
         """The empirical covariate distribution of data as P_X.
 
-        Rows with the same covariates are merged into one support point whose weight is their
-        total weight (the distribution is unchanged, and evaluation, which uses the whole
-        support, costs the number of distinct rows rather than of rows).
+        With ``replace=True``, rows with the same covariates are merged into one support point
+        whose weight is their total weight (the distribution of iid draws is unchanged, and
+        evaluation, which uses the whole support, costs the number of distinct rows rather than
+        of rows). With ``replace=False`` the rows are kept as they are: a draw without
+        replacement is a subsample of the rows, in which repeated rows can appear together.
 
         Parameters
         ----------
@@ -550,7 +552,8 @@ class FiniteSet(Domain):
             A column of ``df`` or one nonnegative weight per row (default: equal weights); a
             :class:`pandas.Series` is aligned with the rows by index label, not position.
         replace : bool
-            Draw training locations with replacement (as iid draws from P_X).
+            Draw training locations with replacement (as iid draws from P_X), or without
+            (subsamples of the rows).
 
         Examples
         --------
@@ -576,6 +579,10 @@ class FiniteSet(Domain):
         if w.shape != (len(X),) or not np.isfinite(w).all() or (w < 0).any():
             raise DomainError("FiniteSet.from_frame: weights must be finite, nonnegative and "
                               "one per row")
+        if not replace:  # (the constructor refuses a replace that is not a bool)
+            # merged rows were drawn at most once: x = [0, 1, 1, 2] never gave the subsample
+            # (1, 1), and n = 4 was refused ("3 points")
+            return cls(X, columns, w, replace=replace)
         support, inverse = np.unique(X, axis=0, return_inverse=True)
         return cls(support, columns, np.bincount(inverse.ravel(), weights=w,
                                                  minlength=len(support)), replace=replace)

@@ -433,7 +433,7 @@ class GPRegression(FormulaProcedure):
         Prior mean: zero (the paper's) or the training mean.
     constraints : sequence of Constraint
         Repairs applied to predictions, e.g. ``[Between("z_lo", "z_hi")]`` clips to the prize
-        interval.
+        interval; a constraint without a ``repair`` (``Increasing``) is refused.
 
     Examples
     --------
@@ -462,6 +462,13 @@ class GPRegression(FormulaProcedure):
                 or not all(isinstance(c, Constraint) for c in constraints):
             raise ConfigurationError(f"constraints must be a sequence of Constraint objects, "
                                      f"e.g. [rx.Between(0, 1)], got {constraints!r}")
+        for c in constraints:  # Increasing('x') left the predictions as they were, silently
+            if type(c).repair is Constraint.repair:
+                raise ConfigurationError(
+                    f"GPRegression cannot impose {c!r} on its predictions: it applies a "
+                    f"constraint by its repair (rx.Between clips to its bounds), and "
+                    f"{type(c).__name__} defines none (a study already guards every "
+                    "procedure's predictions with its eligible set's constraints)")
         if formula is not None:
             parse_formula(formula)
         self.formula = formula

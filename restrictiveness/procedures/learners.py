@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.protocol import Fitted, FunctionRule
 from ..shared.checks import real_predictions, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.formula import parse_formula
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
@@ -170,6 +171,8 @@ class SklearnRegressor(FormulaProcedure):
             raise ConfigurationError(f"estimator must have fit(X, y) and predict(X) methods, "
                                      f"got {estimator!r}")
         check_regressor(estimator, "SklearnRegressor")
+        if formula is not None:  # as OLS and GPRegression: a typo is refused when made
+            parse_formula(formula)
         self.estimator, self.formula = estimator, formula
         self.label = label or type(estimator).__name__
 
@@ -294,6 +297,8 @@ class AutoML(FormulaProcedure):
         self.time_budget = None if time_budget is None else float(time_budget)
         self.max_iter = trials
         self.estimator_list = None if estimator_list is None else list(estimator_list)
+        if formula is not None:
+            parse_formula(formula)
         self.formula, self.label = formula, label
         self.n_jobs = whole_number(n_jobs, "n_jobs", minimum=-1)
         if self.n_jobs == 0:

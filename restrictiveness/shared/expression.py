@@ -18,7 +18,8 @@ Two numerical details of the generated code:
   ``xlogy(b**e, b)``, 0 where ``b**e`` is 0, so a zero prize raised to a utility curvature has
   the derivative 0 it has in the limit instead of ``0 · (−∞) = NaN``;
 * ``abs``, ``minimum``, ``maximum``, ``clip`` and ``where`` become piecewise expressions, whose
-  derivatives are piecewise (one-sided at the kinks).
+  derivatives are piecewise (one-sided at the kinks); ``minimum``, ``maximum`` and ``clip`` are
+  numpy's, NaN where an argument is NaN and ``clip(x, lo, hi) = minimum(maximum(x, lo), hi)``.
 
 The compiled callback ``resjac(x, (X, y, logscale), want_jac) -> (r, J)`` returns the residuals
 ``f(X; θ) − y`` and their Jacobian with respect to the *internal* parameters ``x``: parameter
@@ -33,7 +34,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -53,7 +56,8 @@ FUNCTIONS: dict[str, int] = {
     "tanh": 1, "arcsinh": 1, "arctanh": 1, "expit": 1,
     "minimum": 2, "maximum": 2, "power": 2, "clip": 3, "where": 3,
 }
-#: Named constants (a column or parameter of the same name takes precedence).
+#: Named constants (a parameter of the same name takes precedence; a data column of the same
+#: name is refused, as the formula could mean either).
 CONSTANTS = {"pi": math.pi}
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
@@ -77,6 +81,8 @@ class NonlinearFormula:
         appearance.
     expression : str
         The right-hand side, normalised (``ast.unparse`` of the checked tree).
+    constants : tuple of str
+        Named constants (:data:`CONSTANTS`) the expression uses.
 
     Examples
     --------
@@ -91,6 +97,7 @@ class NonlinearFormula:
     variables: tuple[str, ...]
     expression: str
     tree: ast.Expression = field(repr=False, compare=False)
+    constants: tuple[str, ...] = ()
 
     def check_columns(self, columns: Sequence[str], response: str | None = None) -> None:
         """Refuse a formula whose names are not columns, or whose parameters collide with them.
@@ -98,9 +105,16 @@ class NonlinearFormula:
         Raises
         ------
         FormulaError
-            Naming the first name that is neither a column nor a declared parameter.
+            Naming the first name that is neither a column nor a declared parameter, or a
+            column that has the name of a constant the formula uses (``pi``).
         """
         columns = list(columns)
+        both = [c for c in self.constants if c in columns]
+        if both:  # a column 'pi' was replaced by 3.14159... without a word
+            raise FormulaError(
+                f"formula {self.text!r}: {both} name both a data column and a constant "
+                f"({', '.join(f'{c} = {CONSTANTS[c]!r}' for c in both)}), so which one the formula "
+                "means cannot be told; rename the column")
         for name in self.variables:
             if name not in columns:
                 raise FormulaError(
@@ -162,7 +176,12 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
         names: list[str] = []
         _check(tree.body, text, set(params), names, boolean=False)
     except SyntaxError as exc:
-        raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}") from None
+        # a parameter or column 'lambda' (loss aversion) was only 'invalid syntax'
+        words = [w for w in re.findall(r"[^\W\d]\w*", rhs)
+                 if keyword.iskeyword(w) and w not in ("and", "or", "not")]
+        hint = f": {words[0]!r} is a Python keyword, which a formula cannot use as a name; " \
+            f"rename the parameter or column (e.g. {words[0] + '_'!r})" if words else ""
+        raise FormulaError(f"formula {text!r} cannot be parsed: {exc.msg}{hint}") from None
     except RecursionError:  # e.g. a sum of thousands of terms
         raise FormulaError(f"formula {text[:60]!r}... is too long or too deeply nested to "
                            "check; write it with fewer terms") from None
@@ -171,8 +190,11 @@ def parse_nonlinear(text: str, params: Sequence[str]) -> NonlinearFormula:
                            "right-hand side")
     if lhs in params:
         raise FormulaError(f"formula {text!r}: the response {lhs!r} is also a parameter")
+    constants = tuple(dict.fromkeys(
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in CONSTANTS
+        and n.id not in params))
     return NonlinearFormula(text=text, response=lhs, params=params, variables=tuple(names),
-                            expression=ast.unparse(tree), tree=tree)
+                            expression=ast.unparse(tree), tree=tree, constants=constants)
 
 
 def _refuse(node: ast.AST, text: str, what: str) -> FormulaError:
@@ -380,13 +402,45 @@ def _to_sympy(node: ast.AST, symbols: dict):
         return a[0] ** a[1]
     if f == "abs":
         return sp.Piecewise((a[0], a[0] >= 0), (-a[0], True))
-    if f == "minimum":
-        return sp.Piecewise((a[0], a[0] <= a[1]), (a[1], True))
-    if f == "maximum":
-        return sp.Piecewise((a[0], a[0] >= a[1]), (a[1], True))
-    if f == "clip":
-        return sp.Piecewise((a[1], a[0] < a[1]), (a[2], a[0] > a[2]), (a[0], True))
+    if f in ("minimum", "maximum", "clip"):
+        return _extremum(f, a)
     return sp.Piecewise((a[1], a[0]), (a[2], True))  # where
+
+
+def _extremum(f: str, a: list):
+    """numpy's ``minimum``, ``maximum`` and ``clip`` as piecewise expressions.
+
+    Plus :func:`_nanguard` of the arguments, so a NaN in any argument gives NaN as numpy's do
+    (``minimum(log(x - a), 1)`` was 1 where the log is undefined: sympy folds the last branch's
+    condition to True, which NaN takes); ``clip(x, lo, hi)`` is numpy's
+    ``minimum(maximum(x, lo), hi)``, so ``hi`` when ``lo > hi`` (it was ``lo``).
+    """
+    sp = _sympy()
+    if f == "minimum":
+        value = sp.Piecewise((a[0], a[0] <= a[1]), (a[1], True))
+    elif f == "maximum":
+        value = sp.Piecewise((a[0], a[0] >= a[1]), (a[1], True))
+    else:
+        value = sp.Piecewise((a[2], sp.Or(a[0] > a[2], a[1] > a[2])), (a[1], a[0] < a[1]),
+                             (a[0], True))
+    return value + _nanguard()(*a)
+
+
+_NANGUARD = None
+
+
+def _nanguard():
+    """``nanguard(a, b, ...)``: 0, or NaN where an argument is NaN; its derivative is 0."""
+    global _NANGUARD
+    if _NANGUARD is None:
+        sp = _sympy()
+
+        class nanguard(sp.Function):  # noqa: N801 - printed by name
+            def fdiff(self, argindex=1):
+                return sp.Integer(0)
+
+        _NANGUARD = nanguard
+    return _NANGUARD
 
 
 def _with_xlogy(expr):
@@ -460,12 +514,22 @@ class _Printer:
                 return f"(1.0 / math.sqrt({self(b)}))"
             if x == -1:
                 return f"(1.0 / {self(b)})"
+            if x.is_Integer and -8 <= int(x) < 0:  # numba's 0.0 ** -2 raises ZeroDivisionError
+                return f"(1.0 / ({self(b)} ** {-int(x)}))"  # whatever the error model; 1/0 = inf
             if x.is_Integer and abs(int(x)) <= 8:
                 return f"({self(b)} ** {int(x)})"
             return f"({self(b)} ** {self(x)})"
+        if e.func.__name__ == "nanguard":
+            ok = " and ".join(f"{v} == {v}" for v in (self(x) for x in e.args))  # NaN != NaN
+            return f"(0.0 if {ok} else math.nan)"
         if e.func.__name__ == "xlogy":
             a, b = (self(v) for v in e.args)
             return f"(0.0 if {a} == 0.0 else {a} * math.log({b}))"
+        if isinstance(e, sp.Abs):  # sympy's own, from sqrt(x**2) of a real x
+            return f"abs({self(e.args[0])})"
+        if isinstance(e, sp.sign):  # the derivative of Abs
+            z = self(e.args[0])
+            return f"(1.0 if {z} > 0.0 else (-1.0 if {z} < 0.0 else ({z} * 0.0)))"
         if e.func.__name__ in _MATH:
             return f"{_MATH[e.func.__name__]}({self(e.args[0])})"
         if isinstance(e, sp.Piecewise):
@@ -481,6 +545,9 @@ class _Printer:
             return "(" + op.join(self(a) for a in e.args) + ")"
         if isinstance(e, sp.Not):
             return f"(not {self(e.args[0])})"
+        if isinstance(e, sp.ITE):  # sympy's fold of a piecewise inside a condition
+            c, a, b = (self(v) for v in e.args)
+            return f"({a} if {c} else {b})"
         raise FormulaError(f"the term {e} of the formula cannot be compiled")
 
 
@@ -535,15 +602,22 @@ class CompiledExpression:
 
         thetas = [self._symbols[q] for q in self.formula.params]
         xs = [self._symbols[v] for v in self.formula.variables]
-        mods = [{"xlogy": scipy.special.xlogy}, "numpy"]
+        def nanguard(*v):
+            return sum(np.where(np.isnan(a), np.nan, 0.0) for a in v)
+
+        mods = [{"xlogy": scipy.special.xlogy, "nanguard": nanguard}, "numpy"]
         f = sp.lambdify([thetas, xs], self.value, modules=mods)
         d = sp.lambdify([thetas, xs], self.derivatives, modules=mods)
 
+        def rows(theta, X):  # parameters as columns too: numpy's logical_or of a scalar
+            X = np.asarray(X, float)  # and an array (a condition on both) fails
+            return [np.full(len(X), float(t)) for t in theta], list(X.T)
+
         def value(theta, X):
-            return np.broadcast_to(f(list(theta), list(np.asarray(X, float).T)), len(X)) * 1.0
+            return np.broadcast_to(f(*rows(theta, X)), len(X)) * 1.0
 
         def jac(theta, X):
-            cols = d(list(theta), list(np.asarray(X, float).T))
+            cols = d(*rows(theta, X))
             return np.stack([np.broadcast_to(c, len(X)) * 1.0 for c in cols], axis=1)
 
         return value, jac
@@ -585,6 +659,9 @@ def _compile(formula: NonlinearFormula) -> CompiledExpression:
     if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         raise FormulaError(f"formula {formula.text!r} evaluates to an infinite or undefined "
                            "constant; check divisions by zero")
+    if value.has(sp.I):  # log(-2) is log(2) + iπ to sympy
+        raise FormulaError(f"formula {formula.text!r} has a complex constant (e.g. the log or "
+                           "square root of a negative number); a model's values must be real")
     derivs = [_with_xlogy(sp.diff(value, symbols[q])) for q in formula.params]
     for q, d in zip(formula.params, derivs, strict=True):
         if d == 0:

@@ -181,6 +181,14 @@ def parse_formula(text: str) -> Formula:
         raise FormulaError(f"formula {text!r} cannot be parsed "
                            f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
                            ) from None
+    called = [n.func.id for f in factors for n in ast.walk(pyast.parse(f.code))
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+              and n.func.id not in _RESERVED]
+    if called:  # 'y ~ log(x)' was "names column(s) ['log'] that the data do not have"
+        numpy = f"numpy's (np.{called[0]}) or " if hasattr(np, called[0]) else "numpy's or "
+        raise FormulaError(f"formula {text!r} calls {called[0]}(), which is not a formula "
+                           f"function; use {numpy}patsy's (I, C, bs, cr, center, standardize, "
+                           "...)")
     response = None
     if "~" in text and text.split("~", 1)[0].strip():
         lhs = [f.code for t in desc.lhs_termlist for f in t.factors]
