@@ -131,6 +131,23 @@ def test_client_errors_are_not_retried_and_retries_are_bounded(protocol):
     assert len(server.requests) == 4 and err.value.retries == 3
 
 
+def test_the_endpoints_x_should_retry_header_decides_as_in_the_sdks(protocol):
+    """The SDKs obey ``x-should-retry``; the policy that replaces theirs ignored it, so a 429
+    or 5xx marked "false" (an error that recurs, e.g. an exhausted quota) was retried
+    max_retries times, spending the whole back-off, and a 400 marked "true" was not retried."""
+    messages = [{"role": "user", "content": "hi"}]
+    for code in (429, 500, 529):
+        script = [("status", code, {"x-should-retry": "false", "retry-after": "1"})]
+        with ChatServer(protocol, lambda body: "x", script=script) as server:
+            with pytest.raises(rx.llm.ClientError, match="x-should-retry: false") as err:
+                adapter(server).chat(messages)
+        assert len(server.requests) == 1 and err.value.retries == 0 and err.value.status == code
+    script = [("status", 400, {"X-Should-Retry": "true"}), ("status", 409, {})]
+    with ChatServer(protocol, lambda body: "finally", script=script) as server:
+        reply = adapter(server).chat(messages)
+    assert reply.text == "finally" and reply.retries == 2 and len(server.requests) == 3
+
+
 def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protocol):
     key = "sk-RECOGNISABLE-0123456789"
     body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}",

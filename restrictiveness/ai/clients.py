@@ -16,7 +16,9 @@ model calls needs:
   to :data:`RETRY_AFTER_MAX` seconds; an unreadable or negative value falls back to backoff),
   408/409, server errors (5xx), timeouts and dropped connections are retried up to
   ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
-  ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
+  ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. An endpoint's
+  ``x-should-retry: true`` or ``false`` header decides instead, as in the SDKs' own policy
+  (``false`` marks an error that would recur, such as an exhausted quota). A call that finally
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
@@ -1134,8 +1136,14 @@ class ChatAdapter:
         sdk = self._module()
         if isinstance(exc, sdk.APIStatusError):
             status = int(exc.status_code)
-            retry = status in RETRY_STATUSES or status >= 500
             headers = getattr(getattr(exc, "response", None), "headers", None)
+            # the endpoint's own word first, as the SDKs' retry policy (which ours replaces)
+            # obeys it: retrying a 429 or 5xx it marks "false" (an error that will recur, such
+            # as an exhausted quota) only spent the back-off, up to minutes per fit (a
+            # redirect is never retried: it would only point again)
+            told = str((headers or {}).get("x-should-retry", "")).strip().lower()
+            retry = (told == "true" and not 300 <= status < 400) or (
+                told != "false" and (status in RETRY_STATUSES or status >= 500))
             return retry, retry_after_seconds(headers) if retry else None, status
         if isinstance(exc, sdk.APIConnectionError):  # includes APITimeoutError
             return True, None, None
@@ -1189,6 +1197,9 @@ class ChatAdapter:
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
+                if not retry and status is not None and (status in RETRY_STATUSES
+                                                         or status >= 500):
+                    what += " (not retried: the endpoint answered x-should-retry: false)"
                 if status is not None and 300 <= status < 400:
                     where = getattr(getattr(exc, "response", None), "headers", {}).get(
                         "location")
