@@ -1174,6 +1174,21 @@ def test_adapters_refuse_options_they_would_misuse(cls):
     assert type(ok.max_tokens) is int and type(ok.max_retries) is int
 
 
+def test_anthropic_refuses_a_temperature_outside_its_range(capsys):
+    """The Messages API takes temperature in [0, 1]; AnthropicChat took OpenAI's [0, 2], so
+    temperature=1.5 was sent with every request, each refused with HTTP 400: a study's every
+    fit failed at its first call, the refusal found only in the failure counts."""
+    with pytest.raises(ConfigurationError, match=r"AnthropicChat: temperature must be in "
+                                                 r"\[0, 1\] \(the Messages API's range\), got 1.5"):
+        rx.llm.AnthropicChat("m", base_url="http://127.0.0.1:9", temperature=1.5)
+    assert rx.llm.AnthropicChat("m", base_url="http://127.0.0.1:9", temperature=1).temperature == 1
+    assert rx.llm.OpenAIChat("m", base_url="http://127.0.0.1:9/v1", temperature=1.5).temperature \
+        == 1.5
+    assert main(["replicate", "lottery", "--llm", "anthropic:m", "--base-url",
+                 "http://127.0.0.1:9", "--temperature", "1.5", "--dry-run"]) == 2
+    assert "temperature must be in [0, 1]" in capsys.readouterr().err
+
+
 def test_extra_body_cannot_make_the_endpoint_serve_another_model():
     """Before, extra_body={"model": ...} replaced the model in the request: the server answered
     as 'other' while fit_info, the price table and the cache named 'm'."""

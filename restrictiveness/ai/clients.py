@@ -912,7 +912,7 @@ class ChatAdapter:
     api_key_env : str
         Where the key is read (in each process that calls the model).
     temperature : float or None
-        Sampling temperature in [0, 2] (None: the endpoint's).
+        Sampling temperature in [0, 2] (None: the endpoint's); [0, 1] for Anthropic.
     max_tokens : int or None
         Output-token limit per reply.
     timeout : float
@@ -1377,7 +1377,7 @@ class AnthropicChat(ChatAdapter):
     api_key_env : str
         Where the key is read (in each process that calls the model).
     temperature : float, optional
-        Sampling temperature (default: the endpoint's).
+        Sampling temperature in [0, 1], the Messages API's range (default: the endpoint's).
     max_tokens : int
         Output-token limit per reply, required by the API; the default is the paper's limit
         (S.1.2).
@@ -1413,6 +1413,11 @@ class AnthropicChat(ChatAdapter):
                                      "API; give the output-token limit per reply")
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
                          timeout, max_retries, extra_body, backoff, backoff_max, budget)
+        if self.temperature is not None and self.temperature > 1:
+            # accepted up to OpenAI's 2, it was sent with every request and refused (HTTP 400)
+            # by every one: each fit of the study failed at its first call
+            raise ConfigurationError(f"AnthropicChat: temperature must be in [0, 1] (the "
+                                     f"Messages API's range), got {temperature!r}")
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:

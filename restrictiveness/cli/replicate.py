@@ -89,7 +89,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
     g.add_argument("--rounds", type=count(1), default=None, metavar="R",
                    help="the Agent's tool-round budget (default 20, the paper's)")
-    g.add_argument("--temperature", type=real(0.0), default=None, help="sampling temperature")
+    g.add_argument("--temperature", type=real(0.0), default=None,
+                   help="sampling temperature (0 to 2; anthropic: 0 to 1)")
     g.add_argument("--max-tokens", type=count(1), default=None, metavar="N",
                    help="output tokens per reply (anthropic default 32000, the paper's)")
     g.add_argument("--concurrency", type=count(1), default=None, metavar="T",
