@@ -1093,7 +1093,9 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
     # a NaN price made the cost column NaN, summed by pandas to $0.00; a key other than
     # input/output (a typo, a cached-input price) was ignored
     for entry in [(float("nan"), 2.0), (1.0, float("inf")), (-1.0, 2.0),
-                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,)]:
+                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,),
+                  # a string is a sequence of characters: "25" was priced $2 in, $5 out
+                  "25", b"12", (True, 2.0), {"input": 1.0, "output": False}]:
         with pytest.raises(ConfigurationError, match=r"prices\['m'\] must be"):
             price_per_token({"m": entry}, "m")
     with pytest.raises(ConfigurationError, match="no price for model 'other'"):

@@ -809,6 +809,9 @@ MUTANTS: list[Mutant] = [
     # -- engine/usage.py, ai/budget.py: usage, prices and the call plan -------------------------------
     Mutant("engine/usage.py", "    return p_in / 1e6, p_out / 1e6", "    return p_in / 1e3, p_out / 1e3",
            "prices per 1k, not per 1M, tokens", USAGE),
+    Mutant("engine/usage.py", "        if isinstance(entry, (str, bytes, bytearray)) or any(",
+           "        if any(", "a price string read as its characters (\"25\": $2 in, $5 out)",
+           USAGE),
     Mutant("engine/usage.py", "        if isinstance(value, (int, float)) and not isinstance(value, bool):",
            "        if isinstance(value, (int, float)):", "booleans summed as counts", USAGE),
     Mutant("engine/usage.py", "    if not (0 <= p_in < math.inf and 0 <= p_out < math.inf):",
