@@ -809,6 +809,10 @@ MUTANTS: list[Mutant] = [
     # -- engine/usage.py, ai/budget.py: usage, prices and the call plan -------------------------------
     Mutant("engine/usage.py", "    return p_in / 1e6, p_out / 1e6", "    return p_in / 1e3, p_out / 1e3",
            "prices per 1k, not per 1M, tokens", USAGE),
+    Mutant("ai/llm.py", "        self.model = None if self.identity is None else self.identity.get(\"model\") or None",
+           "        self.model = None if self.identity is None else self.identity.get(\"model\")",
+           "a client identity with an empty model id takes a cache",
+           ("tests/test_llm.py::test_a_cache_needs_a_model_id",)),
     Mutant("engine/usage.py", "        if isinstance(entry, (str, bytes, bytearray)) or any(",
            "        if any(", "a price string read as its characters (\"25\": $2 in, $5 out)",
            USAGE),
