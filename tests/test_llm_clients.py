@@ -256,6 +256,34 @@ def test_token_counts_that_are_not_counts_are_dropped(protocol):
     assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
 
 
+def test_anthropic_input_tokens_include_the_prompt_cache():
+    """The Messages API reports the cached part of a prompt apart from input_tokens (which
+    counts only what follows the last cache breakpoint). With caching on (extra_body=
+    {"cache_control": ...}) a reply read 1,000 tokens from the cache and wrote 100 but was
+    recorded as 5 input tokens: usage, cost and a token budget missed 1,100 of 1,105."""
+    with ChatServer("anthropic", lambda body: "hello world") as server:
+        payload = server.protocol_reply({"messages": []}, {"text": "hello world"})
+        payload["usage"] = {"input_tokens": 5, "cache_creation_input_tokens": 100,
+                            "cache_read_input_tokens": 1000, "output_tokens": 7}
+        absent = dict(payload, usage={"input_tokens": 5, "cache_creation_input_tokens": None,
+                                      "output_tokens": 7})
+        garbage = dict(payload, usage={"input_tokens": 5, "cache_read_input_tokens": -1,
+                                       "output_tokens": 7})
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (payload, absent, garbage)]
+        budget = rx.llm.CallBudget(max_tokens=1000)
+        llm = adapter(server, budget=budget,
+                      extra_body={"cache_control": {"type": "ephemeral"}})
+        cached = llm.chat([{"role": "user", "content": "hi"}])
+        assert (cached.input_tokens, cached.output_tokens) == (1105, 7)
+        assert budget.tokens == 1112
+        with pytest.raises(rx.llm.BudgetExhausted):
+            llm.chat([{"role": "user", "content": "hi"}])
+        plain = adapter(server).chat([{"role": "user", "content": "hi"}])
+        unknown = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert (plain.input_tokens, unknown.input_tokens, unknown.output_tokens) == (5, None, 7)
+    assert server.requests[0]["body"]["cache_control"] == {"type": "ephemeral"}
+
+
 def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
     from restrictiveness.ai import clients
     waits: list[float] = []

@@ -1243,6 +1243,23 @@ def _tokens(value) -> int | None:
     return int(value) if is_whole(value) and value >= 0 else None
 
 
+def _anthropic_input_tokens(usage) -> int | None:
+    """All input tokens of a Messages API reply: ``input_tokens`` counts only those after the
+    last cache breakpoint, and the prompt's cached part is reported apart, as cache writes and
+    reads (a growing agent conversation with caching on reported a few tokens a turn, so usage
+    and a token budget missed nearly all of it). None when any count is not a count."""
+    parts = [getattr(usage, "input_tokens", None)] + [
+        getattr(usage, name, None) or 0
+        for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    total = 0
+    for part in parts:
+        count = _tokens(part)
+        if count is None:
+            return None
+        total += count
+    return total
+
+
 def _json_arguments(text: str | None) -> dict:
     try:
         value = json.loads(text or "{}")
@@ -1364,7 +1381,9 @@ class AnthropicChat(ChatAdapter):
     """A Claude model behind Anthropic's Messages API (or a compatible endpoint).
 
     System messages become the request's ``system`` text; tool calls become ``tool_use`` and
-    ``tool_result`` blocks.
+    ``tool_result`` blocks. A reply's input tokens include those written to and read from the
+    prompt cache (which the API reports apart from ``input_tokens``); ``Results.usage`` prices
+    them all at the input price, an upper bound where cache reads cost less.
 
     Parameters
     ----------
@@ -1470,8 +1489,7 @@ class AnthropicChat(ChatAdapter):
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, _tool_input(block.input)))
         usage = getattr(response, "usage", None)
-        return ChatReply("".join(text), tuple(calls),
-                         _tokens(getattr(usage, "input_tokens", None)),
+        return ChatReply("".join(text), tuple(calls), _anthropic_input_tokens(usage),
                          _tokens(getattr(usage, "output_tokens", None)),
                          stop_reason=getattr(response, "stop_reason", None))
 
