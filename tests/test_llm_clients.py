@@ -284,6 +284,31 @@ def test_anthropic_input_tokens_include_the_prompt_cache():
     assert server.requests[0]["body"]["cache_control"] == {"type": "ephemeral"}
 
 
+def test_anthropic_requests_hold_no_blank_text_block():
+    """The Messages API refuses a text block without visible text (HTTP 400). An agent on the
+    text protocol whose model once replied nothing appended an empty assistant turn, so its
+    next request was refused and the fit failed with reason 'client'; a blank text beside
+    native tool calls was sent too."""
+    conversations = [
+        [{"role": "user", "content": "task"}, {"role": "assistant", "content": ""},
+         {"role": "user", "content": "No code block found."}],
+        [{"role": "user", "content": "task"},
+         {"role": "assistant", "content": " \n", "tool_calls": [
+             {"id": "c1", "name": "run_python", "arguments": {"code": "print(1)"}}]},
+         {"role": "tool", "tool_call_id": "c1", "content": "1"}]]
+    with ChatServer("anthropic", lambda body: "ok") as server:
+        llm = adapter(server)
+        for messages in conversations:
+            assert llm.chat(messages).text == "ok"
+    first, second = (r["body"]["messages"] for r in server.requests)
+    assert first[1] == {"role": "assistant",
+                        "content": [{"type": "text", "text": "(empty reply)"}]}
+    assert [b["type"] for b in second[1]["content"]] == ["tool_use"]
+    for body in (first, second):
+        for block in (b for m in body for b in m["content"] if b["type"] == "text"):
+            assert block["text"].strip()
+
+
 def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
     from restrictiveness.ai import clients
     waits: list[float] = []

@@ -1377,13 +1377,20 @@ class OpenAIChat(ChatAdapter):
                          stop_reason=getattr(choice, "finish_reason", None))
 
 
+#: What an empty (or blank) assistant turn says in an Anthropic request: the Messages API
+#: refuses text blocks without visible text.
+EMPTY_REPLY = "(empty reply)"
+
+
 class AnthropicChat(ChatAdapter):
     """A Claude model behind Anthropic's Messages API (or a compatible endpoint).
 
     System messages become the request's ``system`` text; tool calls become ``tool_use`` and
     ``tool_result`` blocks. A reply's input tokens include those written to and read from the
     prompt cache (which the API reports apart from ``input_tokens``); ``Results.usage`` prices
-    them all at the input price, an upper bound where cache reads cost less.
+    them all at the input price, an upper bound where cache reads cost less. An empty
+    assistant turn of the conversation (the model replied nothing) is sent as
+    :data:`EMPTY_REPLY`, since the API refuses blank text.
 
     Parameters
     ----------
@@ -1450,11 +1457,18 @@ class AnthropicChat(ChatAdapter):
                                          "content": m["content"]}]
             elif m["role"] == "assistant" and m.get("tool_calls"):
                 role = "assistant"
-                blocks = ([{"type": "text", "text": m["content"]}] if m.get("content") else []) \
+                blocks = ([{"type": "text", "text": m["content"]}]
+                          if (m.get("content") or "").strip() else []) \
                     + [{"type": "tool_use", "id": c["id"], "name": c["name"],
                         "input": c["arguments"]} for c in m["tool_calls"]]
             else:
-                role, blocks = m["role"], [{"type": "text", "text": m["content"]}]
+                # the API refuses a text block without visible text (HTTP 400), so an agent
+                # whose model once replied nothing (a reply spent on thinking) failed at its
+                # next turn; the turn is kept, saying what it was
+                text = m["content"]
+                if m["role"] == "assistant" and not text.strip():
+                    text = EMPTY_REPLY
+                role, blocks = m["role"], [{"type": "text", "text": text}]
             # the API alternates roles: tool results and a following note form one user turn
             if out and out[-1]["role"] == role:
                 out[-1]["content"].extend(blocks)
