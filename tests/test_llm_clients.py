@@ -210,6 +210,30 @@ def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls, mo
     assert "RECOGNISABLE" not in str(err.value)
 
 
+def test_a_base_url_with_a_query_is_refused_without_quoting_it(protocol, monkeypatch):
+    """The SDK appends the API's path to the whole base URL: '.../v1?key=K' sent the request
+    to '/v1/' with the query 'key=Kchat/completions' (a local server that ignores the path
+    answered, a real one gives 404), and the key was shown in repr and stored in reply caches
+    and results with the address."""
+    with ChatServer(protocol, lambda body: "ok") as server:
+        make = type(adapter(server))
+        for url in (server.base_url + "?key=sk-RECOGNISABLE", server.base_url + "#part",
+                    server.base_url + "?"):
+            with pytest.raises(ConfigurationError, match="base_url must be the endpoint's "
+                               r"address without a query \(\?...\) or fragment") as err:
+                make("m", base_url=url)
+            assert "RECOGNISABLE" not in str(err.value)
+        variable = f"{make.provider.upper()}_BASE_URL"
+        monkeypatch.setenv(variable, server.base_url + "?key=sk-RECOGNISABLE")
+        with pytest.raises(ConfigurationError, match=f"{variable} must be the endpoint's"):
+            make("m")
+        monkeypatch.delenv(variable)
+        assert make("m", base_url=server.base_url + "/", **QUICK).chat(
+            [{"role": "user", "content": "hi"}]).text == "ok"
+    path = "/v1/chat/completions" if protocol == "openai" else "/v1/messages"
+    assert [r["path"] for r in server.requests] == [path]
+
+
 @pytest.mark.parametrize("key", ["sk-RECOGNISABLE-0123456789\n", "sk-RECOGNISABLE\r\nX-Evil: 1"])
 def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, monkeypatch):
     """A key read with its trailing newline was refused by the HTTP library with the key in its

@@ -906,7 +906,8 @@ class ChatAdapter:
         Model id.
     base_url : str or None
         Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's),
-        without credentials (``user:password@`` is refused: the address is shown and stored).
+        without credentials (``user:password@`` is refused: the address is shown and stored),
+        query or fragment (the API's path is appended to it).
     api_key : str or None
         None reads the environment variable ``api_key_env``.
     api_key_env : str
@@ -1001,6 +1002,17 @@ class ChatAdapter:
             raise ConfigurationError(f"{who}: {origin} must not carry credentials "
                                      "(user:password@host); pass the key as api_key= or in "
                                      "the environment variable api_key_env")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.query or parts.fragment or self.base_url.endswith(("?", "#")):
+            # the SDK appends the API's path to the whole address, so the request went to
+            # '/v1/' with the query 'key=...chat/completions' (a 404, or a wrong answer from a
+            # server that ignores the query), and a key in the query was shown and stored
+            # with the address (not quoted here for that reason)
+            origin = "base_url" if base_url else f"{self.provider.upper()}_BASE_URL"
+            raise ConfigurationError(f"{who}: {origin} must be the endpoint's address without "
+                                     "a query (?...) or fragment (#...): the API's path is "
+                                     "appended to it; pass a key as api_key= or in the "
+                                     "environment variable api_key_env")
         self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
