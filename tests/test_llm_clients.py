@@ -1268,6 +1268,30 @@ def test_anthropic_refuses_a_temperature_outside_its_range(capsys):
     assert "temperature must be in [0, 1]" in capsys.readouterr().err
 
 
+def test_openai_refuses_extra_body_asking_for_several_replies():
+    """extra_body={"n": 3} made the endpoint produce (and bill) three replies; the first was
+    read and two dropped without a word."""
+    n_choices = []
+
+    class Several(ChatServer):
+        def protocol_reply(self, body, out):
+            payload = super().protocol_reply(body, out)
+            n_choices.append(body.get("n", 1))
+            payload["choices"] = payload["choices"] * body.get("n", 1)
+            return payload
+
+    with Several("openai", lambda body: "one") as server:
+        for n in (3, 0, 2.5, "3", True):
+            with pytest.raises(ConfigurationError, match=f"OpenAIChat: extra_body may not ask "
+                                                         f"for n={re.escape(repr(n))} replies"):
+                adapter(server, extra_body={"n": n})
+        assert adapter(server, extra_body={"n": 1}).chat(
+            [{"role": "user", "content": "hi"}]).text == "one"
+    assert n_choices == [1]
+    assert rx.llm.AnthropicChat("m", base_url=server.base_url, extra_body={"top_k": 3}).extra_body \
+        == {"top_k": 3}
+
+
 def test_extra_body_cannot_make_the_endpoint_serve_another_model():
     """Before, extra_body={"model": ...} replaced the model in the request: the server answered
     as 'other' while fit_info, the price table and the cache named 'm'."""

@@ -1341,6 +1341,13 @@ class OpenAIChat(ChatAdapter):
                  budget: CallBudget | None = None) -> None:
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
                          timeout, max_retries, extra_body, backoff, backoff_max, budget)
+        n = (self.extra_body or {}).get("n", 1)
+        if not (is_whole(n) and n == 1):
+            # the endpoint made (and billed) n replies, of which the first was read and the
+            # others dropped without a word
+            raise ConfigurationError(f"OpenAIChat: extra_body may not ask for n={n!r} "
+                                     "replies: one reply per call is read; ask again, or run "
+                                     "more replications, for more")
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> list[dict]:
