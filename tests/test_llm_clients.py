@@ -750,6 +750,47 @@ def test_agent_native_round_budget(protocol):
     assert rule.info["transcript"][-1]["role"] == "assistant"
 
 
+class _ThinkingServer(ChatServer):
+    """An Anthropic endpoint with thinking on: each reply opens with a signed thinking block,
+    and, as the API does, a request whose assistant turn calls a tool without its thinking
+    blocks first is refused (HTTP 400)."""
+
+    def protocol_reply(self, body, out):
+        payload = super().protocol_reply(body, out)
+        payload["content"] = [{"type": "thinking", "thinking": "Look first.",
+                               "signature": f"sig-{len(self.requests)}"},
+                              {"type": "redacted_thinking", "data": "opaque"},
+                              *payload["content"]]
+        return payload
+
+
+def test_anthropic_thinking_blocks_go_back_with_their_tool_calls():
+    """With thinking on (extra_body={"thinking": ...}, the AnthropicChat docstring's example)
+    the Messages API requires a tool-calling turn's thinking blocks back, signed, in the next
+    request. They were dropped, so a native-tool agent's second request was refused with
+    HTTP 400 and every fit failed with reason 'client'."""
+    def refuse_without_thinking(body):
+        for m in body["messages"]:
+            kinds = [b["type"] for b in m["content"]] if m["role"] == "assistant" else []
+            if "tool_use" in kinds and kinds[:2] != ["thinking", "redacted_thinking"]:
+                return {"text": "REFUSED"}  # (the server's status is fixed; the test fails)
+        return _agent_reply(body)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with _ThinkingServer("anthropic", refuse_without_thinking) as server:
+        llm = adapter(server, extra_body={"thinking": {"type": "enabled", "budget_tokens": 1024}})
+        rule = rx.Agent(llm, limits=LIMITS, run_at_fit=False).fit(sample,
+                                                                   np.random.default_rng(1))
+    assert rule.info["reason"] is None and rule.info["rounds_used"] == 1
+    second = server.requests[1]["body"]["messages"]
+    assert second[1]["role"] == "assistant" and second[1]["content"][:2] == [
+        {"type": "thinking", "thinking": "Look first.", "signature": "sig-1"},
+        {"type": "redacted_thinking", "data": "opaque"}]
+    assert [b["type"] for b in second[1]["content"][2:]] == ["text", "tool_use"]
+    reply = rx.llm.ChatReply("x", thinking=({"type": "redacted_thinking", "data": "d"},))
+    assert rx.llm.ChatReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply
+
+
 def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
     """A tool call with arguments that are no JSON object is answered "Not run" and the
     Agent goes on, in both protocols. Before, an Anthropic tool_use whose input was a string

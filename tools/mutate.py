@@ -797,6 +797,10 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/clients.py", "        if not (is_whole(n) and n == 1):", "        if not is_whole(n):",
            "OpenAIChat takes extra_body={'n': 3} and drops two of the replies",
            ("tests/test_llm_clients.py::test_openai_refuses_extra_body_asking_for_several_replies",)),
+    Mutant("ai/clients.py", "            elif block.type == \"thinking\":", "            elif False:",
+           "Anthropic's thinking blocks dropped (a tool turn refused without them)",
+           ("tests/test_llm_clients.py::test_anthropic_thinking_blocks_go_back_with_their_tool_"
+            "calls",)),
     Mutant("ai/clients.py", "        if self.temperature is not None and self.temperature > 1:",
            "        if self.temperature is not None and self.temperature > 2:",
            "AnthropicChat takes OpenAI's temperature range [0, 2]",

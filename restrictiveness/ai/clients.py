@@ -52,7 +52,8 @@ model calls needs:
 
 Messages are provider-neutral dicts: ``{"role": "system" | "user", "content": str}``,
 ``{"role": "assistant", "content": str, "tool_calls": [{"id", "name", "arguments"}]}`` (tool
-calls optional) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
+calls optional; ``"thinking"``: Anthropic's thinking blocks, sent back to Anthropic only) and
+``{"role": "tool", "tool_call_id": str, "content": str}``.
 
 A custom client can take part in all of this by offering the same methods: ``chat(messages,
 tools=None, tool_choice="auto") -> ChatReply``, ``cache_identity() -> dict`` (with ``"model"``)
@@ -266,6 +267,9 @@ class ChatReply:
         Retries the call needed.
     stop_reason : str, optional
         Why the model stopped ("stop", "length", "tool_calls", "end_turn", "max_tokens", ...).
+    thinking : tuple of dict
+        Anthropic's thinking blocks as received (signatures included): with thinking on, the
+        API requires them back before the reply's tool calls in the next request.
 
     Examples
     --------
@@ -283,6 +287,7 @@ class ChatReply:
     seconds: float = 0.0
     retries: int = 0
     stop_reason: str | None = None
+    thinking: tuple[dict, ...] = ()
 
     def __post_init__(self) -> None:
         self.text = _SURROGATE.sub("\ufffd", self.text)  # (see _SURROGATE)
@@ -294,7 +299,7 @@ class ChatReply:
         -------
         dict
             ``{"role": "assistant", "content": text}``, with ``"tool_calls"`` when the model
-            requested any.
+            requested any and ``"thinking"`` when it sent thinking blocks.
 
         Examples
         --------
@@ -305,6 +310,8 @@ class ChatReply:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             msg["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.thinking:
+            msg["thinking"] = [dict(b) for b in self.thinking]
         return msg
 
     def to_json(self) -> dict:
@@ -323,7 +330,7 @@ class ChatReply:
         return {"text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "seconds": self.seconds, "retries": self.retries,
-                "stop_reason": self.stop_reason}
+                "stop_reason": self.stop_reason, "thinking": [dict(b) for b in self.thinking]}
 
     @classmethod
     def from_json(cls, data: Mapping) -> ChatReply:
@@ -348,7 +355,8 @@ class ChatReply:
                       for c in data.get("tool_calls") or ())
         return cls(str(data["text"]), calls, data.get("input_tokens"),
                    data.get("output_tokens"), float(data.get("seconds") or 0.0),
-                   int(data.get("retries") or 0), data.get("stop_reason"))
+                   int(data.get("retries") or 0), data.get("stop_reason"),
+                   tuple(dict(b) for b in data.get("thinking") or ()))
 
 
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> float:
@@ -1476,7 +1484,11 @@ class AnthropicChat(ChatAdapter):
                                          "content": m["content"]}]
             elif m["role"] == "assistant" and m.get("tool_calls"):
                 role = "assistant"
-                blocks = ([{"type": "text", "text": m["content"]}]
+                # with thinking on, the API requires the turn's thinking blocks (as received,
+                # signed) before its tool calls: without them an agent's second request was
+                # refused (HTTP 400)
+                blocks = [dict(b) for b in m.get("thinking") or ()] + \
+                    ([{"type": "text", "text": m["content"]}]
                           if (m.get("content") or "").strip() else []) \
                     + [{"type": "tool_use", "id": c["id"], "name": c["name"],
                         "input": c["arguments"]} for c in m["tool_calls"]]
@@ -1487,7 +1499,9 @@ class AnthropicChat(ChatAdapter):
                 text = m["content"]
                 if m["role"] == "assistant" and not text.strip():
                     text = EMPTY_REPLY
-                role, blocks = m["role"], [{"type": "text", "text": text}]
+                role = m["role"]
+                blocks = [dict(b) for b in m.get("thinking") or ()] + \
+                    [{"type": "text", "text": text}]
             # the API alternates roles: tool results and a following note form one user turn
             if out and out[-1]["role"] == role:
                 out[-1]["content"].extend(blocks)
@@ -1515,16 +1529,22 @@ class AnthropicChat(ChatAdapter):
     def _parse(self, response) -> ChatReply:
         if response.content is None:
             raise ValueError("the reply has no content")
-        text, calls = [], []
+        text, calls, thinking = [], [], []
         for block in response.content:
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, _tool_input(block.input)))
+            elif block.type == "thinking":
+                thinking.append({"type": "thinking", "thinking": block.thinking,
+                                 "signature": block.signature})
+            elif block.type == "redacted_thinking":
+                thinking.append({"type": "redacted_thinking", "data": block.data})
         usage = getattr(response, "usage", None)
         return ChatReply("".join(text), tuple(calls), _anthropic_input_tokens(usage),
                          _tokens(getattr(usage, "output_tokens", None)),
-                         stop_reason=getattr(response, "stop_reason", None))
+                         stop_reason=getattr(response, "stop_reason", None),
+                         thinking=tuple(thinking))
 
 
 def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
