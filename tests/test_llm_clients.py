@@ -1285,7 +1285,11 @@ def test_adapters_refuse_options_they_would_misuse(cls):
             ({"temperature": "0.5"}, r"temperature must be a number in \[0, 2\], got '0.5'"),
             ({"temperature": float("nan")}, r"temperature must be a number in \[0, 2\]"),
             ({"backoff_max": float("inf")}, r"need 0 <= backoff <= backoff_max, finite"),
-            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite")]:
+            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite"),
+            # a key read as bytes: every call failed with a bare TypeError
+            ({"api_key": b"sk-RECOGNISABLE"}, r"api_key must be a string \(or None: read the "
+                                               r"environment variable\), got bytes$"),
+            ({"api_key": 12345}, r"api_key must be a string .*, got int$")]:
         with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
             make("m", base_url="http://127.0.0.1:9/v1", **options)
     ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),

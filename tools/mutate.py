@@ -801,6 +801,9 @@ MUTANTS: list[Mutant] = [
            "Anthropic's thinking blocks dropped (a tool turn refused without them)",
            ("tests/test_llm_clients.py::test_anthropic_thinking_blocks_go_back_with_their_tool_"
             "calls",)),
+    Mutant("ai/clients.py", "        if api_key is not None and not isinstance(api_key, str):",
+           "        if False:", "an api_key that is not text taken (every call a bare TypeError)",
+           ("tests/test_llm_clients.py::test_adapters_refuse_options_they_would_misuse",)),
     Mutant("ai/clients.py", "        if self.temperature is not None and self.temperature > 1:",
            "        if self.temperature is not None and self.temperature > 2:",
            "AnthropicChat takes OpenAI's temperature range [0, 2]",

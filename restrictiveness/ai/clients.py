@@ -979,6 +979,11 @@ class ChatAdapter:
         if not is_positive(timeout):  # an infinite timeout hangs on a dead server
             raise ConfigurationError(f"{who}: timeout must be positive, finite seconds, got "
                                      f"{timeout!r}")
+        if api_key is not None and not isinstance(api_key, str):
+            # (a key read as bytes from a file): every call failed with a bare TypeError from
+            # the header check; the value is not quoted, being a secret
+            raise ConfigurationError(f"{who}: api_key must be a string (or None: read the "
+                                     f"environment variable), got {type(api_key).__name__}")
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ConfigurationError(f"{who}: api_key_env must name an environment variable, "
                                      f"got {api_key_env!r}")
