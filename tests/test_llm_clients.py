@@ -333,6 +333,26 @@ def test_anthropic_requests_hold_no_blank_text_block():
             assert block["text"].strip()
 
 
+def test_openai_content_parts_and_refusals_are_read():
+    """Content sent as a list of parts (some compatible servers) made every call a
+    malformed-reply ClientError; a refusal (content null, "refusal" set) was read as an empty
+    answer, the model's reason lost."""
+    with ChatServer("openai", lambda body: "x") as server:
+        parts = server.protocol_reply({"messages": []}, {"text": "x"})
+        parts["choices"][0]["message"]["content"] = [
+            {"type": "text", "text": "hello "}, {"type": "image_url", "image_url": {}},
+            {"type": "text", "text": "world"}]
+        refusal = server.protocol_reply({"messages": []}, {"text": "x"})
+        refusal["choices"][0]["message"].update(content=None, refusal="I can't help.")
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (parts, refusal)]
+        llm = adapter(server)
+        first, second = (llm.chat([{"role": "user", "content": "hi"}]) for _ in range(2))
+        plain = llm.chat([{"role": "user", "content": "hi"}])
+    assert (first.text, first.stop_reason) == ("hello world", "stop")
+    assert (second.text, second.stop_reason) == ("I can't help.", "refusal")
+    assert (plain.text, plain.stop_reason) == ("x", "stop")
+
+
 def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
     from restrictiveness.ai import clients
     waits: list[float] = []

@@ -1335,6 +1335,12 @@ class OpenAIChat(ChatAdapter):
     budget : CallBudget, optional
         An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
 
+    Notes
+    -----
+    A reply's content given as parts (as some compatible servers send it) is read as the
+    text of its text parts; a refusal without content is read as the refusal's text, with
+    ``stop_reason="refusal"``.
+
     Examples
     --------
     >>> llm = OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1")
@@ -1403,10 +1409,22 @@ class OpenAIChat(ChatAdapter):
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)
-        return ChatReply(getattr(message, "content", None) or "", calls,
+        content = getattr(message, "content", None)
+        if isinstance(content, list):
+            # content parts, as some compatible servers send (Mistral's): each call was a
+            # malformed-reply ClientError; the text is that of the text parts
+            content = "".join(str(part.get("text") or "") for part in content
+                              if isinstance(part, dict) and part.get("type") == "text")
+        stop = getattr(choice, "finish_reason", None)
+        refusal = getattr(message, "refusal", None)
+        if not content and isinstance(refusal, str) and refusal:
+            # a refusal read as an empty answer lost the model's reason (Anthropic's adapter
+            # reports stop_reason "refusal" too)
+            content, stop = refusal, "refusal"
+        return ChatReply(content or "", calls,
                          _tokens(getattr(usage, "prompt_tokens", None)),
                          _tokens(getattr(usage, "completion_tokens", None)),
-                         stop_reason=getattr(choice, "finish_reason", None))
+                         stop_reason=stop)
 
 
 #: What an empty (or blank) assistant turn says in an Anthropic request: the Messages API
