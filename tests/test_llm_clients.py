@@ -1146,6 +1146,10 @@ def test_table_2_command_line(tmp_path, capsys):
     usage = [line for line in out.splitlines() if line.startswith("total:")][0]
     tokens_in = sum(input_tokens(r["body"]) for r in server.requests)
     assert f"total: {made} calls (0 cached, 0 retries), {tokens_in:,} input" in usage
+    # the cost by hand, at $1 and $4 per million: about a cent, which was printed as $0.01
+    tokens_out = int(re.search(r"and ([\d,]+) output tokens", usage)[1].replace(",", ""))
+    cost = (tokens_in * 1 + tokens_out * 4) / 1e6
+    assert 0.001 < cost < 0.995 and usage.endswith(f"output tokens, ${cost:.4f}"), (usage, cost)
     assert re.search(r"^Agent \(econometrician\)\s+100\s+2\s+4", out, re.M)
     assert re.search(r"^Completion\s.*/ 0\.328, z=[+-]\d", out, re.M)        # Table A.3
     assert re.search(r"^Completion \(econometrician\)\s.*/ 0\.277, z=[+-]\d", out, re.M)  # A.7
