@@ -1146,7 +1146,7 @@ def test_table_2_command_line(tmp_path, capsys):
     usage = [line for line in out.splitlines() if line.startswith("total:")][0]
     tokens_in = sum(input_tokens(r["body"]) for r in server.requests)
     assert f"total: {made} calls (0 cached, 0 retries), {tokens_in:,} input" in usage
-    # the cost by hand, at $1 and $4 per million: about a cent, which was printed as $0.01
+    # the cost by hand, at $1 and $4 per million: a few cents, printed in cents before
     tokens_out = int(re.search(r"and ([\d,]+) output tokens", usage)[1].replace(",", ""))
     cost = (tokens_in * 1 + tokens_out * 4) / 1e6
     assert 0.001 < cost < 0.995 and usage.endswith(f"output tokens, ${cost:.4f}"), (usage, cost)
