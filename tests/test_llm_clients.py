@@ -1361,6 +1361,35 @@ def test_openai_refuses_extra_body_asking_for_several_replies():
         == {"top_k": 3}
 
 
+def test_openai_api_gets_max_completion_tokens_other_servers_max_tokens(monkeypatch):
+    """OpenAI's API refuses max_tokens for its reasoning models (HTTP 400: 'use
+    max_completion_tokens instead'), so OpenAIChat(max_tokens=N), or --max-tokens N on the
+    command line, failed every call to them; it takes max_completion_tokens for every model.
+    Compatible servers still get max_tokens."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    sent = []
+
+    class Completions:
+        def create(self, **kwargs):
+            sent.append(kwargs)
+
+    client = type("Client", (), {"chat": type("Chat", (), {"completions": Completions()})()})()
+    messages = [{"role": "user", "content": "hi"}]
+    rx.llm.OpenAIChat("gpt-5", api_key="k", max_tokens=100)._request(client, messages, None,
+                                                                     "auto")
+    rx.llm.OpenAIChat("gpt-5", base_url="https://api.openai.com/v1/", max_tokens=100,
+                      extra_body={"seed": 1})._request(client, messages, None, "auto")
+    rx.llm.OpenAIChat("gpt-5", api_key="k")._request(client, messages, None, "auto")
+    assert [s.get("max_completion_tokens") for s in sent] == [100, 100, None]
+    assert not any("max_tokens" in s for s in sent)
+    with ChatServer("openai", lambda body: "ok") as server:
+        adapter(server, max_tokens=7).chat(messages)
+    assert server.requests[0]["body"]["max_tokens"] == 7
+    assert "max_completion_tokens" not in server.requests[0]["body"]
+    with pytest.raises(ConfigurationError, match="give the output-token limit once"):
+        rx.llm.OpenAIChat("gpt-5", max_tokens=5, extra_body={"max_completion_tokens": 9})
+
+
 def test_extra_body_cannot_make_the_endpoint_serve_another_model():
     """Before, extra_body={"model": ...} replaced the model in the request: the server answered
     as 'other' while fit_info, the price table and the cache named 'm'."""

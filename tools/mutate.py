@@ -810,6 +810,10 @@ MUTANTS: list[Mutant] = [
     Mutant("cli/replicate.py", "    return f\"${cost:,.2f}\" if cost >= 0.995 or cost == 0 else f\"${cost:.4f}\"",
            "    return f\"${cost:,.2f}\"", "a cost under a dollar printed in cents ($0.004 as $0.00)",
            ("tests/test_llm_clients.py::test_table_2_command_line",)),
+    Mutant("ai/clients.py", "        return urllib.parse.urlsplit(self.base_url).hostname == \"api.openai.com\"",
+           "        return False", "max_tokens sent to OpenAI's API, which refuses it for reasoning models",
+           ("tests/test_llm_clients.py::test_openai_api_gets_max_completion_tokens_other_servers_"
+            "max_tokens",)),
     Mutant("ai/clients.py", "        if self.temperature is not None and self.temperature > 1:",
            "        if self.temperature is not None and self.temperature > 2:",
            "AnthropicChat takes OpenAI's temperature range [0, 2]",

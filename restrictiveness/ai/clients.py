@@ -1321,8 +1321,9 @@ class OpenAIChat(ChatAdapter):
     temperature : float, optional
         Sampling temperature (default: the endpoint's).
     max_tokens : int, optional
-        Output-token limit per reply (for OpenAI reasoning models pass
-        ``extra_body={"max_completion_tokens": N}`` instead).
+        Output-token limit per reply: sent as ``max_completion_tokens`` to OpenAI's API (at
+        ``api.openai.com``, which refuses ``max_tokens`` for its reasoning models), as
+        ``max_tokens`` to other servers.
     timeout : float
         Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
@@ -1367,6 +1368,14 @@ class OpenAIChat(ChatAdapter):
             raise ConfigurationError(f"OpenAIChat: extra_body may not ask for n={n!r} "
                                      "replies: one reply per call is read; ask again, or run "
                                      "more replications, for more")
+        if max_tokens is not None and "max_completion_tokens" in (self.extra_body or {}):
+            raise ConfigurationError("OpenAIChat: give the output-token limit once, as "
+                                     "max_tokens= (sent as max_completion_tokens to OpenAI's "
+                                     "API), not also in extra_body")
+
+    def _openai_api(self) -> bool:
+        """Whether the endpoint is OpenAI's own API (not a compatible server)."""
+        return urllib.parse.urlsplit(self.base_url).hostname == "api.openai.com"
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> list[dict]:
@@ -1391,7 +1400,10 @@ class OpenAIChat(ChatAdapter):
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+            # OpenAI's own API refuses max_tokens for its reasoning models (HTTP 400, every
+            # call) and takes max_completion_tokens for all; compatible servers take max_tokens
+            kwargs["max_completion_tokens" if self._openai_api() else "max_tokens"] = \
+                self.max_tokens
         if tools:
             kwargs["tools"] = [{"type": "function", "function": t.to_json()} for t in tools]
             kwargs["tool_choice"] = tool_choice
