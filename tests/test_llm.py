@@ -463,6 +463,23 @@ def test_a_cache_needs_a_model_id(tmp_path):
         Completion(lambda m: "", cache=tmp_path)
     with pytest.raises(ConfigurationError, match="model id"):
         ResponseCache(tmp_path).put({"model": None}, [], "x")
+    # a custom client whose cache_identity() names no model (or an empty one): a KeyError
+    # when the procedure was made, or a cache accepted that refused every fit's first call
+
+    class Custom:
+        def __init__(self, identity):
+            self.identity = identity
+
+        def __call__(self, messages):
+            return ""
+
+        def cache_identity(self):
+            return self.identity
+
+    for identity in ({"base_url": "http://127.0.0.1:9/v1"}, {"model": ""}):
+        with pytest.raises(ConfigurationError, match="the client has no model id"):
+            Completion(Custom(identity), cache=tmp_path)
+        assert Completion(Custom(identity)).model is None
 
 
 def _old_cache(path, model, messages, reply):

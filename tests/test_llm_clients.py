@@ -131,6 +131,23 @@ def test_client_errors_are_not_retried_and_retries_are_bounded(protocol):
     assert len(server.requests) == 4 and err.value.retries == 3
 
 
+def test_the_endpoints_x_should_retry_header_decides_as_in_the_sdks(protocol):
+    """The SDKs obey ``x-should-retry``; the policy that replaces theirs ignored it, so a 429
+    or 5xx marked "false" (an error that recurs, e.g. an exhausted quota) was retried
+    max_retries times, spending the whole back-off, and a 400 marked "true" was not retried."""
+    messages = [{"role": "user", "content": "hi"}]
+    for code in (429, 500, 529):
+        script = [("status", code, {"x-should-retry": "false", "retry-after": "1"})]
+        with ChatServer(protocol, lambda body: "x", script=script) as server:
+            with pytest.raises(rx.llm.ClientError, match="x-should-retry: false") as err:
+                adapter(server).chat(messages)
+        assert len(server.requests) == 1 and err.value.retries == 0 and err.value.status == code
+    script = [("status", 400, {"X-Should-Retry": "true"}), ("status", 409, {})]
+    with ChatServer(protocol, lambda body: "finally", script=script) as server:
+        reply = adapter(server).chat(messages)
+    assert reply.text == "finally" and reply.retries == 2 and len(server.requests) == 3
+
+
 def test_an_endpoint_quoting_the_api_key_does_not_leak_it_into_the_error(protocol):
     key = "sk-RECOGNISABLE-0123456789"
     body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}",
@@ -193,6 +210,30 @@ def test_a_base_url_carrying_credentials_is_refused_without_quoting_them(cls, mo
     assert "RECOGNISABLE" not in str(err.value)
 
 
+def test_a_base_url_with_a_query_is_refused_without_quoting_it(protocol, monkeypatch):
+    """The SDK appends the API's path to the whole base URL: '.../v1?key=K' sent the request
+    to '/v1/' with the query 'key=Kchat/completions' (a local server that ignores the path
+    answered, a real one gives 404), and the key was shown in repr and stored in reply caches
+    and results with the address."""
+    with ChatServer(protocol, lambda body: "ok") as server:
+        make = type(adapter(server))
+        for url in (server.base_url + "?key=sk-RECOGNISABLE", server.base_url + "#part",
+                    server.base_url + "?"):
+            with pytest.raises(ConfigurationError, match="base_url must be the endpoint's "
+                               r"address without a query \(\?...\) or fragment") as err:
+                make("m", base_url=url)
+            assert "RECOGNISABLE" not in str(err.value)
+        variable = f"{make.provider.upper()}_BASE_URL"
+        monkeypatch.setenv(variable, server.base_url + "?key=sk-RECOGNISABLE")
+        with pytest.raises(ConfigurationError, match=f"{variable} must be the endpoint's"):
+            make("m")
+        monkeypatch.delenv(variable)
+        assert make("m", base_url=server.base_url + "/", **QUICK).chat(
+            [{"role": "user", "content": "hi"}]).text == "ok"
+    path = "/v1/chat/completions" if protocol == "openai" else "/v1/messages"
+    assert [r["path"] for r in server.requests] == [path]
+
+
 @pytest.mark.parametrize("key", ["sk-RECOGNISABLE-0123456789\n", "sk-RECOGNISABLE\r\nX-Evil: 1"])
 def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, monkeypatch):
     """A key read with its trailing newline was refused by the HTTP library with the key in its
@@ -237,6 +278,79 @@ def test_token_counts_that_are_not_counts_are_dropped(protocol):
     assert (good.input_tokens, good.output_tokens) == (input_tokens(
         server.requests[0]["body"]), len("hello world") // 4)
     assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
+
+
+def test_anthropic_input_tokens_include_the_prompt_cache():
+    """The Messages API reports the cached part of a prompt apart from input_tokens (which
+    counts only what follows the last cache breakpoint). With caching on (extra_body=
+    {"cache_control": ...}) a reply read 1,000 tokens from the cache and wrote 100 but was
+    recorded as 5 input tokens: usage, cost and a token budget missed 1,100 of 1,105."""
+    with ChatServer("anthropic", lambda body: "hello world") as server:
+        payload = server.protocol_reply({"messages": []}, {"text": "hello world"})
+        payload["usage"] = {"input_tokens": 5, "cache_creation_input_tokens": 100,
+                            "cache_read_input_tokens": 1000, "output_tokens": 7}
+        absent = dict(payload, usage={"input_tokens": 5, "cache_creation_input_tokens": None,
+                                      "output_tokens": 7})
+        garbage = dict(payload, usage={"input_tokens": 5, "cache_read_input_tokens": -1,
+                                       "output_tokens": 7})
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (payload, absent, garbage)]
+        budget = rx.llm.CallBudget(max_tokens=1000)
+        llm = adapter(server, budget=budget,
+                      extra_body={"cache_control": {"type": "ephemeral"}})
+        cached = llm.chat([{"role": "user", "content": "hi"}])
+        assert (cached.input_tokens, cached.output_tokens) == (1105, 7)
+        assert budget.tokens == 1112
+        with pytest.raises(rx.llm.BudgetExhausted):
+            llm.chat([{"role": "user", "content": "hi"}])
+        plain = adapter(server).chat([{"role": "user", "content": "hi"}])
+        unknown = adapter(server).chat([{"role": "user", "content": "hi"}])
+    assert (plain.input_tokens, unknown.input_tokens, unknown.output_tokens) == (5, None, 7)
+    assert server.requests[0]["body"]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_anthropic_requests_hold_no_blank_text_block():
+    """The Messages API refuses a text block without visible text (HTTP 400). An agent on the
+    text protocol whose model once replied nothing appended an empty assistant turn, so its
+    next request was refused and the fit failed with reason 'client'; a blank text beside
+    native tool calls was sent too."""
+    conversations = [
+        [{"role": "user", "content": "task"}, {"role": "assistant", "content": ""},
+         {"role": "user", "content": "No code block found."}],
+        [{"role": "user", "content": "task"},
+         {"role": "assistant", "content": " \n", "tool_calls": [
+             {"id": "c1", "name": "run_python", "arguments": {"code": "print(1)"}}]},
+         {"role": "tool", "tool_call_id": "c1", "content": "1"}]]
+    with ChatServer("anthropic", lambda body: "ok") as server:
+        llm = adapter(server)
+        for messages in conversations:
+            assert llm.chat(messages).text == "ok"
+    first, second = (r["body"]["messages"] for r in server.requests)
+    assert first[1] == {"role": "assistant",
+                        "content": [{"type": "text", "text": "(empty reply)"}]}
+    assert [b["type"] for b in second[1]["content"]] == ["tool_use"]
+    for body in (first, second):
+        for block in (b for m in body for b in m["content"] if b["type"] == "text"):
+            assert block["text"].strip()
+
+
+def test_openai_content_parts_and_refusals_are_read():
+    """Content sent as a list of parts (some compatible servers) made every call a
+    malformed-reply ClientError; a refusal (content null, "refusal" set) was read as an empty
+    answer, the model's reason lost."""
+    with ChatServer("openai", lambda body: "x") as server:
+        parts = server.protocol_reply({"messages": []}, {"text": "x"})
+        parts["choices"][0]["message"]["content"] = [
+            {"type": "text", "text": "hello "}, {"type": "image_url", "image_url": {}},
+            {"type": "text", "text": "world"}]
+        refusal = server.protocol_reply({"messages": []}, {"text": "x"})
+        refusal["choices"][0]["message"].update(content=None, refusal="I can't help.")
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (parts, refusal)]
+        llm = adapter(server)
+        first, second = (llm.chat([{"role": "user", "content": "hi"}]) for _ in range(2))
+        plain = llm.chat([{"role": "user", "content": "hi"}])
+    assert (first.text, first.stop_reason) == ("hello world", "stop")
+    assert (second.text, second.stop_reason) == ("I can't help.", "refusal")
+    assert (plain.text, plain.stop_reason) == ("x", "stop")
 
 
 def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol, monkeypatch):
@@ -656,6 +770,47 @@ def test_agent_native_round_budget(protocol):
     assert rule.info["transcript"][-1]["role"] == "assistant"
 
 
+class _ThinkingServer(ChatServer):
+    """An Anthropic endpoint with thinking on: each reply opens with a signed thinking block,
+    and, as the API does, a request whose assistant turn calls a tool without its thinking
+    blocks first is refused (HTTP 400)."""
+
+    def protocol_reply(self, body, out):
+        payload = super().protocol_reply(body, out)
+        payload["content"] = [{"type": "thinking", "thinking": "Look first.",
+                               "signature": f"sig-{len(self.requests)}"},
+                              {"type": "redacted_thinking", "data": "opaque"},
+                              *payload["content"]]
+        return payload
+
+
+def test_anthropic_thinking_blocks_go_back_with_their_tool_calls():
+    """With thinking on (extra_body={"thinking": ...}, the AnthropicChat docstring's example)
+    the Messages API requires a tool-calling turn's thinking blocks back, signed, in the next
+    request. They were dropped, so a native-tool agent's second request was refused with
+    HTTP 400 and every fit failed with reason 'client'."""
+    def refuse_without_thinking(body):
+        for m in body["messages"]:
+            kinds = [b["type"] for b in m["content"]] if m["role"] == "assistant" else []
+            if "tool_use" in kinds and kinds[:2] != ["thinking", "redacted_thinking"]:
+                return {"text": "REFUSED"}  # (the server's status is fixed; the test fails)
+        return _agent_reply(body)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with _ThinkingServer("anthropic", refuse_without_thinking) as server:
+        llm = adapter(server, extra_body={"thinking": {"type": "enabled", "budget_tokens": 1024}})
+        rule = rx.Agent(llm, limits=LIMITS, run_at_fit=False).fit(sample,
+                                                                   np.random.default_rng(1))
+    assert rule.info["reason"] is None and rule.info["rounds_used"] == 1
+    second = server.requests[1]["body"]["messages"]
+    assert second[1]["role"] == "assistant" and second[1]["content"][:2] == [
+        {"type": "thinking", "thinking": "Look first.", "signature": "sig-1"},
+        {"type": "redacted_thinking", "data": "opaque"}]
+    assert [b["type"] for b in second[1]["content"][2:]] == ["text", "tool_use"]
+    reply = rx.llm.ChatReply("x", thinking=({"type": "redacted_thinking", "data": "d"},))
+    assert rx.llm.ChatReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply
+
+
 def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
     """A tool call with arguments that are no JSON object is answered "Not run" and the
     Agent goes on, in both protocols. Before, an Anthropic tool_use whose input was a string
@@ -991,6 +1146,10 @@ def test_table_2_command_line(tmp_path, capsys):
     usage = [line for line in out.splitlines() if line.startswith("total:")][0]
     tokens_in = sum(input_tokens(r["body"]) for r in server.requests)
     assert f"total: {made} calls (0 cached, 0 retries), {tokens_in:,} input" in usage
+    # the cost by hand, at $1 and $4 per million: a few cents, printed in cents before
+    tokens_out = int(re.search(r"and ([\d,]+) output tokens", usage)[1].replace(",", ""))
+    cost = (tokens_in * 1 + tokens_out * 4) / 1e6
+    assert 0.001 < cost < 0.995 and usage.endswith(f"output tokens, ${cost:.4f}"), (usage, cost)
     assert re.search(r"^Agent \(econometrician\)\s+100\s+2\s+4", out, re.M)
     assert re.search(r"^Completion\s.*/ 0\.328, z=[+-]\d", out, re.M)        # Table A.3
     assert re.search(r"^Completion \(econometrician\)\s.*/ 0\.277, z=[+-]\d", out, re.M)  # A.7
@@ -1076,7 +1235,9 @@ def test_a_price_table_gives_dollars_per_token_and_refuses_what_it_cannot_price(
     # a NaN price made the cost column NaN, summed by pandas to $0.00; a key other than
     # input/output (a typo, a cached-input price) was ignored
     for entry in [(float("nan"), 2.0), (1.0, float("inf")), (-1.0, 2.0),
-                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,)]:
+                  {"input": 1, "ouput": 2}, {"input": 1, "output": 2, "cached": 0.5}, (1.0,),
+                  # a string is a sequence of characters: "25" was priced $2 in, $5 out
+                  "25", b"12", (True, 2.0), {"input": 1.0, "output": False}]:
         with pytest.raises(ConfigurationError, match=r"prices\['m'\] must be"):
             price_per_token({"m": entry}, "m")
     with pytest.raises(ConfigurationError, match="no price for model 'other'"):
@@ -1148,13 +1309,85 @@ def test_adapters_refuse_options_they_would_misuse(cls):
             ({"temperature": "0.5"}, r"temperature must be a number in \[0, 2\], got '0.5'"),
             ({"temperature": float("nan")}, r"temperature must be a number in \[0, 2\]"),
             ({"backoff_max": float("inf")}, r"need 0 <= backoff <= backoff_max, finite"),
-            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite")]:
+            ({"backoff": "1"}, r"need 0 <= backoff <= backoff_max, finite"),
+            # a key read as bytes: every call failed with a bare TypeError
+            ({"api_key": b"sk-RECOGNISABLE"}, r"api_key must be a string \(or None: read the "
+                                               r"environment variable\), got bytes$"),
+            ({"api_key": 12345}, r"api_key must be a string .*, got int$")]:
         with pytest.raises(ConfigurationError, match=f"{cls}: {message}"):
             make("m", base_url="http://127.0.0.1:9/v1", **options)
     ok = make("m", base_url="http://127.0.0.1:9/v1", max_tokens=100.0, max_retries=np.int64(2),
               extra_body={"seed": 7})
     assert (ok.max_tokens, ok.max_retries, ok.extra_body) == (100, 2, {"seed": 7})
     assert type(ok.max_tokens) is int and type(ok.max_retries) is int
+
+
+def test_anthropic_refuses_a_temperature_outside_its_range(capsys):
+    """The Messages API takes temperature in [0, 1]; AnthropicChat took OpenAI's [0, 2], so
+    temperature=1.5 was sent with every request, each refused with HTTP 400: a study's every
+    fit failed at its first call, the refusal found only in the failure counts."""
+    with pytest.raises(ConfigurationError, match=r"AnthropicChat: temperature must be in "
+                                                 r"\[0, 1\] \(the Messages API's range\), got 1.5"):
+        rx.llm.AnthropicChat("m", base_url="http://127.0.0.1:9", temperature=1.5)
+    assert rx.llm.AnthropicChat("m", base_url="http://127.0.0.1:9", temperature=1).temperature == 1
+    assert rx.llm.OpenAIChat("m", base_url="http://127.0.0.1:9/v1", temperature=1.5).temperature \
+        == 1.5
+    assert main(["replicate", "lottery", "--llm", "anthropic:m", "--base-url",
+                 "http://127.0.0.1:9", "--temperature", "1.5", "--dry-run"]) == 2
+    assert "temperature must be in [0, 1]" in capsys.readouterr().err
+
+
+def test_openai_refuses_extra_body_asking_for_several_replies():
+    """extra_body={"n": 3} made the endpoint produce (and bill) three replies; the first was
+    read and two dropped without a word."""
+    n_choices = []
+
+    class Several(ChatServer):
+        def protocol_reply(self, body, out):
+            payload = super().protocol_reply(body, out)
+            n_choices.append(body.get("n", 1))
+            payload["choices"] = payload["choices"] * body.get("n", 1)
+            return payload
+
+    with Several("openai", lambda body: "one") as server:
+        for n in (3, 0, 2.5, "3", True):
+            with pytest.raises(ConfigurationError, match=f"OpenAIChat: extra_body may not ask "
+                                                         f"for n={re.escape(repr(n))} replies"):
+                adapter(server, extra_body={"n": n})
+        assert adapter(server, extra_body={"n": 1}).chat(
+            [{"role": "user", "content": "hi"}]).text == "one"
+    assert n_choices == [1]
+    assert rx.llm.AnthropicChat("m", base_url=server.base_url, extra_body={"top_k": 3}).extra_body \
+        == {"top_k": 3}
+
+
+def test_openai_api_gets_max_completion_tokens_other_servers_max_tokens(monkeypatch):
+    """OpenAI's API refuses max_tokens for its reasoning models (HTTP 400: 'use
+    max_completion_tokens instead'), so OpenAIChat(max_tokens=N), or --max-tokens N on the
+    command line, failed every call to them; it takes max_completion_tokens for every model.
+    Compatible servers still get max_tokens."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    sent = []
+
+    class Completions:
+        def create(self, **kwargs):
+            sent.append(kwargs)
+
+    client = type("Client", (), {"chat": type("Chat", (), {"completions": Completions()})()})()
+    messages = [{"role": "user", "content": "hi"}]
+    rx.llm.OpenAIChat("gpt-5", api_key="k", max_tokens=100)._request(client, messages, None,
+                                                                     "auto")
+    rx.llm.OpenAIChat("gpt-5", base_url="https://api.openai.com/v1/", max_tokens=100,
+                      extra_body={"seed": 1})._request(client, messages, None, "auto")
+    rx.llm.OpenAIChat("gpt-5", api_key="k")._request(client, messages, None, "auto")
+    assert [s.get("max_completion_tokens") for s in sent] == [100, 100, None]
+    assert not any("max_tokens" in s for s in sent)
+    with ChatServer("openai", lambda body: "ok") as server:
+        adapter(server, max_tokens=7).chat(messages)
+    assert server.requests[0]["body"]["max_tokens"] == 7
+    assert "max_completion_tokens" not in server.requests[0]["body"]
+    with pytest.raises(ConfigurationError, match="give the output-token limit once"):
+        rx.llm.OpenAIChat("gpt-5", max_tokens=5, extra_body={"max_completion_tokens": 9})
 
 
 def test_extra_body_cannot_make_the_endpoint_serve_another_model():

@@ -16,7 +16,9 @@ model calls needs:
   to :data:`RETRY_AFTER_MAX` seconds; an unreadable or negative value falls back to backoff),
   408/409, server errors (5xx), timeouts and dropped connections are retried up to
   ``max_retries`` times with exponential backoff and jitter (``backoff`` seconds doubling up to
-  ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. A call that finally
+  ``backoff_max``); other errors (400, 401, 403, 404, 422) are not retried. An endpoint's
+  ``x-should-retry: true`` or ``false`` header decides instead, as in the SDKs' own policy
+  (``false`` marks an error that would recur, such as an exhausted quota). A call that finally
   fails raises :class:`ClientError`, which the language-model procedures record as a failed fit
   with reason ``"client"`` (the baseline takes its place), never a crashed study. A reply that
   is not a chat reply (an HTML page, JSON without ``choices`` or ``content``) is a
@@ -50,7 +52,8 @@ model calls needs:
 
 Messages are provider-neutral dicts: ``{"role": "system" | "user", "content": str}``,
 ``{"role": "assistant", "content": str, "tool_calls": [{"id", "name", "arguments"}]}`` (tool
-calls optional) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
+calls optional; ``"thinking"``: Anthropic's thinking blocks, sent back to Anthropic only) and
+``{"role": "tool", "tool_call_id": str, "content": str}``.
 
 A custom client can take part in all of this by offering the same methods: ``chat(messages,
 tools=None, tool_choice="auto") -> ChatReply``, ``cache_identity() -> dict`` (with ``"model"``)
@@ -264,6 +267,9 @@ class ChatReply:
         Retries the call needed.
     stop_reason : str, optional
         Why the model stopped ("stop", "length", "tool_calls", "end_turn", "max_tokens", ...).
+    thinking : tuple of dict
+        Anthropic's thinking blocks as received (signatures included): with thinking on, the
+        API requires them back before the reply's tool calls in the next request.
 
     Examples
     --------
@@ -281,6 +287,7 @@ class ChatReply:
     seconds: float = 0.0
     retries: int = 0
     stop_reason: str | None = None
+    thinking: tuple[dict, ...] = ()
 
     def __post_init__(self) -> None:
         self.text = _SURROGATE.sub("\ufffd", self.text)  # (see _SURROGATE)
@@ -292,7 +299,7 @@ class ChatReply:
         -------
         dict
             ``{"role": "assistant", "content": text}``, with ``"tool_calls"`` when the model
-            requested any.
+            requested any and ``"thinking"`` when it sent thinking blocks.
 
         Examples
         --------
@@ -303,6 +310,8 @@ class ChatReply:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             msg["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.thinking:
+            msg["thinking"] = [dict(b) for b in self.thinking]
         return msg
 
     def to_json(self) -> dict:
@@ -321,7 +330,7 @@ class ChatReply:
         return {"text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "seconds": self.seconds, "retries": self.retries,
-                "stop_reason": self.stop_reason}
+                "stop_reason": self.stop_reason, "thinking": [dict(b) for b in self.thinking]}
 
     @classmethod
     def from_json(cls, data: Mapping) -> ChatReply:
@@ -346,7 +355,8 @@ class ChatReply:
                       for c in data.get("tool_calls") or ())
         return cls(str(data["text"]), calls, data.get("input_tokens"),
                    data.get("output_tokens"), float(data.get("seconds") or 0.0),
-                   int(data.get("retries") or 0), data.get("stop_reason"))
+                   int(data.get("retries") or 0), data.get("stop_reason"),
+                   tuple(dict(b) for b in data.get("thinking") or ()))
 
 
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> float:
@@ -904,13 +914,14 @@ class ChatAdapter:
         Model id.
     base_url : str or None
         Endpoint (None: the SDK's ``<PROVIDER>_BASE_URL`` variable, else the provider's),
-        without credentials (``user:password@`` is refused: the address is shown and stored).
+        without credentials (``user:password@`` is refused: the address is shown and stored),
+        query or fragment (the API's path is appended to it).
     api_key : str or None
         None reads the environment variable ``api_key_env``.
     api_key_env : str
         Where the key is read (in each process that calls the model).
     temperature : float or None
-        Sampling temperature in [0, 2] (None: the endpoint's).
+        Sampling temperature in [0, 2] (None: the endpoint's); [0, 1] for Anthropic.
     max_tokens : int or None
         Output-token limit per reply.
     timeout : float
@@ -968,6 +979,11 @@ class ChatAdapter:
         if not is_positive(timeout):  # an infinite timeout hangs on a dead server
             raise ConfigurationError(f"{who}: timeout must be positive, finite seconds, got "
                                      f"{timeout!r}")
+        if api_key is not None and not isinstance(api_key, str):
+            # (a key read as bytes from a file): every call failed with a bare TypeError from
+            # the header check; the value is not quoted, being a secret
+            raise ConfigurationError(f"{who}: api_key must be a string (or None: read the "
+                                     f"environment variable), got {type(api_key).__name__}")
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ConfigurationError(f"{who}: api_key_env must name an environment variable, "
                                      f"got {api_key_env!r}")
@@ -999,6 +1015,17 @@ class ChatAdapter:
             raise ConfigurationError(f"{who}: {origin} must not carry credentials "
                                      "(user:password@host); pass the key as api_key= or in "
                                      "the environment variable api_key_env")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.query or parts.fragment or self.base_url.endswith(("?", "#")):
+            # the SDK appends the API's path to the whole address, so the request went to
+            # '/v1/' with the query 'key=...chat/completions' (a 404, or a wrong answer from a
+            # server that ignores the query), and a key in the query was shown and stored
+            # with the address (not quoted here for that reason)
+            origin = "base_url" if base_url else f"{self.provider.upper()}_BASE_URL"
+            raise ConfigurationError(f"{who}: {origin} must be the endpoint's address without "
+                                     "a query (?...) or fragment (#...): the API's path is "
+                                     "appended to it; pass a key as api_key= or in the "
+                                     "environment variable api_key_env")
         self.model, self.api_key, self.api_key_env = model, api_key, api_key_env
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
@@ -1134,8 +1161,14 @@ class ChatAdapter:
         sdk = self._module()
         if isinstance(exc, sdk.APIStatusError):
             status = int(exc.status_code)
-            retry = status in RETRY_STATUSES or status >= 500
             headers = getattr(getattr(exc, "response", None), "headers", None)
+            # the endpoint's own word first, as the SDKs' retry policy (which ours replaces)
+            # obeys it: retrying a 429 or 5xx it marks "false" (an error that will recur, such
+            # as an exhausted quota) only spent the back-off, up to minutes per fit (a
+            # redirect is never retried: it would only point again)
+            told = str((headers or {}).get("x-should-retry", "")).strip().lower()
+            retry = (told == "true" and not 300 <= status < 400) or (
+                told != "false" and (status in RETRY_STATUSES or status >= 500))
             return retry, retry_after_seconds(headers) if retry else None, status
         if isinstance(exc, sdk.APIConnectionError):  # includes APITimeoutError
             return True, None, None
@@ -1189,6 +1222,9 @@ class ChatAdapter:
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
+                if not retry and status is not None and (status in RETRY_STATUSES
+                                                         or status >= 500):
+                    what += " (not retried: the endpoint answered x-should-retry: false)"
                 if status is not None and 300 <= status < 400:
                     where = getattr(getattr(exc, "response", None), "headers", {}).get(
                         "location")
@@ -1232,6 +1268,23 @@ def _tokens(value) -> int | None:
     return int(value) if is_whole(value) and value >= 0 else None
 
 
+def _anthropic_input_tokens(usage) -> int | None:
+    """All input tokens of a Messages API reply: ``input_tokens`` counts only those after the
+    last cache breakpoint, and the prompt's cached part is reported apart, as cache writes and
+    reads (a growing agent conversation with caching on reported a few tokens a turn, so usage
+    and a token budget missed nearly all of it). None when any count is not a count."""
+    parts = [getattr(usage, "input_tokens", None)] + [
+        getattr(usage, name, None) or 0
+        for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    total = 0
+    for part in parts:
+        count = _tokens(part)
+        if count is None:
+            return None
+        total += count
+    return total
+
+
 def _json_arguments(text: str | None) -> dict:
     try:
         value = json.loads(text or "{}")
@@ -1268,8 +1321,9 @@ class OpenAIChat(ChatAdapter):
     temperature : float, optional
         Sampling temperature (default: the endpoint's).
     max_tokens : int, optional
-        Output-token limit per reply (for OpenAI reasoning models pass
-        ``extra_body={"max_completion_tokens": N}`` instead).
+        Output-token limit per reply: sent as ``max_completion_tokens`` to OpenAI's API (at
+        ``api.openai.com``, which refuses ``max_tokens`` for its reasoning models), as
+        ``max_tokens`` to other servers.
     timeout : float
         Seconds per HTTP attempt in all, from connecting to the reply's last byte.
     max_retries : int
@@ -1281,6 +1335,12 @@ class OpenAIChat(ChatAdapter):
         header overrides them (waiting at most ``RETRY_AFTER_MAX``, 300 s).
     budget : CallBudget, optional
         An enforced limit on the requests sent and tokens used (:class:`CallBudget`).
+
+    Notes
+    -----
+    A reply's content given as parts (as some compatible servers send it) is read as the
+    text of its text parts; a refusal without content is read as the refusal's text, with
+    ``stop_reason="refusal"``.
 
     Examples
     --------
@@ -1301,6 +1361,21 @@ class OpenAIChat(ChatAdapter):
                  budget: CallBudget | None = None) -> None:
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
                          timeout, max_retries, extra_body, backoff, backoff_max, budget)
+        n = (self.extra_body or {}).get("n", 1)
+        if not (is_whole(n) and n == 1):
+            # the endpoint made (and billed) n replies, of which the first was read and the
+            # others dropped without a word
+            raise ConfigurationError(f"OpenAIChat: extra_body may not ask for n={n!r} "
+                                     "replies: one reply per call is read; ask again, or run "
+                                     "more replications, for more")
+        if max_tokens is not None and "max_completion_tokens" in (self.extra_body or {}):
+            raise ConfigurationError("OpenAIChat: give the output-token limit once, as "
+                                     "max_tokens= (sent as max_completion_tokens to OpenAI's "
+                                     "API), not also in extra_body")
+
+    def _openai_api(self) -> bool:
+        """Whether the endpoint is OpenAI's own API (not a compatible server)."""
+        return urllib.parse.urlsplit(self.base_url).hostname == "api.openai.com"
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> list[dict]:
@@ -1325,7 +1400,10 @@ class OpenAIChat(ChatAdapter):
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+            # OpenAI's own API refuses max_tokens for its reasoning models (HTTP 400, every
+            # call) and takes max_completion_tokens for all; compatible servers take max_tokens
+            kwargs["max_completion_tokens" if self._openai_api() else "max_tokens"] = \
+                self.max_tokens
         if tools:
             kwargs["tools"] = [{"type": "function", "function": t.to_json()} for t in tools]
             kwargs["tool_choice"] = tool_choice
@@ -1343,17 +1421,38 @@ class OpenAIChat(ChatAdapter):
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)
-        return ChatReply(getattr(message, "content", None) or "", calls,
+        content = getattr(message, "content", None)
+        if isinstance(content, list):
+            # content parts, as some compatible servers send (Mistral's): each call was a
+            # malformed-reply ClientError; the text is that of the text parts
+            content = "".join(str(part.get("text") or "") for part in content
+                              if isinstance(part, dict) and part.get("type") == "text")
+        stop = getattr(choice, "finish_reason", None)
+        refusal = getattr(message, "refusal", None)
+        if not content and isinstance(refusal, str) and refusal:
+            # a refusal read as an empty answer lost the model's reason (Anthropic's adapter
+            # reports stop_reason "refusal" too)
+            content, stop = refusal, "refusal"
+        return ChatReply(content or "", calls,
                          _tokens(getattr(usage, "prompt_tokens", None)),
                          _tokens(getattr(usage, "completion_tokens", None)),
-                         stop_reason=getattr(choice, "finish_reason", None))
+                         stop_reason=stop)
+
+
+#: What an empty (or blank) assistant turn says in an Anthropic request: the Messages API
+#: refuses text blocks without visible text.
+EMPTY_REPLY = "(empty reply)"
 
 
 class AnthropicChat(ChatAdapter):
     """A Claude model behind Anthropic's Messages API (or a compatible endpoint).
 
     System messages become the request's ``system`` text; tool calls become ``tool_use`` and
-    ``tool_result`` blocks.
+    ``tool_result`` blocks. A reply's input tokens include those written to and read from the
+    prompt cache (which the API reports apart from ``input_tokens``); ``Results.usage`` prices
+    them all at the input price, an upper bound where cache reads cost less. An empty
+    assistant turn of the conversation (the model replied nothing) is sent as
+    :data:`EMPTY_REPLY`, since the API refuses blank text.
 
     Parameters
     ----------
@@ -1366,7 +1465,7 @@ class AnthropicChat(ChatAdapter):
     api_key_env : str
         Where the key is read (in each process that calls the model).
     temperature : float, optional
-        Sampling temperature (default: the endpoint's).
+        Sampling temperature in [0, 1], the Messages API's range (default: the endpoint's).
     max_tokens : int
         Output-token limit per reply, required by the API; the default is the paper's limit
         (S.1.2).
@@ -1402,6 +1501,11 @@ class AnthropicChat(ChatAdapter):
                                      "API; give the output-token limit per reply")
         super().__init__(model, base_url, api_key, api_key_env, temperature, max_tokens,
                          timeout, max_retries, extra_body, backoff, backoff_max, budget)
+        if self.temperature is not None and self.temperature > 1:
+            # accepted up to OpenAI's 2, it was sent with every request and refused (HTTP 400)
+            # by every one: each fit of the study failed at its first call
+            raise ConfigurationError(f"AnthropicChat: temperature must be in [0, 1] (the "
+                                     f"Messages API's range), got {temperature!r}")
 
     @staticmethod
     def _messages(messages: Sequence[Mapping]) -> tuple[str | None, list[dict]]:
@@ -1415,11 +1519,24 @@ class AnthropicChat(ChatAdapter):
                                          "content": m["content"]}]
             elif m["role"] == "assistant" and m.get("tool_calls"):
                 role = "assistant"
-                blocks = ([{"type": "text", "text": m["content"]}] if m.get("content") else []) \
+                # with thinking on, the API requires the turn's thinking blocks (as received,
+                # signed) before its tool calls: without them an agent's second request was
+                # refused (HTTP 400)
+                blocks = [dict(b) for b in m.get("thinking") or ()] + \
+                    ([{"type": "text", "text": m["content"]}]
+                          if (m.get("content") or "").strip() else []) \
                     + [{"type": "tool_use", "id": c["id"], "name": c["name"],
                         "input": c["arguments"]} for c in m["tool_calls"]]
             else:
-                role, blocks = m["role"], [{"type": "text", "text": m["content"]}]
+                # the API refuses a text block without visible text (HTTP 400), so an agent
+                # whose model once replied nothing (a reply spent on thinking) failed at its
+                # next turn; the turn is kept, saying what it was
+                text = m["content"]
+                if m["role"] == "assistant" and not text.strip():
+                    text = EMPTY_REPLY
+                role = m["role"]
+                blocks = [dict(b) for b in m.get("thinking") or ()] + \
+                    [{"type": "text", "text": text}]
             # the API alternates roles: tool results and a following note form one user turn
             if out and out[-1]["role"] == role:
                 out[-1]["content"].extend(blocks)
@@ -1447,17 +1564,22 @@ class AnthropicChat(ChatAdapter):
     def _parse(self, response) -> ChatReply:
         if response.content is None:
             raise ValueError("the reply has no content")
-        text, calls = [], []
+        text, calls, thinking = [], [], []
         for block in response.content:
             if block.type == "text":
                 text.append(block.text)
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, _tool_input(block.input)))
+            elif block.type == "thinking":
+                thinking.append({"type": "thinking", "thinking": block.thinking,
+                                 "signature": block.signature})
+            elif block.type == "redacted_thinking":
+                thinking.append({"type": "redacted_thinking", "data": block.data})
         usage = getattr(response, "usage", None)
-        return ChatReply("".join(text), tuple(calls),
-                         _tokens(getattr(usage, "input_tokens", None)),
+        return ChatReply("".join(text), tuple(calls), _anthropic_input_tokens(usage),
                          _tokens(getattr(usage, "output_tokens", None)),
-                         stop_reason=getattr(response, "stop_reason", None))
+                         stop_reason=getattr(response, "stop_reason", None),
+                         thinking=tuple(thinking))
 
 
 def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,

@@ -795,7 +795,9 @@ class _LanguageModelProcedure(Procedure):
             raise ConfigurationError(f"prompt must be one of {sorted(PROMPTS)}, got {prompt!r}")
         self.client, self.prompt = client, prompt
         self.identity = _client_identity(client, model)
-        self.model = None if self.identity is None else self.identity["model"]
+        # a custom client's identity without a model id (or an empty one) has none: a cache
+        # is then refused below, not a KeyError here or a failure at every fit's first call
+        self.model = None if self.identity is None else self.identity.get("model") or None
         self.target, self.description = target, description
         self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \

@@ -89,7 +89,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
     g.add_argument("--rounds", type=count(1), default=None, metavar="R",
                    help="the Agent's tool-round budget (default 20, the paper's)")
-    g.add_argument("--temperature", type=real(0.0), default=None, help="sampling temperature")
+    g.add_argument("--temperature", type=real(0.0), default=None,
+                   help="sampling temperature (0 to 2; anthropic: 0 to 1)")
     g.add_argument("--max-tokens", type=count(1), default=None, metavar="N",
                    help="output tokens per reply (anthropic default 32000, the paper's)")
     g.add_argument("--concurrency", type=count(1), default=None, metavar="T",
@@ -177,7 +178,7 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
           f"({int(plan['cached'].sum())} fits answered by the cache); estimated input tokens "
           f"of the first requests: {int(plan['input_tokens'].sum()):,}")
     if "cost_min" in plan:
-        print(f"input cost of those requests: ${plan['cost_min'].sum():,.2f} (replies and "
+        print(f"input cost of those requests: {dollars(plan['cost_min'].sum())} (replies and "
               "agent turns add to it)")
 
 
@@ -187,7 +188,10 @@ def print_usage(res, args: argparse.Namespace) -> None:
     if usage.empty:
         return
     print("\nLanguage-model usage (calls made; cached replies are free):")
-    print(usage.round(3).to_string())
+    table = usage.round(3)
+    if "cost" in usage:  # a pilot run's $0.0004 showed as 0.000
+        table["cost"] = usage["cost"].round(6)
+    print(table.to_string())
     total = usage.sum(skipna=False)
     line = (f"total: {int(total['calls'])} calls ({int(total['cached_calls'])} cached, "
             f"{int(total['retries'])} retries), ")
@@ -200,8 +204,20 @@ def print_usage(res, args: argparse.Namespace) -> None:
         line += (f"{int(total['input_tokens']):,} input and {int(total['output_tokens']):,} "
                  "output tokens")
         if "cost" in usage:
-            line += f", ${total['cost']:,.2f}"
+            line += f", {dollars(total['cost'])}"
     print(line)
+
+
+def dollars(cost: float) -> str:
+    """A cost in dollars: cents from a dollar up, else four decimals (a pilot run's $0.0123
+    was printed as $0.01, and $0.004 as $0.00).
+
+    Examples
+    --------
+    >>> dollars(1234.567), dollars(0.0123), dollars(0.0)
+    ('$1,234.57', '$0.0123', '$0.00')
+    """
+    return f"${cost:,.2f}" if cost >= 0.995 or cost == 0 else f"${cost:.4f}"
 
 
 def load_procedures(path: str) -> dict:

@@ -55,6 +55,11 @@ def price_per_token(prices: Mapping[str, Sequence[float] | Mapping[str, float]],
         # other keys (a cached-input price, a typo of "output") would be ignored silently
         if isinstance(entry, Mapping) and set(entry) != {"input", "output"}:
             raise KeyError
+        # a string is a sequence too: "25" was read as $2 and $5, b"12" as $49 and $50
+        if isinstance(entry, (str, bytes, bytearray)) or any(
+                isinstance(v, bool) for v in (entry.values() if isinstance(entry, Mapping)
+                                              else entry)):
+            raise TypeError
         if isinstance(entry, Mapping):
             p_in, p_out = float(entry["input"]), float(entry["output"])
         else:
