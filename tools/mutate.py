@@ -116,6 +116,7 @@ LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_bounds_and_grids_are_check
                   "tests/test_lottery_models.py::test_delta_on_its_lower_bound_is_the_bound_exactly",
                   "tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
                   "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
+                  "tests/test_lottery_models.py::test_a_weighting_code_or_parameter_the_kernel_lacks_is_refused",
                   "restrictiveness/lottery/models.py")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
@@ -669,6 +670,12 @@ MUTANTS: list[Mutant] = [
     Mutant("lottery/models.py", "            if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:",
            "            if not self.grid[q] or min(self.grid[q]) < lo:",
            "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q == \"gamma\" and lo < 0:",
+           "            if q == \"gamma\" and lo < -1:",
+           "a negative lower bound accepted for γ", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if getattr(part, \"kind\", None) != kind or part.parameters != parameters:",
+           "            if part.parameters != parameters:",
+           "a weighting code the kernel lacks computed as Prelec's", LOTTERY_BOUNDS),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
