@@ -118,6 +118,12 @@ LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_bounds_and_grids_are_check
                   "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
                   "tests/test_lottery_models.py::test_a_weighting_code_or_parameter_the_kernel_lacks_is_refused",
                   "restrictiveness/lottery/models.py")
+# the learners' global random states, FLAML learner names and table samples
+LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_state_is_"
+            "reproducible_at_any_worker_count",
+            "tests/test_adapters.py::test_unknown_flaml_learners_are_refused_at_construction",
+            "tests/test_adapters.py::test_sklearn_regressor_on_markets_names_the_market_learner",
+            "restrictiveness/procedures/learners.py")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -870,6 +876,17 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/workdir.py", "        if (os.getpid(), tmp) not in _swept:",
            "        if tmp not in {swept for _, swept in _swept}:",
            "forked fit children inherit 'already swept' and never reclaim", SWEEP),
+    # -- procedures/learners.py: global random states, FLAML learner names, table samples -----
+    Mutant("procedures/learners.py", "    np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads\n", "",
+           "numpy's global random state not seeded for an estimator's fit", LEARNERS),
+    Mutant("procedures/learners.py", "        np.random.set_state(np_state)  # noqa: NPY002\n", "",
+           "the caller's global random state not restored after a fit", LEARNERS),
+    Mutant("procedures/learners.py", "                        if not name.endswith(\"_spark\") and name not in _FLAML_CLASSIFIERS)",
+           "                        if not name.endswith(\"_spark\"))",
+           "FLAML's classifiers accepted as regression learners", LEARNERS),
+    Mutant("procedures/learners.py", "    if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):",
+           "    if isinstance(sample, Sample) and np.ndim(sample.X) > 3:",
+           "markets passed to a table regressor", LEARNERS),
 ]
 
 
