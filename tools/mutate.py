@@ -124,6 +124,11 @@ LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_stat
             "tests/test_adapters.py::test_unknown_flaml_learners_are_refused_at_construction",
             "tests/test_adapters.py::test_sklearn_regressor_on_markets_names_the_market_learner",
             "restrictiveness/procedures/learners.py")
+# a dask worker or a fit's process ended by a procedure, a script without a __main__ guard
+ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_its_replication",
+         "tests/test_runner.py::test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one",
+         "tests/test_runner.py::test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_its_"
+         "replication")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -887,6 +892,18 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/learners.py", "    if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):",
            "    if isinstance(sample, Sample) and np.ndim(sample.X) > 3:",
            "markets passed to a table regressor", LEARNERS),
+    # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
+    Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
+           "                                     ))",
+           "dask retries a replication that ended its worker", ENDED),
+    Mutant("engine/study.py", "        _check_main_guard()\n", "",
+           "a dask script without a __main__ guard not refused", ENDED),
+    Mutant("engine/study.py", "    if any(is_guard(node) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)",
+           "    if any(is_guard(node) and node.body[0].lineno < line <= (node.body[-1].end_lineno or line)",
+           "a run on the guard's first line taken for an unguarded one", ENDED),
+    Mutant("engine/study.py", "                                lambda key: _fit_name(study, replication, key))",
+           "                                )",
+           "a fit whose process died named without its replication", ENDED),
 ]
 
 

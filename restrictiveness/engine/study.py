@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+import types
 import uuid
 import warnings
 import zlib
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal, NoReturn, TypeGuard
 
 import numpy as np
 
@@ -345,7 +346,9 @@ class Study:
         backend : {"processes", "dask"}
             A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
-            identical either way.
+            identical either way. The local cluster's workers import the calling script again,
+            so its run must be under an ``if __name__ == "__main__":`` guard (refused
+            otherwise); a procedure that ends its worker's process fails the run at once.
         client : distributed.Client, optional
             For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
@@ -931,8 +934,12 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
                           "pip install 'restrictiveness[dask]'") from exc
     own = client is None
     if own:
+        _check_main_guard()
+        # no retries: a replication that ended its worker's process ends the next one's too,
+        # and dask's three retries (with restarts) took a minute to report it
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                     processes=True, dashboard_address=None))
+                                     processes=True, dashboard_address=None,
+                                     scheduler_kwargs={"allowed_failures": 0}))
     futures = {}
     try:
         for m in replications:
@@ -948,6 +955,59 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
             cluster = client.cluster
             client.close()
             cluster.close()
+
+
+def _check_main_guard() -> None:
+    """Refuse a local dask cluster started from a script's top level without a ``__main__``
+    guard.
+
+    Its workers are started by ``spawn``, which imports the script again in each: unguarded,
+    each worker ran the study again and tried to start a cluster of its own, and the run
+    failed with pages of tracebacks ("bootstrapping phase", "Nanny failed to start"). The
+    script's line running now is looked up in its syntax tree; a script that cannot be read
+    (an interactive session, a notebook) is not imported again, and passes.
+    """
+    import ast
+
+    import dask
+
+    method = dask.config.get("distributed.worker.multiprocessing-method", "spawn")
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    # as multiprocessing's spawn: a package's __main__ (python -m restrictiveness) is not
+    # imported again, nor is a session without a file
+    if method == "fork" or not path or name.endswith(".__main__"):
+        return
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>"
+                                     and frame.f_globals.get("__name__") == "__main__"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return
+
+    def is_guard(node: ast.AST) -> TypeGuard[ast.If]:
+        if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+            return False
+        sides = [node.test.left, *node.test.comparators]
+        return (len(sides) == 2 and isinstance(node.test.ops[0], ast.Eq)
+                and any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+                and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+    line = frame.f_lineno
+    if any(is_guard(node) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+           for node in ast.walk(tree)):
+        return
+    raise ConfigurationError(
+        f"backend='dask' starts worker processes that import your script {path!r} again, "
+        f"and its line {line} would run the study again in each of them: put the script's "
+        "work under a guard, `if __name__ == \"__main__\":` (or run with the processes "
+        "backend, which needs none)")
 
 
 def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float) -> None:
@@ -969,8 +1029,12 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float)
             try:
                 finish(futures[fut], fut.result())
             except KilledWorker as exc:
-                raise ExecutionError(f"dask workers died running replication {futures[fut]} "
-                                     f"({exc}); rerun with fewer workers or smaller n") from None
+                raise ExecutionError(
+                    f"a dask worker process died running replication {futures[fut]}: a "
+                    "procedure's fit ended its process (os._exit, a signal, a crash) or it ran "
+                    "out of memory. Run with fit_timeout to fit in processes of their own, "
+                    "which names the procedure, or with fewer workers or smaller n if memory "
+                    f"is short (dask: {exc})") from None
         if done:
             alone_since = None
         elif _dask_workers(client):
@@ -1251,8 +1315,16 @@ def _replication(study: Study, replication: int, fit_timeout: float | None
         end_stages()  # each fit is bounded in a child of its own
         outcomes = run_in_child(lambda key: _sendable(fit_outcome(study, ctx, *key)), keys,
                                 fit_timeout,
-                                lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout))
+                                lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout),
+                                lambda key: _fit_name(study, replication, key))
     return assemble_record(study, ctx, outcomes)
+
+
+def _fit_name(study: Study, replication: int, key: tuple[str, int, int]) -> str:
+    """A fit of :func:`fit_outcome` in errors: ('killer', 0, 0) did not say the replication."""
+    label, c, k = key
+    draw = f", draw {k}" if study.draws > 1 else ""
+    return f"the fit of procedure {label!r} in replication {replication} (n={study.n[c]}{draw})"
 
 
 def _stage_timed_out(study: Study, stage: tuple, seconds: float, limit: float) -> NoReturn:
