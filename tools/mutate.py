@@ -127,8 +127,7 @@ LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_stat
 # a dask worker or a fit's process ended by a procedure, a script without a __main__ guard
 ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_its_replication",
          "tests/test_runner.py::test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one",
-         "tests/test_runner.py::test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_its_"
-         "replication")
+         "tests/test_runner.py::test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_the_fit")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -904,6 +903,8 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "                                lambda key: _fit_name(study, replication, key))",
            "                                )",
            "a fit whose process died named without its replication", ENDED),
+    Mutant("engine/study.py", "    _note_step((label, m, n))  # its predictions too, until the next step\n", "",
+           "a dask worker ended by a fit blamed on the step before it", ENDED),
 ]
 
 
