@@ -526,6 +526,18 @@ def test_automl_runs_within_budget_and_is_reproducible(flaml):
     assert time.perf_counter() - start < 20
 
 
+def test_automl_leaves_the_callers_random_states_as_they_were(flaml):
+    """FLAML seeds Python's random in its search: the caller's state was left changed."""
+    import random
+    s = _tiny_sample()
+    np.random.seed(11)  # noqa: NPY002
+    random.seed(11)
+    rule = AutoML(max_iter=2, estimator_list=["rf"]).fit(s, np.random.default_rng(3))
+    rule.predict(s.X)
+    assert random.random() == random.Random(11).random()
+    assert np.random.rand() == np.random.RandomState(11).rand()  # noqa: NPY002
+
+
 def test_automl_formula_and_market_samples(flaml):
     s = _tiny_sample()
     proc = AutoML(max_iter=2, estimator_list=["rf"], formula="y ~ a")

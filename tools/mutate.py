@@ -123,6 +123,7 @@ LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_stat
             "reproducible_at_any_worker_count",
             "tests/test_adapters.py::test_unknown_flaml_learners_are_refused_at_construction",
             "tests/test_adapters.py::test_sklearn_regressor_on_markets_names_the_market_learner",
+            "tests/test_adapters.py::test_automl_leaves_the_callers_random_states_as_they_were",
             "restrictiveness/procedures/learners.py")
 # a dask worker or a fit's process ended by a procedure, a script without a __main__ guard
 ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_its_replication",
@@ -891,6 +892,9 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/learners.py", "    if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):",
            "    if isinstance(sample, Sample) and np.ndim(sample.X) > 3:",
            "markets passed to a table regressor", LEARNERS),
+    Mutant("procedures/learners.py", "        with seeded_globals(states):\n            search.fit(",
+           "        if True:\n            search.fit(",
+           "FLAML's search changes the caller's random state", LEARNERS),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
            "                                     ))",

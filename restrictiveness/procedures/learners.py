@@ -465,11 +465,14 @@ class AutoML(FormulaProcedure):
         _check_table(sample, "AutoML")
         X, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         seed = int(rng.integers(2**31 - 1))
+        states = global_seed(rng)
         search = flaml_automl()
-        search.fit(X, y, task="regression", max_iter=self.max_iter,
-                   time_budget=-1 if self.time_budget is None else self.time_budget,
-                   estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
-                   n_jobs=self.n_jobs, log_file_name="")
+        # FLAML seeds Python's random itself: the caller's state was left changed
+        with seeded_globals(states):
+            search.fit(X, y, task="regression", max_iter=self.max_iter,
+                       time_budget=-1 if self.time_budget is None else self.time_budget,
+                       estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
+                       n_jobs=self.n_jobs, log_file_name="")
         if search.best_estimator is None:
             # FLAML then predicts one NaN for any query: a fit with no model must fail by name
             raise DataError(f"AutoML: FLAML's search ended without a fitted model (no trial of "
@@ -479,6 +482,7 @@ class AutoML(FormulaProcedure):
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
         def predict(Xq):
-            return real_predictions(search.predict(build(Xq)), self.label)
+            with seeded_globals(states):
+                return real_predictions(search.predict(build(Xq)), self.label)
 
         return FunctionRule(predict, info)
