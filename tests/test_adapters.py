@@ -101,6 +101,74 @@ def test_sklearn_pipeline_and_meta_estimator_seeds_come_from_the_study():
         is None
 
 
+class _GlobalDraws:
+    """A regressor that draws from numpy's and Python's global random states in fit and
+    predict, as some third-party estimators do."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y):
+        import random
+        self.level_ = float(np.mean(y)) + 0.1 * np.random.rand() + 0.1 * random.random()  # noqa: NPY002
+        return self
+
+    def predict(self, X):
+        return self.level_ + 0.01 * np.random.rand(len(X))  # noqa: NPY002
+
+
+def test_an_estimator_on_the_global_random_state_is_reproducible_at_any_worker_count():
+    """np.random.rand in an estimator's fit gave other numbers on a rerun of the same study
+    (the global state carried on from fit to fit) and with n_jobs=2 (each worker its own):
+    seeded per fit from the fit's stream, the numbers are the same, and the caller's own global
+    state is left as it was."""
+    import random
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+
+    def losses(seed, n_jobs=1):
+        study = rx.Study(rx.MonotoneGP(F, n_eval=40), {"draws": SklearnRegressor(_GlobalDraws())},
+                         baseline=rx.Constant(), n=[12], replications=3, seed=seed)
+        return study.run(progress=False, n_jobs=n_jobs).dataset["loss"].values
+
+    np.random.seed(123)  # noqa: NPY002
+    random.seed(123)
+    first = losses(0)
+    # the caller's own states, untouched by the run's fits
+    assert np.random.rand() == np.random.RandomState(123).rand()  # noqa: NPY002
+    assert random.random() == random.Random(123).random()
+    np.testing.assert_array_equal(first, losses(0))
+    np.testing.assert_array_equal(first, losses(0, n_jobs=2))
+    assert not np.allclose(first, losses(1))
+    # the log-share regressor's fits and predictions alike
+    X, y = _logit_markets(30, np.random.default_rng(6), J=3)
+    s = rx.Sample(X, y, COLS, "shares")
+    fits = [LogShareRegressor(_GlobalDraws()).fit(s, np.random.default_rng(r)) for r in (1, 1, 2)]
+    np.testing.assert_array_equal(fits[0].predict(X), fits[1].predict(X))
+    np.testing.assert_array_equal(fits[0].predict(X), fits[0].predict(X))
+    assert not np.allclose(fits[0].predict(X), fits[2].predict(X))
+
+
+def test_sklearn_regressor_on_markets_names_the_market_learner():
+    """Markets of products reached the regressor ("Found array with dim 3"), and a study of the
+    demand prior failed every fit with it; the error now says what to use instead."""
+    from sklearn.linear_model import LinearRegression
+    X, y = _logit_markets(6, np.random.default_rng(0), J=3)
+    markets = rx.Sample(X, y, COLS, "shares")
+    for formula in (None, "shares ~ prices + sugar"):
+        with pytest.raises(DataError, match=r"SklearnRegressor: needs a table sample, covariates X "
+                                            r"\(n, d\) and one response y \(n,\); got X of shape "
+                                            r"\(6, 3, 3\) and y of shape \(6, 3\)\. For markets of "
+                                            r"products use restrictiveness\.demand\.learners\."
+                                            r"LogShareRegressor\(<regressor>\)"):
+            SklearnRegressor(LinearRegression(), formula).fit(markets, np.random.default_rng(0))
+    rule = LogShareRegressor(LinearRegression()).fit(markets, np.random.default_rng(0))
+    assert _valid_shares(rule.predict(X))
+
+
 def test_a_search_with_a_shuffling_splitter_is_seeded_from_the_study():
     """GridSearchCV(cv=KFold(shuffle=True)): the splitter is a parameter, not an estimator, so
     its seed was no parameter to set and the folds came from the global random state (a rerun
@@ -458,6 +526,18 @@ def test_automl_runs_within_budget_and_is_reproducible(flaml):
     assert time.perf_counter() - start < 20
 
 
+def test_automl_leaves_the_callers_random_states_as_they_were(flaml):
+    """FLAML seeds Python's random in its search: the caller's state was left changed."""
+    import random
+    s = _tiny_sample()
+    np.random.seed(11)  # noqa: NPY002
+    random.seed(11)
+    rule = AutoML(max_iter=2, estimator_list=["rf"]).fit(s, np.random.default_rng(3))
+    rule.predict(s.X)
+    assert random.random() == random.Random(11).random()
+    assert np.random.rand() == np.random.RandomState(11).rand()  # noqa: NPY002
+
+
 def test_automl_formula_and_market_samples(flaml):
     s = _tiny_sample()
     proc = AutoML(max_iter=2, estimator_list=["rf"], formula="y ~ a")
@@ -490,6 +570,28 @@ def test_automl_argument_checks():
         AutoML(max_iter=0)
     with pytest.raises(ValueError, match="time_budget"):
         AutoML(time_budget=0)
+
+
+def test_unknown_flaml_learners_are_refused_at_construction(flaml, monkeypatch):
+    """A misspelt learner ("lgbmx"), a classifier ("svc") or a Spark learner was accepted and
+    failed every fit of a study; refused at construction by FLAML's registry, or without FLAML
+    by the known list."""
+    for names in (["lgbmx"], ["rf", "svc"], ["lgbm_spark"], ["lrl1"]):
+        with pytest.raises(ValueError, match=rf"estimator_list names \['{names[-1]}'\], which are "
+                                             r"not FLAML regression learners; FLAML's are \["
+                                             r"'catboost', 'enet', 'extra_tree'"):
+            AutoML(estimator_list=names)
+    assert AutoML(estimator_list=["rf", "lgbm"]).estimator_list == ["rf", "lgbm"]
+    # the known list is FLAML's own regression learners
+    from flaml.automl.task.factory import task_factory
+
+    from restrictiveness.procedures.learners import FLAML_REGRESSION_LEARNERS
+    registry = task_factory("regression").estimators
+    assert set(FLAML_REGRESSION_LEARNERS) <= set(registry)
+    monkeypatch.setitem(sys.modules, "flaml.automl.task.factory", None)  # FLAML absent
+    with pytest.raises(ValueError, match=r"names \['lgbmx'\]"):
+        AutoML(estimator_list=["lgbmx"])
+    AutoML(estimator_list=["xgboost"])
 
 
 def test_procedures_pickle_and_fitted_rules_survive_a_round_trip():

@@ -421,10 +421,45 @@ def test_bounds_and_grids_are_checked_at_both_ends():
         with pytest.raises(ConfigurationError, match=f"bounds for '{q}' must be positive"):
             RDU(bounds={q: (0.0, 1.0)})
     RDU(bounds={"gamma": (0.0, 1.0)})          # γ = 0 is a valid bound
+    # a negative γ bound was accepted and fitted: w(p) decreasing in p, no weighting function
+    for weighting in (None, PrelecWeighting()):
+        with pytest.raises(ConfigurationError, match=r"bounds for 'gamma' must be nonnegative "
+                                                     r"\(γ < 0 makes the probability"):
+            RDU(weighting=weighting, bounds={"gamma": (-0.5, 1.0)})
+    with pytest.raises(ConfigurationError, match="bounds for 'gamma' must be nonnegative"):
+        RDU(bounds={"gamma": (-1e-12, 1.0)})
     with pytest.raises(ConfigurationError, match="grid for 'alpha' must be nonempty values "
                                                  "within its"):
         CPT(grid={"alpha": [0.5, 1.5]})
     CPT(grid={"alpha": [0.01, 1.0]})           # the bounds themselves are in range
+
+
+def test_a_weighting_code_or_parameter_the_kernel_lacks_is_refused():
+    from restrictiveness.lottery.models import OddsWeighting, PowerUtility
+
+    class Coded(OddsWeighting):  # code 3 was computed as Prelec's weighting, without a word
+        kind = 3
+
+    class Extra(OddsWeighting):  # "beta" in free was dropped: the model fitted (alpha,)
+        parameters = ("gamma", "delta", "beta")
+
+    class Curved(PowerUtility):
+        parameters = ("alpha", "beta")
+
+    for part, code in ((Coded(), "3"), (Extra(), "1")):
+        with pytest.raises(ConfigurationError, match=rf"{type(part).__name__} changes its base "
+                                                     rf"class's formula code or parameters \(to "
+                                                     rf"{code}, "):
+            RDU(weighting=part, free=("alpha", "gamma"))
+    with pytest.raises(ConfigurationError, match=r"Curved changes .* \(to None, \('alpha', 'beta'"):
+        RDU(utility=Curved())
+
+    class Renamed(PrelecWeighting):  # a subclass that keeps the formula is the formula
+        name = "mine"
+
+    X, y = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8]]), np.array([0.4, 0.3, 0.6])
+    mine = RDU(weighting=Renamed(), free=("gamma",)).fit_arrays(X, y)
+    assert mine.params == RDU(weighting=PrelecWeighting(), free=("gamma",)).fit_arrays(X, y).params
 
 
 def test_bounds_and_grids_the_fit_would_ignore_or_misread_are_refused():

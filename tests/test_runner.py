@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -336,6 +337,87 @@ def test_the_process_of_a_fit_dies_with_its_run(tmp_path):
     for pid in alive:
         os.kill(pid, signal.SIGKILL)
     assert alive == []
+
+
+class EndsItsProcess(rx.Procedure):
+    def fit(self, sample, rng):
+        os._exit(3)
+
+
+def test_a_fit_that_ends_its_process_is_named_with_its_replication():
+    """Under fit_timeout the error said "the process running ('killer', 0, 0) died": the
+    label, the n index and the draw, not the replication."""
+    study = _timeout_study({"linear": rx.OLS("y ~ x"), "killer": EndsItsProcess()})
+    with pytest.raises(rx.ExecutionError, match=r"the process running the fit of procedure "
+                                                r"'killer' in replication 0 \(n=10\) died "
+                                                r"\(exit status 3\)"):
+        study.run(fit_timeout=30, progress=False)
+
+
+_DASK_KILLER = """
+import os, sys, time
+import numpy as np
+import restrictiveness as rx
+
+class Killer(rx.Procedure):
+    def fit(self, sample, rng):
+        with open(sys.argv[1], "a") as f:
+            f.write(f"{time.time()}\\n")
+        os.kill(os.getpid(), 9)
+
+def run():
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"ols": rx.OLS("y ~ x"), "killer": Killer()},
+                     rx.Constant(), n=[10], replications=2)
+    try:
+        study.run(backend="dask", n_jobs=2, progress=False)
+    except rx.ExecutionError as exc:
+        print(f"{time.time()} {exc}")
+
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="kills its worker with a POSIX signal")
+def test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_the_fit(tmp_path):
+    """A procedure of the script's own (pickled by value) killing its dask worker: dask retried
+    the replication on three more workers, restarted each time, and the run failed after about
+    a minute with "rerun with fewer workers or smaller n", naming no procedure. Timed from the
+    first death, so a loaded machine's slow cluster start does not count."""
+    script, deaths = tmp_path / "run.py", tmp_path / "deaths"
+    script.write_text(_DASK_KILLER + 'if __name__ == "__main__":\n    run()\n')
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    out = subprocess.run([sys.executable, str(script), str(deaths)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "TMPDIR": str(temp)}).stdout
+    failed_at, message = out.strip().splitlines()[-1].split(" ", 1)
+    first_death = min(float(t) for t in deaths.read_text().split())
+    assert re.match(r"a dask worker process died running replication [01], in the fit or "
+                    r"predictions of procedure 'killer' \(n=10\): the code ended its process",
+                    message)
+    assert not list(temp.glob("rx-dask-steps-*"))  # the workers' notes are removed
+    # no retries: one death per replication at most (before: four for the first, each after a
+    # worker's restart); the time, from the first death to the error, includes the cluster's
+    # close, hence the margin under load (before: 45-60 s)
+    assert len(deaths.read_text().split()) <= 2
+    assert float(failed_at) - first_death < 30
+
+
+def test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one(tmp_path):
+    """Unguarded, each spawned worker imported the script and ran the study again: pages of
+    "bootstrapping phase" and "Nanny failed to start" tracebacks. Refused before any worker
+    starts; a guarded script runs (the test above)."""
+    script = tmp_path / "run.py"
+    script.write_text(_DASK_KILLER + "run()\n")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "deaths")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "bootstrapping" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"restrictiveness.shared.exceptions.ConfigurationError: backend='dask' starts worker "
+        f"processes that import your script {str(script)!r} again, and its line "
+        f"{_DASK_KILLER.count(chr(10)) + 1} would run the study again in each of them: put the "
+        "script's work under a guard, `if __name__ == \"__main__\":` (or run with the "
+        "processes backend, which needs none)")
+    assert not (tmp_path / "deaths").exists()  # nothing ran
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), True, "5"])

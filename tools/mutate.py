@@ -116,7 +116,19 @@ LOTTERY_BOUNDS = ("tests/test_lottery_models.py::test_bounds_and_grids_are_check
                   "tests/test_lottery_models.py::test_delta_on_its_lower_bound_is_the_bound_exactly",
                   "tests/test_lottery_models.py::test_estimates_land_exactly_on_bounds",
                   "tests/test_lottery_models.py::test_invalid_arguments_raise_named_errors",
+                  "tests/test_lottery_models.py::test_a_weighting_code_or_parameter_the_kernel_lacks_is_refused",
                   "restrictiveness/lottery/models.py")
+# the learners' global random states, FLAML learner names and table samples
+LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_state_is_"
+            "reproducible_at_any_worker_count",
+            "tests/test_adapters.py::test_unknown_flaml_learners_are_refused_at_construction",
+            "tests/test_adapters.py::test_sklearn_regressor_on_markets_names_the_market_learner",
+            "tests/test_adapters.py::test_automl_leaves_the_callers_random_states_as_they_were",
+            "restrictiveness/procedures/learners.py")
+# a dask worker or a fit's process ended by a procedure, a script without a __main__ guard
+ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_its_replication",
+         "tests/test_runner.py::test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one",
+         "tests/test_runner.py::test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_the_fit")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -703,6 +715,12 @@ MUTANTS: list[Mutant] = [
     Mutant("lottery/models.py", "            if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:",
            "            if not self.grid[q] or min(self.grid[q]) < lo:",
            "start grid beyond the upper bound accepted", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if q == \"gamma\" and lo < 0:",
+           "            if q == \"gamma\" and lo < -1:",
+           "a negative lower bound accepted for γ", LOTTERY_BOUNDS),
+    Mutant("lottery/models.py", "            if getattr(part, \"kind\", None) != kind or part.parameters != parameters:",
+           "            if part.parameters != parameters:",
+           "a weighting code the kernel lacks computed as Prelec's", LOTTERY_BOUNDS),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
@@ -981,6 +999,34 @@ MUTANTS: list[Mutant] = [
            "GPRegression keeps a constraint without a repair (Increasing) and ignores it",
            ("tests/test_formulas.py::test_gp_regression_refuses_a_constraint_it_cannot_impose_"
             "on_its_predictions",)),
+    # -- procedures/learners.py: global random states, FLAML learner names, table samples -----
+    Mutant("procedures/learners.py", "    np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads\n", "",
+           "numpy's global random state not seeded for an estimator's fit", LEARNERS),
+    Mutant("procedures/learners.py", "        np.random.set_state(np_state)  # noqa: NPY002\n", "",
+           "the caller's global random state not restored after a fit", LEARNERS),
+    Mutant("procedures/learners.py", "                        if not name.endswith(\"_spark\") and name not in _FLAML_CLASSIFIERS)",
+           "                        if not name.endswith(\"_spark\"))",
+           "FLAML's classifiers accepted as regression learners", LEARNERS),
+    Mutant("procedures/learners.py", "    if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):",
+           "    if isinstance(sample, Sample) and np.ndim(sample.X) > 3:",
+           "markets passed to a table regressor", LEARNERS),
+    Mutant("procedures/learners.py", "        with seeded_globals(states):\n            search.fit(",
+           "        if True:\n            search.fit(",
+           "FLAML's search changes the caller's random state", LEARNERS),
+    # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
+    Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
+           "                                     ))",
+           "dask retries a replication that ended its worker", ENDED),
+    Mutant("engine/study.py", "        _check_main_guard()\n", "",
+           "a dask script without a __main__ guard not refused", ENDED),
+    Mutant("engine/study.py", "    if any(is_guard(node) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)",
+           "    if any(is_guard(node) and node.body[0].lineno < line <= (node.body[-1].end_lineno or line)",
+           "a run on the guard's first line taken for an unguarded one", ENDED),
+    Mutant("engine/study.py", "                                lambda key: _fit_name(study, replication, key))",
+           "                                )",
+           "a fit whose process died named without its replication", ENDED),
+    Mutant("engine/study.py", "    _note_step((label, m, n))  # its predictions too, until the next step\n", "",
+           "a dask worker ended by a fit blamed on the step before it", ENDED),
 ]
 
 

@@ -27,7 +27,13 @@ from scipy.spatial.distance import cdist
 
 from ..eligible.kernels import Matern32, Matern52, SquaredExponential
 from ..engine.protocol import Fitted, Procedure
-from ..procedures.learners import check_regressor, clone_estimator, seed_estimator
+from ..procedures.learners import (
+    check_regressor,
+    clone_estimator,
+    global_seed,
+    seed_estimator,
+    seeded_globals,
+)
 from ..shared.blas import one_thread
 from ..shared.checks import real_predictions
 from ..shared.exceptions import ConfigurationError, DataError
@@ -328,9 +334,9 @@ def logit_shares(log_ratios: np.ndarray) -> np.ndarray:
 
 
 class _LogShareRule(Fitted):
-    def __init__(self, regressors, mean, scale, shape, info):
+    def __init__(self, regressors, mean, scale, shape, info, seed):
         self.regressors, self.mean, self.scale, self.shape = regressors, mean, scale, shape
-        self.info = info
+        self.info, self.seed = info, seed
 
     def log_ratios(self, X: np.ndarray) -> np.ndarray:
         """Predicted ``log(s_j / s_0)``, shape ``(m, J)``."""
@@ -345,8 +351,10 @@ class _LogShareRule(Fitted):
             return np.column_stack([r.predict(Z, sq_distances=total) for r in self.regressors])
         # each regressor its own copy: one that transforms its input in place (a copy=False
         # scaler) changed the features every later product's regressor was given
-        return np.column_stack([real_predictions(r.predict(Z.copy()), type(r).__name__).ravel()
-                                for r in self.regressors])
+        with seeded_globals(self.seed):  # a regressor drawing from them predicts reproducibly
+            return np.column_stack([real_predictions(r.predict(Z.copy()),
+                                                     type(r).__name__).ravel()
+                                    for r in self.regressors])
 
     def predict(self, X):
         return logit_shares(self.log_ratios(X))
@@ -447,7 +455,7 @@ class LogShareRegressor(Procedure):
         template = GridGP() if self.regressor is None else self.regressor
         C = X.shape[2]
         total = cdist(Z, Z, "sqeuclidean") if isinstance(template, GridGP) else None
-        regressors = []
+        regressors, seed = [], global_seed(rng)
         for j in range(T.shape[1]):
             est = clone_estimator(template)
             if isinstance(est, GridGP):  # product j's own characteristics at full weight
@@ -457,9 +465,11 @@ class LogShareRegressor(Procedure):
                             sq_distances=total)
             else:
                 seed_estimator(est, rng)
-                est.fit(Z.copy(), T[:, j].copy())  # its own copies, as in predict
+                # numpy's and Python's global states too, for the product's fit alone
+                with seeded_globals((seed + j) % 2**32):
+                    est.fit(Z.copy(), T[:, j].copy())  # its own copies, as in predict
             regressors.append(est)
         if isinstance(template, GridGP):
             info.update({name: [float(getattr(r, name + "_")[0]) for r in regressors]
                          for name in ("relevance", "lengthscale", "nugget")})
-        return _LogShareRule(regressors, mean, scale, X.shape[1:], info)
+        return _LogShareRule(regressors, mean, scale, X.shape[1:], info, seed)

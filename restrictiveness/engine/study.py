@@ -26,10 +26,13 @@ import json
 import multiprocessing
 import numbers
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
+import types
 import uuid
 import warnings
 import zlib
@@ -37,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal, NoReturn, TypeGuard
 
 import numpy as np
 
@@ -353,7 +356,10 @@ class Study:
         backend : {"processes", "dask"}
             A local process pool, or a ``dask.distributed`` cluster (``client``: the user's
             client, e.g. for a SLURM or Kubernetes cluster; default a local cluster). Results are
-            identical either way.
+            identical either way. The local cluster's workers import the calling script again,
+            so its run must be under an ``if __name__ == "__main__":`` guard (refused
+            otherwise); a procedure that ends its worker's process fails the run at once,
+            naming it.
         client : distributed.Client, optional
             For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
@@ -809,14 +815,52 @@ def _this_process() -> tuple[str, int]:
     return _PROCESS_TOKEN, os.getpid()
 
 
+#: In a worker of a local dask cluster: the file naming the step it runs (see _note_step).
+_STEP_NOTE: str | None = None
+
+
+def _note_step(step: tuple) -> None:
+    """Record the step a local dask worker begins, ``("truth", m, None)``,
+    ``("baseline", m, n)`` or ``(label, m, n)``: a fit that ends the worker's process cannot
+    say so, and the caller reads it back to name the procedure (:func:`_ended_step`)."""
+    if _STEP_NOTE is not None:
+        with open(_STEP_NOTE, "w", encoding="utf-8") as f:
+            f.write(json.dumps(list(step)))
+
+
+def _ended_step(notes: str | None, m: int) -> str:
+    """The step replication ``m`` was running when its dask worker died, from the notes of
+    :func:`_note_step` (empty when unknown)."""
+    if notes is None:
+        return ""
+    for name in os.listdir(notes):
+        try:
+            with open(os.path.join(notes, name), encoding="utf-8") as f:
+                what, replication, n = json.load(f)
+        except (OSError, ValueError, TypeError):  # a note the death cut short
+            continue
+        if replication == m:
+            if what == "truth":
+                return ", in its pseudo-truth draw"
+            if what == "baseline":
+                return f", in the baseline's fit (n={n})"
+            return f", in the fit or predictions of procedure {what!r} (n={n})"
+    return ""
+
+
 def _remote_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
-                 caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
+                 caller: tuple[str, int], notes: str | None = None
+                 ) -> tuple[ReplicationRecord, list]:
     """:func:`run_unit` in a worker process (pool or dask), with the warnings it raised under
     the caller's ``filters``, for the caller to raise. A dask worker thread in the caller's
     own process (``caller``: :func:`_this_process` there) warns there already, and must not
-    swap the process's filters under the caller's threads."""
+    swap the process's filters under the caller's threads. ``notes``: a local dask cluster's
+    directory of :func:`_note_step`."""
     if _this_process() == caller:
         return run_unit(study, m, fit_timeout), []
+    if notes is not None:
+        global _STEP_NOTE
+        _STEP_NOTE = os.path.join(notes, str(os.getpid()))
     return collected(lambda: run_unit(study, m, fit_timeout), filters)
 
 
@@ -934,27 +978,91 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
         raise ImportError("backend='dask' needs dask.distributed: "
                           "pip install 'restrictiveness[dask]'") from exc
     own = client is None
+    notes = None  # the local workers' notes of their steps, to name what ended one
     if own:
+        _check_main_guard()
+        # no retries: a replication that ended its worker's process ends the next one's too,
+        # and dask's three retries (with restarts) took a minute to report it
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                     processes=True, dashboard_address=None))
+                                     processes=True, dashboard_address=None,
+                                     scheduler_kwargs={"allowed_failures": 0}))
+        notes = tempfile.mkdtemp(prefix="rx-dask-steps-")
     futures = {}
     try:
         for m in replications:
             if claim is None or claim(m):
                 futures[client.submit(_remote_unit, study, m, fit_timeout, filters,
-                                      _this_process(), pure=False)] = m
-        _gather_dask(client, futures, finish, worker_timeout)
+                                      _this_process(), notes, pure=False)] = m
+        _gather_dask(client, futures, finish, worker_timeout, notes)
     except BaseException:
         client.cancel(list(futures))
         raise
     finally:
         if own:
             cluster = client.cluster
-            client.close()
-            cluster.close()
+            try:
+                client.close()
+                cluster.close()
+            finally:
+                if notes is not None:
+                    shutil.rmtree(notes, ignore_errors=True)
 
 
-def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float) -> None:
+def _check_main_guard() -> None:
+    """Refuse a local dask cluster started from a script's top level without a ``__main__``
+    guard.
+
+    Its workers are started by ``spawn``, which imports the script again in each: unguarded,
+    each worker ran the study again and tried to start a cluster of its own, and the run
+    failed with pages of tracebacks ("bootstrapping phase", "Nanny failed to start"). The
+    script's line running now is looked up in its syntax tree; a script that cannot be read
+    (an interactive session, a notebook) is not imported again, and passes.
+    """
+    import ast
+
+    import dask
+
+    method = dask.config.get("distributed.worker.multiprocessing-method", "spawn")
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    # as multiprocessing's spawn: a package's __main__ (python -m restrictiveness) is not
+    # imported again, nor is a session without a file
+    if method == "fork" or not path or name.endswith(".__main__"):
+        return
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>"
+                                     and frame.f_globals.get("__name__") == "__main__"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return
+
+    def is_guard(node: ast.AST) -> TypeGuard[ast.If]:
+        if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+            return False
+        sides = [node.test.left, *node.test.comparators]
+        return (len(sides) == 2 and isinstance(node.test.ops[0], ast.Eq)
+                and any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+                and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+    line = frame.f_lineno
+    if any(is_guard(node) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+           for node in ast.walk(tree)):
+        return
+    raise ConfigurationError(
+        f"backend='dask' starts worker processes that import your script {path!r} again, "
+        f"and its line {line} would run the study again in each of them: put the script's "
+        "work under a guard, `if __name__ == \"__main__\":` (or run with the processes "
+        "backend, which needs none)")
+
+
+def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
+                 notes: str | None = None) -> None:
     """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
     raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
     seconds."""
@@ -973,8 +1081,13 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float)
             try:
                 finish(futures[fut], fut.result())
             except KilledWorker as exc:
-                raise ExecutionError(f"dask workers died running replication {futures[fut]} "
-                                     f"({exc}); rerun with fewer workers or smaller n") from None
+                m = futures[fut]
+                raise ExecutionError(
+                    f"a dask worker process died running replication {m}"
+                    f"{_ended_step(notes, m)}: the code ended its process (os._exit, a signal, "
+                    "a crash) or it ran out of memory. Run with fit_timeout to fit in processes "
+                    "of their own, which names the procedure on any cluster, or with fewer "
+                    f"workers or smaller n if memory is short (dask: {exc})") from None
         if done:
             alone_since = None
         elif _dask_workers(client):
@@ -1018,6 +1131,7 @@ def run_unit(study: Study, replication: int, fit_timeout: float | None = None
 def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_rule,
                  m: int, n: int, k: int) -> tuple[GuardedRule, float, dict]:
     rng = procedure_rng(study.seed, m, label, n, k)
+    _note_step((label, m, n))  # its predictions too, until the next step
     start = time.perf_counter()
     try:
         # its own copy: the replication's procedures share the sample
@@ -1064,6 +1178,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     m, ns, discs = replication, study.n, study.discrepancies
     k_base = max(study.procedure_draws(label) for label in study.labels)
     start_stage(("truth", m, None))  # the next step's limit, under fit_timeout
+    _note_step(("truth", m, None))
     try:
         truth = study.evaluation.draw(ns, truth_rng(study.seed, m),
                                       draws=1 if study.fit_on == "evaluation" else study.draws)
@@ -1080,6 +1195,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     for c, n in enumerate(ns):
         for k in range(k_base):
             start_stage(("baseline", m, n))
+            _note_step(("baseline", m, n))
             sample = truth.evaluation_sample(n) if study.fit_on == "evaluation" \
                 else truth.sample(n, k)
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
@@ -1265,8 +1381,16 @@ def _replication(study: Study, replication: int, fit_timeout: float | None
         end_stages()  # each fit is bounded in a child of its own
         outcomes = run_in_child(lambda key: _sendable(fit_outcome(study, ctx, *key)), keys,
                                 fit_timeout,
-                                lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout))
+                                lambda key, secs: _timed_out(study, ctx, key, secs, fit_timeout),
+                                lambda key: _fit_name(study, replication, key))
     return assemble_record(study, ctx, outcomes)
+
+
+def _fit_name(study: Study, replication: int, key: tuple[str, int, int]) -> str:
+    """A fit of :func:`fit_outcome` in errors: ('killer', 0, 0) did not say the replication."""
+    label, c, k = key
+    draw = f", draw {k}" if study.draws > 1 else ""
+    return f"the fit of procedure {label!r} in replication {replication} (n={study.n[c]}{draw})"
 
 
 def _stage_timed_out(study: Study, stage: tuple, seconds: float, limit: float) -> NoReturn:

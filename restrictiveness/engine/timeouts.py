@@ -114,7 +114,8 @@ def check_timeout(timeout: object) -> float | None:
 
 
 def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
-                 on_timeout: Callable[[K, float], R]) -> dict[K, R]:
+                 on_timeout: Callable[[K, float], R],
+                 describe: Callable[[K], str] = repr) -> dict[K, R]:
     """``{key: work(key)}``, each ``work(key)`` run in a child process under ``timeout`` s.
 
     Parameters
@@ -129,6 +130,8 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
     on_timeout : callable
         ``on_timeout(key, seconds)``, called here for a unit that overran (its child is
         already dead); its return value is that unit's result.
+    describe : callable
+        ``describe(key)``: the unit in errors, e.g. of a child that died (default ``repr``).
 
     Returns
     -------
@@ -158,7 +161,7 @@ def run_in_child(work: Callable[[K], R], keys: Sequence[K], timeout: float,
         with _Child(work, todo) as child:
             while todo:
                 started = time.monotonic()
-                got = child.receive(started + timeout, timeout, todo[0])
+                got = child.receive(started + timeout, timeout, describe(todo[0]))
                 key = todo.pop(0)
                 if got is _TIMED_OUT:
                     seconds = time.monotonic() - started  # the limit, not the clean-up
@@ -280,11 +283,11 @@ class _Child:
         # leaving on an exception (Ctrl-C, an error): let the unit's clean-up run
         self.kill(grace=0.0 if exc_type is None else self.grace)
 
-    def receive(self, deadline: float, timeout: float, key) -> Any:
+    def receive(self, deadline: float, timeout: float, key: str | None) -> Any:
         """The next unit's result, :data:`_TIMED_OUT` after ``deadline`` (moved back by the
         time the unit spent compiling, and to ``timeout`` after each new stage of
         :func:`run_staged`); raises what the unit raised, or :class:`ExecutionError` if the
-        child died."""
+        child died (``key`` names the unit in errors; None: the stage in a staged child)."""
         compiling_since, allowance = None, COMPILE_ALLOWANCE
         limit: float | None = deadline
         while True:
@@ -296,8 +299,8 @@ class _Child:
             try:
                 kind, value = pickle.loads(body)
             except Exception as exc:  # noqa: BLE001 - e.g. an exception that cannot unpickle
-                raise ExecutionError(f"the result of {key!r} could not be read back from its "
-                                     f"process ({type(exc).__name__}: {exc})") from None
+                raise ExecutionError(f"the result of {self._unit(key)} could not be read back "
+                                     f"from its process ({type(exc).__name__}: {exc})") from None
             if kind == "compiling" and value:
                 compiling_since = time.monotonic()
             elif kind == "compiling" and compiling_since is not None:
@@ -324,11 +327,14 @@ class _Child:
                 return _TIMED_OUT
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
-                raise ExecutionError(f"the process running {key!r} died "
+                raise ExecutionError(f"the process running {self._unit(key)} died "
                                      f"({self._status()}); killed, or out of memory?")
             self.buffer += chunk
         data, self.buffer = self.buffer[:size], self.buffer[size:]
         return data
+
+    def _unit(self, key: str | None) -> str:
+        return repr(self.stage) if key is None else key
 
     def _status(self) -> str:
         self.kill()

@@ -272,7 +272,8 @@ class RDU(_LotteryProcedure):
         the others are fixed at 1.
     bounds : mapping, optional
         ``{name: (low, high)}`` overriding the defaults α, γ ∈ [0.01, 1], δ ∈ [0.01, 30]
-        for free parameters (bounds or a grid for a parameter fixed at 1 are refused).
+        for free parameters (bounds or a grid for a parameter fixed at 1 are refused); α and δ
+        must stay positive and γ nonnegative.
     formula : str, optional
         Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
         (default: the columns named ``z_hi``, ``z_lo``, ``p``).
@@ -313,6 +314,19 @@ class RDU(_LotteryProcedure):
                 f"utility must be rx.lottery.PowerUtility() or ShiftedPowerUtility(...) and "
                 f"weighting OddsWeighting(), PrelecWeighting() or LinearWeighting(); got "
                 f"{self.utility!r} and {self.weighting!r}")
+        # the kernel computes the three weightings by their codes (any other code was Prelec's
+        # formula) and the parameters (α, γ, δ) only (another name was dropped from free)
+        base = next(c for c in (OddsWeighting, PrelecWeighting, LinearWeighting)
+                    if isinstance(self.weighting, c))
+        for part, kind, parameters in (
+                (self.weighting, base.kind, base.parameters),
+                (self.utility, getattr(self.utility, "kind", None), ("alpha",))):
+            if getattr(part, "kind", None) != kind or part.parameters != parameters:
+                raise ConfigurationError(
+                    f"{type(part).__name__} changes its base class's formula code or parameters "
+                    f"(to {getattr(part, 'kind', None)!r}, {part.parameters!r}); the kernel "
+                    "computes only the built-in utilities and weightings, so it would fit "
+                    "another model")
         known = self.utility.parameters + self.weighting.parameters
         if free is None:
             free = known
@@ -338,6 +352,9 @@ class RDU(_LotteryProcedure):
                 raise ConfigurationError(f"bounds for {q!r} must be finite with low < high")
             if q in ("alpha", "delta") and lo <= 0:
                 raise ConfigurationError(f"bounds for {q!r} must be positive")
+            if q == "gamma" and lo < 0:  # γ < 0 makes w(p) decrease in p: no weighting
+                raise ConfigurationError(f"bounds for 'gamma' must be nonnegative (γ < 0 makes "
+                                         f"the probability weighting decrease in p), got {pair!r}")
             self.bounds[q] = (float(lo), float(hi))
         lottery_columns(formula)  # validates
         self.formula = formula

@@ -17,7 +17,9 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from collections.abc import Sequence
+import random
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,7 +31,7 @@ from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
 __all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator",
-           "check_regressor"]
+           "check_regressor", "global_seed", "seeded_globals", "FLAML_REGRESSION_LEARNERS"]
 
 
 def clone_estimator(estimator):
@@ -132,12 +134,94 @@ def seed_estimator(estimator, rng: np.random.Generator) -> None:
             value.random_state = int(rng.integers(2**31 - 1))
 
 
+def global_seed(rng: np.random.Generator) -> int:
+    """A seed for numpy's and Python's global random states, from the fit's stream.
+
+    Taken from a child of the stream (:meth:`numpy.random.Generator.spawn`), which draws
+    nothing from it: the ``random_state`` seeds :func:`seed_estimator` draws, and so every
+    fit of an estimator that keeps to them, are those of before.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The fit's random stream.
+
+    Returns
+    -------
+    int
+        In ``[0, 2**32)``, what :func:`numpy.random.seed` takes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> global_seed(np.random.default_rng(0)) == global_seed(np.random.default_rng(0))
+    True
+    >>> seed = global_seed(rng)
+    >>> int(rng.integers(10)) == int(np.random.default_rng(0).integers(10))  # nothing drawn
+    True
+    """
+    return int(rng.spawn(1)[0].integers(2**32))
+
+
+@contextmanager
+def seeded_globals(seed: int) -> Iterator[None]:
+    """Run a block with numpy's global (legacy) random state and Python's ``random`` seeded by
+    ``seed``, both restored after it.
+
+    An estimator that draws from the global state (``np.random.rand`` in its ``fit``) gave other
+    numbers on every rerun of a study and at every worker count: each worker inherits or starts
+    its own global state, and a serial run carries it from one fit to the next. Seeded per fit
+    from the fit's stream (:func:`global_seed`), it gives the same numbers wherever it runs, as
+    the sandbox does for programs; restoring leaves the caller's own state as it was.
+
+    Parameters
+    ----------
+    seed : int
+        From :func:`global_seed`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with seeded_globals(7):
+    ...     a = np.random.rand()
+    >>> with seeded_globals(7):
+    ...     b = np.random.rand()
+    >>> a == b
+    True
+    """
+    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
+def _check_table(sample, who: str) -> None:
+    """Refuse markets where a regressor needs a table: one response per row of covariates.
+
+    The demand application's markets (``X (m, J, C)``, shares ``y (m, J)``) reached the
+    regressor, whose error ("Found array with dim 3") did not say what to use instead.
+    """
+    if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):
+        raise DataError(
+            f"{who}: needs a table sample, covariates X (n, d) and one response y (n,); got X of "
+            f"shape {np.shape(sample.X)} and y of shape {np.shape(sample.y)}. For markets of "
+            "products use restrictiveness.demand.learners.LogShareRegressor(<regressor>), which "
+            "fits the regressor to each product's log share ratio")
+
+
 class SklearnRegressor(FormulaProcedure):
     """Any scikit-learn-style regressor as a procedure (scikit-learn is an optional extra).
 
     The estimator is cloned for every fit; every ``random_state`` parameter it has, those of a
     pipeline's steps or a meta-estimator's inner estimators included, is set from the study's
-    random stream, so fits are reproducible.
+    random stream, and numpy's and Python's global random states are seeded from it during the
+    fit and each prediction (:func:`seeded_globals`), so fits are reproducible at any worker
+    count.
 
     Parameters
     ----------
@@ -207,11 +291,19 @@ class SklearnRegressor(FormulaProcedure):
         (True, True)
         """
         rng = rng if rng is not None else np.random.default_rng(0)
+        _check_table(sample, "SklearnRegressor")
         est = clone_estimator(self.estimator)
         seed_estimator(est, rng)
+        seed = global_seed(rng)
         D, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
-        est.fit(D, y)
-        return FunctionRule(lambda X: real_predictions(est.predict(build(X)), self.label))
+        with seeded_globals(seed):
+            est.fit(D, y)
+
+        def predict(X):
+            with seeded_globals(seed):
+                return real_predictions(est.predict(build(X)), self.label)
+
+        return FunctionRule(predict)
 
 
 def _import_flaml():
@@ -223,6 +315,29 @@ def _import_flaml():
             "`pip install restrictiveness[automl]` (or `pip install \"flaml[automl]\"`)"
         ) from exc
     return FlamlAutoML
+
+
+#: FLAML's regression learners on plain arrays (FLAML 2.8), checked against when FLAML is not
+#: installed; with FLAML, its own registry is read.
+FLAML_REGRESSION_LEARNERS = ("catboost", "enet", "extra_tree", "histgb", "kneighbor",
+                             "lassolars", "lgbm", "rf", "sgd", "transformer", "transformer_ms",
+                             "xgb_limitdepth", "xgboost")
+# in FLAML's registry but no regression learner here: classifiers, and Spark learners (they
+# take Spark data frames only)
+_FLAML_CLASSIFIERS = ("lrl1", "lrl2", "svc")
+
+
+def _flaml_regression_learners() -> tuple[str, ...]:
+    """The learner names FLAML's regression search accepts on arrays: read from FLAML's
+    registry when it is installed, else :data:`FLAML_REGRESSION_LEARNERS`."""
+    try:
+        from flaml.automl.task.factory import task_factory
+
+        names = getattr(task_factory("regression"), "estimators")  # noqa: B009 - untyped
+    except Exception:  # noqa: BLE001 - FLAML absent, or a version without this registry
+        return FLAML_REGRESSION_LEARNERS
+    return tuple(sorted(name for name in names
+                        if not name.endswith("_spark") and name not in _FLAML_CLASSIFIERS))
 
 
 def _plain(value):
@@ -294,6 +409,13 @@ class AutoML(FormulaProcedure):
                                                       for e in estimator_list)):
             raise ConfigurationError(f"estimator_list must be a non-empty list of FLAML learner "
                                      f"names such as ['lgbm', 'rf'], got {estimator_list!r}")
+        if estimator_list is not None:
+            # an unknown name failed every fit of a study, each one after FLAML's import
+            known = _flaml_regression_learners()
+            unknown = [e for e in estimator_list if e not in known]
+            if unknown:
+                raise ConfigurationError(f"estimator_list names {unknown}, which are not FLAML "
+                                         f"regression learners; FLAML's are {list(known)}")
         self.time_budget = None if time_budget is None else float(time_budget)
         self.max_iter = trials
         self.estimator_list = None if estimator_list is None else list(estimator_list)
@@ -345,17 +467,17 @@ class AutoML(FormulaProcedure):
         """
         flaml_automl = _import_flaml()
         rng = rng if rng is not None else np.random.default_rng(0)
-        if isinstance(sample, Sample) and (np.ndim(sample.X) != 2 or np.ndim(sample.y) != 1):
-            raise DataError(f"AutoML: needs a two-dimensional sample with one response; got X "
-                            f"of shape {np.shape(sample.X)} and y of shape {np.shape(sample.y)} "
-                            "(for markets use LogShareRegressor)")
+        _check_table(sample, "AutoML")
         X, y, build, _ = training_design(self.label, self.formula, sample, intercept=False)
         seed = int(rng.integers(2**31 - 1))
+        states = global_seed(rng)
         search = flaml_automl()
-        search.fit(X, y, task="regression", max_iter=self.max_iter,
-                   time_budget=-1 if self.time_budget is None else self.time_budget,
-                   estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
-                   n_jobs=self.n_jobs, log_file_name="")
+        # FLAML seeds Python's random itself: the caller's state was left changed
+        with seeded_globals(states):
+            search.fit(X, y, task="regression", max_iter=self.max_iter,
+                       time_budget=-1 if self.time_budget is None else self.time_budget,
+                       estimator_list=self.estimator_list or "auto", seed=seed, verbose=0,
+                       n_jobs=self.n_jobs, log_file_name="")
         if search.best_estimator is None:
             # FLAML then predicts one NaN for any query: a fit with no model must fail by name
             raise DataError(f"AutoML: FLAML's search ended without a fitted model (no trial of "
@@ -365,6 +487,7 @@ class AutoML(FormulaProcedure):
                 "best_config": _plain(search.best_config),
                 "best_loss": float(search.best_loss), "seed": seed}
         def predict(Xq):
-            return real_predictions(search.predict(build(Xq)), self.label)
+            with seeded_globals(states):
+                return real_predictions(search.predict(build(Xq)), self.label)
 
         return FunctionRule(predict, info)
