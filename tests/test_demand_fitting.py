@@ -469,8 +469,9 @@ def test_converged_fit_is_lower_than_the_budget_limited_dogbox():
     evaluations for the fit's starts together — exhausts its budget in most samples, and from
     the same starts the compiled LM, which converges, ends lower: on the first 20 replications
     of seed 0 at n = 100, by 4% in the median, and above dogbox (by more than 1e-8 relative) in
-    at most one (replication 18, where the two end in different basins, LM 0.9% above). Issue
-    15; the r̂ this difference makes is measured by ``benchmarks/bench_demand_paper_setting.py``.
+    at most one (replication 18, where the two end in different basins, LM 0.07% above; 0.9%
+    with both starts always). Issue 15; the r̂ this difference makes is measured by
+    ``benchmarks/bench_demand_paper_setting.py``.
     """
     exhausted, rel = 0, []
     for m in range(20):
