@@ -93,6 +93,11 @@ FIT = ("tests/test_demand_fitting.py::test_budget_options_are_checked",
        "improvements",
        "tests/test_demand_fitting.py::test_scipy_methods_give_the_same_optimum_as_the_compiled_one",
        "tests/test_demand_fitting.py")
+# the adaptive second MXL start: its rule in solve, then on a prior sample
+ADAPTIVE = ("tests/test_demand_fitting.py::test_enough_skips_the_remaining_starts_but_not_the_"
+            "followups",
+            "tests/test_demand_fitting.py::test_adaptive_mxl_runs_the_second_start_only_when_"
+            "needed", "tests/test_demand_fitting.py")
 # the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
 DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_"
@@ -647,6 +652,14 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/fitting.py", "    x0 = x0.copy()\n    _snap(x0, problem.lo, problem.hi, problem.free)",
            "    x0 = x0.copy()", "scipy's start not put on a bound within rounding",
            (*FIT, "tests/test_demand_fitting.py::test_the_stalled_sample_fits_below_mnl")),
+    Mutant("demand/fitting.py", "        enough = None          # it chooses among the starts, not the follow-ups\n",
+           "", "the rule that skips further starts also skips the follow-ups", ADAPTIVE),
+    Mutant("demand/models.py", "                return status > 0 and cost < mnl.cost * (1 - FOLLOWUP_GAIN)",
+           "                return cost < mnl.cost * (1 - FOLLOWUP_GAIN)",
+           "a first MXL start out of budget skips the second start", ADAPTIVE),
+    Mutant("demand/models.py", "                return status > 0 and cost < mnl.cost * (1 - FOLLOWUP_GAIN)",
+           "                return status > 0",
+           "a first MXL start ending at the MNL objective skips the second start", ADAPTIVE),
     # -- demand/models.py ----------------------------------------------------------------------
     Mutant("demand/models.py", "            beta[names.index(\"Intercept\")] = np.log(b / (1 - W.shape[1] * b))",
            "            beta[names.index(\"Intercept\")] = np.log(b / (1 - b))",

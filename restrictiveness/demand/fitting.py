@@ -190,8 +190,13 @@ def _run_start(problem: Problem, x0: np.ndarray, nfev: int, method: str):
 
 def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: str,
           max_nfev: int | None, method: str = "lm",
-          followups: Callable[[np.ndarray], list] | None = None) -> Solution:
+          followups: Callable[[np.ndarray], list] | None = None,
+          enough: Callable[[float, int], bool] | None = None) -> Solution:
     """Least squares from every start under the budget; the lowest finite objective wins.
+
+    ``enough(cost, status)``, if given, is asked about the best start so far before each further
+    start: when it holds, the remaining starts are skipped (and not recorded in
+    ``Solution.starts``); follow-ups still run.
 
     ``followups(x)``, if given, makes further starts from the best estimate ``x`` (a list of
     ``(name, x0)``; empty when it has none): they run after the starts, under the same budget,
@@ -209,6 +214,8 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
         nonlocal left, best
         improved = False
         for name, x0 in todo:
+            if enough is not None and best is not None and enough(best[1], best[2]):
+                break
             x0 = np.asarray(x0, dtype=float)
             cap = {"converge": CONVERGE_CAP, "start": per_start}.get(budget, left)
             if cap <= 0:
@@ -228,6 +235,7 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
     # threaded BLAS on small least-squares steps is many times slower on a busy machine
     with one_thread():
         run(starts)
+        enough = None          # it chooses among the starts, not the follow-ups
         for _ in range(MAX_FOLLOWUP_ROUNDS):
             if followups is None or best is None or not run(followups(best[0])):
                 break

@@ -23,10 +23,11 @@ as ``method=`` references), with at most ``max_nfev = 400`` residual evaluations
 fit (``budget="fit"``; Jacobian evaluations are not counted, as in scipy); the lowest objective
 wins. Starts: the baseline (``β = (γ, 0, …)``) and the Berry log-share regression (OLS of
 ``log(s_j/s_0)`` on ``w_j``); NL adds the fitted MNL with ``ρ = (0, 0)`` and ``(0.5, 0.5)``; MXL
-starts from the fitted MNL means with ``L = 0.5·I`` and ``L = 1.0·I`` (with antithetic nodes
-``L = 0`` is a stationary point, so the baseline and Berry starts, which have ``L = 0``, lead to
-the MNL fit; that fit with ``L = 0`` stays a candidate, so MXL never fits worse than MNL), and
-from the reflected Cholesky column when a diagonal ends at its bound 0 (:class:`MixedLogit`).
+starts from the fitted MNL means with ``L = 0.5·I``, and with ``L = 1.0·I`` when that start
+ends out of budget or no lower than MNL (``MixedLogit(starts="both")``: always; with antithetic
+nodes ``L = 0`` is a stationary point, so the baseline and Berry starts, which have ``L = 0``,
+lead to the MNL fit; that fit with ``L = 0`` stays a candidate, so MXL never fits worse than MNL),
+and from the reflected Cholesky column when a diagonal ends at its bound 0 (:class:`MixedLogit`).
 
 Each fitted model predicts shares (``predict(X) -> (m, J)``) and analytic price elasticities
 (``elasticities(X) -> (m, J, J)``, ``E_jk = ∂ log s_j / ∂ log p_k``).
@@ -50,7 +51,7 @@ from ..shared.sample import Sample
 from . import _logit_nb
 from ._nested_nb import nl_dlog_ddelta, nl_parts, nl_resjac, nl_shares, solve_nl
 from .estimation import DemandModel
-from .fitting import Problem, Solution, check_options, solve
+from .fitting import FOLLOWUP_GAIN, Problem, Solution, check_options, solve
 from .markets import MARKET_COLUMNS
 
 __all__ = ["MARKET_COLUMNS", "DEFAULT_FORMULA", "PAPER_MXL", "Logit", "MNL", "NestedLogit",
@@ -71,7 +72,8 @@ _BUDGET_CHOICE = """``max_nfev = 400`` residual evaluations for the whole fit (t
     counted. With the compiled optimiser the choice hardly matters: on the same 100 demand systems
     at n = 50, 100 and 200 (``python benchmarks/bench_demand_budget.py -M 100``), 400 per start
     and running to convergence reached the same objective in all 300 fits and every fit
-    converged (median 124–130 evaluations, at most 625, with a reflected start); 400 per fit
+    converged (median 124–130 evaluations, at most 625, with a reflected start; measured with
+    both starts always, ``starts="both"``, the default then); 400 per fit
     ran out of evaluations in 4 of the 300 fits (a fit out of budget keeps the best point it
     reached), two of which ended above the optimum, by 0.13% and 0.90%. r̂ for shares, own- and
     cross-price elasticities agreed to every printed digit across the three.
@@ -79,7 +81,25 @@ _BUDGET_CHOICE = """``max_nfev = 400`` residual evaluations for the whole fit (t
 #: The paper's mixed-logit fit as SPEC §7 describes it: scipy's ``dogbox`` with the analytic
 #: Jacobian, at most 400 residual evaluations for the two starts together, no reflected starts
 #: (``MixedLogit(**PAPER_MXL)``; what ``replicate demand`` uses for Tables 3–4 by default).
-PAPER_MXL: dict[str, Any] = {"method": "dogbox", "budget": "fit", "reflect": False}
+PAPER_MXL: dict[str, Any] = {"method": "dogbox", "budget": "fit", "reflect": False,
+                             "starts": "both"}
+#: ``MixedLogit(starts=...)``: the second start only when needed (default), or always.
+MXL_STARTS = ("adaptive", "both")
+_STARTS_CHOICE = """The fit starts from the fitted MNL means with ``L = 0.5·I``; the second
+    start of SPEC §7's example, ``L = 1.0·I``, runs (under the same budget) only when the first
+    ends out of budget or no lower than the MNL objective (``starts="adaptive"``, the default);
+    ``starts="both"`` always runs both, as SPEC §7's example reads. The objective is not convex
+    in ``L``, so either start can end in the lower local minimum, but the second rarely gains
+    much and doubles the cost: on the first 48 prior samples of seed 0 at n = 100
+    (``python benchmarks/bench_mxl.py --samples 48``), the adaptive fit took a median 0.22 s of
+    CPU against 0.39 s (90th percentile 0.43 s against 0.59 s; median 68 evaluations against
+    124); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 1
+    (by 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 2 (by at
+    most 7.7e-4; the two-start fit in 1, by 9.0e-3); at the MNL objective in none. At n = 50
+    and 200 (12 samples each) it ended above the two-start fit in 1 (2.4e-4) and 0. Starts
+    screened by one evaluation each (``c·I``, ``L_aa = c / sd(w_a)``, ``L_aa = c·|β_a|``)
+    were not better: the screen picked the smallest ``L`` nearly always, and single starts so
+    chosen ended above the two-start fit in 2–3 of the 48."""
 _PAPER_SETTING = """The package default converges to the least-squares optimum. The paper's
     Tables 3–4 most likely come from budget-limited fits: ``MixedLogit(**PAPER_MXL)`` (scipy's
     ``dogbox``, 400 evaluations for both starts together; the budget binds in every fit)
@@ -544,10 +564,10 @@ class _DemandProcedure(Procedure):
         design = _Design(self.formula, X, columns)
         return X, y, design, design(X), columns
 
-    def _solve(self, problem: Problem, starts, followups=None) -> Solution:
+    def _solve(self, problem: Problem, starts, followups=None, enough=None) -> Solution:
         return solve(problem, starts, self.budget, check_options(self.budget, self.max_nfev,
                                                                  self.method), self.method,
-                     followups)
+                     followups, enough)
 
     @staticmethod
     def _baseline_beta(W, y, names):
@@ -840,10 +860,13 @@ class MixedLogit(_DemandProcedure):
     __doc__ = """Random-coefficients logit ``b ~ N(β, LLᵀ)`` on 512 antithetic scrambled-Sobol
     nodes.
 
-    Starts (SPEC §7): the fitted MNL means with ``L = 0.5·I`` and ``L = 1.0·I``. With antithetic
-    nodes ``L = 0`` is a stationary point, so the baseline and Berry starts (``L = 0``) lead to
-    the MNL fit; that fit with ``L = 0`` stays a candidate, so MXL never fits worse than the MNL
-    it nests. The MNL stage has its own budget of the same kind.
+    Starts (SPEC §7): the fitted MNL means with ``L = 0.5·I`` and, when needed, ``L = 1.0·I``
+    (``starts`` below). With antithetic nodes ``L = 0`` is a stationary point, so the baseline
+    and Berry starts (``L = 0``) lead to the MNL fit; that fit with ``L = 0`` stays a candidate,
+    so MXL never fits worse than the MNL it nests. The MNL stage has its own budget of the same
+    kind.
+
+    Starts: """ + _STARTS_CHOICE + """
 
     Budget: """ + _BUDGET_CHOICE + """
 
@@ -880,6 +903,10 @@ class MixedLogit(_DemandProcedure):
         How ``max_nfev`` is counted: for the two starts together (the default), for each
         start, or not at all (run both starts to convergence); see
         :mod:`restrictiveness.demand.fitting`.
+    starts : {"adaptive", "both"}
+        Run the second start (``L = 1.0·I``) only when the first (``L = 0.5·I``) ends out of
+        budget or no lower than the MNL objective (default), or always (SPEC §7's example;
+        the fit before this option).
 
     Examples
     --------
@@ -893,8 +920,13 @@ class MixedLogit(_DemandProcedure):
     def __init__(self, formula: str = DEFAULT_FORMULA, random: Sequence[str] | None = None,
                  nodes: int = 512, max_nfev: int | None = None, method: str = "lm",
                  seed: int = NODE_SEED, budget: str = DEFAULT_BUDGET,
-                 reflect: bool = True) -> None:
+                 reflect: bool = True, starts: str = "adaptive") -> None:
         super().__init__(formula, max_nfev, method, budget)
+        if starts not in MXL_STARTS:
+            raise ConfigurationError(f"starts must be one of {MXL_STARTS} (the second start only "
+                                     f"when the first ends out of budget or at the MNL "
+                                     f"objective, or always), got {starts!r}")
+        self.starts = starts
         if not isinstance(reflect, bool | np.bool_):  # bool("no") is True
             raise ConfigurationError(f"reflect must be True or False, got {reflect!r}")
         self.reflect = bool(reflect)
@@ -1022,7 +1054,12 @@ class MixedLogit(_DemandProcedure):
         problem = _problem("MXL", W, y, ex)
         reflect = (functools.partial(_reflections, problem=problem, K=ex["K"], lrow=ex["lrow"],
                                      lcol=ex["lcol"]) if self.reflect else None)
-        sol = self._solve(problem, starts, reflect)
+        enough = None
+        if self.starts == "adaptive":
+            def enough(cost: float, status: int) -> bool:
+                # the first start converged strictly below MNL: the second is not needed
+                return status > 0 and cost < mnl.cost * (1 - FOLLOWUP_GAIN)
+        sol = self._solve(problem, starts, reflect, enough)
         info = sol.info()
         if mnl.cost < sol.cost:
             # the baseline and Berry starts have L = 0, a stationary point in L, and lead to the
