@@ -463,6 +463,22 @@ for fam, kind in ((so.AF_INET, so.SOCK_DGRAM), (so.AF_INET6, so.SOCK_STREAM),
     except OSError:
         pass
 """, expect=("ok", "forbidden")),
+    # socketpair makes both sockets of the family it names (running that family's code, and
+    # loading its module where the kernel loads them on demand) before it asks the family for
+    # a pair: AF_INET, AF_INET6, AF_NETLINK and AF_VSOCK sockets were made past the filter's
+    # "AF_UNIX only" rule, which was on socket() alone (EOPNOTSUPP, ENODEV: their code ran)
+    Attack("socketpair-other-families", "network", """
+import ctypes
+c = libc()
+reached = []
+for family in (2, 10, 16, 40):   # AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK
+    for kind in (1, 2, 3, 5):    # SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET
+        pair = (ctypes.c_int * 2)()
+        if c.socketpair(family, kind, 0, pair) == 0 or ctypes.get_errno() != 97:
+            reached.append((family, kind, ctypes.get_errno()))   # not EAFNOSUPPORT
+if reached:
+    escaped('socketpair reached the code of other families:', reached)
+"""),
     Attack("abstract-unix-socket", "network", """
 so = imp('_socket')
 s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
@@ -964,6 +980,50 @@ if c.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0 and added:
     # 65534); the program could also inherit the flag from the built-in backend's init
     Attack("undumpable-hides-held-files", "floods", """
 if libc().prctl(4, 0, 0, 0, 0) == 0:   # PR_SET_DUMPABLE
+    escaped('made itself undumpable')
+""", expect=("ok", "forbidden")),
+    # a rule on an int argument compared all 64 bits of its register, while the kernel reads
+    # the low 32: the same call with a bit set above them was no longer the refused one, and
+    # the refused buffer sizes, byte-range locks and undumpable flag above came back
+    Attack("high-bits-socket-buffer-size", "floods", """
+import ctypes
+c = libc()
+c.syscall.restype = ctypes.c_long
+so = imp('_socket')
+a, b = so.socketpair(so.AF_UNIX, so.SOCK_STREAM)
+size, high = ctypes.c_int(2**23), 1 << 32
+c.syscall(54, b.fileno(), ctypes.c_long(high | 1), ctypes.c_long(high | 7),   # setsockopt(
+          ctypes.byref(size), 4)                                    # SOL_SOCKET, SO_SNDBUF)
+b.setblocking(False)
+held = 0
+try:
+    while True:
+        held += b.send(b'x' * 2**20)
+except BlockingIOError:
+    pass
+if held > 2**20:   # past twice the kernel's default size
+    escaped(held, 'bytes held by one descriptor')
+""", expect=("ok", "forbidden")),
+    Attack("high-bits-byte-range-locks", "floods", """
+import ctypes, os
+c = libc()
+c.syscall.restype = ctypes.c_long
+class Flock(ctypes.Structure):
+    _fields_ = [('type', ctypes.c_short), ('whence', ctypes.c_short),
+                ('start', ctypes.c_long), ('len', ctypes.c_long), ('pid', ctypes.c_int)]
+fd = os.open('locked', os.O_CREAT | os.O_RDWR)
+held = 0
+for i in range(12000):   # one byte of every two: a record each
+    lock = Flock(1, 0, 2 * i, 1, 0)   # F_WRLCK
+    held += c.syscall(72, fd, ctypes.c_long(1 << 32 | 6), ctypes.byref(lock)) == 0  # F_SETLK
+if held > 10000:
+    escaped(held, 'lock records')
+""", expect=("ok", "forbidden")),
+    Attack("high-bits-undumpable", "floods", """
+c = libc()
+ct = imp('ctypes')
+c.syscall.restype = ct.c_long
+if c.syscall(157, ct.c_long(1 << 32 | 4), 0, 0, 0, 0) == 0:   # prctl(PR_SET_DUMPABLE, 0)
     escaped('made itself undumpable')
 """, expect=("ok", "forbidden")),
     Attack("dup2-hides-refusal", "mislabel", """

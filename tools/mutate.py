@@ -216,6 +216,11 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
 
 RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
+# the child's filter: the attacks it alone stops, without the guard (one backend)
+_ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
+SECCOMP = tuple(_ATTACK + name + "]" for name in (
+    "high-bits-undumpable", "high-bits-socket-buffer-size", "high-bits-byte-range-locks",
+    "socketpair-other-families"))
 
 COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes_no_other_"
           "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
@@ -854,6 +859,12 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/warning_relay.py", "                               registry=registry)",
            "                               registry={})",
            "replayed warnings bypass the caller's once-per-location registry", RELAY),
+    # -- ai/sandbox/_child/seccomp.py: the system-call filter's argument rules ----------------
+    Mutant("ai/sandbox/_child/seccomp.py", "        return s.Arg(index, s.MASKED_EQ, _LOW32, value)",
+           "        return s.Arg(index, s.EQ, value)",
+           "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),
+    Mutant("ai/sandbox/_child/seccomp.py", '    rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))\n',
+           "", "socketpair makes sockets of any family", SECCOMP),
     # -- ai/sandbox/workdir.py: reclaiming what killed runs left ---------------------------------
     Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
            "        try:\n            pass\n        except BlockingIOError:  # its owner runs",

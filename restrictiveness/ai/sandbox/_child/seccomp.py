@@ -15,7 +15,9 @@ package's ctypes bindings), default allow.
   transparent huge page holds all 2 MiB, unmapped or not: 5 GB under a 1 GB cap in 15 s),
   and inotify, whose instances queue 16384 events each with a name (128 of them held 1.1 GB
   under a 1 GB cap in 5 s).
-* **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT), and Unix
+* **Refused with an error**: sockets of any family but ``AF_UNIX`` (EAFNOSUPPORT), from
+  ``socket`` and ``socketpair`` alike (which makes both sockets, running the family's code,
+  before it asks the family for a pair), and Unix
   sockets reached by name: ``bind``, ``listen``, ``connect``, ``accept``/``accept4`` and
   ``sendto`` with an address (EPERM), leaving ``socketpair``. A connection waits in its
   listener's backlog with what was sent on it after the sender closed (one descriptor held
@@ -41,6 +43,9 @@ package's ctypes bindings), default allow.
   mappings, and the deleted files they hold, from a parent that is not root.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
+A rule on an ``int`` argument (a socket option, an ``fcntl`` command, a ``prctl`` option)
+compares its low 32 bits alone, as the kernel reads it: compared as 64 bits, the refused call
+with a bit set above them passed.
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ _AF_UNIX = 1
 _SOL_SOCKET = 1
 _BUFFER_SIZES = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 _RANGE_LOCKS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW
+# A rule on an int argument compares its low 32 bits alone: the filter sees all 64 bits of
+# the register, and the same call with a bit set above them was no longer the refused one.
+_LOW32 = 0xFFFFFFFF
 
 _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "process_vm_writev", "process_madvise", "process_mrelease", "kcmp", "setns", "unshare",
@@ -126,10 +134,15 @@ def install(pid: int) -> str:
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     rule(eperm, "sendto", s.Arg(4, s.NE, 0))  # an address: send() passes none
+    rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))
+
+    def low(index: int, value: int):  # an int argument: the kernel reads its low 32 bits
+        return s.Arg(index, s.MASKED_EQ, _LOW32, value)
+
     for option in _BUFFER_SIZES:
-        rule(eperm, "setsockopt", s.Arg(1, s.EQ, _SOL_SOCKET), s.Arg(2, s.EQ, option))
+        rule(eperm, "setsockopt", low(1, _SOL_SOCKET), low(2, option))
     for command in _RANGE_LOCKS:
-        rule(eperm, "fcntl", s.Arg(1, s.EQ, command))
+        rule(eperm, "fcntl", low(1, command))
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         rule(eperm, name, s.Arg(0, s.NE, pid))
     for name in ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr",
@@ -137,6 +150,6 @@ def install(pid: int) -> str:
         rule(eperm, name, s.Arg(0, s.NE, 0))
     rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
     rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
-    rule(eperm, "prctl", s.Arg(0, s.EQ, PR_SET_DUMPABLE))
+    rule(eperm, "prctl", low(0, PR_SET_DUMPABLE))
     f.load()
     return f"{len(_KILL)} calls killed, processes, sockets and signals restricted"
