@@ -367,6 +367,43 @@ def test_allow_list_is_configurable():
     assert r.reason == "forbidden" and "heapq" in r.message
 
 
+def test_a_dotted_allowed_name_admits_that_module_and_its_parents_import():
+    # allowed_modules=["concurrent.futures"] refused `import concurrent.futures` (only top-level
+    # names were compared): the module, its submodules and the package above it (which its
+    # import runs anyway) are admitted; the package's other submodules are not
+    allowed = ["concurrent.futures", "scipy.optimize", "xml.etree.ElementTree"]
+    admitted = {
+        "import concurrent.futures\nprint(concurrent.futures.ThreadPoolExecutor(1).submit("
+        "sum, [2, 3]).result())": "5",
+        "from concurrent.futures import ThreadPoolExecutor as T\nprint(T(1).submit(max, 4, 7)"
+        ".result())": "7",
+        "from concurrent import futures\nprint(futures.wait.__name__)": "wait",
+        "import concurrent.futures.thread as t\nprint(t.__name__)": "concurrent.futures.thread",
+        "from xml.etree import ElementTree as E\nprint(E.fromstring('<a>1</a>').text)": "1",
+        "from xml import etree\nprint(etree.__name__)": "xml.etree",
+        # a third-party package found and preloaded through its dotted name
+        "from scipy.optimize import brentq\nprint(round(brentq(lambda x: x * x - 2, 0, 2), 6))":
+            "1.414214",
+        "from scipy import optimize\nprint(round(optimize.brentq(lambda x: x - 3, 0, 9), 6))":
+            "3.0",
+    }
+    for src, printed in admitted.items():
+        r = run(src, allowed_modules=allowed)
+        assert r.ok and r.stdout.strip() == printed, (src, r.message)
+    refused = {"from concurrent import *": "concurrent",
+               "import scipy.stats": "scipy.stats",
+               "from scipy import stats": "scipy",
+               "import numpy": "numpy",
+               "from xml import dom": "xml"}
+    for src, name in refused.items():
+        r = run(src, allowed_modules=allowed)
+        assert r.reason == "forbidden" and f"import {name}" in r.message, (src, r.message)
+    # the deny-list still wins over an allowed parent: a pool of processes stays refused
+    r = run("from concurrent.futures import ProcessPoolExecutor\n"
+            "ProcessPoolExecutor(1).submit(abs, -1).result()", allowed_modules=allowed)
+    assert r.reason == "forbidden" and "concurrent.futures.process" in r.message
+
+
 def test_limits_validate_arguments():
     with pytest.raises(ConfigurationError, match="wall_seconds"):
         SandboxLimits(wall_seconds=0)

@@ -216,6 +216,7 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
 
 RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
+ALLOW = ("tests/test_sandbox.py::test_a_dotted_allowed_name_admits_that_module_and_its_parents_import",)
 # the child's filter: the attacks it alone stops, without the guard (one backend)
 _ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
 SECCOMP = tuple(_ATTACK + name + "]" for name in (
@@ -865,6 +866,14 @@ MUTANTS: list[Mutant] = [
            "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),
     Mutant("ai/sandbox/_child/seccomp.py", '    rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))\n',
            "", "socketpair makes sockets of any family", SECCOMP),
+    # -- ai/sandbox/_child/guard.py: the import allow-list -------------------------------------
+    Mutant("ai/sandbox/_child/guard.py", "    if not any(a.startswith(name + \".\") for a in allowed):\n        return False\n", "",
+           "a module above no allowed entry admitted", ALLOW),
+    Mutant("ai/sandbox/_child/guard.py", "        if not any(sub == a or sub.startswith(a + \".\") or a.startswith(sub + \".\")",
+           "        if not any(sub == a or sub.startswith(a + \".\")",
+           "from a package above an entry, the way towards the entry refused", ALLOW),
+    Mutant("ai/sandbox/_child/guard.py", "            return False\n    return True\n", "            pass\n    return True\n",
+           "from a package above an entry, its other submodules admitted", ALLOW),
     # -- ai/sandbox/workdir.py: reclaiming what killed runs left ---------------------------------
     Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
            "        try:\n            pass\n        except BlockingIOError:  # its owner runs",
