@@ -217,6 +217,7 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
 RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
 ALLOW = ("tests/test_sandbox.py::test_a_dotted_allowed_name_admits_that_module_and_its_parents_import",)
+COUNT = ("tests/test_sandbox.py::test_disk_count_gives_back_the_rights_the_child_took_away",)
 # the child's filter: the attacks it alone stops, without the guard (one backend)
 _ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
 SECCOMP = tuple(_ATTACK + name + "]" for name in (
@@ -874,6 +875,10 @@ MUTANTS: list[Mutant] = [
            "from a package above an entry, the way towards the entry refused", ALLOW),
     Mutant("ai/sandbox/_child/guard.py", "            return False\n    return True\n", "            pass\n    return True\n",
            "from a package above an entry, its other submodules admitted", ALLOW),
+    Mutant("ai/sandbox/workdir.py", "    if os.geteuid() != 0 and not mode & stat.S_IXUSR:",
+           "    if False:", "an unsearchable directory's sizes skipped by a parent that is not root", COUNT),
+    Mutant("ai/sandbox/workdir.py", "                    except PermissionError:  # its search right taken away meanwhile\n                        raise _Unmeasured from None\n",
+           "", "an entry whose size cannot be read skipped by the count", COUNT),
     # -- ai/sandbox/workdir.py: reclaiming what killed runs left ---------------------------------
     Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
            "        try:\n            pass\n        except BlockingIOError:  # its owner runs",
