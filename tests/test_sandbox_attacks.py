@@ -104,6 +104,7 @@ class Attack:
     unguarded: tuple | None = None  # the same without the guard (default: ``expect``)
     via: str = "run"   # "run" (rx.run_python) or "procedure" (rx.ProgramProcedure)
     modules: frozenset = DEFAULT_ALLOWED_MODULES
+    tmpfs: bool = False  # run in a working directory on tmpfs (/dev/shm), as under a tmpfs /tmp
 
 
 KILLED = ("forbidden",)  # the seccomp filter kills, or the guard refuses first
@@ -1026,6 +1027,23 @@ c.syscall.restype = ct.c_long
 if c.syscall(157, ct.c_long(1 << 32 | 4), 0, 0, 0, 0) == 0:   # prctl(PR_SET_DUMPABLE, 0)
     escaped('made itself undumpable')
 """, expect=("ok", "forbidden")),
+    # on tmpfs (the working directory under a tmpfs /tmp, as on Debian 13, Fedora and Arch, or
+    # /dev/shm) an extended attribute's value is kernel memory that no file's size counts:
+    # 40,000 values of 64 KiB on one file took 5.1 GB under a 1 GB memory cap and a 50 MB disk
+    # cap in 24 s, and the run ended "ok"
+    Attack("xattr-values-on-tmpfs", "floods", """
+import os
+open('f', 'w').close()
+held, value = 0, b'x' * 65536
+try:
+    for i in range(1200):   # 78 MB, past the 50 MB disk cap
+        os.setxattr('f', f'user.k{i}', value)
+        held += len(value)
+except OSError:
+    pass
+if held > os.stat('f').st_blocks * 512 + 50 * 2**20:
+    escaped(held, 'bytes of attribute values that no size counts')
+""", expect=("ok",), tmpfs=True),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)
@@ -1114,6 +1132,12 @@ def _strays(markers: tuple[str, ...]) -> list[str]:
     return found
 
 
+def _on_tmpfs(path: str) -> bool:
+    with open("/proc/self/mounts") as fh:
+        mounts = [line.split() for line in fh]
+    return any(m[1] == path and m[2] == "tmpfs" for m in mounts) and os.access(path, os.W_OK)
+
+
 class Canaries:
     def __init__(self, root: str) -> None:
         self.token = uuid.uuid4().hex
@@ -1124,6 +1148,9 @@ class Canaries:
         self.runs = os.path.join(root, "runs")      # where the sandbox's temp dirs go
         os.makedirs(self.outside)
         os.makedirs(self.runs)
+        # ... for the attacks on tmpfs (None where /dev/shm is not one)
+        self.tmpfs_runs = tempfile.mkdtemp(prefix="rx-canary-", dir="/dev/shm") \
+            if _on_tmpfs("/dev/shm") else None
         self.secret = os.path.join(root, "secret", "secret.txt")
         os.makedirs(os.path.dirname(self.secret))
         with open(self.secret, "w") as fh:
@@ -1165,12 +1192,17 @@ class Canaries:
         assert os.getpriority(os.PRIO_PROCESS, 0) == self.nice, "the parent was reniced"
         assert os.sched_getaffinity(0) == self.affinity, "the parent was pinned"
         deadline = time.monotonic() + 3
-        while (strays := _strays((self.marker, self.runs))) and time.monotonic() < deadline:
+        markers = (self.marker, self.runs) + ((self.tmpfs_runs,) if self.tmpfs_runs else ())
+        while (strays := _strays(markers)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not strays, f"processes outlived the run: {strays}"
         assert os.listdir(self.runs) == [], "a working directory survived the run"
+        if self.tmpfs_runs:
+            assert os.listdir(self.tmpfs_runs) == [], "a working directory survived the run"
 
     def close(self) -> None:
+        if self.tmpfs_runs:
+            shutil.rmtree(self.tmpfs_runs, ignore_errors=True)
         self.sibling.kill()
         self.sibling.wait()
         self.server.close()
@@ -1242,7 +1274,11 @@ def test_the_documented_size_of_the_red_team_is_its_size():
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_attack_is_contained(attack, canaries, guard):
+def test_attack_is_contained(attack, canaries, guard, monkeypatch):
+    if attack.tmpfs:
+        if canaries.tmpfs_runs is None:
+            pytest.skip("no writable tmpfs at /dev/shm to run this attack on")
+        monkeypatch.setattr(tempfile, "tempdir", canaries.tmpfs_runs)
     reason, texts = _launch(attack, canaries)
     canaries.check(texts)
     expect = attack.expect if guard == "guard" or attack.unguarded is None else \

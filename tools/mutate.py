@@ -222,7 +222,7 @@ COUNT = ("tests/test_sandbox.py::test_disk_count_gives_back_the_rights_the_child
 _ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
 SECCOMP = tuple(_ATTACK + name + "]" for name in (
     "high-bits-undumpable", "high-bits-socket-buffer-size", "high-bits-byte-range-locks",
-    "socketpair-other-families"))
+    "socketpair-other-families", "xattr-values-on-tmpfs"))
 
 COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes_no_other_"
           "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
@@ -867,6 +867,8 @@ MUTANTS: list[Mutant] = [
            "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),
     Mutant("ai/sandbox/_child/seccomp.py", '    rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))\n',
            "", "socketpair makes sockets of any family", SECCOMP),
+    Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"):\n        rule(s.ERRNO(errno.EOPNOTSUPP), name)\n',
+           "", "extended attributes set (kernel memory on tmpfs)", SECCOMP),
     # -- ai/sandbox/_child/guard.py: the import allow-list -------------------------------------
     Mutant("ai/sandbox/_child/guard.py", "    if not any(a.startswith(name + \".\") for a in allowed):\n        return False\n", "",
            "a module above no allowed entry admitted", ALLOW),
