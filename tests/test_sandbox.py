@@ -733,6 +733,43 @@ print(json.dumps({k: status[k] for k in ('NoNewPrivs', 'Seccomp', 'CapEff', 'Cap
 
 
 @pytest.mark.parametrize("backend", ["builtin", "bwrap"])
+def test_namespaces_the_system_refuses_raise_under_either_backend(backend):
+    """Where the system refuses new namespaces (unprivileged user namespaces off, as under
+    Ubuntu's AppArmor restriction or Debian's sysctl; a container's seccomp profile), a run
+    raises SandboxUnavailableError naming the layer, under either backend: under bubblewrap it
+    returned the program's "crash", which a study records as the procedure's failure. (The
+    refusal is made here by a seccomp filter on the test's own child process.)"""
+    import shutil
+    import subprocess
+    import textwrap
+
+    if backend == "bwrap" and not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed")
+    code = textwrap.dedent(f"""
+        import errno, os, pyseccomp as s
+        f = s.SyscallFilter(s.ALLOW)
+        for call in ("unshare", "clone"):   # CLONE_NEWUSER, CLONE_NEWNS: EPERM
+            for flag in (0x10000000, 0x00020000):
+                f.add_rule(s.ERRNO(errno.EPERM), call, s.Arg(0, s.MASKED_EQ, flag, flag))
+        f.add_rule(s.ERRNO(errno.ENOSYS), "clone3")
+        f.load()
+        import restrictiveness as rx
+        os.environ["RX_SANDBOX_BACKEND"] = "{backend}"
+        try:
+            r = rx.run_python("x = 1", limits=rx.SandboxLimits(wall_seconds=60))
+            print("returned", r.reason, r.message)
+        except rx.SandboxUnavailableError as exc:
+            print("raised", exc)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": root})
+    assert done.stdout.startswith("raised the sandbox's 'namespaces' isolation layer is "
+                                  "unavailable"), (done.stdout, done.stderr[-2000:])
+    assert "isolation='guard-only'" in done.stdout  # and how to run anyway
+
+
+@pytest.mark.parametrize("backend", ["builtin", "bwrap"])
 def test_layers_hold_inside_the_child(backend, monkeypatch):
     """What the kernel reports for the program's own process (the guard switched off so the
     program may read /proc/self/status), under each namespace backend."""

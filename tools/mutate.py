@@ -218,6 +218,7 @@ RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
 ALLOW = ("tests/test_sandbox.py::test_a_dotted_allowed_name_admits_that_module_and_its_parents_import",)
 COUNT = ("tests/test_sandbox.py::test_disk_count_gives_back_the_rights_the_child_took_away",)
+BWRAP_FAILS = ("tests/test_sandbox.py::test_namespaces_the_system_refuses_raise_under_either_backend",)
 # the child's filter: the attacks it alone stops, without the guard (one backend)
 _ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
 SECCOMP = tuple(_ATTACK + name + "]" for name in (
@@ -869,6 +870,9 @@ MUTANTS: list[Mutant] = [
            "", "socketpair makes sockets of any family", SECCOMP),
     Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"):\n        rule(s.ERRNO(errno.EOPNOTSUPP), name)\n',
            "", "extended attributes set (kernel memory on tmpfs)", SECCOMP),
+    Mutant("ai/sandbox/runner.py", '            returncode != 0 and said.startswith("bwrap: "):',
+           '            returncode != 0 and said.startswith("bwrap: ") and False:',
+           "bubblewrap's own failure returned as the program's crash, not raised", BWRAP_FAILS),
     # -- ai/sandbox/_child/guard.py: the import allow-list -------------------------------------
     Mutant("ai/sandbox/_child/guard.py", "    if not any(a.startswith(name + \".\") for a in allowed):\n        return False\n", "",
            "a module above no allowed entry admitted", ALLOW),

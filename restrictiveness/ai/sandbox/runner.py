@@ -543,6 +543,14 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     max_rss *= 1024  # kilobytes on Linux
     if full and returncode == EXIT_SETUP and setup and setup.get("setup") == "failed":
         raise isolation.unavailable(str(setup.get("layer")), str(setup.get("detail")))
+    said = watch.tails["stderr"].decode("utf-8", "replace").strip()
+    if full and config["backend"] == "bwrap" and killed is None and setup is None and \
+            returncode != 0 and said.startswith("bwrap: "):
+        # bubblewrap itself failed (no user namespaces for this user, no mount rights in a
+        # container): the machine's failure, not the program's, which never ran (it runs only
+        # after the setup report); it read as the program's "crash" and a study recorded it so
+        raise isolation.unavailable("namespaces", f"bubblewrap could not build them: "
+                                                  f"{said.splitlines()[0][:300]}")
     layers = setup.get("layers", {}) if setup and setup.get("setup") == "ready" else {}
     common = dict(stdout=watch.tails["stdout"].decode("utf-8", "replace"),
                   stderr=watch.tails["stderr"].decode("utf-8", "replace"),
