@@ -979,6 +979,26 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
     assert workdir.held_bytes(os.getpid()) < before - 250_000
 
 
+def test_the_child_may_not_raise_its_priority_whatever_the_caller_may(monkeypatch):
+    """The caller's limits reached the program: where they let it raise priorities (the audio
+    group's rtprio 95 and nice -19 on Debian and Ubuntu desktops), a real-time busy loop per
+    thread starved every other process of its CPU. The child sets both limits to 0. (What the
+    child sets is read here: raising this process's own limits to show the attack needs
+    CAP_SYS_RESOURCE, which the red team's canaries use where they have it.)"""
+    import resource
+
+    from restrictiveness.ai.sandbox._child import privileges
+
+    set_to = {}
+    monkeypatch.setattr(privileges.resource, "setrlimit",
+                        lambda limit, values: set_to.__setitem__(limit, values))
+    privileges.set_limits({"cpu": 5, "memory": 2**30, "fsize": 2**20, "nproc": 8},
+                          processes=True)
+    assert set_to[resource.RLIMIT_RTPRIO] == (0, 0)
+    assert set_to[resource.RLIMIT_NICE] == (0, 0)
+    assert set_to[resource.RLIMIT_NPROC] == (8, 8)
+
+
 def test_disk_count_gives_back_the_rights_the_child_took_away():
     """A parent that is not root shares the child's uid, so the child could make a directory
     (or its whole working directory) unreadable (mode 0300) or unsearchable (0400: names

@@ -27,6 +27,7 @@ import hashlib
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -1027,6 +1028,26 @@ c.syscall.restype = ct.c_long
 if c.syscall(157, ct.c_long(1 << 32 | 4), 0, 0, 0, 0) == 0:   # prctl(PR_SET_DUMPABLE, 0)
     escaped('made itself undumpable')
 """, expect=("ok", "forbidden")),
+    # the caller's limits reached the program: where they let it raise priorities (the audio
+    # group's rtprio 95 and nice -19 on Debian and Ubuntu desktops; the canaries give this
+    # process such limits), a real-time busy loop per thread starves every other process of
+    # its CPU, the parent's watch included, for as long as the CPU limit lasts
+    Attack("realtime-priority", "processes", """
+import os
+raised = []
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    raised.append('SCHED_FIFO')
+except OSError:
+    pass
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) - 5)
+    raised.append('nice -5')
+except OSError:
+    pass
+if raised:
+    escaped('raised its priority:', raised)
+""", expect=("ok", "forbidden")),
     # on tmpfs (the working directory under a tmpfs /tmp, as on Debian 13, Fedora and Arch, or
     # /dev/shm) an extended attribute's value is kernel memory that no file's size counts:
     # 40,000 values of 64 KiB on one file took 5.1 GB under a 1 GB memory cap and a 50 MB disk
@@ -1172,6 +1193,13 @@ class Canaries:
                                         start_new_session=True)
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.affinity = os.sched_getaffinity(0)
+        # a caller allowed to raise priorities, as the audio group is (root may give itself
+        # that; another user keeps what it has)
+        self.limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_RTPRIO,
+                                                          resource.RLIMIT_NICE)}
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_RTPRIO, (95, 95))
+            resource.setrlimit(resource.RLIMIT_NICE, (40, 40))
 
     def prelude(self) -> str:
         return PRELUDE.format(secret=self.secret, outside=self.outside, port=self.port,
@@ -1201,6 +1229,9 @@ class Canaries:
             assert os.listdir(self.tmpfs_runs) == [], "a working directory survived the run"
 
     def close(self) -> None:
+        for limit, values in self.limits.items():
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(limit, values)
         if self.tmpfs_runs:
             shutil.rmtree(self.tmpfs_runs, ignore_errors=True)
         self.sibling.kill()

@@ -219,6 +219,7 @@ SWEEP = ("tests/test_sandbox_sweep.py",)
 ALLOW = ("tests/test_sandbox.py::test_a_dotted_allowed_name_admits_that_module_and_its_parents_import",)
 COUNT = ("tests/test_sandbox.py::test_disk_count_gives_back_the_rights_the_child_took_away",)
 BWRAP_FAILS = ("tests/test_sandbox.py::test_namespaces_the_system_refuses_raise_under_either_backend",)
+PRIORITY = ("tests/test_sandbox.py::test_the_child_may_not_raise_its_priority_whatever_the_caller_may",)
 # the child's filter: the attacks it alone stops, without the guard (one backend)
 _ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
 SECCOMP = tuple(_ATTACK + name + "]" for name in (
@@ -873,6 +874,8 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/runner.py", '            returncode != 0 and said.startswith("bwrap: "):',
            '            returncode != 0 and said.startswith("bwrap: ") and False:',
            "bubblewrap's own failure returned as the program's crash, not raised", BWRAP_FAILS),
+    Mutant("ai/sandbox/_child/privileges.py", "    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))\n", "",
+           "the caller's real-time priority limit passed on to the program", PRIORITY),
     # -- ai/sandbox/_child/guard.py: the import allow-list -------------------------------------
     Mutant("ai/sandbox/_child/guard.py", "    if not any(a.startswith(name + \".\") for a in allowed):\n        return False\n", "",
            "a module above no allowed entry admitted", ALLOW),
