@@ -367,6 +367,43 @@ def test_allow_list_is_configurable():
     assert r.reason == "forbidden" and "heapq" in r.message
 
 
+def test_a_dotted_allowed_name_admits_that_module_and_its_parents_import():
+    # allowed_modules=["concurrent.futures"] refused `import concurrent.futures` (only top-level
+    # names were compared): the module, its submodules and the package above it (which its
+    # import runs anyway) are admitted; the package's other submodules are not
+    allowed = ["concurrent.futures", "scipy.optimize", "xml.etree.ElementTree"]
+    admitted = {
+        "import concurrent.futures\nprint(concurrent.futures.ThreadPoolExecutor(1).submit("
+        "sum, [2, 3]).result())": "5",
+        "from concurrent.futures import ThreadPoolExecutor as T\nprint(T(1).submit(max, 4, 7)"
+        ".result())": "7",
+        "from concurrent import futures\nprint(futures.wait.__name__)": "wait",
+        "import concurrent.futures.thread as t\nprint(t.__name__)": "concurrent.futures.thread",
+        "from xml.etree import ElementTree as E\nprint(E.fromstring('<a>1</a>').text)": "1",
+        "from xml import etree\nprint(etree.__name__)": "xml.etree",
+        # a third-party package found and preloaded through its dotted name
+        "from scipy.optimize import brentq\nprint(round(brentq(lambda x: x * x - 2, 0, 2), 6))":
+            "1.414214",
+        "from scipy import optimize\nprint(round(optimize.brentq(lambda x: x - 3, 0, 9), 6))":
+            "3.0",
+    }
+    for src, printed in admitted.items():
+        r = run(src, allowed_modules=allowed)
+        assert r.ok and r.stdout.strip() == printed, (src, r.message)
+    refused = {"from concurrent import *": "concurrent",
+               "import scipy.stats": "scipy.stats",
+               "from scipy import stats": "scipy",
+               "import numpy": "numpy",
+               "from xml import dom": "xml"}
+    for src, name in refused.items():
+        r = run(src, allowed_modules=allowed)
+        assert r.reason == "forbidden" and f"import {name}" in r.message, (src, r.message)
+    # the deny-list still wins over an allowed parent: a pool of processes stays refused
+    r = run("from concurrent.futures import ProcessPoolExecutor\n"
+            "ProcessPoolExecutor(1).submit(abs, -1).result()", allowed_modules=allowed)
+    assert r.reason == "forbidden" and "concurrent.futures.process" in r.message
+
+
 def test_limits_validate_arguments():
     with pytest.raises(ConfigurationError, match="wall_seconds"):
         SandboxLimits(wall_seconds=0)
@@ -696,6 +733,43 @@ print(json.dumps({k: status[k] for k in ('NoNewPrivs', 'Seccomp', 'CapEff', 'Cap
 
 
 @pytest.mark.parametrize("backend", ["builtin", "bwrap"])
+def test_namespaces_the_system_refuses_raise_under_either_backend(backend):
+    """Where the system refuses new namespaces (unprivileged user namespaces off, as under
+    Ubuntu's AppArmor restriction or Debian's sysctl; a container's seccomp profile), a run
+    raises SandboxUnavailableError naming the layer, under either backend: under bubblewrap it
+    returned the program's "crash", which a study records as the procedure's failure. (The
+    refusal is made here by a seccomp filter on the test's own child process.)"""
+    import shutil
+    import subprocess
+    import textwrap
+
+    if backend == "bwrap" and not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed")
+    code = textwrap.dedent(f"""
+        import errno, os, pyseccomp as s
+        f = s.SyscallFilter(s.ALLOW)
+        for call in ("unshare", "clone"):   # CLONE_NEWUSER, CLONE_NEWNS: EPERM
+            for flag in (0x10000000, 0x00020000):
+                f.add_rule(s.ERRNO(errno.EPERM), call, s.Arg(0, s.MASKED_EQ, flag, flag))
+        f.add_rule(s.ERRNO(errno.ENOSYS), "clone3")
+        f.load()
+        import restrictiveness as rx
+        os.environ["RX_SANDBOX_BACKEND"] = "{backend}"
+        try:
+            r = rx.run_python("x = 1", limits=rx.SandboxLimits(wall_seconds=60))
+            print("returned", r.reason, r.message)
+        except rx.SandboxUnavailableError as exc:
+            print("raised", exc)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": root})
+    assert done.stdout.startswith("raised the sandbox's 'namespaces' isolation layer is "
+                                  "unavailable"), (done.stdout, done.stderr[-2000:])
+    assert "isolation='guard-only'" in done.stdout  # and how to run anyway
+
+
+@pytest.mark.parametrize("backend", ["builtin", "bwrap"])
 def test_layers_hold_inside_the_child(backend, monkeypatch):
     """What the kernel reports for the program's own process (the guard switched off so the
     program may read /proc/self/status), under each namespace backend."""
@@ -779,6 +853,8 @@ def test_cleanup_survives_deep_and_locked_trees(tmp_path):
 
     top = tmp_path / "top"
     top.mkdir()
+    for name in range(3000):       # a wide level too (made first: top is locked below)
+        (tmp_path / "top" / f"w{name}").write_text("x")
     fd = os.open(top, os.O_RDONLY)
     for i in range(2500):          # far past the recursion limit and PATH_MAX
         os.mkdir("d" * 50, dir_fd=fd)
@@ -789,8 +865,6 @@ def test_cleanup_survives_deep_and_locked_trees(tmp_path):
         os.close(fd)
         fd = sub
     os.close(fd)
-    for name in range(3000):       # a wide level too
-        (tmp_path / "top" / f"w{name}").write_text("x")
     assert remove_tree(top) and not top.exists()
     assert remove_tree(tmp_path / "never-existed")
     link = tmp_path / "link"
@@ -863,6 +937,9 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
                           ctypes.c_int, ctypes.c_long]
     libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     baseline = workdir.held_bytes(os.getpid())  # pytest's own capture files, say
+    if baseline is None and os.geteuid() != 0:
+        pytest.skip("this process maps a deleted file (a multiprocessing semaphore in /dev/shm "
+                    "left by an earlier test) that only root may measure")
     assert baseline is not None
     path = tmp_path / "held"
     path.write_bytes(b"x" * 300_000)
@@ -892,7 +969,8 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
         fd = -1
         assert workdir.held_bytes(os.getpid()) is None              # mapped only, unmeasurable
         monkeypatch.undo()
-        assert workdir.held_bytes(os.getpid()) == before            # mapped only
+        # mapped only: measured through map_files, which only root may read (else unmeasurable)
+        assert workdir.held_bytes(os.getpid()) == (before if os.geteuid() == 0 else None)
     finally:
         libc.munmap(address, 4096)
         if fd >= 0:
@@ -901,35 +979,77 @@ def test_held_deleted_files_are_counted_or_the_count_fails(tmp_path, monkeypatch
     assert workdir.held_bytes(os.getpid()) < before - 250_000
 
 
-def test_disk_count_fails_on_a_directory_it_cannot_read():
+def test_the_child_may_not_raise_its_priority_whatever_the_caller_may(monkeypatch):
+    """The caller's limits reached the program: where they let it raise priorities (the audio
+    group's rtprio 95 and nice -19 on Debian and Ubuntu desktops), a real-time busy loop per
+    thread starved every other process of its CPU. The child sets both limits to 0. (What the
+    child sets is read here: raising this process's own limits to show the attack needs
+    CAP_SYS_RESOURCE, which the red team's canaries use where they have it.)"""
+    import resource
+
+    from restrictiveness.ai.sandbox._child import privileges
+
+    set_to = {}
+    monkeypatch.setattr(privileges.resource, "setrlimit",
+                        lambda limit, values: set_to.__setitem__(limit, values))
+    privileges.set_limits({"cpu": 5, "memory": 2**30, "fsize": 2**20, "nproc": 8},
+                          processes=True)
+    assert set_to[resource.RLIMIT_RTPRIO] == (0, 0)
+    assert set_to[resource.RLIMIT_NICE] == (0, 0)
+    assert set_to[resource.RLIMIT_NPROC] == (8, 8)
+
+
+def test_disk_count_gives_back_the_rights_the_child_took_away():
     """A parent that is not root shares the child's uid, so the child could make a directory
-    (or its whole working directory) unreadable to it, mode 0300, and still write beneath
-    it: the count then fails instead of skipping what it cannot see. (Root reads anything;
-    the count is taken here under an unprivileged effective uid.)"""
+    (or its whole working directory) unreadable (mode 0300) or unsearchable (0400: names
+    listed, sizes unreadable) and still write beneath it. The count gives the owner's read
+    and search rights back and counts all of it (it failed, and an honest program that
+    locked a directory was stopped as "output-limit"); a directory whose rights it cannot give
+    back (not its own) makes the count fail rather than skip what it cannot see. (Root reads
+    anything; the count is taken here under an unprivileged effective uid.)"""
     from restrictiveness.ai.sandbox.workdir import remove_tree, tree_usage
 
+    root = os.geteuid() == 0
     top = tempfile.mkdtemp(dir="/tmp", prefix="rx-count-")
+
+    @contextlib.contextmanager
+    def unprivileged(uid=65534):
+        if root:
+            os.seteuid(uid)
+        try:
+            yield
+        finally:
+            if root:
+                os.seteuid(0)
+
     try:
         os.mkdir(f"{top}/hidden")
         with open(f"{top}/hidden/big", "wb") as fh:
             fh.write(b"x" * 8192)
-        nobody = 65534 if os.geteuid() == 0 else os.geteuid()
-        if os.geteuid() == 0:
+        if root:
             for path in (top, f"{top}/hidden", f"{top}/hidden/big"):
-                os.chown(path, nobody, nobody)
+                os.chown(path, 65534, 65534)
         hidden = os.stat(f"{top}/hidden")
-        assert tree_usage(top, 10**9, 10**6) == (
-            8192 + max(hidden.st_size, hidden.st_blocks * 512), 2)
-        for locked, mode in ((f"{top}/hidden", 0o300), (top, 0o300)):
+        whole = (8192 + max(hidden.st_size, hidden.st_blocks * 512), 2)
+        assert tree_usage(top, 10**9, 10**6) == whole
+        for locked, mode in ((f"{top}/hidden", 0o300), (f"{top}/hidden", 0o400),
+                             (f"{top}/hidden", 0), (top, 0o300), (top, 0o400)):
             os.chmod(locked, mode)
-            if os.geteuid() == 0:
-                os.seteuid(nobody)
-            try:
-                assert tree_usage(top, 10**9, 10**6) is None
-            finally:
-                if os.getuid() == 0:
-                    os.seteuid(0)
+            with unprivileged():
+                assert tree_usage(top, 10**9, 10**6) == whole, oct(mode)
+            assert os.stat(locked).st_mode & 0o777 == mode | 0o500
             os.chmod(locked, 0o700)
+        if root:  # not the counting uid's own directory: its rights cannot be given back
+            # 0o744: listed, but the sizes of what it holds cannot be read
+            for locked, mode in ((f"{top}/hidden", 0o300), (f"{top}/hidden", 0o744),
+                                 (top, 0o744)):
+                os.chmod(top, 0o777)
+                os.chmod(locked, mode)
+                with unprivileged(65533):
+                    assert tree_usage(top, 10**9, 10**6) is None, (locked, oct(mode))
+                    if locked != top:  # counted as a tree of its own: no way back up
+                        assert tree_usage(locked, 10**9, 10**6) is None, (locked, oct(mode))
+                os.chmod(locked, 0o700)
     finally:
         remove_tree(top)
 

@@ -27,6 +27,7 @@ import hashlib
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -104,6 +105,7 @@ class Attack:
     unguarded: tuple | None = None  # the same without the guard (default: ``expect``)
     via: str = "run"   # "run" (rx.run_python) or "procedure" (rx.ProgramProcedure)
     modules: frozenset = DEFAULT_ALLOWED_MODULES
+    tmpfs: bool = False  # run in a working directory on tmpfs (/dev/shm), as under a tmpfs /tmp
 
 
 KILLED = ("forbidden",)  # the seccomp filter kills, or the guard refuses first
@@ -463,6 +465,22 @@ for fam, kind in ((so.AF_INET, so.SOCK_DGRAM), (so.AF_INET6, so.SOCK_STREAM),
     except OSError:
         pass
 """, expect=("ok", "forbidden")),
+    # socketpair makes both sockets of the family it names (running that family's code, and
+    # loading its module where the kernel loads them on demand) before it asks the family for
+    # a pair: AF_INET, AF_INET6, AF_NETLINK and AF_VSOCK sockets were made past the filter's
+    # "AF_UNIX only" rule, which was on socket() alone (EOPNOTSUPP, ENODEV: their code ran)
+    Attack("socketpair-other-families", "network", """
+import ctypes
+c = libc()
+reached = []
+for family in (2, 10, 16, 40):   # AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK
+    for kind in (1, 2, 3, 5):    # SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET
+        pair = (ctypes.c_int * 2)()
+        if c.socketpair(family, kind, 0, pair) == 0 or ctypes.get_errno() != 97:
+            reached.append((family, kind, ctypes.get_errno()))   # not EAFNOSUPPORT
+if reached:
+    escaped('socketpair reached the code of other families:', reached)
+"""),
     Attack("abstract-unix-socket", "network", """
 so = imp('_socket')
 s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
@@ -966,6 +984,87 @@ if c.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0 and added:
 if libc().prctl(4, 0, 0, 0, 0) == 0:   # PR_SET_DUMPABLE
     escaped('made itself undumpable')
 """, expect=("ok", "forbidden")),
+    # a rule on an int argument compared all 64 bits of its register, while the kernel reads
+    # the low 32: the same call with a bit set above them was no longer the refused one, and
+    # the refused buffer sizes, byte-range locks and undumpable flag above came back
+    Attack("high-bits-socket-buffer-size", "floods", """
+import ctypes
+c = libc()
+c.syscall.restype = ctypes.c_long
+so = imp('_socket')
+a, b = so.socketpair(so.AF_UNIX, so.SOCK_STREAM)
+size, high = ctypes.c_int(2**23), 1 << 32
+c.syscall(54, b.fileno(), ctypes.c_long(high | 1), ctypes.c_long(high | 7),   # setsockopt(
+          ctypes.byref(size), 4)                                    # SOL_SOCKET, SO_SNDBUF)
+b.setblocking(False)
+held = 0
+try:
+    while True:
+        held += b.send(b'x' * 2**20)
+except BlockingIOError:
+    pass
+if held > 2**20:   # past twice the kernel's default size
+    escaped(held, 'bytes held by one descriptor')
+""", expect=("ok", "forbidden")),
+    Attack("high-bits-byte-range-locks", "floods", """
+import ctypes, os
+c = libc()
+c.syscall.restype = ctypes.c_long
+class Flock(ctypes.Structure):
+    _fields_ = [('type', ctypes.c_short), ('whence', ctypes.c_short),
+                ('start', ctypes.c_long), ('len', ctypes.c_long), ('pid', ctypes.c_int)]
+fd = os.open('locked', os.O_CREAT | os.O_RDWR)
+held = 0
+for i in range(12000):   # one byte of every two: a record each
+    lock = Flock(1, 0, 2 * i, 1, 0)   # F_WRLCK
+    held += c.syscall(72, fd, ctypes.c_long(1 << 32 | 6), ctypes.byref(lock)) == 0  # F_SETLK
+if held > 10000:
+    escaped(held, 'lock records')
+""", expect=("ok", "forbidden")),
+    Attack("high-bits-undumpable", "floods", """
+c = libc()
+ct = imp('ctypes')
+c.syscall.restype = ct.c_long
+if c.syscall(157, ct.c_long(1 << 32 | 4), 0, 0, 0, 0) == 0:   # prctl(PR_SET_DUMPABLE, 0)
+    escaped('made itself undumpable')
+""", expect=("ok", "forbidden")),
+    # the caller's limits reached the program: where they let it raise priorities (the audio
+    # group's rtprio 95 and nice -19 on Debian and Ubuntu desktops; the canaries give this
+    # process such limits), a real-time busy loop per thread starves every other process of
+    # its CPU, the parent's watch included, for as long as the CPU limit lasts
+    Attack("realtime-priority", "processes", """
+import os
+raised = []
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    raised.append('SCHED_FIFO')
+except OSError:
+    pass
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) - 5)
+    raised.append('nice -5')
+except OSError:
+    pass
+if raised:
+    escaped('raised its priority:', raised)
+""", expect=("ok", "forbidden")),
+    # on tmpfs (the working directory under a tmpfs /tmp, as on Debian 13, Fedora and Arch, or
+    # /dev/shm) an extended attribute's value is kernel memory that no file's size counts:
+    # 40,000 values of 64 KiB on one file took 5.1 GB under a 1 GB memory cap and a 50 MB disk
+    # cap in 24 s, and the run ended "ok"
+    Attack("xattr-values-on-tmpfs", "floods", """
+import os
+open('f', 'w').close()
+held, value = 0, b'x' * 65536
+try:
+    for i in range(1200):   # 78 MB, past the 50 MB disk cap
+        os.setxattr('f', f'user.k{i}', value)
+        held += len(value)
+except OSError:
+    pass
+if held > os.stat('f').st_blocks * 512 + 50 * 2**20:
+    escaped(held, 'bytes of attribute values that no size counts')
+""", expect=("ok",), tmpfs=True),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)
@@ -1054,6 +1153,12 @@ def _strays(markers: tuple[str, ...]) -> list[str]:
     return found
 
 
+def _on_tmpfs(path: str) -> bool:
+    with open("/proc/self/mounts") as fh:
+        mounts = [line.split() for line in fh]
+    return any(m[1] == path and m[2] == "tmpfs" for m in mounts) and os.access(path, os.W_OK)
+
+
 class Canaries:
     def __init__(self, root: str) -> None:
         self.token = uuid.uuid4().hex
@@ -1064,6 +1169,9 @@ class Canaries:
         self.runs = os.path.join(root, "runs")      # where the sandbox's temp dirs go
         os.makedirs(self.outside)
         os.makedirs(self.runs)
+        # ... for the attacks on tmpfs (None where /dev/shm is not one)
+        self.tmpfs_runs = tempfile.mkdtemp(prefix="rx-canary-", dir="/dev/shm") \
+            if _on_tmpfs("/dev/shm") else None
         self.secret = os.path.join(root, "secret", "secret.txt")
         os.makedirs(os.path.dirname(self.secret))
         with open(self.secret, "w") as fh:
@@ -1085,6 +1193,13 @@ class Canaries:
                                         start_new_session=True)
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.affinity = os.sched_getaffinity(0)
+        # a caller allowed to raise priorities, as the audio group is (root may give itself
+        # that; another user keeps what it has)
+        self.limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_RTPRIO,
+                                                          resource.RLIMIT_NICE)}
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_RTPRIO, (95, 95))
+            resource.setrlimit(resource.RLIMIT_NICE, (40, 40))
 
     def prelude(self) -> str:
         return PRELUDE.format(secret=self.secret, outside=self.outside, port=self.port,
@@ -1105,12 +1220,20 @@ class Canaries:
         assert os.getpriority(os.PRIO_PROCESS, 0) == self.nice, "the parent was reniced"
         assert os.sched_getaffinity(0) == self.affinity, "the parent was pinned"
         deadline = time.monotonic() + 3
-        while (strays := _strays((self.marker, self.runs))) and time.monotonic() < deadline:
+        markers = (self.marker, self.runs) + ((self.tmpfs_runs,) if self.tmpfs_runs else ())
+        while (strays := _strays(markers)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not strays, f"processes outlived the run: {strays}"
         assert os.listdir(self.runs) == [], "a working directory survived the run"
+        if self.tmpfs_runs:
+            assert os.listdir(self.tmpfs_runs) == [], "a working directory survived the run"
 
     def close(self) -> None:
+        for limit, values in self.limits.items():
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(limit, values)
+        if self.tmpfs_runs:
+            shutil.rmtree(self.tmpfs_runs, ignore_errors=True)
         self.sibling.kill()
         self.sibling.wait()
         self.server.close()
@@ -1182,7 +1305,11 @@ def test_the_documented_size_of_the_red_team_is_its_size():
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_attack_is_contained(attack, canaries, guard):
+def test_attack_is_contained(attack, canaries, guard, monkeypatch):
+    if attack.tmpfs:
+        if canaries.tmpfs_runs is None:
+            pytest.skip("no writable tmpfs at /dev/shm to run this attack on")
+        monkeypatch.setattr(tempfile, "tempdir", canaries.tmpfs_runs)
     reason, texts = _launch(attack, canaries)
     canaries.check(texts)
     expect = attack.expect if guard == "guard" or attack.unguarded is None else \

@@ -235,6 +235,15 @@ PROGRAMS = ("restrictiveness/ai/programs.py",
 
 RELAY = ("tests/test_warning_relay.py",)
 SWEEP = ("tests/test_sandbox_sweep.py",)
+ALLOW = ("tests/test_sandbox.py::test_a_dotted_allowed_name_admits_that_module_and_its_parents_import",)
+COUNT = ("tests/test_sandbox.py::test_disk_count_gives_back_the_rights_the_child_took_away",)
+BWRAP_FAILS = ("tests/test_sandbox.py::test_namespaces_the_system_refuses_raise_under_either_backend",)
+PRIORITY = ("tests/test_sandbox.py::test_the_child_may_not_raise_its_priority_whatever_the_caller_may",)
+# the child's filter: the attacks it alone stops, without the guard (one backend)
+_ATTACK = "tests/test_sandbox_attacks.py::test_attack_is_contained[kernel-only-builtin-"
+SECCOMP = tuple(_ATTACK + name + "]" for name in (
+    "high-bits-undumpable", "high-bits-socket-buffer-size", "high-bits-byte-range-locks",
+    "socketpair-other-families", "xattr-values-on-tmpfs"))
 
 COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes_no_other_"
           "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
@@ -966,6 +975,31 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/warning_relay.py", "                               registry=registry)",
            "                               registry={})",
            "replayed warnings bypass the caller's once-per-location registry", RELAY),
+    # -- ai/sandbox/_child/seccomp.py: the system-call filter's argument rules ----------------
+    Mutant("ai/sandbox/_child/seccomp.py", "        return s.Arg(index, s.MASKED_EQ, _LOW32, value)",
+           "        return s.Arg(index, s.EQ, value)",
+           "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),
+    Mutant("ai/sandbox/_child/seccomp.py", '    rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))\n',
+           "", "socketpair makes sockets of any family", SECCOMP),
+    Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"):\n        rule(s.ERRNO(errno.EOPNOTSUPP), name)\n',
+           "", "extended attributes set (kernel memory on tmpfs)", SECCOMP),
+    Mutant("ai/sandbox/runner.py", '            returncode != 0 and said.startswith("bwrap: "):',
+           '            returncode != 0 and said.startswith("bwrap: ") and False:',
+           "bubblewrap's own failure returned as the program's crash, not raised", BWRAP_FAILS),
+    Mutant("ai/sandbox/_child/privileges.py", "    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))\n", "",
+           "the caller's real-time priority limit passed on to the program", PRIORITY),
+    # -- ai/sandbox/_child/guard.py: the import allow-list -------------------------------------
+    Mutant("ai/sandbox/_child/guard.py", "    if not any(a.startswith(name + \".\") for a in allowed):\n        return False\n", "",
+           "a module above no allowed entry admitted", ALLOW),
+    Mutant("ai/sandbox/_child/guard.py", "        if not any(sub == a or sub.startswith(a + \".\") or a.startswith(sub + \".\")",
+           "        if not any(sub == a or sub.startswith(a + \".\")",
+           "from a package above an entry, the way towards the entry refused", ALLOW),
+    Mutant("ai/sandbox/_child/guard.py", "            return False\n    return True\n", "            pass\n    return True\n",
+           "from a package above an entry, its other submodules admitted", ALLOW),
+    Mutant("ai/sandbox/workdir.py", "    if os.geteuid() != 0 and not mode & stat.S_IXUSR:",
+           "    if False:", "an unsearchable directory's sizes skipped by a parent that is not root", COUNT),
+    Mutant("ai/sandbox/workdir.py", "                    except PermissionError:  # its search right taken away meanwhile\n                        raise _Unmeasured from None\n",
+           "", "an entry whose size cannot be read skipped by the count", COUNT),
     # -- ai/sandbox/workdir.py: reclaiming what killed runs left ---------------------------------
     Mutant("ai/sandbox/workdir.py", "        try:\n            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        except BlockingIOError:  # its owner runs",
            "        try:\n            pass\n        except BlockingIOError:  # its owner runs",

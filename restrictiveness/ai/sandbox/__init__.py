@@ -25,7 +25,7 @@ layers that are each checked from inside the child before the program runs:
 * **no-new-privs** — set, so nothing it could execute gains privileges;
 * **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
   and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
-  queued signals and timers;
+  queued signals and timers, no real-time priority nor a nice value below the caller's;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
   whole group at the end;
 * **landlock** — a second file rule set (read beneath the read-only roots, everything beneath

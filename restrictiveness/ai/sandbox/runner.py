@@ -26,6 +26,7 @@ import numpy as np
 from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
+from ._child.guard import admits
 from ._child.protocol import EXIT_SETUP, MARKER
 from .limits import (
     DEFAULT_ALLOWED_MODULES,
@@ -78,7 +79,10 @@ def run_python(source: str, *, driver: str | None = None,
         Resource limits and isolation level (default ``SandboxLimits()``: 600 s, 4 GiB, 1 MB of
         output, full isolation).
     allowed_modules : iterable of str, optional
-        Top-level modules the program may import (default :data:`DEFAULT_ALLOWED_MODULES`).
+        Modules the program may import (default :data:`DEFAULT_ALLOWED_MODULES`): each with
+        its submodules; a dotted name (``"concurrent.futures"``) also admits the packages
+        above it (``import concurrent``, ``from concurrent import futures``) but none of their
+        other submodules.
     workdir : path, optional
         Working directory to use and keep (e.g. an agent's across tool calls); default: a
         fresh temporary directory removed afterwards.
@@ -146,11 +150,12 @@ def run_python(source: str, *, driver: str | None = None,
         if owned is None:  # a kept directory: undo what an earlier run may have done to it
             os.chmod(root, 0o700)
             remove_tree(control)
-        names = frozenset(allowed) | {m.partition(".")[0] for m in preload}
+        # packages whose files the child needs: the top of each allowed or preloaded name
+        names = frozenset(m.partition(".")[0] for m in [*allowed, *preload])
         config: dict[str, Any] = {  # the child's JSON configuration
             "workdir": str(root), "program": str(root / "program.py"), "driver": driver,
             "allowed": allowed, "roots": list(_guard_roots(names)),
-            "preload": [m for m in preload if m.partition(".")[0] in allowed],
+            "preload": [m for m in preload if admits(allowed, m)],
             "run_name": run_name, "seed": seed, "cpu": limits.cpu,
             "memory": int(limits.memory_bytes), "fsize": int(limits.file_bytes),
             "nproc": int(limits.threads), "isolation": limits.isolation, "guard": _GUARD,
@@ -262,7 +267,7 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     ``subprocess``)."""
     import ast  # only for the node types; parsing is pyast's
 
-    third = set(allowed) - set(sys.stdlib_module_names)
+    third = [m for m in allowed if m.partition(".")[0] not in sys.stdlib_module_names]
     try:
         tree = pyast.parse(source)
     except (SyntaxError, ValueError):
@@ -281,7 +286,7 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
                 func.id if isinstance(func, ast.Name) else ""
             if called in ("import_module", "__import__"):
                 names.add(node.args[0].value)
-    return sorted(n for n in names if n.partition(".")[0] in third)
+    return sorted(n for n in names if admits(third, n))
 
 
 @contextlib.contextmanager
@@ -538,6 +543,14 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     max_rss *= 1024  # kilobytes on Linux
     if full and returncode == EXIT_SETUP and setup and setup.get("setup") == "failed":
         raise isolation.unavailable(str(setup.get("layer")), str(setup.get("detail")))
+    said = watch.tails["stderr"].decode("utf-8", "replace").strip()
+    if full and config["backend"] == "bwrap" and killed is None and setup is None and \
+            returncode != 0 and said.startswith("bwrap: "):
+        # bubblewrap itself failed (no user namespaces for this user, no mount rights in a
+        # container): the machine's failure, not the program's, which never ran (it runs only
+        # after the setup report); it read as the program's "crash" and a study recorded it so
+        raise isolation.unavailable("namespaces", f"bubblewrap could not build them: "
+                                                  f"{said.splitlines()[0][:300]}")
     layers = setup.get("layers", {}) if setup and setup.get("setup") == "ready" else {}
     common = dict(stdout=watch.tails["stdout"].decode("utf-8", "replace"),
                   stderr=watch.tails["stderr"].decode("utf-8", "replace"),

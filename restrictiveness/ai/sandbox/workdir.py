@@ -239,8 +239,9 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
     """Bytes of files and directories and number of entries under ``root``; counting stops
     once either passes
     its limit. None when part of the tree could not be measured: a directory on the way down
-    moved elsewhere, or one the child made unreadable (a parent that is not root shares its
-    uid, and mode 0300 let the child write where the count could not look).
+    moved elsewhere, or one whose read or search right the child took away again while it was
+    counted (a parent that is not root shares the child's uid, and gives those rights back to
+    the owner first: see :func:`_open_counted`).
 
     Walked like :func:`remove_tree`, relative to directory descriptors and without following
     links, because the child is running: paths past ``PATH_MAX`` would hide what lies below
@@ -264,6 +265,8 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
                         # directory's own (4 KiB each on ext4: max_files empty directories
                         # held 400 MB past the default cap uncounted)
                         count[0] += max(info.st_size, info.st_blocks * 512)
+                    except PermissionError:  # its search right taken away meanwhile
+                        raise _Unmeasured from None
                     except OSError:
                         continue
                     if count[0] > max_bytes or count[1] > max_entries:
@@ -273,7 +276,7 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
         return subdirs
 
     try:
-        fd = os.open(root, _DIR_FLAGS)
+        fd = _open_counted(str(root))
     except PermissionError:
         return None
     except OSError:
@@ -284,7 +287,7 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
         while pending is not None:
             if pending:
                 try:
-                    child = os.open(pending.pop(), _DIR_FLAGS, dir_fd=fd)
+                    child = _open_counted(pending.pop(), fd)
                 except PermissionError:
                     return None
                 except OSError:  # gone meanwhile, or replaced by a link
@@ -292,7 +295,8 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
                 info = os.fstat(fd)
                 trail.append(((info.st_dev, info.st_ino), pending))
                 os.close(fd)
-                fd, pending = child, scan(child)
+                fd = child
+                pending = scan(fd)
                 continue
             if not trail:
                 break
@@ -303,11 +307,47 @@ def tree_usage(root: Path, max_bytes: int, max_entries: int) -> tuple[int, int] 
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != left:
                 return None
-    except OSError:
+    except (OSError, _Unmeasured):
         return None
     finally:
         os.close(fd)
     return count[0], count[1]
+
+
+class _Unmeasured(Exception):
+    """A file of the tree could not be measured."""
+
+
+def _open_counted(name: str, dir_fd: int | None = None) -> int:
+    """Open the directory ``name`` (of ``dir_fd``) to count what it holds.
+
+    A parent that is not root shares the child's uid, so a directory whose read or search
+    right the program took away (``chmod 0``; ``0o400`` lists names whose sizes cannot be
+    read) could not be counted, and the run of an honest program that locked a directory
+    was stopped. The owner's two rights are given back first, on that very directory (a
+    handle that follows no link), as the clean-up does (:func:`_enter`).
+    """
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        if os.geteuid() == 0 or not hasattr(os, "O_PATH"):
+            raise
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+        try:
+            here = f"/proc/self/fd/{handle}"  # names the directory the handle holds
+            os.chmod(here, stat.S_IMODE(os.fstat(handle).st_mode) | stat.S_IRUSR | stat.S_IXUSR)
+            fd = os.open(here, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        finally:
+            os.close(handle)
+    mode = os.fstat(fd).st_mode
+    if os.geteuid() != 0 and not mode & stat.S_IXUSR:
+        try:
+            os.fchmod(fd, stat.S_IMODE(mode) | stat.S_IXUSR)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
 
 
 def held_bytes(pid: int) -> int | None:

@@ -3,8 +3,8 @@
 A PEP 578 audit hook refuses network, processes, foreign code (but the thread-count functions
 threadpoolctl looks up), resource-limit changes, reading outside the working directory and the
 Python installation, writing, renaming or deleting outside the working directory, links, and
-imports of a deny-list of modules; a private copy of the builtins admits only allowed top-level
-modules to the program's own ``import``. A refusal names the operation, so a failure reads
+imports of a deny-list of modules; a private copy of the builtins admits only allowed modules
+to the program's own ``import``. A refusal names the operation, so a failure reads
 "forbidden: ... import socket" rather than a bare crash. CPython documents that audit hooks are
 no sandbox: a determined program can reach around them (object graphs, frames, C modules already
 loaded), which is why the kernel layers hold the line.
@@ -303,8 +303,40 @@ def import_hook():
     return hook, active.clear
 
 
+def admits(allowed, name: str, fromlist=()) -> bool:
+    """Does the import allow-list ``allowed`` admit ``import name`` (``from name import
+    *fromlist``)?
+
+    An entry admits its module and everything beneath it (``"numpy"``: ``numpy.linalg``). A
+    dotted entry also admits the packages above it, which its own import runs anyway
+    (``"concurrent.futures"``: ``import concurrent``, ``from concurrent import futures``), but
+    from those packages nothing else (``from concurrent import thread``, ``import *``).
+
+    Examples
+    --------
+    >>> allowed = {"numpy", "concurrent.futures"}
+    >>> admits(allowed, "numpy.linalg"), admits(allowed, "concurrent.futures.thread")
+    (True, True)
+    >>> admits(allowed, "concurrent", ("futures",)), admits(allowed, "concurrent", ("thread",))
+    (True, False)
+    >>> admits(allowed, "concurrent.thread"), admits(allowed, "numpyx")
+    (False, False)
+    """
+    if any(name == a or name.startswith(a + ".") for a in allowed):
+        return True
+    if not any(a.startswith(name + ".") for a in allowed):
+        return False
+    for item in fromlist or ():  # from a package above an entry: only towards an entry
+        sub = f"{name}.{item}"
+        if not any(sub == a or sub.startswith(a + ".") or a.startswith(sub + ".")
+                   for a in allowed):  # "*" too: no entry is named "*"
+            return False
+    return True
+
+
 def user_builtins(allowed: list[str], record):
-    """A private builtins dict for the program whose ``__import__`` admits allowed modules."""
+    """A private builtins dict for the program whose ``__import__`` admits allowed modules
+    (see :func:`admits`)."""
     import builtins
 
     real_import = builtins.__import__
@@ -312,9 +344,8 @@ def user_builtins(allowed: list[str], record):
 
     def checked_import(name, globals=None, locals=None, fromlist=(), level=0,
                        _real=real_import, _allowed=allowed_set, _mark=record,
-                       _exc=SandboxViolation, _sorted=sorted):
-        top = name.partition(".")[0]
-        if level != 0 or top not in _allowed:
+                       _exc=SandboxViolation, _sorted=sorted, _admits=admits):
+        if level != 0 or not _admits(_allowed, name, fromlist):
             _mark(f"import {name}")
             raise _exc(f"sandbox: import of {name!r} is not allowed "
                        f"(allowed: {', '.join(_sorted(_allowed))})")

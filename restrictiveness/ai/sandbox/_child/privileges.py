@@ -19,9 +19,9 @@ MAX_SIGNALS_PENDING = 4096
 
 def set_limits(cfg: dict, processes: bool) -> None:
     """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files,
-    at most :data:`MAX_FILES_OPEN` descriptors and :data:`MAX_SIGNALS_PENDING` queued signals
-    and timers; with ``processes``, at most ``cfg["nproc"]`` tasks (threads) for the sandbox's
-    uid."""
+    no real-time priority nor lower nice value, at most :data:`MAX_FILES_OPEN` descriptors and
+    :data:`MAX_SIGNALS_PENDING` queued signals and timers; with ``processes``, at most
+    ``cfg["nproc"]`` tasks (threads) for the sandbox's uid."""
     for limit, most in ((resource.RLIMIT_NOFILE, MAX_FILES_OPEN),
                         (resource.RLIMIT_SIGPENDING, MAX_SIGNALS_PENDING)):
         soft = resource.getrlimit(limit)[0]  # a lower limit of the caller's stays
@@ -32,6 +32,11 @@ def set_limits(cfg: dict, processes: bool) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (int(cfg["memory"]), int(cfg["memory"])))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(cfg["fsize"]), int(cfg["fsize"])))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # no real-time scheduling and no nice value below the caller's, whatever the caller's
+    # limits allow (the audio group's rtprio 95 and nice -19 on Debian and Ubuntu desktops):
+    # a real-time busy loop per thread starves every other process of its CPU
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))
     if processes:
         resource.setrlimit(resource.RLIMIT_NPROC, (int(cfg["nproc"]), int(cfg["nproc"])))
 
