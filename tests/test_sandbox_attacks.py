@@ -1065,6 +1065,22 @@ except OSError:
 if held > os.stat('f').st_blocks * 512 + 50 * 2**20:
     escaped(held, 'bytes of attribute values that no size counts')
 """, expect=("ok",), tmpfs=True),
+    Attack("splice-file-pages-into-pipes", "floods", """
+import os
+with open('f', 'wb') as fh:
+    fh.write(b'x' * 65536)
+fd, (r, w) = os.open('f', os.O_RDONLY), os.pipe()
+try:
+    moved = os.splice(fd, w, 4096)
+except OSError:
+    moved = 0
+try:
+    moved += os.splice(r, os.pipe()[1], 1) if moved else 0  # tee's sibling: pipe to pipe
+except OSError:
+    pass
+if moved:   # each slot pins a page-cache folio: up to 2 MiB on large-folio file systems
+    escaped(moved, 'bytes of file pages held in pipes')
+""", expect=("ok",)),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

@@ -37,8 +37,11 @@ package's ctypes bindings), default allow.
   ``f`` and ``at`` forms: EOPNOTSUPP, as on a file system without them, which ``shutil.copy2``
   expects): on tmpfs (a working directory under a tmpfs ``/tmp``, or ``/dev/shm``) their values
   are kernel memory that no file's size counts (40,000 values of 64 KiB on one file took 5.1 GB
-  under a 1 GB memory cap and a 50 MB disk cap); ``sendmsg``/``sendmmsg`` and
-  ``landlock_add_rule`` (EPERM):
+  under a 1 GB memory cap and a 50 MB disk cap); ``splice`` and ``tee`` (EINVAL, as for a
+  file that cannot be spliced, which callers meet with a plain copy): a pipe slot filled from
+  a file holds the file's page-cache folio, which on file systems with large folios (XFS,
+  tmpfs with ``huge=``) is up to 2 MiB per 4 KiB spliced, as ``vmsplice`` held;
+  ``sendmsg``/``sendmmsg`` and ``landlock_add_rule`` (EPERM):
   a descriptor in flight on a Unix socket, or a file named in a Landlock rule of the program's
   own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
   (gigabytes past the disk limit, see :func:`~..workdir.held_bytes`); ``io_setup`` (ENOSYS):
@@ -139,6 +142,8 @@ def install(pid: int) -> str:
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     for name in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"):
         rule(s.ERRNO(errno.EOPNOTSUPP), name)
+    for name in ("splice", "tee"):
+        rule(s.ERRNO(errno.EINVAL), name)
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     rule(eperm, "sendto", s.Arg(4, s.NE, 0))  # an address: send() passes none
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socketpair", s.Arg(0, s.NE, _AF_UNIX))
