@@ -379,8 +379,8 @@ class NLS(Procedure):
         >>> from restrictiveness import Sample
         >>> model = NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)})
         >>> x = np.linspace(0, 3, 30)
-        >>> model.fit(Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",)))
-        <NLS fit: a=2, b=0.7; ssr=0>
+        >>> model.fit(Sample(x[:, None], 2 * np.exp(-0.7 * x), ("x",)))  # doctest: +ELLIPSIS
+        <NLS fit: a=2, b=0.7; ssr=...>
         >>> df = pd.DataFrame({"x": x, "y": 2 * np.exp(-0.7 * x) + 0.01 * np.cos(9 * x)})
         >>> model.fit(df, cov_type="HC1").params.round(3).tolist()
         [2.002, 0.7]
