@@ -185,6 +185,38 @@ def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["res.nc"]
 
 
+
+_KILLED_WRITER = """
+import os, signal, sys
+from restrictiveness.shared.files import atomic_output
+with atomic_output(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half the results")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_results_writer_killed_mid_write_leaves_nothing_after_the_next_write(tmp_path):
+    """A run killed (SIGKILL) while writing --out left ``.res.nc.{pid}.{random}.tmp`` in the
+    output folder for ever, as big as the results: the next write of res.nc now removes
+    it. Only a dead writer's temporaries of that very file go, never a link's target."""
+    out = tmp_path / "res.nc"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(out)], env=ENV)
+    assert proc.returncode == -signal.SIGKILL
+    [stale] = tmp_path.glob(".res.nc.*.tmp")
+    dead = int(stale.name.split(".")[3])
+    live = tmp_path / f".res.nc.{os.getpid()}.ab1_cd2e.tmp"  # a writer still at work
+    other = tmp_path / f".other.nc.{dead}.ab1_cd2e.tmp"  # another file's
+    precious = tmp_path / "precious"
+    link = tmp_path / f".res.nc.{dead}.zz9_yy8x.tmp"
+    for path in (live, other, precious):
+        path.write_text("keep me")
+    link.symlink_to(precious)
+    _tiny_results().to_netcdf(out)
+    assert rx.load(out).replications == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live.name, other.name, link.name, "precious", "res.nc"])
+    assert precious.read_text() == "keep me"
+
 # --------------------------------------------------------------- failures that show
 
 

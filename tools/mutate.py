@@ -785,12 +785,17 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/checkpoint.py", "        if self._file(replication).exists():\n            lock.release()\n            return False",
            "",
            "a replication another run finished is claimed and computed again", CKPT),
-    Mutant("engine/checkpoint.py", "            if not entry.is_file(follow_symlinks=False) or _alive(int(match.group(2))):",
+    Mutant("engine/checkpoint.py", "            if not entry.is_file(follow_symlinks=False) or alive(int(match.group(2))):",
            "            if not entry.is_file(follow_symlinks=False):",
            "a live writer's temporary file removed", CKPT),
     Mutant("engine/checkpoint.py", "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if self.versions.get(k) != v}",
            "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if k in self.versions and self.versions.get(k) != v}",
            "a package version absent now not counted as changed", CKPT),
+    Mutant("shared/files.py", "        if entry.is_file(follow_symlinks=False) and not alive(pid):",
+           "        if entry.is_file(follow_symlinks=False):",
+           "a live writer's temporary file of an output removed",
+           ("tests/test_cli.py::test_a_results_writer_killed_mid_write_leaves_nothing_after_the_"
+            "next_write",)),
     # -- shared/_jit.py: the kernel digest -----------------------------------------------------------
     Mutant("shared/_jit.py", "    for path in sorted(root.rglob(\"*.py\")):",
            "    for path in sorted(root.glob(\"*.py\")):",
