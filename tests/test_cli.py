@@ -217,6 +217,42 @@ def test_a_results_writer_killed_mid_write_leaves_nothing_after_the_next_write(t
         [live.name, other.name, link.name, "precious", "res.nc"])
     assert precious.read_text() == "keep me"
 
+
+_FULL_DISK = """
+import resource, signal, sys
+import numpy as np
+import restrictiveness as rx
+from restrictiveness.shared.files import atomic_write_bytes
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit then fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a disk that fills midway
+res = rx.load(sys.argv[1])
+for write in (lambda: atomic_write_bytes(sys.argv[2], bytes(10_000)),
+              lambda: res.to_netcdf(sys.argv[3])):
+    try:
+        write()
+    except OSError as exc:
+        print(f"{type(exc).__name__}|{exc.filename}|{exc}")
+    except Exception as exc:
+        print(f"{type(exc).__name__}|-|{exc}")
+"""
+
+
+def test_a_disk_that_fills_midway_names_the_file_being_written(tmp_path):
+    """A full disk fails a write without a file name: a checkpoint record's error was
+    'error: No space left on device', and a results file's 'unexpected RuntimeError: NetCDF:
+    HDF error (a bug: please report it ...)'. Both now name the file, and leave nothing."""
+    _tiny_results().to_netcdf(tmp_path / "res.nc")
+    (tmp_path / "full").mkdir()
+    record, out = tmp_path / "full" / "replication-000004.npz", tmp_path / "full" / "out.nc"
+    proc = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path / "res.nc"),
+                           str(record), str(out)], env=ENV, capture_output=True, text=True,
+                          check=True)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"OSError|{record}|[Errno 27] File too large: '{record}'"
+    assert lines[1] == (f"OSError|{out}|[Errno 5] NetCDF: HDF error while writing it (a full "
+                        f"disk or quota?): '{out}'")
+    assert list((tmp_path / "full").iterdir()) == []
+
 # --------------------------------------------------------------- failures that show
 
 

@@ -796,6 +796,10 @@ MUTANTS: list[Mutant] = [
            "a live writer's temporary file of an output removed",
            ("tests/test_cli.py::test_a_results_writer_killed_mid_write_leaves_nothing_after_the_"
             "next_write",)),
+    Mutant("shared/files.py", "                and exc.filename in (None, name, tmp):",
+           "                and exc.filename in (name, tmp):",
+           "a full disk's error without a file name not given the file",
+           ("tests/test_cli.py::test_a_disk_that_fills_midway_names_the_file_being_written",)),
     # -- shared/_jit.py: the kernel digest -----------------------------------------------------------
     Mutant("shared/_jit.py", "    for path in sorted(root.rglob(\"*.py\")):",
            "    for path in sorted(root.glob(\"*.py\")):",

@@ -13,6 +13,7 @@ does not protect a folder shared over NFS between machines.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -82,8 +83,18 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
         with open(tmp, "rb") as fh:  # on disk before the rename makes it visible
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno is not None \
+                and exc.filename in (None, name, tmp):
+            # a full disk fails a write with no file name ("No space left on device"), or
+            # names the temporary file: name the file being written
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        if isinstance(exc, RuntimeError) and str(exc).startswith("NetCDF:"):
+            # the NetCDF library's error on a full disk names neither the file nor the cause
+            # ("NetCDF: HDF error"), and was reported as a bug of this package
+            raise OSError(errno.EIO, f"{exc} while writing it (a full disk or quota?)",
+                          str(target)) from exc
         raise
 
 
