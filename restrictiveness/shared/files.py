@@ -110,7 +110,8 @@ def _remove_dead_writers_temporaries(target: Path) -> None:
         return
     for entry, pid in found:
         if entry.is_file(follow_symlinks=False) and not alive(pid):
-            with contextlib.suppress(FileNotFoundError):
+            # gone already, or another user's in a sticky folder: tidying never fails a write
+            with contextlib.suppress(OSError):
                 os.unlink(entry.path)
 
 
