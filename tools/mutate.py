@@ -800,6 +800,11 @@ MUTANTS: list[Mutant] = [
            "                and exc.filename in (name, tmp):",
            "a full disk's error without a file name not given the file",
            ("tests/test_cli.py::test_a_disk_that_fills_midway_names_the_file_being_written",)),
+    Mutant("engine/study.py", "                                   None if checkpoint is None else str(checkpoint)) from None",
+           "                                   None if store is None else str(store.path)) from None",
+           "an interrupt while the checkpoint opens says to pass one",
+           ("tests/test_runner.py::test_an_interrupt_while_the_checkpoint_opens_does_not_say_to_"
+            "pass_one",)),
     # -- shared/_jit.py: the kernel digest -----------------------------------------------------------
     Mutant("shared/_jit.py", "    for path in sorted(root.rglob(\"*.py\")):",
            "    for path in sorted(root.glob(\"*.py\")):",
