@@ -185,6 +185,74 @@ def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["res.nc"]
 
 
+
+_KILLED_WRITER = """
+import os, signal, sys
+from restrictiveness.shared.files import atomic_output
+with atomic_output(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half the results")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_results_writer_killed_mid_write_leaves_nothing_after_the_next_write(tmp_path):
+    """A run killed (SIGKILL) while writing --out left ``.res.nc.{pid}.{random}.tmp`` in the
+    output folder for ever, as big as the results: the next write of res.nc now removes
+    it. Only a dead writer's temporaries of that very file go, never a link's target."""
+    out = tmp_path / "res.nc"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(out)], env=ENV)
+    assert proc.returncode == -signal.SIGKILL
+    [stale] = tmp_path.glob(".res.nc.*.tmp")
+    dead = int(stale.name.split(".")[3])
+    live = tmp_path / f".res.nc.{os.getpid()}.ab1_cd2e.tmp"  # a writer still at work
+    other = tmp_path / f".other.nc.{dead}.ab1_cd2e.tmp"  # another file's
+    precious = tmp_path / "precious"
+    link = tmp_path / f".res.nc.{dead}.zz9_yy8x.tmp"
+    for path in (live, other, precious):
+        path.write_text("keep me")
+    link.symlink_to(precious)
+    _tiny_results().to_netcdf(out)
+    assert rx.load(out).replications == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live.name, other.name, link.name, "precious", "res.nc"])
+    assert precious.read_text() == "keep me"
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import numpy as np
+import restrictiveness as rx
+from restrictiveness.shared.files import atomic_write_bytes
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit then fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a disk that fills midway
+res = rx.load(sys.argv[1])
+for write in (lambda: atomic_write_bytes(sys.argv[2], bytes(10_000)),
+              lambda: res.to_netcdf(sys.argv[3])):
+    try:
+        write()
+    except OSError as exc:
+        print(f"{type(exc).__name__}|{exc.filename}|{exc}")
+    except Exception as exc:
+        print(f"{type(exc).__name__}|-|{exc}")
+"""
+
+
+def test_a_disk_that_fills_midway_names_the_file_being_written(tmp_path):
+    """A full disk fails a write without a file name: a checkpoint record's error was
+    'error: No space left on device', and a results file's 'unexpected RuntimeError: NetCDF:
+    HDF error (a bug: please report it ...)'. Both now name the file, and leave nothing."""
+    _tiny_results().to_netcdf(tmp_path / "res.nc")
+    (tmp_path / "full").mkdir()
+    record, out = tmp_path / "full" / "replication-000004.npz", tmp_path / "full" / "out.nc"
+    proc = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path / "res.nc"),
+                           str(record), str(out)], env=ENV, capture_output=True, text=True,
+                          check=True)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"OSError|{record}|[Errno 27] File too large: '{record}'"
+    assert lines[1] == (f"OSError|{out}|[Errno 5] NetCDF: HDF error while writing it (a full "
+                        f"disk or quota?): '{out}'")
+    assert list((tmp_path / "full").iterdir()) == []
+
 # --------------------------------------------------------------- failures that show
 
 

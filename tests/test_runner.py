@@ -70,6 +70,25 @@ def test_an_interrupt_stops_the_run_and_keeps_finished_replications(tmp_path, wr
     assert int(res.dataset["failed"].sum()) == 0
 
 
+def test_an_interrupt_while_the_checkpoint_opens_does_not_say_to_pass_one(tmp_path, monkeypatch):
+    """A Ctrl-C while the checkpoint was being opened (fingerprinting the code) said 'not saved
+    (pass a checkpoint directory to keep finished replications)' to a run given one (seen in
+    a random-kill campaign)."""
+    import restrictiveness.engine.checkpoint as checkpoint_module
+
+    def interrupted(objects=()):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint_module, "code_fingerprint", interrupted)
+    ck = tmp_path / "ck"
+    study = rx.Study(_prior(), {"p": InterruptedAt(3, False)}, rx.Constant(), n=[10],
+                     replications=6)
+    with pytest.raises(rx.StudyInterrupted) as info:
+        study.run(progress=False, checkpoint=ck)
+    assert str(info.value) == (f"interrupted: 0 of 6 replications finished, saved in {ck}; "
+                               "rerun the same command to resume")
+
+
 class DiesInWorker(rx.Procedure):
     def fit(self, sample, rng):
         os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would

@@ -59,7 +59,7 @@ from pathlib import Path
 
 from ..shared._versions import package_versions
 from ..shared.exceptions import CheckpointError, CheckpointWarning
-from ..shared.files import FileLock, LockBusy, atomic_write_bytes
+from ..shared.files import FileLock, LockBusy, alive, atomic_write_bytes
 from .records import RecordError, ReplicationRecord, decode_record, encode_record
 
 __all__ = ["Checkpoint", "code_fingerprint", "configuration_hash"]
@@ -400,7 +400,7 @@ class Checkpoint:
         with os.scandir(self.path) as entries:
             found = [(e, match) for e in entries if (match := _TEMPORARY.fullmatch(e.name))]
         for entry, match in found:
-            if not entry.is_file(follow_symlinks=False) or _alive(int(match.group(2))):
+            if not entry.is_file(follow_symlinks=False) or alive(int(match.group(2))):
                 continue
             claim = None
             if match.group(1) is not None:  # a record's writer holds its replication's claim
@@ -508,13 +508,3 @@ class Checkpoint:
             self._claims[replication] = lock
         return record
 
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (in doubt, it does: its file is then kept)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):  # another user's process; too large a number
-        pass
-    return True

@@ -485,8 +485,10 @@ class Study:
         except (KeyboardInterrupt, SystemError) as exc:
             if not is_interrupt(exc):
                 raise
+            # (a Ctrl-C while the checkpoint opens has no store yet, but one was given: the
+            # message must not say to pass one)
             raise StudyInterrupted(len(finished), len(reps),
-                                   None if store is None else str(store.path)) from None
+                                   None if checkpoint is None else str(checkpoint)) from None
         finally:
             if store is not None:
                 store.close()

@@ -13,8 +13,10 @@ does not protect a folder shared over NFS between machines.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import re
 import tempfile
 import weakref
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from .exceptions import ConfigurationError
 
-__all__ = ["CONVENTIONS", "atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
+__all__ = ["CONVENTIONS", "alive", "atomic_output", "atomic_write_bytes", "FileLock", "LockBusy"]
 
 #: The metadata convention of every NetCDF file the package writes (CF where it fits:
 #: ``long_name`` on variables, ``units`` "1" for dimensionless ratios and "s" for seconds).
@@ -44,8 +46,9 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     The temporary file sits in ``target``'s folder (a rename across file systems would not be
     atomic) and is removed if the block raises, so a failed or interrupted write leaves the
     previous ``target`` untouched. Its name, ``.{target name}.{pid}.{random}.tmp``, carries the
-    writer's process id: a writer killed outright (SIGKILL) cannot remove it, and whoever
-    cleans up (a checkpoint when it is opened) can tell its writer is dead.
+    writer's process id: a writer killed outright (SIGKILL) cannot remove it, so the next write
+    of ``target`` removes the temporary files of ``target`` whose writer is dead (a killed
+    ``--out`` left one in the output folder for ever, as big as the results).
 
     Examples
     --------
@@ -65,6 +68,7 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     if not target.parent.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: the folder "
                                  f"{str(target.parent)!r} does not exist; create it first")
+    _remove_dead_writers_temporaries(target)
     try:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
                                     suffix=".tmp")
@@ -79,9 +83,47 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
         with open(tmp, "rb") as fh:  # on disk before the rename makes it visible
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno is not None \
+                and exc.filename in (None, name, tmp):
+            # a full disk fails a write with no file name ("No space left on device"), or
+            # names the temporary file: name the file being written
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        if isinstance(exc, RuntimeError) and str(exc).startswith("NetCDF:"):
+            # the NetCDF library's error on a full disk names neither the file nor the cause
+            # ("NetCDF: HDF error"), and was reported as a bug of this package
+            raise OSError(errno.EIO, f"{exc} while writing it (a full disk or quota?)",
+                          str(target)) from exc
         raise
+
+
+def _remove_dead_writers_temporaries(target: Path) -> None:
+    """Remove ``.{target name}.{pid}.{random}.tmp`` files in ``target``'s folder whose writer
+    ``pid`` is dead: regular files only (a symbolic link is neither followed nor removed)."""
+    pattern = re.compile(re.escape(f".{target.name}.") + r"([1-9]\d*)\.[a-z0-9_]+\.tmp")
+    try:
+        with os.scandir(target.parent) as entries:
+            found = [(e, int(m.group(1))) for e in entries
+                     if (m := pattern.fullmatch(e.name))]
+    except OSError:  # an unreadable folder: the write itself reports what is wrong
+        return
+    for entry, pid in found:
+        if entry.is_file(follow_symlinks=False) and not alive(pid):
+            # gone already, or another user's in a sticky folder: tidying never fails a write
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (in doubt, it does: its file is then kept)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process; too large a number
+        pass
+    return True
 
 
 def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> None:
