@@ -152,6 +152,43 @@ def test_an_estimator_on_the_global_random_state_is_reproducible_at_any_worker_c
     assert not np.allclose(fits[0].predict(X), fits[2].predict(X))
 
 
+def test_seeded_fits_overlapping_on_threads_keep_their_own_draws():
+    """On a dask worker with several threads, fits overlap: one drew from the other's seed
+    (0.873 for the draw 0.076 of its own) and the caller was left with a fit's state."""
+    import threading
+    import time
+
+    from restrictiveness.procedures.learners import global_seed, seeded_globals
+
+    alone = {}
+    for seed in (7, 8):
+        with seeded_globals(seed):
+            alone[seed] = np.random.rand()  # noqa: NPY002
+    np.random.seed(123)  # noqa: NPY002
+    got, first_in = {}, threading.Event()
+
+    def fit(seed, wait):
+        with seeded_globals(seed):
+            first_in.set()
+            time.sleep(wait)
+            got[seed] = np.random.rand()  # noqa: NPY002
+
+    # the first draws while the second, come in after it, is still inside (if it could be)
+    first = threading.Thread(target=fit, args=(7, 0.3))
+    first.start()
+    first_in.wait()
+    second = threading.Thread(target=fit, args=(8, 0.6))
+    second.start()
+    first.join()
+    second.join()
+    assert got == alone
+    assert np.random.rand() == np.random.RandomState(123).rand()  # noqa: NPY002
+    # a Generator on a legacy bit generator has no seed sequence to spawn from (TypeError)
+    legacy = np.random.Generator(np.random.RandomState(0)._bit_generator)
+    assert global_seed(legacy) == np.random.Generator(
+        np.random.RandomState(0)._bit_generator).integers(2**32)
+
+
 def test_sklearn_regressor_on_markets_names_the_market_learner():
     """Markets of products reached the regressor ("Found array with dim 3"), and a study of the
     demand prior failed every fit with it; the error now says what to use instead."""

@@ -1063,9 +1063,12 @@ MUTANTS: list[Mutant] = [
            ("tests/test_formulas.py::test_gp_regression_refuses_a_constraint_it_cannot_impose_"
             "on_its_predictions",)),
     # -- procedures/learners.py: global random states, FLAML learner names, table samples -----
-    Mutant("procedures/learners.py", "    np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads\n", "",
+    Mutant("procedures/learners.py", "    with _GLOBAL_STATES:\n", "    if True:\n",
+           "seeded fits overlapping on threads share the global states",
+           ("tests/test_adapters.py::test_seeded_fits_overlapping_on_threads_keep_their_own_draws",)),
+    Mutant("procedures/learners.py", "        np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads\n", "",
            "numpy's global random state not seeded for an estimator's fit", LEARNERS),
-    Mutant("procedures/learners.py", "        np.random.set_state(np_state)  # noqa: NPY002\n", "",
+    Mutant("procedures/learners.py", "            np.random.set_state(np_state)  # noqa: NPY002\n", "",
            "the caller's global random state not restored after a fit", LEARNERS),
     Mutant("procedures/learners.py", "                        if not name.endswith(\"_spark\") and name not in _FLAML_CLASSIFIERS)",
            "                        if not name.endswith(\"_spark\"))",

@@ -26,6 +26,7 @@ import numpy as np
 from ..engine.protocol import Fitted, FunctionRule
 from ..shared.checks import real_predictions, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.forksafe import ForkSafeLock
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
@@ -161,7 +162,18 @@ def global_seed(rng: np.random.Generator) -> int:
     >>> int(rng.integers(10)) == int(np.random.default_rng(0).integers(10))  # nothing drawn
     True
     """
-    return int(rng.spawn(1)[0].integers(2**32))
+    try:
+        child = rng.spawn(1)[0]
+    except TypeError:
+        # a Generator on a bit generator with no seed sequence (a legacy RandomState's): the
+        # seed is drawn from the stream itself
+        return int(rng.integers(2**32))
+    return int(child.integers(2**32))
+
+
+#: Held while a block runs on seeded global random states (reentrant: a seeded fit may call
+#: another seeded estimator).
+_GLOBAL_STATES = ForkSafeLock(reentrant=True)
 
 
 @contextmanager
@@ -190,14 +202,18 @@ def seeded_globals(seed: int) -> Iterator[None]:
     >>> a == b
     True
     """
-    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
-    np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(np_state)  # noqa: NPY002
-        random.setstate(py_state)
+    # One block at a time in the process: the states are the process's, and fits overlapping
+    # on threads (a dask worker with several threads) drew from each other's seeds and left
+    # the caller with a fit's state instead of its own
+    with _GLOBAL_STATES:
+        np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+        np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(np_state)  # noqa: NPY002
+            random.setstate(py_state)
 
 
 def _check_table(sample, who: str) -> None:
