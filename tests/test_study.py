@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -289,6 +291,64 @@ def test_fits_on_threads_leave_the_callers_filters_and_directory_as_they_were(tm
         study.run(progress=False, concurrency=3)
         assert warnings.filters == filters
     assert os.getcwd() == here
+
+
+class SignalledDuringFit(rx.Procedure):
+    """Sends its own process SIGTERM in its fit, as a batch scheduler would during one."""
+
+    def fit(self, sample, rng):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        return FunctionRule(lambda X: np.full(len(X), 0.5))
+
+
+def test_a_scripts_own_signal_handler_exiting_during_a_fit_stops_the_study():
+    """signal.signal(SIGTERM, lambda *a: sys.exit(143)) in a user's script: the SystemExit its
+    handler raised inside a fit was recorded as the fit's failure, and the study ran on past
+    the scheduler's termination."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    try:
+        study = rx.Study(_lottery_like(), {"fit": SignalledDuringFit()}, rx.Constant(), n=[10],
+                         replications=2)
+        with pytest.raises(SystemExit) as stopped:
+            study.run(progress=False)
+        assert stopped.value.code == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_forked_child_restores_the_state_between_its_own_user_calls():
+    """A fork while another thread was inside a user call (a fit on a thread) left the child
+    counting that call as running for ever: nothing was restored between the child's fits."""
+    import threading
+
+    from restrictiveness.engine.failures import user_code
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def busy_fit():
+        with user_code():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=busy_fit)
+    thread.start()
+    inside.wait(30)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: one fit that sets an "error" filter, then a check
+            code = 1
+            try:
+                with warnings.catch_warnings():
+                    with user_code():
+                        warnings.simplefilter("error")
+                    code = 0 if warnings.filters[0][0] != "error" else 3
+            finally:
+                os._exit(code)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        leave.set()
+        thread.join()
 
 
 class ExitingBaseline(rx.Constant):

@@ -366,6 +366,12 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/failures.py", "        with np.errstate():\n            yield", "        yield",
            "a procedure's np.seterr leaks into later procedures",
            ("tests/test_study.py", "tests/test_completeness.py")),
+    Mutant("engine/failures.py", "os.register_at_fork(after_in_child=_keep_the_forking_threads_calls)\n", "",
+           "a forked child counts its parent's other threads' user calls as running for ever",
+           ("tests/test_study.py::test_a_forked_child_restores_the_state_between_its_own_user_calls",)),
+    Mutant("engine/failures.py", "    if isinstance(exc, SystemExit) and _from_a_signal_handler(exc):",
+           "    if False:", "a script's own signal handler's sys.exit during a fit is recorded as the fit's failure",
+           ("tests/test_study.py::test_a_scripts_own_signal_handler_exiting_during_a_fit_stops_the_study",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -31,10 +33,23 @@ __all__ = ["GuardedRule", "repair"]
 USER_CODE_ERRORS = (Exception, SystemExit)
 
 
-#: User calls running now (on any thread) and the process state the first of them found.
-_user_calls = 0
+#: User calls running now, by thread, and the process state the first of them found.
+_user_calls: dict[int, int] = {}
 _found: tuple[Any, list, str | None] | None = None
 _user_calls_lock = ForkSafeLock()
+
+
+def _keep_the_forking_threads_calls() -> None:
+    # A forked child has only the thread that forked: other threads' calls, inherited as
+    # running, would never end there, and nothing would be restored between its fits
+    global _user_calls, _found
+    me = threading.get_ident()
+    _user_calls = {me: _user_calls[me]} if me in _user_calls else {}
+    if not _user_calls:
+        _found = None
+
+
+os.register_at_fork(after_in_child=_keep_the_forking_threads_calls)
 
 
 @contextlib.contextmanager
@@ -59,18 +74,21 @@ def user_code() -> Iterator[None]:
     >>> np.geterr()["divide"], warnings.filters[0][0] == "error"
     ('warn', False)
     """
-    global _user_calls, _found
+    global _found
+    me = threading.get_ident()
     with _user_calls_lock:
-        if _user_calls == 0:
+        if not _user_calls:
             _found = (warnings.filters, list(warnings.filters), _working_directory())
-        _user_calls += 1
+        _user_calls[me] = _user_calls.get(me, 0) + 1
     try:
         with np.errstate():
             yield
     finally:
         with _user_calls_lock:
-            _user_calls -= 1
-            if _user_calls == 0 and _found is not None:
+            _user_calls[me] -= 1
+            if not _user_calls[me]:
+                del _user_calls[me]
+            if not _user_calls and _found is not None:
                 _restore(*_found)
                 _found = None
 
@@ -161,6 +179,29 @@ def reraise_fatal(exc: BaseException) -> None:
     reraise_interrupt(exc)
     if isinstance(exc, SandboxUnavailableError | WorkerTerminated):
         raise exc
+    if isinstance(exc, SystemExit) and _from_a_signal_handler(exc):
+        raise exc
+
+
+def _from_a_signal_handler(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in one of this process's Python signal handlers (a script's
+    ``signal.signal(SIGTERM, lambda *a: sys.exit(143))``, run during a fit): the script's own
+    stop, not the fit's ``sys.exit``, which was recorded as the fit's failure and the study
+    ran on past a scheduler's termination."""
+    handlers = set()
+    for number in signal.valid_signals():
+        try:
+            code = getattr(signal.getsignal(number), "__code__", None)
+        except (OSError, ValueError):
+            continue
+        if code is not None:
+            handlers.add(code)
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code in handlers:
+            return True
+        frame = frame.tb_next
+    return False
 
 
 class GuardedRule:
