@@ -439,6 +439,24 @@ def test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one(tmp_path)
     assert not (tmp_path / "deaths").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("test", ['__name__ == "__main__" and not dry_run',
+                                  '__name__ in ("__main__",)', '"__main__" == __name__',
+                                  'True'])
+def test_the_main_guard_check_takes_a_guard_written_any_way(tmp_path, test):
+    """Only `__name__ == "__main__"` itself was taken: a guard such as `if __name__ ==
+    "__main__" and not args.dry_run:` was refused as missing (`True` is no guard)."""
+    script = tmp_path / "run.py"
+    script.write_text("from restrictiveness.engine.study import _check_main_guard\n"
+                      f"dry_run = False\nif {test}:\n    _check_main_guard()\n"
+                      "    print('passed')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    if test == "True":
+        assert done.returncode == 1 and "put the script's work under a guard" in done.stderr
+    else:
+        assert (done.returncode, done.stdout) == (0, "passed\n"), done.stderr
+
+
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), True, "5"])
 def test_fit_timeout_must_be_a_positive_number_of_seconds(bad):
     study = _timeout_study({"linear": rx.OLS("y ~ x")})

@@ -372,6 +372,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/failures.py", "    if isinstance(exc, SystemExit) and _from_a_signal_handler(exc):",
            "    if False:", "a script's own signal handler's sys.exit during a fit is recorded as the fit's failure",
            ("tests/test_study.py::test_a_scripts_own_signal_handler_exiting_during_a_fit_stops_the_study",)),
+    Mutant("engine/study.py", "        parts = list(ast.walk(node.test))", "        parts = [node.test]",
+           "a __main__ guard written with `and` or `in` is refused as missing",
+           ("tests/test_runner.py::test_the_main_guard_check_takes_a_guard_written_any_way",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

@@ -1045,12 +1045,13 @@ def _check_main_guard() -> None:
         return
 
     def is_guard(node: ast.AST) -> TypeGuard[ast.If]:
-        if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        # any test of __name__ against "__main__" (`... and not args.dry_run`, `in (...)`):
+        # refusing a guard written otherwise would stop a script that is right
+        if not isinstance(node, ast.If):
             return False
-        sides = [node.test.left, *node.test.comparators]
-        return (len(sides) == 2 and isinstance(node.test.ops[0], ast.Eq)
-                and any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-                and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+        parts = list(ast.walk(node.test))
+        return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in parts)
+                and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in parts))
 
     line = frame.f_lineno
     if any(is_guard(node) and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
