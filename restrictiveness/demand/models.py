@@ -87,8 +87,10 @@ PAPER_MXL: dict[str, Any] = {"method": "dogbox", "budget": "fit", "reflect": Fal
 MXL_STARTS = ("adaptive", "both")
 _STARTS_CHOICE = """The fit starts from the fitted MNL means with ``L = 0.5·I``; the second
     start of SPEC §7's example, ``L = 1.0·I``, runs (under the same budget) only when the first
-    ends out of budget or no lower than the MNL objective (``starts="adaptive"``, the default);
-    ``starts="both"`` always runs both, as SPEC §7's example reads. The objective is not convex
+    ends out of budget or no lower than the MNL objective (``starts="adaptive"``, the default;
+    under ``budget="fit"`` a first start out of budget has used the whole fit's 400
+    evaluations, so there only the second condition can run it); ``starts="both"`` always runs
+    both, as SPEC §7's example reads. The objective is not convex
     in ``L``, so either start can end in the lower local minimum, but the second rarely gains
     much and doubles the cost: on the first 48 prior samples of seed 0 at n = 100
     (``python benchmarks/bench_mxl.py --samples 48``), the adaptive fit took a median 0.22 s of
@@ -106,8 +108,9 @@ _PAPER_SETTING = """The package default converges to the least-squares optimum. 
     reproduces them at n = 100 and the converged fit does not. On the CLI's draws at n = 100
     (M = 113, ``python benchmarks/bench_demand_paper_setting.py -n 100``), r̂ shares / own /
     cross: paper .140 / .310 / .416; budget-limited dogbox .154 / .278 / .395; converged
-    .149 / .314 / .476. The converged fit's objective is lower (by 3.4% in the median), but its
-    price elasticities are further from the truth."""
+    .149 / .314 / .476 (from both starts, ``starts="both"``, the default then). The
+    converged fit's objective is lower (by 3.4% in the median), but its price elasticities are
+    further from the truth."""
 
 
 # --------------------------------------------------------------------------- validation

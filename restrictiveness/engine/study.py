@@ -21,6 +21,7 @@ assembled from per-fit outcomes (:func:`fit_outcome`) that are the same numbers.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import multiprocessing
@@ -826,7 +827,8 @@ def _note_step(step: tuple) -> None:
     ``("baseline", m, n)`` or ``(label, m, n)``: a fit that ends the worker's process cannot
     say so, and the caller reads it back to name the procedure (:func:`_ended_step`)."""
     if _STEP_NOTE is not None:
-        with open(_STEP_NOTE, "w", encoding="utf-8") as f:
+        # a note that cannot be written (a full disk) only costs the name in a later error
+        with contextlib.suppress(OSError), open(_STEP_NOTE, "w", encoding="utf-8") as f:
             f.write(json.dumps(list(step)))
 
 

@@ -82,7 +82,9 @@ def run_python(source: str, *, driver: str | None = None,
         Modules the program may import (default :data:`DEFAULT_ALLOWED_MODULES`): each with
         its submodules; a dotted name (``"concurrent.futures"``) also admits the packages
         above it (``import concurrent``, ``from concurrent import futures``) but none of their
-        other submodules.
+        other submodules by import. A parent admitted so is the whole module to the program
+        (``"os.path"`` admits ``import os``, and so every attribute of ``os``): the list
+        decides what is imported, not what is reachable; the kernel layers are the boundary.
     workdir : path, optional
         Working directory to use and keep (e.g. an agent's across tool calls); default: a
         fresh temporary directory removed afterwards.
