@@ -415,6 +415,30 @@ def test_a_file_that_cannot_be_written_is_named_not_its_temporary_file(tmp_path)
         atomic_write_bytes(tmp_path / "file" / "x.nc", b"data")
 
 
+def test_written_files_have_the_mode_a_plain_open_gives(tmp_path):
+    """The temporary file behind every written file is created 0600, and renamed over the
+    target it left results, tables and plots unreadable to the owner's group and others."""
+    import stat
+
+    from restrictiveness.shared.files import atomic_write_bytes
+
+    def mode(path):
+        return stat.S_IMODE(os.stat(path).st_mode)
+
+    previous = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "new", b"data")
+        assert mode(tmp_path / "new") == 0o644
+        os.umask(0o027)
+        atomic_write_bytes(tmp_path / "group", b"data")
+        assert mode(tmp_path / "group") == 0o640
+        os.chmod(tmp_path / "new", 0o600)              # a file's own mode is kept
+        atomic_write_bytes(tmp_path / "new", b"again")
+        assert mode(tmp_path / "new") == 0o600
+    finally:
+        os.umask(previous)
+
+
 _KILLED_WRITER = """
 import os, signal, sys
 from restrictiveness.shared.files import atomic_output

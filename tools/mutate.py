@@ -375,6 +375,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        parts = list(ast.walk(node.test))", "        parts = [node.test]",
            "a __main__ guard written with `and` or `in` is refused as missing",
            ("tests/test_runner.py::test_the_main_guard_check_takes_a_guard_written_any_way",)),
+    Mutant("shared/files.py", "        os.chmod(tmp, _mode_for(target))\n", "",
+           "written files keep their temporary file's 0600",
+           ("tests/test_checkpoint.py::test_written_files_have_the_mode_a_plain_open_gives",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

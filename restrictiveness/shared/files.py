@@ -17,6 +17,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import tempfile
 import weakref
 from collections.abc import Iterator
@@ -82,6 +83,9 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb") as fh:  # on disk before the rename makes it visible
             os.fsync(fh.fileno())
+        # a temporary file is its owner's alone (0600): given the mode a plain open would
+        # (the replaced file's, else 0666 less the umask), results stay readable by others
+        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
@@ -96,6 +100,25 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
             raise OSError(errno.EIO, f"{exc} while writing it (a full disk or quota?)",
                           str(target)) from exc
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permissions ``open(target, "w")`` would leave: the existing file's, or 0666 less
+    the process's umask (read from /proc, since setting the umask to read it races with other
+    threads creating files; 022 where /proc does not say)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        pass
+    umask = 0o022
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    umask = int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o666 & ~umask
 
 
 def _remove_dead_writers_temporaries(target: Path) -> None:
