@@ -378,6 +378,13 @@ MUTANTS: list[Mutant] = [
     Mutant("shared/files.py", "        os.chmod(tmp, _mode_for(target))\n", "",
            "written files keep their temporary file's 0600",
            ("tests/test_checkpoint.py::test_written_files_have_the_mode_a_plain_open_gives",)),
+    Mutant("shared/blas.py", "    if raised:\n        raise raised[0]\n", "",
+           "an interrupt inside the library count's ctypes callback is ignored",
+           ("tests/test_blas.py",)),
+    Mutant("engine/checkpoint.py", "        self._claims[replication] = lock\n        if self._file(replication).exists():\n            self.release(replication)\n            return False\n        return True\n",
+           "        if self._file(replication).exists():\n            lock.release()\n            return False\n        self._claims[replication] = lock\n        return True\n",
+           "a claim interrupted before it is kept stays behind",
+           ("tests/test_checkpoint.py::test_an_interrupt_while_a_claim_is_made_leaves_no_claim_behind",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

@@ -479,10 +479,12 @@ class Checkpoint:
             lock.acquire(blocking=False)
         except LockBusy:
             return False
-        if self._file(replication).exists():
-            lock.release()
-            return False
+        # kept at once: an interrupt before the check below left a held claim that close()
+        # did not know of, and its file stayed behind (1 Ctrl-C in about 30)
         self._claims[replication] = lock
+        if self._file(replication).exists():
+            self.release(replication)
+            return False
         return True
 
     def release(self, replication: int) -> None:
@@ -501,10 +503,9 @@ class Checkpoint:
         the claim is now this run's) if the other run stopped without finishing it."""
         lock = FileLock(self.path / ".claims" / f"replication-{replication:06d}", remove=True)
         lock.acquire()
+        self._claims[replication] = lock  # kept at once, as in claim()
         record = self.load(replication)
         if record is not None:
-            lock.release()
-        else:
-            self._claims[replication] = lock
+            self.release(replication)
         return record
 

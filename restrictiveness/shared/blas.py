@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import sys
+import threading
 from typing import TYPE_CHECKING
 
 from .forksafe import ForkSafeLock
@@ -25,6 +27,8 @@ __all__ = ["one_thread", "loaded_libraries"]
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _lock = ForkSafeLock()
+#: Held while :func:`loaded_libraries` swaps ``sys.unraisablehook``, the process's.
+_hook_lock = ForkSafeLock()
 #: (library count, controller) of the last scan
 _scanned: tuple[int, ThreadpoolController] | None = None
 
@@ -57,13 +61,33 @@ def loaded_libraries() -> int | None:
     if _LIBC is None:
         return None
     count = 0
+    raised: list[BaseException] = []
 
     def visit(info: int | None, size: int, data: int | None) -> int:
         nonlocal count
         count += 1
         return 0
 
-    _LIBC.dl_iterate_phdr(_CALLBACK(visit), None)
+    me = threading.get_ident()
+
+    def keep(unraisable) -> None:  # this thread's are the callback's; others' pass on
+        if threading.get_ident() == me and unraisable.exc_value is not None:
+            raised.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    # A signal handler can run inside the callback (Ctrl-C's KeyboardInterrupt, a worker's
+    # SIGTERM): ctypes prints an exception raised there as "ignored" and goes on, so the
+    # interrupt was lost and the run went on to its end. It is kept and raised here instead.
+    with _hook_lock:
+        previous = sys.unraisablehook
+        sys.unraisablehook = keep
+        try:
+            _LIBC.dl_iterate_phdr(_CALLBACK(visit), None)
+        finally:
+            sys.unraisablehook = previous
+    if raised:
+        raise raised[0]
     return count
 
 
