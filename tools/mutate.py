@@ -843,7 +843,7 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/checkpoint.py", "            if record.replication != replication:",
            "            if record.replication < 0:",
            "a record filed under another replication's name used", CKPT),
-    Mutant("engine/checkpoint.py", "        if self._file(replication).exists():\n            lock.release()\n            return False",
+    Mutant("engine/checkpoint.py", "        if self._file(replication).exists():\n            self.release(replication)\n            return False",
            "",
            "a replication another run finished is claimed and computed again", CKPT),
     Mutant("engine/checkpoint.py", "            if not entry.is_file(follow_symlinks=False) or alive(int(match.group(2))):",
