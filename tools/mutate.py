@@ -385,6 +385,9 @@ MUTANTS: list[Mutant] = [
            "        if self._file(replication).exists():\n            lock.release()\n            return False\n        self._claims[replication] = lock\n        return True\n",
            "a claim interrupted before it is kept stays behind",
            ("tests/test_checkpoint.py::test_an_interrupt_while_a_claim_is_made_leaves_no_claim_behind",)),
+    Mutant("engine/failures.py", "    if _interrupt_noted.is_set():\n        return True\n", "",
+           "an interrupt that C code turned into another error is reported as that error",
+           ("tests/test_study.py::test_an_interrupt_turned_into_another_error_still_stops_the_study_as_one",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
            "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"

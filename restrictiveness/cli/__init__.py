@@ -57,7 +57,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    from ..engine.failures import is_interrupt
+    from ..engine.failures import is_interrupt, note_interrupt
     from ..shared.compile_notice import CompileNotice
     from ..shared.exceptions import ExecutionError, RestrictivenessError
 
@@ -73,10 +73,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stop as on Ctrl-C (workers stopped, finished work saved, the summary printed).
         nonlocal terminated
         terminated = True
+        note_interrupt()
+        raise KeyboardInterrupt
+
+    def on_sigint(signum, frame) -> None:
+        # as Python's own handler, and noted: C code may turn the KeyboardInterrupt into
+        # another error (see note_interrupt)
+        note_interrupt()
         raise KeyboardInterrupt
 
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    previous_int = signal.signal(signal.SIGINT, on_sigint) \
+        if in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
+    note_interrupt(False)
     try:
         with CompileNotice(), warnings.catch_warnings():
             warnings.simplefilter("default")  # each distinct warning once
@@ -97,9 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {where}{_one_line(exc.strerror or exc)}", file=sys.stderr)
         return 1
     except Exception as exc:
-        if is_interrupt(exc):  # Ctrl-C inside a numba kernel
-            print("interrupted", file=sys.stderr)
-            return 130
+        if is_interrupt(exc):  # Ctrl-C inside a numba kernel, or turned into another error
+            print("terminated" if terminated else "interrupted", file=sys.stderr)
+            return 143 if terminated else 130
         if os.environ.get("RESTRICTIVENESS_TRACEBACK"):
             raise
         print(f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (a bug: please report "
@@ -108,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:  # None: not in the main thread, or a handler set outside Python
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
+        note_interrupt(False)
 
 
 def entry() -> None:

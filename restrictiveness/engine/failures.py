@@ -144,9 +144,32 @@ def repair(pred: np.ndarray, X: np.ndarray, constraints: Sequence[Constraint],
     return pred, ok
 
 
+#: Set by the command line's SIGINT and SIGTERM handlers (:func:`note_interrupt`).
+_interrupt_noted = threading.Event()
+
+
+def note_interrupt(noted: bool = True) -> None:
+    """Record that the process was asked to stop (or, with ``noted=False``, forget it).
+
+    C code can turn the KeyboardInterrupt a signal handler raised inside it into another
+    error: numpy comparing structured arrays (``np.unique(axis=0)``) reported "Cannot compare
+    structured arrays unless they have a common dtype", and the command line ended with
+    "unexpected TypeError ... (a bug: please report it)" instead of its summary (1 Ctrl-C in
+    25). A handler that notes the request makes :func:`is_interrupt` see it whatever became of
+    the exception.
+    """
+    if noted:
+        _interrupt_noted.set()
+    else:
+        _interrupt_noted.clear()
+
+
 def is_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is or stems from a KeyboardInterrupt: Ctrl-C during a numba kernel
-    surfaces as ``SystemError(... returned a result with an exception set)`` caused by it."""
+    surfaces as ``SystemError(... returned a result with an exception set)`` caused by it; or
+    the process was asked to stop (:func:`note_interrupt`)."""
+    if _interrupt_noted.is_set():
+        return True
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):

@@ -483,8 +483,9 @@ class Study:
                            concurrency=concurrency, requests_per_minute=requests_per_minute,
                            worker_timeout=worker_timeout, fit_timeout=fit_timeout)
             self._run_missing(reps, finished, store, options)
-        except (KeyboardInterrupt, SystemError) as exc:
-            if not is_interrupt(exc):
+        except BaseException as exc:
+            # (any error: C code can turn an interrupt into another one, see note_interrupt)
+            if isinstance(exc, StudyInterrupted) or not is_interrupt(exc):
                 raise
             # (a Ctrl-C while the checkpoint opens has no store yet, but one was given: the
             # message must not say to pass one)
