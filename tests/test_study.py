@@ -320,21 +320,11 @@ def test_a_scripts_own_signal_handler_exiting_during_a_fit_stops_the_study():
 def test_a_forked_child_restores_the_state_between_its_own_user_calls():
     """A fork while another thread was inside a user call (a fit on a thread) left the child
     counting that call as running for ever: nothing was restored between the child's fits."""
-    import threading
+    from forking import held_by_another_thread
 
     from restrictiveness.engine.failures import user_code
 
-    inside, leave = threading.Event(), threading.Event()
-
-    def busy_fit():
-        with user_code():
-            inside.set()
-            leave.wait(30)
-
-    thread = threading.Thread(target=busy_fit)
-    thread.start()
-    inside.wait(30)
-    try:
+    with held_by_another_thread(user_code(), release_after=30):
         pid = os.fork()
         if pid == 0:  # the child: one fit that sets an "error" filter, then a check
             code = 1
@@ -346,9 +336,6 @@ def test_a_forked_child_restores_the_state_between_its_own_user_calls():
             finally:
                 os._exit(code)
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    finally:
-        leave.set()
-        thread.join()
 
 
 class InterruptTurnedIntoTypeError(rx.MonotoneGP):
