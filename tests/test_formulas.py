@@ -4,6 +4,8 @@ formulas a procedure cannot honour refused, and procedures that accept DataFrame
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -348,3 +350,42 @@ def test_nan_from_a_transform_is_not_called_missing_data():
     with pytest.raises(DataError, match="the data contain missing values"):
         rule.predict(pd.DataFrame({"x": [np.nan]}))
     np.testing.assert_allclose(rule.predict(df.iloc[1:]), df.y.iloc[1:], rtol=1e-9)
+
+
+def test_a_fit_to_a_sample_refuses_a_formula_naming_another_response():
+    # "z ~ x" fitted to a sample whose labels are y fitted y without a word: a study refuses
+    # the formula up front (validate), a direct fit must too, whatever the procedure
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 4.0], [3.0, 1.0]])
+    s = rx.Sample(X, 1.0 + 2.0 * X[:, 0], ("x", "w"))
+    lottery = np.array([[1.0, 0.0, 0.5], [0.5, 0.1, 0.2], [0.8, 0.2, 0.9], [0.3, 0.3, 0.4]])
+    ev = lottery[:, 1] + (lottery[:, 0] - lottery[:, 1]) * lottery[:, 2]
+    lotteries = rx.Sample(lottery, ev, ("z_hi", "z_lo", "p"), "y")
+    markets = rx.demand.market_sample(pd.DataFrame({
+        "market_ids": [1, 1, 2, 2, 3, 3], "product_ids": [1, 2] * 3,
+        "shares": [0.3, 0.2, 0.25, 0.15, 0.2, 0.3], "prices": [1.0, 1.5, 1.1, 1.4, 1.2, 0.9],
+        "sugar": [2.0, 4.0, 2.0, 4.0, 3.0, 5.0], "mushy": [0, 1, 0, 1, 1, 0]}))
+    cases = [
+        (rx.OLS("z ~ x"), s, "formula 'z ~ x' names the response 'z'"),
+        (rx.OLS("w ~ x"), s, "formula 'w ~ x' names the response 'w'"),  # a covariate
+        (rx.Constant("z ~ 1"), s, "formula 'z ~ 1' names the response 'z'"),
+        (rx.GPRegression("z ~ x"), s, "formula 'z ~ x' names the response 'z'"),
+        (rx.SklearnRegressor(LinearRegression(), "z ~ x"), s, "names the response 'z'"),
+        (rx.NLS("z ~ a * x", bounds={"a": (0, 5)}), s, "NLS formula 'z ~ a * x' names the "
+                                                          "response 'z'"),
+        (rx.NLS(lambda d, a: a * d["x"], response="z", bounds={"a": (0, 5)}), s,
+         "NLS names the response 'z'"),
+        (rx.lottery.CPT(free=("alpha",), formula="ce ~ z_hi + z_lo + p"), lotteries,
+         "names the response 'ce'"),
+        (rx.demand.MNL("y ~ prices"), markets, "names the response 'y'"),
+    ]
+    for procedure, sample, message in cases:
+        with pytest.raises(FormulaError, match=re.escape(message) + ".*sample's response is "
+                                               f"'{sample.response}'"):
+            procedure.fit(sample, np.random.default_rng(0))
+    # the response named, or none (a one-sided formula), fits the sample's labels
+    for formula in ("y ~ x", "~ x"):
+        np.testing.assert_allclose(rx.OLS(formula).fit(s).info["params"], [1.0, 2.0])
+    fit = rx.lottery.CPT(free=("alpha",), formula="y ~ z_hi + z_lo + p").fit(lotteries)
+    assert fit.params["alpha"] == pytest.approx(1.0, abs=1e-6)
+    assert list(rx.demand.MNL("shares ~ prices").fit(markets).info["params"]) == [
+        "Intercept", "prices"]

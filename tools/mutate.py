@@ -64,6 +64,8 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
        "tests/test_nls.py::test_standard_errors_match_statsmodels_on_the_jacobian_and_curve_fit",
        *LOTTERY_SE, "tests/test_nls.py", "tests/test_lottery_models.py")
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
+RESPONSE = ("tests/test_formulas.py::test_a_fit_to_a_sample_refuses_a_formula_naming_another_"
+            "response",)
 DEMAND = ("tests/test_demand_models.py",)
 SENS = ("tests/test_sensitivity.py",)
 # (its closed-form and edge tests come first in the file: pytest runs a file in its order)
@@ -1115,6 +1117,13 @@ MUTANTS: list[Mutant] = [
            "a fit whose process died named without its replication", ENDED),
     Mutant("engine/study.py", "    _note_step((label, m, n))  # its predictions too, until the next step\n", "",
            "a dask worker ended by a fit blamed on the step before it", ENDED),
+    Mutant("shared/formula.py", "    if declared is not None and declared != response:",
+           "    if declared is not None and declared == 'never':",
+           "a formula naming another response fits the sample's labels quietly", RESPONSE),
+    Mutant("procedures/generic.py", "        f.check_response(data.response)\n", "",
+           "OLS on a sample ignores the formula's response", RESPONSE),
+    Mutant("demand/models.py", "        parse_formula(self.formula).check_response(sample.response)\n",
+           "", "a demand model on a sample ignores the formula's response", RESPONSE),
 ]
 
 

@@ -564,6 +564,7 @@ class _DemandProcedure(Procedure):
         columns = _market_columns(sample, type(self).__name__)
         X = check_markets(sample.X, columns, "sample.X")
         y = check_shares(sample.y, X, "sample.y")
+        parse_formula(self.formula).check_response(sample.response)
         design = _Design(self.formula, X, columns)
         return X, y, design, design(X), columns
 

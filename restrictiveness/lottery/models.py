@@ -28,7 +28,7 @@ import pandas as pd
 from ..engine.protocol import Fitted, Procedure
 from ..shared.checks import is_positive, keywords_of, known_keywords, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
-from ..shared.formula import check_study_columns
+from ..shared.formula import check_study_columns, parse_formula
 from ..shared.sample import Sample
 from . import _rdu_nb
 from .estimation import LotteryNLS, LotteryNLSResults
@@ -535,6 +535,8 @@ class RDU(_LotteryProcedure):
             return LotteryNLS.from_formula(formula, sample, self).fit(**estimation)
         if estimation:
             raise ConfigurationError(f"{sorted(estimation)} apply to estimation on a DataFrame")
+        if self.formula is not None:
+            parse_formula(self.formula).check_response(sample.response)
         return self.fit_arrays(sample.X, sample.y, sample.columns)
 
     @classmethod

@@ -106,6 +106,7 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
                     else _frame_numbers(X, columns)
             return np.asarray(data.X, dtype=float), y, build_raw, columns
         f = parse_formula(formula)
+        f.check_response(data.response)
         frame = data.columns_dict()
     else:
         raise DataError(f"{who}.fit takes a Sample or a pandas DataFrame, got "
@@ -233,6 +234,8 @@ class Constant(FormulaProcedure):
                                    "naming the response")
             y = parse_formula(self.formula).response_values(sample)
         elif isinstance(sample, Sample):
+            if self.formula is not None:
+                parse_formula(self.formula).check_response(sample.response)
             y = np.asarray(sample.y, dtype=float)
         else:  # an array was an AttributeError
             raise DataError(f"Constant.fit takes a Sample or a pandas DataFrame, got "

@@ -71,7 +71,7 @@ from ..shared.expression import (
     compile_expression,
     parse_nonlinear,
 )
-from ..shared.formula import repeated_columns
+from ..shared.formula import check_response, repeated_columns
 from ..shared.sample import Sample
 from .estimation import LeastSquaresResults, cluster_codes
 
@@ -393,6 +393,8 @@ class NLS(Procedure):
                                      "not to fits on a training sample")
         if not isinstance(sample, Sample):
             raise DataError("NLS.fit takes a Sample (in studies) or a DataFrame (estimation)")
+        check_response(self.response, sample.response,
+                       f"NLS formula {self.formula!r}" if self.formula else "NLS")
         return self.fit_arrays(self._design(sample.X, sample.columns), sample.y, sample.columns)
 
     def fit_arrays(self, design, y, columns: Sequence[str] | None = None) -> NLSFitted:
