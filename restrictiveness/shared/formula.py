@@ -27,7 +27,7 @@ import patsy
 from . import pyast
 from .exceptions import DataError, FormulaError
 
-__all__ = ["Formula", "parse_formula", "FORMULA_ENV", "check_study_columns"]
+__all__ = ["Formula", "parse_formula", "FORMULA_ENV", "check_study_columns", "check_response"]
 
 #: The namespace formulas are evaluated in (patsy adds its built-ins: bs, C, center, I, ...).
 FORMULA_ENV = patsy.EvalEnvironment([{"np": np}])
