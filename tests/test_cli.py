@@ -104,6 +104,12 @@ def _err_line(capsys) -> str:
     (["sensitivity", "{files}/res.nc", "--compare", "nope"], "unknown procedure label"),
     (["sensitivity", "{files}/res.nc", "--discrepancy", "kl"], "discrepancy 'kl' not in"),
     (["replicate", "mars"], "invalid choice: 'mars'"),
+    # argparse keeps an option's last value: --n 50 --n 100 ran n = 100 alone
+    (["replicate", "lottery", "--n", "50", "--n", "100"],
+     "--n: given more than once; list all values after one --n"),
+    (["replicate", "lottery", "-M", "2", "--replications", "3"],
+     "--replications/-M: given more than once"),
+    (["sensitivity", "{files}/res.nc", "--gamma", "2", "--gamma", "3"], "--gamma: given more"),
 ])
 def test_bad_options_fail_fast_with_one_line_and_status_2(files, capsys, argv, message):
     argv = [a.replace("{files}", str(files)) for a in argv]

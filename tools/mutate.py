@@ -1124,6 +1124,9 @@ MUTANTS: list[Mutant] = [
            "OLS on a sample ignores the formula's response", RESPONSE),
     Mutant("demand/models.py", "        parse_formula(self.formula).check_response(sample.response)\n",
            "", "a demand model on a sample ignores the formula's response", RESPONSE),
+    Mutant("cli/options.py", '        self.register("action", None, _StoreOnce)\n', "",
+           "an option given twice keeps its last value quietly",
+           ("tests/test_cli.py::test_bad_options_fail_fast_with_one_line_and_status_2",)),
 ]
 
 

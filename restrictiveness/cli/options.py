@@ -38,8 +38,33 @@ STRICT_STATUS = 1
 CONNECT_TIMEOUT = 10
 
 
+class _StoreOnce(argparse._StoreAction):
+    """``store``, refusing a second occurrence: argparse keeps the last, so ``--n 50 --n 100``
+    ran n = 100 alone and ``--seed 1 --seed 2`` seed 2, without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = parser.__dict__.setdefault("_given", set())
+        if self.option_strings and self.dest in seen:
+            hint = (f"; list all values after one {self.option_strings[0]}"
+                    if self.nargs in ("+", "*") else "")
+            parser.error(f"argument {'/'.join(self.option_strings)}: given more than once"
+                         f"{hint}")
+        seen.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line (and exit status 2)."""
+    """An ``ArgumentParser`` whose usage errors are one line (and exit status 2), and which
+    refuses an option given twice (argparse would keep the last)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._given: set[str] = set()
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
