@@ -62,8 +62,8 @@ class Parser(argparse.ArgumentParser):
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
-        self._given: set[str] = set()
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = set()  # the options seen, for _StoreOnce
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
