@@ -480,6 +480,16 @@ MUTANTS: list[Mutant] = [
            "        return self.model.model._reported_jacobian(self.fitted.theta)",
            "        return np.eye(self.df_model)", "log-delta SE not carried to delta",
            (*LOTTERY_SE, *LOTTERY)),
+    Mutant("lottery/estimation.py", "        if self.nobs <= k:  # as NLS: every standard error was NaN, with no word of why",
+           "        if self.nobs < k:  # as NLS: every standard error was NaN, with no word of why",
+           "lottery estimation with as many observations as parameters (NaN standard errors)",
+           ("tests/test_lottery_models.py::test_estimation_refuses_no_more_observations_than_parameters",
+            *LOTTERY)),
+    Mutant("lottery/estimation.py", "        return self.fitted.predict(lottery_matrix(exog, shift=shift))",
+           "        return self.fitted.predict(lottery_matrix(exog))",
+           "lottery results' predict ignores the utility shift (refuses prizes it was fitted on)",
+           ("tests/test_lottery_models.py::test_estimation_results_predict_where_the_shifted_utility_was_estimated",
+            *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
     # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
     Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
