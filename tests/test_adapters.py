@@ -507,6 +507,13 @@ def test_logshare_rejects_bad_samples_and_queries():
         rule.predict(X[:, :2])
     with pytest.raises(TypeError, match="fit"):
         LogShareRegressor(object())
+    # a class for an instance: labelled "log-share ABCMeta", and every fit of a study failed
+    # with "get_params() missing 1 required positional argument: 'self'"
+    from sklearn.linear_model import LinearRegression
+    for cls in (LinearRegression, GridGP):
+        with pytest.raises(rx.ConfigurationError, match=rf"regressor must be an instance, e\.g\. "
+                                                     rf"{cls.__name__}\(\), not the class"):
+            LogShareRegressor(cls)
 
 
 def test_logshare_in_a_demand_study_with_the_failure_protocol():

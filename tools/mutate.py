@@ -1111,6 +1111,10 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/learners.py", "        with seeded_globals(states):\n            search.fit(",
            "        if True:\n            search.fit(",
            "FLAML's search changes the caller's random state", LEARNERS),
+    Mutant("demand/learners.py", "        if isinstance(regressor, type):  # every fit failed (\"get_params() missing 'self'\")",
+           "        if False:  # every fit failed (\"get_params() missing 'self'\")",
+           "LogShareRegressor takes an estimator class for an instance (every fit fails)",
+           ("tests/test_adapters.py::test_logshare_rejects_bad_samples_and_queries",)),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
            "                                     ))",
