@@ -661,6 +661,31 @@ def test_estimation_results_predict_where_the_shifted_utility_was_estimated():
         res.predict([[0.5, -0.06, 0.5]])
 
 
+def test_a_study_names_the_baseline_it_was_given():
+    """A baseline passed to the applications' studies was named by the default's name: a CPT
+    baseline was summarised as "Baseline: EV = CPT(...)", and the demand study's as logit."""
+    import restrictiveness as rx
+
+    gp = {"GP regression": rx.lottery.gp_regression()}
+    assert rx.lottery.study(gp).baseline_label == "EV"
+    st = rx.lottery.study(gp, n=[10], replications=2, n_eval=20,
+                          baseline=CPT(free=("alpha",)))
+    assert st.baseline_label == "CPT(alpha)"
+    res = st.run(progress=False)
+    assert "Baseline: CPT(alpha) = CPT(" in res.summary().as_text()
+    assert res.dataset.attrs["baseline"] == "CPT(alpha)"
+    assert json.loads(res.dataset.attrs["configuration"])["baseline"] == {
+        "CPT(alpha)": repr(CPT(free=("alpha",)))}
+    # the label taken by a procedure (Table 1 has CPT(alpha)): "baseline", as completeness says
+    assert rx.lottery.study(baseline=CPT(free=("alpha",))).baseline_label == "baseline"
+    assert rx.demand.study(n=(50,), replications=2).baseline_label == "logit"
+    mnl = rx.demand.study({"NL": rx.demand.NestedLogit(nest="mushy")}, n=(50,),
+                          replications=2, baseline=rx.demand.MNL())
+    assert mnl.baseline_label == "MNL"
+    assert rx.demand.study(n=(50,), replications=2,
+                           baseline=rx.demand.MNL()).baseline_label == "baseline"
+
+
 def test_lottery_helpers_refuse_inputs_they_cannot_use():
     import restrictiveness as rx
 
