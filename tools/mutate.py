@@ -1127,6 +1127,10 @@ MUTANTS: list[Mutant] = [
            "    if not isinstance(label, str) or label in (\"\", \"procedure\"):",
            "a study's baseline takes a label a procedure has (the study refuses it)",
            ("tests/test_lottery_models.py::test_a_study_names_the_baseline_it_was_given",)),
+    Mutant("shared/formula.py", "                for c in numeric:\n",
+           "                for c in ():\n",
+           "text at prediction in a formula column that was numbers fails inside patsy (AttributeError)",
+           ("tests/test_formulas.py::test_text_at_prediction_in_a_column_that_was_numbers_is_named",)),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
            "                                     ))",
