@@ -608,6 +608,14 @@ def test_automl_without_flaml_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flaml", None)  # makes `import flaml` raise ImportError
     with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
         AutoML(max_iter=1).fit(_tiny_sample(), np.random.default_rng(0))
+    # refused before any fit: a study ran to its end with every fit failed (r̂ = 1)
+    with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
+        rx.lottery.study({"automl": AutoML(max_iter=1)}, n=[10], replications=2)
+    data = pd.DataFrame({"participant": [1, 1, 2, 2], "lottery": [1, 2, 1, 2],
+                         "z_hi": [0.4, 0.8] * 2, "z_lo": [0.0, 0.2] * 2, "p": [0.5, 0.5] * 2,
+                         "ce": [0.15, 0.45, 0.2, 0.5]})
+    with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
+        rx.lottery.completeness(data, {"automl": AutoML(max_iter=1)}, folds=2)
 
 
 def test_automl_argument_checks():

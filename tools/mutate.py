@@ -1140,6 +1140,10 @@ MUTANTS: list[Mutant] = [
     Mutant("analysis/completeness/estimate.py", "    refuse_estimator(proc, role)\n", "",
            "completeness takes a bare scikit-learn estimator as its benchmark",
            ("tests/test_adapters.py::test_a_bare_estimator_given_as_a_procedure_is_refused_naming_the_adapter",)),
+    Mutant("procedures/learners.py", "        super().validate(columns, response)\n        _import_flaml()\n",
+           "        super().validate(columns, response)\n",
+           "a study with AutoML but no FLAML runs with every fit failed",
+           ("tests/test_adapters.py::test_automl_without_flaml_names_the_extra",)),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
            "                                     ))",
