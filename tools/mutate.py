@@ -1144,6 +1144,9 @@ MUTANTS: list[Mutant] = [
            "        super().validate(columns, response)\n",
            "a study with AutoML but no FLAML runs with every fit failed",
            ("tests/test_adapters.py::test_automl_without_flaml_names_the_extra",)),
+    Mutant("analysis/frontier.py", "    if not common and procedures is None:", "    if False:",
+           "frontier_table with no label in common says 'procedures [] are not in both results'",
+           ("tests/test_frontier.py::test_errors_and_plot",)),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
            "                                     ))",
