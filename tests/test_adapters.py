@@ -6,6 +6,7 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist, pdist
 
@@ -507,6 +508,13 @@ def test_logshare_rejects_bad_samples_and_queries():
         rule.predict(X[:, :2])
     with pytest.raises(TypeError, match="fit"):
         LogShareRegressor(object())
+    # a class for an instance: labelled "log-share ABCMeta", and every fit of a study failed
+    # with "get_params() missing 1 required positional argument: 'self'"
+    from sklearn.linear_model import LinearRegression
+    for cls in (LinearRegression, GridGP):
+        with pytest.raises(rx.ConfigurationError, match=rf"regressor must be an instance, e\.g\. "
+                                                     rf"{cls.__name__}\(\), not the class"):
+            LogShareRegressor(cls)
 
 
 def test_logshare_in_a_demand_study_with_the_failure_protocol():
@@ -600,6 +608,14 @@ def test_automl_without_flaml_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flaml", None)  # makes `import flaml` raise ImportError
     with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
         AutoML(max_iter=1).fit(_tiny_sample(), np.random.default_rng(0))
+    # refused before any fit: a study ran to its end with every fit failed (r̂ = 1)
+    with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
+        rx.lottery.study({"automl": AutoML(max_iter=1)}, n=[10], replications=2)
+    data = pd.DataFrame({"participant": [1, 1, 2, 2], "lottery": [1, 2, 1, 2],
+                         "z_hi": [0.4, 0.8] * 2, "z_lo": [0.0, 0.2] * 2, "p": [0.5, 0.5] * 2,
+                         "ce": [0.15, 0.45, 0.2, 0.5]})
+    with pytest.raises(ImportError, match=r"restrictiveness\[automl\]"):
+        rx.lottery.completeness(data, {"automl": AutoML(max_iter=1)}, folds=2)
 
 
 def test_automl_argument_checks():
@@ -644,3 +660,40 @@ def test_procedures_pickle_and_fitted_rules_survive_a_round_trip():
     rule = LogShareRegressor().fit(rx.Sample(X, y, COLS, "shares"), rng)
     again = pickle.loads(pickle.dumps(rule))
     np.testing.assert_array_equal(again.predict(X), rule.predict(X))
+
+
+def test_a_bare_estimator_given_as_a_procedure_is_refused_naming_the_adapter():
+    """A scikit-learn estimator has a fit, so it passed for a procedure: every fit of a study
+    failed ("float() argument must be ... not 'Sample'") and r̂ repeated the baseline's (1)."""
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    data = pd.DataFrame({"participant": [1, 1, 2, 2], "lottery": [1, 2, 1, 2],
+                         "z_hi": [0.4, 0.8] * 2, "z_lo": [0.0, 0.2] * 2, "p": [0.5, 0.5] * 2,
+                         "ce": [0.15, 0.45, 0.2, 0.5]})
+    for est in (LinearRegression(), make_pipeline(StandardScaler(), LinearRegression()),
+                GridGP()):
+        msg = r"is a scikit-learn-style estimator with fit\(X, y\) .*wrap it, e\.g\. " \
+              r"rx\.SklearnRegressor\("
+        with pytest.raises(rx.ConfigurationError, match=r"procedures\['ols'\] " + msg):
+            rx.lottery.study({"ols": est}, n=[10], replications=2)
+        with pytest.raises(rx.ConfigurationError, match="baseline " + msg):
+            rx.lottery.study(n=[10], replications=2, baseline=est)
+        with pytest.raises(rx.ConfigurationError, match=r"procedures\['ols'\] " + msg):
+            rx.lottery.completeness(data, {"ols": est}, folds=2)
+        with pytest.raises(rx.ConfigurationError, match="benchmark " + msg):
+            rx.lottery.completeness(data, {}, folds=2, benchmark=est)
+
+    class EVProcedure:  # duck-typed, fit(sample, rng), with a predict of its own: accepted
+        label = "ev"
+
+        def fit(self, sample, rng):
+            return rx.FunctionRule(self.predict)
+
+        def predict(self, X):
+            return X[:, 2] * X[:, 0] + (1 - X[:, 2]) * X[:, 1]
+
+    res = rx.lottery.study({"ev": EVProcedure()}, n=[10], replications=2,
+                           n_eval=20).run(progress=False)
+    assert res.restrictiveness.sel(procedure="ev").item() == 1.0   # it is the baseline

@@ -389,3 +389,19 @@ def test_a_fit_to_a_sample_refuses_a_formula_naming_another_response():
     assert fit.params["alpha"] == pytest.approx(1.0, abs=1e-6)
     assert list(rx.demand.MNL("shares ~ prices").fit(markets).info["params"]) == [
         "Intercept", "prices"]
+
+
+def test_text_at_prediction_in_a_column_that_was_numbers_is_named():
+    """A formula fitted on numbers and asked to predict at text failed inside patsy with
+    "AttributeError: 'DataFrame' object has no attribute 'dtype'"."""
+    df = pd.DataFrame({"y": [3.0, 5.0, 7.0, 9.0], "x": [1.0, 2.0, 3.0, 4.0]})
+    rules = {"sklearn": rx.SklearnRegressor(LinearRegression(), "y ~ np.log(x) + x").fit(df),
+             "plain": rx.SklearnRegressor(LinearRegression(), "y ~ x").fit(df),
+             "gp": rx.GPRegression("y ~ x + I(x ** 2)").fit(df)}
+    for rule in rules.values():
+        for bad in (pd.Series(["6"]), pd.Series([6.0], dtype=object)):
+            with pytest.raises(DataError, match=r"at new data: column 'x' is not numeric"):
+                rule.predict(pd.DataFrame({"x": bad}))
+    # numbers still predict: y = 1 + 2x exactly (log x gets weight 0), and the GP interpolates
+    assert rules["sklearn"].predict(pd.DataFrame({"x": [6.0]}))[0] == pytest.approx(13.0)
+    np.testing.assert_allclose(rules["gp"].predict(df), df["y"], atol=1e-6)

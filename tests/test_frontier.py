@@ -44,6 +44,13 @@ def test_errors_and_plot():
         frontier_table(res, comp, n=7)
     with pytest.raises(ConfigurationError, match="not in both"):
         frontier_table(res, comp, procedures=["A", "Z"])
+    # no label in common ("GP" against "GP regression"): both lists named, not "procedures []"
+    res2, comp2 = _fake({"GP": 0.1, "CPT": 0.2}, {"GP regression": 1.0, "EV": 0.0})
+    with pytest.raises(ConfigurationError, match=r"no procedure is in both results: the "
+                                                 r"restrictiveness results have \['GP', 'CPT'\], "
+                                                 r"the completeness results \['GP regression', "
+                                                 r"'EV'\]"):
+        frontier_table(res2, comp2)
     ax = plot_frontier(frontier_table(res, comp))
     assert ax.get_ylabel().startswith("restrictiveness") and len(ax.texts) == 2
 

@@ -618,6 +618,74 @@ def test_summary_exports():
         CPT.from_formula("ce ~ z_hi + z_lo + p", df).fit(cov_type="robust")
 
 
+def test_estimation_refuses_no_more_observations_than_parameters():
+    """Three lotteries for CPT's three parameters gave NaN for every standard error and
+    "Df Residuals: 0" with no word of why; NLS refuses that, and so does the lottery estimator."""
+    df = pd.DataFrame({"ce": [0.3, 0.5, 0.2, 0.6], "z_hi": [1.0, 0.8, 0.5, 0.9],
+                       "z_lo": [0.0, 0.1, 0.1, 0.2], "p": [0.5, 0.6, 0.3, 0.7]})
+    for data, free in ((df.iloc[:3], ("alpha", "gamma", "delta")), (df.iloc[:1], ("alpha",))):
+        with pytest.raises(DataError, match=rf"more observations \({len(data)}\) than "
+                                            rf"parameters \({len(free)}\)"):
+            CPT.from_formula("ce ~ z_hi + z_lo + p", data, free=free).fit()
+        with pytest.raises(DataError, match="more observations"):
+            CPT(free=free).fit(data, cov_type="HC1")
+    # one more observation than parameters: s² = SSR / 1 and se = sqrt(s² / ΣJ²), by hand
+    res = CPT.from_formula("ce ~ z_hi + z_lo + p", df.iloc[:2], free=("alpha",)).fit()
+    a, X = res.params["alpha"], df[["z_hi", "z_lo", "p"]].to_numpy()[:2]
+    U = X[:, 2] * X[:, 0] ** a + (1 - X[:, 2]) * X[:, 1] ** a
+    ce = U ** (1 / a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dU = X[:, 2] * np.log(X[:, 0]) * X[:, 0] ** a + (1 - X[:, 2]) * np.where(
+            X[:, 1] > 0, np.log(X[:, 1]) * X[:, 1] ** a, 0.0)
+    J = ce * (dU / (a * U) - np.log(U) / a ** 2)     # d/dα of exp(log U / α)
+    ssr = float(((df["ce"].to_numpy()[:2] - ce) ** 2).sum())
+    assert res.df_resid == 1
+    assert res.bse["alpha"] == pytest.approx(np.sqrt(ssr / (J @ J)), rel=1e-6)
+
+
+def test_estimation_results_predict_where_the_shifted_utility_was_estimated():
+    """A shifted power utility admits prizes down to -shift; the results' predict refused the
+    very lotteries the estimate was fitted on ("prizes must be nonnegative")."""
+    s = 0.05
+    df = pd.DataFrame({"ce": [0.3, 0.5, 0.0, 0.6, 0.2], "z_hi": [1.0, 0.8, 0.1, 0.9, 0.5],
+                       "z_lo": [0.0, 0.1, -0.02, 0.2, -0.01], "p": [0.5, 0.6, 0.5, 0.5, 0.4]})
+    res = RDU(utility=ShiftedPowerUtility(s), free=("alpha",)).fit(df)
+    a = res.params["alpha"]
+    zh, zl, p = df["z_hi"].to_numpy(), df["z_lo"].to_numpy(), df["p"].to_numpy()
+    hand = (p * (zh + s) ** a + (1 - p) * (zl + s) ** a) ** (1 / a) - s
+    np.testing.assert_allclose(res.predict(), hand, rtol=1e-12)
+    np.testing.assert_allclose(res.predict(df), hand, rtol=1e-12)
+    np.testing.assert_allclose(res.predict(df[["z_hi", "z_lo", "p"]].to_numpy()), hand,
+                               rtol=1e-12)
+    with pytest.raises(DataError, match=r"z \+ shift >= 0"):   # below -shift: still refused
+        res.predict([[0.5, -0.06, 0.5]])
+
+
+def test_a_study_names_the_baseline_it_was_given():
+    """A baseline passed to the applications' studies was named by the default's name: a CPT
+    baseline was summarised as "Baseline: EV = CPT(...)", and the demand study's as logit."""
+    import restrictiveness as rx
+
+    gp = {"GP regression": rx.lottery.gp_regression()}
+    assert rx.lottery.study(gp).baseline_label == "EV"
+    st = rx.lottery.study(gp, n=[10], replications=2, n_eval=20,
+                          baseline=CPT(free=("alpha",)))
+    assert st.baseline_label == "CPT(alpha)"
+    res = st.run(progress=False)
+    assert "Baseline: CPT(alpha) = CPT(" in res.summary().as_text()
+    assert res.dataset.attrs["baseline"] == "CPT(alpha)"
+    assert json.loads(res.dataset.attrs["configuration"])["baseline"] == {
+        "CPT(alpha)": repr(CPT(free=("alpha",)))}
+    # the label taken by a procedure (Table 1 has CPT(alpha)): "baseline", as completeness says
+    assert rx.lottery.study(baseline=CPT(free=("alpha",))).baseline_label == "baseline"
+    assert rx.demand.study(n=(50,), replications=2).baseline_label == "logit"
+    mnl = rx.demand.study({"NL": rx.demand.NestedLogit(nest="mushy")}, n=(50,),
+                          replications=2, baseline=rx.demand.MNL())
+    assert mnl.baseline_label == "MNL"
+    assert rx.demand.study(n=(50,), replications=2,
+                           baseline=rx.demand.MNL()).baseline_label == "baseline"
+
+
 def test_lottery_helpers_refuse_inputs_they_cannot_use():
     import restrictiveness as rx
 

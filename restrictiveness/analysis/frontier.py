@@ -87,6 +87,12 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
     common = [p for p in restrictiveness.procedures if p in completeness.procedures]
     labels = list(procedures) if procedures is not None else common
     missing = [p for p in labels if p not in common]
+    if not common and procedures is None:
+        # was "procedures [] are not in both results; common procedures: []"
+        raise ConfigurationError(
+            f"no procedure is in both results: the restrictiveness results have "
+            f"{list(restrictiveness.procedures)}, the completeness results "
+            f"{list(completeness.procedures)}; label the same procedure alike in both")
     if missing or not labels:
         raise ConfigurationError(f"procedures {missing or labels} are not in both results; "
                                  f"common procedures: {common}")

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..engine.protocol import Procedure
 from ..engine.study import Study
-from ..shared.checks import ids_of_one_type, labelled
+from ..shared.checks import baseline_label, ids_of_one_type, labelled
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.sample import Sample
 from .elasticities import CrossElasticityMSE, OwnElasticityMSE, SharesMSE
@@ -92,7 +92,8 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     prior : DemandPrior, optional
         Default: the calibrated prior of SPEC §7.
     baseline : Procedure, optional
-        Default: :class:`Logit`.
+        Default: :class:`Logit` (labelled ``logit``). Another baseline is named by its label
+        (``"baseline"`` when it has none or a procedure has it).
 
     Returns
     -------
@@ -106,10 +107,12 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     ('logit', ['MNL', 'NL', 'MXL'], ['shares', 'own', 'cross'])
     """
     prior = prior if prior is not None else DemandPrior(n_train=max(200, max(n)))
-    return Study(prior, labelled(procedures, table3_procedures),
-                 baseline=baseline if baseline is not None else Logit(),
+    procs = labelled(procedures, table3_procedures)
+    base = baseline if baseline is not None else Logit()
+    return Study(prior, procs, baseline=base,
                  discrepancies=(SharesMSE(), OwnElasticityMSE(), CrossElasticityMSE()), n=n,
-                 replications=replications, seed=seed, draws=draws, baseline_label="logit")
+                 replications=replications, seed=seed, draws=draws,
+                 baseline_label=baseline_label(base, procs))
 
 
 def market_sample(frame) -> Sample:

@@ -401,6 +401,9 @@ class LogShareRegressor(Procedure):
     label = "log-share GP"
 
     def __init__(self, regressor=None, label: str | None = None) -> None:
+        if isinstance(regressor, type):  # every fit failed ("get_params() missing 'self'")
+            raise ConfigurationError(f"regressor must be an instance, e.g. "
+                                     f"{regressor.__name__}(), not the class itself")
         if regressor is not None and not (hasattr(regressor, "fit")
                                           and hasattr(regressor, "predict")):
             raise TypeError("regressor must have fit(X, y) and predict(X) methods")

@@ -11,6 +11,7 @@ applications and the AI-workflow layer.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 
-__all__ = ["Procedure", "Fitted", "FunctionRule"]
+__all__ = ["Procedure", "Fitted", "FunctionRule", "refuse_estimator"]
 
 
 class Fitted:
@@ -207,3 +208,45 @@ class Procedure:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+def refuse_estimator(procedure: object, who: str) -> None:
+    """Refuse a scikit-learn-style estimator given where a procedure is expected.
+
+    An estimator (``fit(X, y)``, ``predict(X)``) has a ``fit``, so it passed for a procedure
+    (``fit(sample, rng)``): every fit of a study failed with "float() argument must be a string
+    or a real number, not 'Sample'" and r̂ only repeated the baseline's.
+
+    Parameters
+    ----------
+    procedure : object
+        What was given as a procedure.
+    who : str
+        Where it was given, for the message (e.g. ``"procedures['rf']"``).
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the estimator and the adapter that makes it a procedure.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression
+    >>> refuse_estimator(LinearRegression(), "procedures['ols']")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: procedures['ols'] is a scikit-learn...
+    """
+    if isinstance(procedure, Procedure) or isinstance(procedure, type) \
+            or not callable(getattr(procedure, "predict", None)):
+        return
+    try:
+        first = next(iter(inspect.signature(procedure.fit).parameters), None)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # no signature to read (a builtin): not refused
+        return
+    if first == "X":
+        shown = " ".join(repr(procedure).split())  # a pipeline's repr spans lines
+        raise ConfigurationError(
+            f"{who} is a scikit-learn-style estimator with fit(X, y) ({shown}), not a procedure "
+            f"with fit(sample, rng): every fit would fail; wrap it, e.g. "
+            f"rx.SklearnRegressor({shown}, 'y ~ x1 + x2')")

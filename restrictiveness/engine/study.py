@@ -69,7 +69,7 @@ from .failures import (
     user_code,
 )
 from .memory import check_memory
-from .protocol import FunctionRule, Procedure
+from .protocol import FunctionRule, Procedure, refuse_estimator
 from .records import ReplicationRecord
 from .sensitivity_results import Contributions
 from .timeouts import (
@@ -184,6 +184,7 @@ class Study:
                                          f"{label!r}")
             if not hasattr(p, "fit"):
                 raise ConfigurationError(f"procedures[{label!r}] has no fit(sample, rng) method")
+            refuse_estimator(p, f"procedures[{label!r}]")
             if getattr(p, "draws", None) is not None:  # 0 gave r̂ = NaN, 1.5 one draw
                 whole_number(p.draws, f"procedures[{label!r}].draws", minimum=1)
         for p in [*self.procedures.values(), baseline]:
@@ -191,6 +192,7 @@ class Study:
                 p.validate(evaluation.columns, evaluation.response)
         if not hasattr(baseline, "fit"):
             raise ConfigurationError("baseline has no fit(sample, rng) method")
+        refuse_estimator(baseline, "baseline")
         if not isinstance(baseline_label, str) or not baseline_label \
                 or baseline_label in self.procedures:  # summaries would name two "linear"s
             raise ConfigurationError(f"baseline_label must be a non-empty string other than the "

@@ -27,7 +27,7 @@ from ..engine.protocol import Procedure
 from ..engine.sensitivity_results import Contributions
 from ..engine.study import Study
 from ..procedures.generic import GPRegression
-from ..shared.checks import labelled
+from ..shared.checks import baseline_label, labelled
 from ..shared.exceptions import DataError
 from .models import (
     CPT,
@@ -133,7 +133,8 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     n_eval : int
         Evaluation lotteries (the paper: 1,000).
     baseline : Procedure, optional
-        Default: expected value (labelled ``EV``).
+        Default: expected value (labelled ``EV``). Another baseline is named by its label
+        (``"baseline"`` when it has none or a procedure has it).
 
     Returns
     -------
@@ -148,9 +149,10 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     """
     procs = labelled(procedures, table1_procedures)
     has_cpt = all(p in procs for p in (CPT_FULL, *CPT_SUBMODELS.values()))
-    return Study(lottery_prior(n_eval=n_eval), procs,
-                 baseline=baseline if baseline is not None else ExpectedValue(), n=n,
-                 replications=replications, seed=seed, draws=draws, baseline_label="EV",
+    base = baseline if baseline is not None else ExpectedValue()
+    return Study(lottery_prior(n_eval=n_eval), procs, baseline=base, n=n,
+                 replications=replications, seed=seed, draws=draws,
+                 baseline_label=baseline_label(base, procs),
                  contributions=CPT_CONTRIBUTIONS if has_cpt else None)
 
 

@@ -145,6 +145,11 @@ class LotteryNLS:
         LotteryNLSResults
             Estimates, standard errors and the statsmodels-style summary.
 
+        Raises
+        ------
+        DataError
+            No more observations than free parameters (no standard errors can be computed).
+
         Examples
         --------
         >>> import pandas as pd
@@ -157,6 +162,10 @@ class LotteryNLS:
         """
         cov_type, codes = cluster_codes(cov_type, groups, self.nobs, self.data,
                                         aliases={"classical": "nonrobust"})
+        k = len(self.model.free)
+        if self.nobs <= k:  # as NLS: every standard error was NaN, with no word of why
+            raise DataError(f"estimation needs more observations ({self.nobs}) than parameters "
+                            f"({k}) to compute standard errors")
         fitted = self.model.fit_arrays(self.exog, self.endog)
         return LotteryNLSResults(self, fitted, cov_type, codes)
 
@@ -255,9 +264,11 @@ class LotteryNLSResults(LeastSquaresResults):
         """
         if exog is None:
             return self.fittedvalues
+        # the utility's shift admits the prizes z >= -shift the estimation was given
+        shift = self.model.model.utility.shift
         if isinstance(exog, pd.DataFrame):  # the formula's columns, checked like the data's
-            exog = lottery_matrix(exog, names=self.model.names[1:])
-        return self.fitted.predict(lottery_matrix(exog))
+            exog = lottery_matrix(exog, names=self.model.names[1:], shift=shift)
+        return self.fitted.predict(lottery_matrix(exog, shift=shift))
 
     def _summary_model(self) -> list[tuple[str, str]]:
         names = self.model.names

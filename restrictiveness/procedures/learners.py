@@ -443,6 +443,31 @@ class AutoML(FormulaProcedure):
             raise ConfigurationError("n_jobs must be a positive number of threads, or -1 for all "
                                      "cores; got 0")
 
+    def validate(self, columns: Sequence[str], response: str) -> None:
+        """Check the formula against a study's columns, and that FLAML can be imported, before
+        any fit (without it every fit of a study failed and r̂ only repeated the baseline's).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column the study lacks.
+        ImportError
+            FLAML (with its AutoML dependencies) is not installed.
+
+        Examples
+        --------
+        >>> AutoML(formula="ce ~ z_hi + p").validate(["z_hi", "z_lo", "p"], "ce")  # doctest: +SKIP
+        """
+        super().validate(columns, response)
+        _import_flaml()
+
     def fit(self, sample: Sample, rng: np.random.Generator | None = None) -> Fitted:
         """Run a search on a training sample or a DataFrame.
 

@@ -371,6 +371,37 @@ def labelled(procedures: object, default: Callable[[], dict]) -> dict:
     return dict(procedures)
 
 
+def baseline_label(baseline: object, procedures: Mapping) -> str:
+    """The name a study gives its baseline: the baseline's own label, or ``"baseline"`` when it
+    has none or a procedure already has it (as completeness names its baseline).
+
+    The applications' studies named any baseline the caller passed by the default's name
+    (``EV``, ``logit``): a CPT baseline was summarised as "Baseline: EV = CPT(...)".
+
+    Parameters
+    ----------
+    baseline : Procedure
+        The study's baseline.
+    procedures : mapping
+        The study's procedures by label.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> class P:
+    ...     label = "CPT(alpha)"
+    >>> baseline_label(P(), {"GP": None}), baseline_label(P(), {"CPT(alpha)": None})
+    ('CPT(alpha)', 'baseline')
+    """
+    label = getattr(baseline, "label", None)
+    if not isinstance(label, str) or label in ("", "procedure") or label in procedures:
+        return "baseline"
+    return label
+
+
 def keywords_of(target: Callable, skip: Iterable[str] = ()) -> list[str]:
     """The keyword arguments ``target`` accepts by name, in signature order, less ``skip``.
 

@@ -25,6 +25,7 @@ import pandas as pd
 import patsy
 
 from . import pyast
+from .checks import numeric_column
 from .exceptions import DataError, FormulaError
 
 __all__ = ["Formula", "parse_formula", "FORMULA_ENV", "check_study_columns", "check_response"]
@@ -136,9 +137,15 @@ class Formula:
         [[2.0, 5.53]]
         """
         info = self.design_matrix(data, intercept).design_info
+        numeric = [c for c in self.covariates if np.asarray(data[c]).dtype.kind in "biuf"]
 
         def build(newdata: pd.DataFrame) -> np.ndarray:
             _check_columns(newdata, self.covariates, self.text)
+            if isinstance(newdata, pd.DataFrame):
+                # text in a column that was numbers in training failed inside patsy with
+                # "AttributeError: 'DataFrame' object has no attribute 'dtype'"
+                for c in numeric:
+                    numeric_column(newdata[c], f"formula {self.text!r} at new data")
             try:
                 (X,) = patsy.build_design_matrices([info], newdata, NA_action="raise")
             except patsy.PatsyError as exc:  # e.g. NaN covariates at prediction

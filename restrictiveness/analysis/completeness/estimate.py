@@ -43,7 +43,7 @@ from ...engine.failures import (
     reraise_fatal,
     user_code,
 )
-from ...engine.protocol import Procedure
+from ...engine.protocol import Procedure, refuse_estimator
 from ...shared._versions import package_versions
 from ...shared.checks import whole_number
 from ...shared.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
@@ -63,6 +63,7 @@ def _resolve(procedures: Mapping[str, Procedure], role: str, proc: Procedure | s
         return proc, None
     if not hasattr(proc, "fit"):
         raise ConfigurationError(f"{role} must be a Procedure (with fit) or a key of procedures")
+    refuse_estimator(proc, role)
     label = str(getattr(proc, "label", "") or "")
     if label in ("", Procedure.label) or label in procedures:  # no label of its own, or taken
         label = role
@@ -176,6 +177,7 @@ def estimate_completeness(
     for label, p in procs.items():
         if not hasattr(p, "fit"):
             raise ConfigurationError(f"procedures[{label!r}] is not a Procedure (no fit method)")
+        refuse_estimator(p, f"procedures[{label!r}]")
     base_label, base_proc = _resolve(procs, "baseline", baseline)
     if base_proc is not None:
         procs[base_label] = base_proc
