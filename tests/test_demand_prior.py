@@ -150,12 +150,41 @@ def test_log_price_steps_keep_prices_in_hull(market):
             market.log_price_steps(Xe)
 
 
+def test_market_and_prior_sizes_must_be_whole_numbers(market, prior):
+    # int() took 2.5 markets as 2, a sample size of 2.5 as 2 and 1.5 draws as 1, silently
+    rng = np.random.default_rng(0)
+    for bad in (2.5, None, "3", True):
+        with pytest.raises(DomainError, match=f"n_markets must be a nonnegative whole number, "
+                                              f"got {bad!r}"):
+            market.sample(bad, rng)
+    assert market.sample(np.int64(2), rng).shape == market.sample(2.0, rng).shape == (2, 24, 3)
+    with pytest.raises(ConfigurationError, match=r"ns must be positive whole sample sizes, "
+                                                 r"got \[10, 2.5\]"):
+        prior.draw([10, 2.5], rng)
+    with pytest.raises(ConfigurationError, match="draws must be a whole number >= 1, got 1.5"):
+        prior.draw([10], rng, draws=1.5)
+    truth = prior.draw([np.int64(5), 10.0], rng, draws=2)
+    assert [len(X) for X in truth.train_locations] == [20, 20]
+    with pytest.raises(ConfigurationError,
+                       match=r"must be a MarketDistribution \(the calibrated P_X\), got str"):
+        DemandPrior(market="cereal")
+
+
+def test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_boundary(market):
+    X = market.sample(2, np.random.default_rng(0))
+    for column in (0, 1):
+        Xn = X.copy()
+        Xn[1, 4, column] = np.nan
+        with pytest.raises(DomainError, match="missing or infinite values"):
+            market.log_price_steps(Xn)
+
+
 def test_market_errors_name_the_argument(market, truth):
     with pytest.raises(DomainError, match="same shape"):
         market.price_interval([1.0, 2.0], [0.0])
     with pytest.raises(DomainError, match="mushy"):
         market.price_interval([1.0], [0.5])
-    with pytest.raises(DomainError, match="n_markets"):
+    with pytest.raises(DomainError, match="n_markets must be a nonnegative whole number, got -1"):
         market.sample(-1, np.random.default_rng(0))
     with pytest.raises(DomainError, match=r"shape \(n, 24, 3\)"):
         truth.system.shares(np.ones((2, 23, 3)))

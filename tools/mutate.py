@@ -99,6 +99,9 @@ ADAPTIVE = ("tests/test_demand_fitting.py::test_enough_skips_the_remaining_start
             "tests/test_demand_fitting.py::test_adaptive_mxl_runs_the_second_start_only_when_"
             "needed", "tests/test_demand_fitting.py")
 # the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
+SIZES = ("tests/test_demand_prior.py::test_market_and_prior_sizes_must_be_whole_numbers",
+         "tests/test_demand_prior.py::test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_"
+         "boundary")
 DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_"
               "bound",
@@ -732,6 +735,18 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "        return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
            "        return np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
            "cross-price MSE includes the own elasticities", ELAST),
+    # -- demand/markets.py and demand/prior.py: what a market draw refuses -----------------------
+    Mutant("demand/markets.py", "        if not is_whole(n_markets) or n_markets < 0:  # int() took 2.5 markets as 2",
+           "        if int(n_markets) < 0:  # int() took 2.5 markets as 2",
+           "a fractional number of markets truncated", SIZES),
+    Mutant("demand/prior.py", "        draws = whole_number(draws, \"draws\", minimum=1)",
+           "        draws = int(draws)", "1.5 training draws taken as 1", SIZES),
+    Mutant("demand/prior.py", "        if not sizes or not all(is_whole(n) and n >= 1 for n in sizes):",
+           "        if not sizes or not all(n >= 1 for n in sizes):",
+           "a sample size of 2.5 taken as 2", SIZES),
+    Mutant("demand/markets.py", "        if not np.isfinite(X).all():  # a NaN price or sugar was reported as on the boundary",
+           "        if False:  # a NaN price or sugar was reported as on the boundary",
+           "a NaN price reported as a price on the hull's boundary", SIZES),
     # -- ai/sandbox: the parent's side -----------------------------------------------------------
     Mutant("ai/sandbox/limits.py", "        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None",
            "        return max(1, int(self.cpu_seconds if self.cpu_seconds is not None",

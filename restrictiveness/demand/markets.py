@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import ConvexHull, QhullError
 
-from ..shared.checks import numeric_columns, probability, whole_number
+from ..shared.checks import is_whole, numeric_columns, probability, whole_number
 from ..shared.exceptions import DataError, DomainError
 
 __all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
@@ -202,9 +202,9 @@ class MarketDistribution:
         >>> bool(md.hulls[1].contains(soggy[:, :2]).all())
         True
         """
+        if not is_whole(n_markets) or n_markets < 0:  # int() took 2.5 markets as 2
+            raise DomainError(f"n_markets must be a nonnegative whole number, got {n_markets!r}")
         n_markets = int(n_markets)
-        if n_markets < 0:
-            raise DomainError(f"n_markets must be nonnegative, got {n_markets}")
         X = np.empty((n_markets, self.n_products, 3))
         for i in range(n_markets):
             m = (rng.random(self.n_products) < self.p_mushy).astype(float)
@@ -309,6 +309,8 @@ class MarketDistribution:
             raise DomainError("log_price_steps: X must have the columns (prices, sugar, mushy)")
         if not float(h_max) > 0:
             raise DomainError(f"h_max must be positive, got {h_max}")
+        if not np.isfinite(X).all():  # a NaN price or sugar was reported as on the boundary
+            raise DomainError("log_price_steps: markets contain missing or infinite values")
         p = X[..., 0]
         lo, hi = self.price_interval(X[..., 1], X[..., 2])
         if (p <= 0).any() or (p < lo - 1e-12).any() or (p > hi + 1e-12).any():

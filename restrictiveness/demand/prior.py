@@ -217,6 +217,9 @@ class DemandPrior(EvaluationDistribution):
                  reference_seed: int = 20000128, n_train: int = 200, n_eval: int = 100,
                  engine: Literal["numba", "numpy"] = "numba") -> None:
         self.market = MarketDistribution() if market is None else market
+        if not isinstance(self.market, MarketDistribution):  # was an AttributeError
+            raise ConfigurationError(f"market must be a MarketDistribution (the calibrated "
+                                     f"P_X), got {type(market).__name__}")
         for name, value in (("n_features", n_features), ("n_nodes", n_nodes),
                             ("n_short_nodes", n_short_nodes), ("n_train", n_train),
                             ("n_eval", n_eval)):
@@ -397,15 +400,16 @@ class DemandPrior(EvaluationDistribution):
         >>> bool(np.array_equal(truth.train_X(20)[:10], truth.train_X(10))), truth.eval_X.shape
         (True, (5, 24, 3))
         """
-        ns = [int(n) for n in np.atleast_1d(ns)]
-        if not ns or min(ns) < 1:
-            raise ConfigurationError(f"ns must be positive sample sizes, got {ns}")
-        if int(draws) < 1:
-            raise ConfigurationError(f"draws must be a positive integer, got {draws}")
+        sizes = list(np.atleast_1d(ns))
+        if not sizes or not all(is_whole(n) and n >= 1 for n in sizes):
+            # int() took a size of 2.5 as 2 and 1.5 draws as 1
+            raise ConfigurationError(f"ns must be positive whole sample sizes, got {ns!r}")
+        ns = [int(n) for n in sizes]
+        draws = whole_number(draws, "draws", minimum=1)
         system = self.draw_system(rng)
         eval_X = self.market.sample(self.n_eval, rng)
         size = max(self.n_train, max(ns))
-        train = [self.market.sample(size, rng) for _ in range(int(draws))]
+        train = [self.market.sample(size, rng) for _ in range(draws)]
         return DemandTruth(system, train, eval_X)
 
     def describe(self) -> str:
