@@ -289,6 +289,11 @@ MUTANTS: list[Mutant] = [
            "        return seed\n        return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,",
            "completeness spawns from the caller's SeedSequence, advancing it",
            ("tests/test_completeness.py::test_a_seed_sequence_reproduces_its_folds_every_time",)),
+    Mutant("analysis/completeness/estimate.py", "                if j == f and guard.failed:",
+           "                if j == b and guard.failed:",
+           "a failed benchmark replaced by the baseline, inflating every κ",
+           ("tests/test_demand_app.py::test_a_benchmark_that_fails_a_fold_is_an_error_not_the_"
+            "baseline_in_its_place",)),
     Mutant("engine/study.py", "                failed[p, c] += int(o.failed)",
            "                failed[p, c] = int(o.failed)",
            "failure counts overwritten across draws", STUDY),
