@@ -457,6 +457,21 @@ def test_estimators_on_nevo_data(nevo):
     assert "rho[mushy=1]" in nl.params.index
 
 
+def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
+    # MixedLogit(**PAPER_MXL) ends on its budget on the cereal data (objective 0.70420 against
+    # 0.70182 converged); the summary presented it like an optimum, standard errors included
+    formula = "shares ~ prices + sugar + mushy"
+    short = MNL.from_formula(formula, nevo, max_nfev=3).fit()
+    assert short.converged is False and short.fitted.info["status"] == 0
+    assert ("(3 residual evaluations, best start baseline); NOT converged (evaluation budget "
+            "exhausted): the estimate is the best point reached, not an optimum, and the "
+            "standard errors assume one.") in str(short.summary())
+    full = MNL.from_formula(formula, nevo).fit()
+    assert full.converged is True and full.fitted.info["status"] > 0
+    assert "; converged (" in str(full.summary()) and "NOT converged" not in str(full.summary())
+    assert full.ssr < short.ssr
+
+
 def test_estimator_rejects_unbalanced_markets(nevo):
     with pytest.raises(DataError, match="same number of products"):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()

@@ -496,6 +496,10 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
            "                      fitted.names, \"nonrobust\", None, [])",
            "parameters on a bound not flagged", DEMAND),
+    Mutant("demand/estimation.py", "        self.converged = int(fitted.info.get(\"status\", 0)) > 0",
+           "        self.converged = int(fitted.info.get(\"status\", 0)) >= 0",
+           "a demand fit out of its budget reported as converged",
+           ("tests/test_demand_models.py::test_a_fit_that_ran_out_of_evaluations_says_so",)),
     Mutant("demand/estimation.py", "    ordered = data.sort_values(market_ids, kind=\"stable\")",
            "    ordered = data", "rows of unsorted markets not grouped", DEMAND),
     # -- numba kernels (besides the projection's) -------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults
+from ..shared._lsq_nb import STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
@@ -197,6 +198,9 @@ class DemandResults(LeastSquaresResults):
         Standard errors, t statistics and two-sided t p-values (``N − k`` degrees of freedom).
     nobs : int
         Number of shares fitted (markets × products).
+    converged : bool
+        Whether the winning start stopped on a convergence test rather than on the evaluation
+        budget (the summary says which; the standard errors assume an optimum).
     ssr : float
         Sum of squared share residuals.
     fitted : DemandFit
@@ -219,6 +223,9 @@ class DemandResults(LeastSquaresResults):
     def __init__(self, model: DemandModel, fitted) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
+        # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
+        # was presented like an optimum, its standard errors included
+        self.converged = int(fitted.info.get("status", 0)) > 0
         self._set_fit(self._jacobian, model.y.ravel(), fitted.predict(model.X).ravel(),
                       fitted.names, "nonrobust", None, fitted.at_bounds())
 
@@ -263,6 +270,10 @@ class DemandResults(LeastSquaresResults):
 
     def _summary_notes(self) -> list[str]:
         info = self.fitted.info
+        status = int(info.get("status", 0))
+        ended = (f"converged ({STATUS.get(status, status)})" if self.converged else
+                 f"NOT converged ({STATUS.get(status, status)}): the estimate is the best point "
+                 "reached, not an optimum, and the standard errors assume one")
         return [f"{_TITLES[self.model.procedure.model]}: {self.model.procedure.formula}; least "
                 f"squares on inside shares ({info.get('nfev', '?')} residual evaluations, "
-                f"best start {info.get('start', '?')})."]
+                f"best start {info.get('start', '?')}); {ended}."]
