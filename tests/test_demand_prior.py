@@ -170,6 +170,22 @@ def test_market_and_prior_sizes_must_be_whole_numbers(market, prior):
         DemandPrior(market="cereal")
 
 
+def test_prior_shape_options_are_numbers_or_refused_by_name(market):
+    # lengthscales="abc" was a bare TypeError and mushy_correlation="0.5" was read as 0.5
+    small = {"n_types": 16, "n_reference_types": 16}
+    for bad in ("abc", None, (0.66, 1.25), (0.66, float("nan"), 1.0), (0.66, "1.25", 1.0)):
+        with pytest.raises(ConfigurationError, match=r"lengthscales must be three positive "
+                                                     r"numbers \(price, sugar, consumer type\)"):
+            DemandPrior(market, lengthscales=bad, **small)
+    for bad in ("0.5", True, 1.0, float("nan")):
+        with pytest.raises(ConfigurationError, match=r"mushy_correlation must be a number in "
+                                                     r"\(-1, 1\), got"):
+            DemandPrior(market, mushy_correlation=bad, **small)
+    prior = DemandPrior(market, lengthscales=np.array([0.5, 1.0, 2.0]),
+                        mushy_correlation=np.float64(-0.25), **small)
+    assert prior.lengthscales == (0.5, 1.0, 2.0) and prior.mushy_correlation == -0.25
+
+
 def test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_boundary(market):
     X = market.sample(2, np.random.default_rng(0))
     for column in (0, 1):

@@ -16,6 +16,7 @@ elasticities are available by perturbing prices.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Literal, cast
 
@@ -26,7 +27,7 @@ from ..eligible.constraints import Simplex
 from ..eligible.kernels import Matern32
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_whole, whole_number
+from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DomainError
 from ._shares_nb import shares_nb, shares_numpy
 from .markets import MARKET_COLUMNS, MarketDistribution, elasticities_from_shares, perturbed_markets
@@ -228,17 +229,23 @@ class DemandPrior(EvaluationDistribution):
             if not is_whole(value) or value < 2 or value % 2:
                 raise ConfigurationError(f"{name} must be a positive even number (antithetic "
                                          f"pairs), got {value!r}")
-        if len(lengthscales) != 3 or min(lengthscales) <= 0:
-            raise ConfigurationError("lengthscales must be three positive numbers "
-                                     "(price, sugar, consumer type)")
-        if not -1.0 < float(mushy_correlation) < 1.0:
-            raise ConfigurationError(f"mushy_correlation must lie in (-1, 1), got "
-                                     f"{mushy_correlation}")
+        # a string of three characters was a bare TypeError, "0.5" was read as 0.5
+        given: object = lengthscales
+        scales = [] if isinstance(given, str) or not np.iterable(given) \
+            else list(given)
+        if len(scales) != 3 or not all(is_positive(v) for v in scales):
+            raise ConfigurationError(f"lengthscales must be three positive numbers "
+                                     f"(price, sugar, consumer type), got {lengthscales!r}")
+        rho: object = mushy_correlation  # as given: the annotation does not stop a string
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) \
+                or not -1.0 < float(rho) < 1.0:
+            raise ConfigurationError(f"mushy_correlation must be a number in (-1, 1), got "
+                                     f"{mushy_correlation!r}")
         if engine not in ("numba", "numpy"):
             raise ConfigurationError(f"engine must be 'numba' or 'numpy', got {engine!r}")
         self.n_features, self.n_nodes, self.n_short_nodes = (int(n_features), int(n_nodes),
                                                              int(n_short_nodes))
-        self.lengthscales = tuple(float(v) for v in lengthscales)
+        self.lengthscales = tuple(float(v) for v in scales)
         self.mushy_correlation = float(mushy_correlation)
         self.n_types, self.n_reference_types = int(n_types), int(n_reference_types)
         self.type_seed, self.reference_seed = int(type_seed), int(reference_seed)
