@@ -490,18 +490,21 @@ MUTANTS: list[Mutant] = [
            (*LOTTERY_SE, *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
     # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
-    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
-           "                      fitted.names, \"HC1\", None, fitted.at_bounds())",
+    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
+           "                      \"HC1\", None, fitted.at_bounds())",
            "demand SEs robust, not the classical NLS ones", DEMAND),
-    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
-           "                      fitted.names, \"nonrobust\", None, [])",
+    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
+           "                      \"nonrobust\", None, [])",
            "parameters on a bound not flagged", DEMAND),
     Mutant("demand/estimation.py", "        self.converged = int(fitted.info.get(\"status\", 0)) > 0",
            "        self.converged = int(fitted.info.get(\"status\", 0)) >= 0",
            "a demand fit out of its budget reported as converged",
            ("tests/test_demand_models.py::test_a_fit_that_ran_out_of_evaluations_says_so",)),
-    Mutant("demand/estimation.py", "    ordered = data.sort_values(market_ids, kind=\"stable\")",
+    Mutant("demand/estimation.py", "    ordered = data.iloc[_market_order(data, market_ids)]",
            "    ordered = data", "rows of unsorted markets not grouped", DEMAND),
+    Mutant("demand/estimation.py", "    out[rows] = grouped", "    out[:] = grouped",
+           "per-row demand results left grouped by market, not in the data's row order",
+           ("tests/test_demand_models.py::test_per_row_results_follow_the_rows_of_the_data",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)
