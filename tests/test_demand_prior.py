@@ -186,6 +186,31 @@ def test_prior_shape_options_are_numbers_or_refused_by_name(market):
     assert prior.lengthscales == (0.5, 1.0, 2.0) and prior.mushy_correlation == -0.25
 
 
+def test_a_checkpoint_on_other_calibration_data_is_not_resumed(tmp_path):
+    # MarketDistribution's repr named n_products and p_mushy only, so a study on other
+    # calibration data (here prices in cents) resumed a checkpoint of the shipped data's and
+    # mixed replications of two demand distributions without a word
+    import restrictiveness as rx
+
+    cents = load_cereal()
+    cents["prices"] *= 100
+    shuffled = load_cereal().sample(frac=1, random_state=0)
+    assert repr(MarketDistribution(shuffled)) == repr(MarketDistribution()) == (
+        "MarketDistribution(n_products=24, p_mushy=0.3333333333333333)")
+    assert repr(MarketDistribution(cents)).startswith(
+        "MarketDistribution(data=<2256 rows, sha256 ")
+
+    def study(market):
+        prior = DemandPrior(market, n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        return rx.demand.study({"MNL": rx.demand.MNL()}, n=[5], replications=2, prior=prior)
+
+    study(MarketDistribution()).run(progress=False, checkpoint=tmp_path / "ck")
+    with pytest.raises(rx.CheckpointError, match=r"evaluation: .* in the checkpoint, "
+                                                 r".*data=<2256 rows, sha256 "):
+        study(MarketDistribution(cents)).run(progress=False, checkpoint=tmp_path / "ck")
+    study(MarketDistribution(shuffled)).run(progress=False, checkpoint=tmp_path / "ck")
+
+
 def test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_boundary(market):
     X = market.sample(2, np.random.default_rng(0))
     for column in (0, 1):

@@ -760,6 +760,11 @@ MUTANTS: list[Mutant] = [
            "        if isinstance(rho, bool) \\",
            "a mushy correlation given as text read as a number",
            ("tests/test_demand_prior.py::test_prior_shape_options_are_numbers_or_refused_by_name",)),
+    Mutant("demand/markets.py", "        tag = _calibration_digest(self.calibration)",
+           "        tag = _shipped_digest()",
+           "a market distribution on other calibration data resumes the shipped data's checkpoint",
+           ("tests/test_demand_prior.py::test_a_checkpoint_on_other_calibration_data_is_not_"
+            "resumed",)),
     Mutant("demand/markets.py", "        if not np.isfinite(X).all():  # a NaN price or sugar was reported as on the boundary",
            "        if False:  # a NaN price or sugar was reported as on the boundary",
            "a NaN price reported as a price on the hull's boundary", SIZES),
