@@ -211,6 +211,23 @@ def test_a_checkpoint_on_other_calibration_data_is_not_resumed(tmp_path):
     study(MarketDistribution(shuffled)).run(progress=False, checkpoint=tmp_path / "ck")
 
 
+def test_rule_elasticities_refuse_steps_that_cannot_difference():
+    # a zero step (a price on its hull's edge, bypassing log_price_steps) gave NaN elasticities
+    class Logit:   # utility −2 p: E_jj = −2 p_j (1 − s_j), E_jk = 2 p_k s_k
+        def predict(self, X):
+            e = np.exp(-2 * X[..., 0])
+            return e / (1 + e.sum(axis=-1, keepdims=True))
+
+    X = np.array([[[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]])
+    for h in ([[0.01, 0.0]], [[np.nan, 0.01]], [[0.01, 0.01, 0.01]]):
+        with pytest.raises(DomainError, match="h must hold positive finite log-price steps"):
+            rule_elasticities(Logit(), X, np.array(h))
+    s = Logit().predict(X)[0]
+    E = rule_elasticities(Logit(), X, np.full((1, 2), 1e-5))[0]
+    np.testing.assert_allclose(E, [[-2 * (1 - s[0]), 2 * 2 * s[1]], [2 * s[0], -4 * (1 - s[1])]],
+                               rtol=1e-8)
+
+
 def test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_boundary(market):
     X = market.sample(2, np.random.default_rng(0))
     for column in (0, 1):

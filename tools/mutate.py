@@ -738,6 +738,11 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "    ok = valid[:m].reshape(n, 2 * J).all(axis=1) & valid[m:]",
            "    ok = valid[:m].reshape(n, 2 * J).any(axis=1) & valid[m:]",
            "a market falls back only when every perturbed copy was replaced", ELAST),
+    Mutant("demand/elasticities.py", "    if h.shape != (n, J) or not (np.isfinite(h) & (h > 0)).all():",
+           "    if h.shape != (n, J):",
+           "a zero finite-difference step gives NaN elasticities",
+           ("tests/test_demand_prior.py::test_rule_elasticities_refuse_steps_that_cannot_"
+            "difference",)),
     Mutant("demand/elasticities.py", "    return float(truth.eval_weights @ err)",
            "    return float(err.mean())", "demand discrepancies ignore the evaluation weights",
            ELAST),
