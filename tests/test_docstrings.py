@@ -2,8 +2,9 @@
 methods and properties, inherited ones included when the package defines them) in
 ``rx.__all__``, ``rx.llm``, ``rx.lottery``, ``rx.demand``, ``rx.datasets`` and
 ``rx.procedures``, and the estimators and results that public constructors return
-(``CPT.from_formula(...)``, ``MNL.from_formula(...)`` and their ``fit()``, and the fitted
-share function ``MNL().fit(sample)`` returns).
+(``CPT.from_formula(...)``, ``MNL.from_formula(...)`` and their ``fit()``, the fitted
+share function ``MNL().fit(sample)`` returns, and the demand truth ``DemandPrior().draw()``
+returns).
 
 Checks (numpydoc's codes):
 
@@ -34,7 +35,9 @@ RETURNED = ("restrictiveness.lottery.estimation.LotteryNLS",
             "restrictiveness.lottery.estimation.LotteryNLSResults",
             "restrictiveness.demand.estimation.DemandModel",
             "restrictiveness.demand.estimation.DemandResults",
-            "restrictiveness.demand.models.DemandFit")
+            "restrictiveness.demand.models.DemandFit",
+            "restrictiveness.demand.prior.DemandSystem",
+            "restrictiveness.demand.prior.DemandTruth")
 
 
 def _members(path: str, cls: type) -> list[str]:
