@@ -88,6 +88,20 @@ def test_small_demand_study_runs_with_three_discrepancies():
     assert res.dataset.attrs["baseline"] == "logit"
 
 
+def test_a_benchmark_that_fails_a_fold_is_an_error_not_the_baseline_in_its_place():
+    # One zero cereal share: the log-share benchmark cannot fit the fold holding it and took the
+    # baseline's predictions there, which shrank κ's denominator; MNL's κ went from 0.21 to 0.49
+    # (folds=2, repeats=1), with a FailureWarning only
+    data = rx.datasets.load_cereal()
+    fine = rx.demand.completeness(data, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
+    assert fine.kappa["MNL"] == pytest.approx(0.212, abs=5e-4)
+    data.loc[3, "shares"] = 0.0
+    with pytest.raises(rx.BaselineError, match=r"the benchmark 'log-share GP' failed in "
+                                               r"repetition 0, fold \d: DataError: .*1 share\(s\) "
+                                               r"are zero; κ is relative to the benchmark"):
+        rx.demand.completeness(data, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
+
+
 def test_cereal_completeness_plumbing():
     res = rx.demand.completeness(procedures={"MNL": rx.demand.MNL()}, folds=2, repeats=1,
                                  seed=1)

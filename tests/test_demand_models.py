@@ -457,6 +457,38 @@ def test_estimators_on_nevo_data(nevo):
     assert "rho[mushy=1]" in nl.params.index
 
 
+def test_per_row_results_follow_the_rows_of_the_data(nevo):
+    # pyblp's cereal rows list C65Q1 before C01Q2; fittedvalues, resid and endog came grouped
+    # by sorted market, so df["resid"] = res.resid put other rows' residuals (up to 0.43 off)
+    res = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    np.testing.assert_array_equal(res.endog, nevo["shares"].to_numpy())
+    b = res.params
+    e = np.exp(b["Intercept"] + b["prices"] * nevo["prices"] + b["sugar"] * nevo["sugar"]
+               + b["mushy"] * nevo["mushy"])
+    hand = e / (1 + e.groupby(nevo["market_ids"]).transform("sum"))
+    np.testing.assert_allclose(res.fittedvalues, hand, rtol=1e-12)
+    np.testing.assert_allclose(res.resid, nevo["shares"] - hand, rtol=1e-10, atol=1e-15)
+    # by market, as documented: predict() and model.y follow the sorted markets
+    first = res.model.markets[1]
+    np.testing.assert_allclose(res.predict()[1], hand[nevo["market_ids"] == first], rtol=1e-12)
+    assert round(float(res.bse["prices"]), 4) == 1.0028   # the covariance is unchanged
+
+
+def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
+    # MixedLogit(**PAPER_MXL) ends on its budget on the cereal data (objective 0.70420 against
+    # 0.70182 converged); the summary presented it like an optimum, standard errors included
+    formula = "shares ~ prices + sugar + mushy"
+    short = MNL.from_formula(formula, nevo, max_nfev=3).fit()
+    assert short.converged is False and short.fitted.info["status"] == 0
+    assert ("(3 residual evaluations, best start baseline); NOT converged (evaluation budget "
+            "exhausted): the estimate is the best point reached, not an optimum, and the "
+            "standard errors assume one.") in str(short.summary())
+    full = MNL.from_formula(formula, nevo).fit()
+    assert full.converged is True and full.fitted.info["status"] > 0
+    assert "; converged (" in str(full.summary()) and "NOT converged" not in str(full.summary())
+    assert full.ssr < short.ssr
+
+
 def test_estimator_rejects_unbalanced_markets(nevo):
     with pytest.raises(DataError, match="same number of products"):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()

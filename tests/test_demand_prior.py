@@ -150,12 +150,99 @@ def test_log_price_steps_keep_prices_in_hull(market):
             market.log_price_steps(Xe)
 
 
+def test_market_and_prior_sizes_must_be_whole_numbers(market, prior):
+    # int() took 2.5 markets as 2, a sample size of 2.5 as 2 and 1.5 draws as 1, silently
+    rng = np.random.default_rng(0)
+    for bad in (2.5, None, "3", True):
+        with pytest.raises(DomainError, match=f"n_markets must be a nonnegative whole number, "
+                                              f"got {bad!r}"):
+            market.sample(bad, rng)
+    assert market.sample(np.int64(2), rng).shape == market.sample(2.0, rng).shape == (2, 24, 3)
+    with pytest.raises(ConfigurationError, match=r"ns must be positive whole sample sizes, "
+                                                 r"got \[10, 2.5\]"):
+        prior.draw([10, 2.5], rng)
+    with pytest.raises(ConfigurationError, match="draws must be a whole number >= 1, got 1.5"):
+        prior.draw([10], rng, draws=1.5)
+    truth = prior.draw([np.int64(5), 10.0], rng, draws=2)
+    assert [len(X) for X in truth.train_locations] == [20, 20]
+    with pytest.raises(ConfigurationError,
+                       match=r"must be a MarketDistribution \(the calibrated P_X\), got str"):
+        DemandPrior(market="cereal")
+
+
+def test_prior_shape_options_are_numbers_or_refused_by_name(market):
+    # lengthscales="abc" was a bare TypeError and mushy_correlation="0.5" was read as 0.5
+    small = {"n_types": 16, "n_reference_types": 16}
+    for bad in ("abc", None, (0.66, 1.25), (0.66, float("nan"), 1.0), (0.66, "1.25", 1.0)):
+        with pytest.raises(ConfigurationError, match=r"lengthscales must be three positive "
+                                                     r"numbers \(price, sugar, consumer type\)"):
+            DemandPrior(market, lengthscales=bad, **small)
+    for bad in ("0.5", True, 1.0, float("nan")):
+        with pytest.raises(ConfigurationError, match=r"mushy_correlation must be a number in "
+                                                     r"\(-1, 1\), got"):
+            DemandPrior(market, mushy_correlation=bad, **small)
+    prior = DemandPrior(market, lengthscales=np.array([0.5, 1.0, 2.0]),
+                        mushy_correlation=np.float64(-0.25), **small)
+    assert prior.lengthscales == (0.5, 1.0, 2.0) and prior.mushy_correlation == -0.25
+
+
+def test_a_checkpoint_on_other_calibration_data_is_not_resumed(tmp_path):
+    # MarketDistribution's repr named n_products and p_mushy only, so a study on other
+    # calibration data (here prices in cents) resumed a checkpoint of the shipped data's and
+    # mixed replications of two demand distributions without a word
+    import restrictiveness as rx
+
+    cents = load_cereal()
+    cents["prices"] *= 100
+    shuffled = load_cereal().sample(frac=1, random_state=0)
+    assert repr(MarketDistribution(shuffled)) == repr(MarketDistribution()) == (
+        "MarketDistribution(n_products=24, p_mushy=0.3333333333333333)")
+    assert repr(MarketDistribution(cents)).startswith(
+        "MarketDistribution(data=<2256 rows, sha256 ")
+
+    def study(market):
+        prior = DemandPrior(market, n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        return rx.demand.study({"MNL": rx.demand.MNL()}, n=[5], replications=2, prior=prior)
+
+    study(MarketDistribution()).run(progress=False, checkpoint=tmp_path / "ck")
+    with pytest.raises(rx.CheckpointError, match=r"evaluation: .* in the checkpoint, "
+                                                 r".*data=<2256 rows, sha256 "):
+        study(MarketDistribution(cents)).run(progress=False, checkpoint=tmp_path / "ck")
+    study(MarketDistribution(shuffled)).run(progress=False, checkpoint=tmp_path / "ck")
+
+
+def test_rule_elasticities_refuse_steps_that_cannot_difference():
+    # a zero step (a price on its hull's edge, bypassing log_price_steps) gave NaN elasticities
+    class Logit:   # utility −2 p: E_jj = −2 p_j (1 − s_j), E_jk = 2 p_k s_k
+        def predict(self, X):
+            e = np.exp(-2 * X[..., 0])
+            return e / (1 + e.sum(axis=-1, keepdims=True))
+
+    X = np.array([[[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]])
+    for h in ([[0.01, 0.0]], [[np.nan, 0.01]], [[0.01, 0.01, 0.01]]):
+        with pytest.raises(DomainError, match="h must hold positive finite log-price steps"):
+            rule_elasticities(Logit(), X, np.array(h))
+    s = Logit().predict(X)[0]
+    E = rule_elasticities(Logit(), X, np.full((1, 2), 1e-5))[0]
+    np.testing.assert_allclose(E, [[-2 * (1 - s[0]), 2 * 2 * s[1]], [2 * s[0], -4 * (1 - s[1])]],
+                               rtol=1e-8)
+
+
+def test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_boundary(market):
+    X = market.sample(2, np.random.default_rng(0))
+    for column in (0, 1):
+        Xn = X.copy()
+        Xn[1, 4, column] = np.nan
+        with pytest.raises(DomainError, match="missing or infinite values"):
+            market.log_price_steps(Xn)
+
+
 def test_market_errors_name_the_argument(market, truth):
     with pytest.raises(DomainError, match="same shape"):
         market.price_interval([1.0, 2.0], [0.0])
     with pytest.raises(DomainError, match="mushy"):
         market.price_interval([1.0], [0.5])
-    with pytest.raises(DomainError, match="n_markets"):
+    with pytest.raises(DomainError, match="n_markets must be a nonnegative whole number, got -1"):
         market.sample(-1, np.random.default_rng(0))
     with pytest.raises(DomainError, match=r"shape \(n, 24, 3\)"):
         truth.system.shares(np.ones((2, 23, 3)))

@@ -272,3 +272,27 @@ def test_pickle_checkpoint_written_before_the_move_is_refused_clearly(tmp_path, 
         study.run(progress=False, checkpoint=ck)
     assert sorted(p.name for p in ck.iterdir() if not p.name.startswith(".")) == [
         f"replication-00000{m}.pkl" for m in range(4)] + ["study.json"]  # left untouched
+
+
+# ------------------------------------------------------------------------- packaging
+
+
+def test_package_data_lives_in_packages_setuptools_finds():
+    # restrictiveness/data had no __init__.py: setuptools put the cereal data and the reference
+    # tables in the wheel only by a deprecated fallback ("Package would be ignored"), so a later
+    # setuptools would build a wheel whose load_cereal() fails
+    import configparser
+
+    from setuptools import find_packages
+
+    root = PACKAGE.parent
+    parser = configparser.ConfigParser()
+    parser.read(root / "setup.cfg")
+    assert parser["options"]["packages"].strip() == "find:"
+    found = set(find_packages(str(root), include=["restrictiveness*"]))
+    patterns = [p.strip() for p in parser["options.package_data"]["restrictiveness"].split(",")]
+    for pattern in patterns:
+        folder = pattern.rpartition("/")[0]
+        package = ".".join(["restrictiveness", *filter(None, folder.split("/"))])
+        assert package in found, f"package_data {pattern!r}: {package} is not a package"
+        assert list(root.joinpath(*package.split(".")).glob(pattern.rpartition("/")[2])), pattern

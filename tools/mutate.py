@@ -101,6 +101,9 @@ ADAPTIVE = ("tests/test_demand_fitting.py::test_enough_skips_the_remaining_start
             "tests/test_demand_fitting.py::test_adaptive_mxl_runs_the_second_start_only_when_"
             "needed", "tests/test_demand_fitting.py")
 # the demand tests of inputs, starts, bounds and elasticities (the whole files take minutes)
+SIZES = ("tests/test_demand_prior.py::test_market_and_prior_sizes_must_be_whole_numbers",
+         "tests/test_demand_prior.py::test_a_missing_price_or_sugar_is_named_not_put_on_the_hull_"
+         "boundary")
 DEMAND_FIT = ("tests/test_demand_models.py::test_bad_inputs_raise_clear_errors",
               "tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_"
               "bound",
@@ -288,6 +291,11 @@ MUTANTS: list[Mutant] = [
            "        return seed\n        return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,",
            "completeness spawns from the caller's SeedSequence, advancing it",
            ("tests/test_completeness.py::test_a_seed_sequence_reproduces_its_folds_every_time",)),
+    Mutant("analysis/completeness/estimate.py", "                if j == f and guard.failed:",
+           "                if j == b and guard.failed:",
+           "a failed benchmark replaced by the baseline, inflating every κ",
+           ("tests/test_demand_app.py::test_a_benchmark_that_fails_a_fold_is_an_error_not_the_"
+            "baseline_in_its_place",)),
     Mutant("engine/study.py", "                failed[p, c] += int(o.failed)",
            "                failed[p, c] = int(o.failed)",
            "failure counts overwritten across draws", STUDY),
@@ -494,14 +502,21 @@ MUTANTS: list[Mutant] = [
             *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
     # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
-    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
-           "                      fitted.names, \"HC1\", None, fitted.at_bounds())",
+    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
+           "                      \"HC1\", None, fitted.at_bounds())",
            "demand SEs robust, not the classical NLS ones", DEMAND),
-    Mutant("demand/estimation.py", "                      fitted.names, \"nonrobust\", None, fitted.at_bounds())",
-           "                      fitted.names, \"nonrobust\", None, [])",
+    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
+           "                      \"nonrobust\", None, [])",
            "parameters on a bound not flagged", DEMAND),
-    Mutant("demand/estimation.py", "    ordered = data.sort_values(market_ids, kind=\"stable\")",
+    Mutant("demand/estimation.py", "        self.converged = int(fitted.info.get(\"status\", 0)) > 0",
+           "        self.converged = int(fitted.info.get(\"status\", 0)) >= 0",
+           "a demand fit out of its budget reported as converged",
+           ("tests/test_demand_models.py::test_a_fit_that_ran_out_of_evaluations_says_so",)),
+    Mutant("demand/estimation.py", "    ordered = data.iloc[_market_order(data, market_ids)]",
            "    ordered = data", "rows of unsorted markets not grouped", DEMAND),
+    Mutant("demand/estimation.py", "    out[rows] = grouped", "    out[:] = grouped",
+           "per-row demand results left grouped by market, not in the data's row order",
+           ("tests/test_demand_models.py::test_per_row_results_follow_the_rows_of_the_data",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)
@@ -735,6 +750,11 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "    ok = valid[:m].reshape(n, 2 * J).all(axis=1) & valid[m:]",
            "    ok = valid[:m].reshape(n, 2 * J).any(axis=1) & valid[m:]",
            "a market falls back only when every perturbed copy was replaced", ELAST),
+    Mutant("demand/elasticities.py", "    if h.shape != (n, J) or not (np.isfinite(h) & (h > 0)).all():",
+           "    if h.shape != (n, J):",
+           "a zero finite-difference step gives NaN elasticities",
+           ("tests/test_demand_prior.py::test_rule_elasticities_refuse_steps_that_cannot_"
+            "difference",)),
     Mutant("demand/elasticities.py", "    return float(truth.eval_weights @ err)",
            "    return float(err.mean())", "demand discrepancies ignore the evaluation weights",
            ELAST),
@@ -744,6 +764,27 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "        return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
            "        return np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
            "cross-price MSE includes the own elasticities", ELAST),
+    # -- demand/markets.py and demand/prior.py: what a market draw refuses -----------------------
+    Mutant("demand/markets.py", "        if not is_whole(n_markets) or n_markets < 0:  # int() took 2.5 markets as 2",
+           "        if int(n_markets) < 0:  # int() took 2.5 markets as 2",
+           "a fractional number of markets truncated", SIZES),
+    Mutant("demand/prior.py", "        draws = whole_number(draws, \"draws\", minimum=1)",
+           "        draws = int(draws)", "1.5 training draws taken as 1", SIZES),
+    Mutant("demand/prior.py", "        if not sizes or not all(is_whole(n) and n >= 1 for n in sizes):",
+           "        if not sizes or not all(n >= 1 for n in sizes):",
+           "a sample size of 2.5 taken as 2", SIZES),
+    Mutant("demand/prior.py", "        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) \\",
+           "        if isinstance(rho, bool) \\",
+           "a mushy correlation given as text read as a number",
+           ("tests/test_demand_prior.py::test_prior_shape_options_are_numbers_or_refused_by_name",)),
+    Mutant("demand/markets.py", "        tag = _calibration_digest(self.calibration)",
+           "        tag = _shipped_digest()",
+           "a market distribution on other calibration data resumes the shipped data's checkpoint",
+           ("tests/test_demand_prior.py::test_a_checkpoint_on_other_calibration_data_is_not_"
+            "resumed",)),
+    Mutant("demand/markets.py", "        if not np.isfinite(X).all():  # a NaN price or sugar was reported as on the boundary",
+           "        if False:  # a NaN price or sugar was reported as on the boundary",
+           "a NaN price reported as a price on the hull's boundary", SIZES),
     # -- ai/sandbox: the parent's side -----------------------------------------------------------
     Mutant("ai/sandbox/limits.py", "        return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None",
            "        return max(1, int(self.cpu_seconds if self.cpu_seconds is not None",

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..eligible.truth import PseudoTruth
 from ..engine.discrepancies import Discrepancy
-from ..shared.exceptions import ConfigurationError
+from ..shared.exceptions import ConfigurationError, DomainError
 from .markets import elasticities_from_shares, perturbed_markets
 
 __all__ = ["SharesMSE", "OwnElasticityMSE", "CrossElasticityMSE", "rule_elasticities",
@@ -110,6 +110,12 @@ def rule_elasticities(rule, X: np.ndarray, h: np.ndarray,
     """
     X = np.asarray(X, dtype=float)
     n, J, d = X.shape
+    h = np.asarray(h, dtype=float)
+    if h.shape != (n, J) or not (np.isfinite(h) & (h > 0)).all():
+        # a zero step (a price on its hull's edge) made every elasticity of the market NaN
+        raise DomainError(f"rule_elasticities: h must hold positive finite log-price steps of "
+                          f"shape {(n, J)} (MarketDistribution.log_price_steps), got shape "
+                          f"{h.shape} with {int((~(np.isfinite(h) & (h > 0))).sum())} invalid")
     P = perturbed_markets(X, h) if perturbed is None else perturbed
     m = n * 2 * J
     # The markets themselves ride along (after the perturbed copies): a market whose own shares

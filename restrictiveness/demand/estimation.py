@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults
+from ..shared._lsq_nb import STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
@@ -61,11 +62,18 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
         raise DataError("every market must list the same number of products; market sizes "
                         f"range from {sizes.min()} to {sizes.max()}")
     J = int(sizes.iloc[0])
-    ordered = data.sort_values(market_ids, kind="stable")
+    ordered = data.iloc[_market_order(data, market_ids)]
     X = ordered[list(columns)].to_numpy(dtype=float).reshape(len(sizes), J, len(columns))
     y = (ordered[response].to_numpy(dtype=float).reshape(len(sizes), J)
          if response else None)
     return X, y, sizes.index.to_numpy()
+
+
+def _market_order(data: pd.DataFrame, market_ids: str) -> np.ndarray:
+    """Row positions of ``data`` grouped by market (markets sorted, rows in data order within
+    a market): the order of :func:`markets_from_frame`'s flattened ``X`` and ``y``."""
+    return data[[market_ids]].reset_index(drop=True).sort_values(
+        market_ids, kind="stable").index.to_numpy()
 
 
 class DemandModel:
@@ -113,6 +121,9 @@ class DemandModel:
                 columns.append(c)
         self.columns, self.response = tuple(columns), f.response
         self.X, self.y, self.markets = markets_from_frame(data, columns, f.response, market_ids)
+        # results report per-row arrays in the data's row order, as statsmodels does; X and y
+        # are grouped by market, which reorders rows whenever markets are not sorted blocks
+        self._rows = _market_order(data, market_ids)
 
     @classmethod
     def from_formula(cls, procedure_class, formula: str, data: pd.DataFrame,
@@ -197,8 +208,14 @@ class DemandResults(LeastSquaresResults):
         Standard errors, t statistics and two-sided t p-values (``N − k`` degrees of freedom).
     nobs : int
         Number of shares fitted (markets × products).
+    converged : bool
+        Whether the winning start stopped on a convergence test rather than on the evaluation
+        budget (the summary says which; the standard errors assume an optimum).
     ssr : float
         Sum of squared share residuals.
+    endog, fittedvalues, resid : ndarray
+        Observed shares, fitted shares and their difference, one per row of the data in the
+        data's row order (``res.model.y`` and :meth:`predict` hold them by market).
     fitted : DemandFit
         The fitted share function (``predict``, ``elasticities``).
 
@@ -219,15 +236,25 @@ class DemandResults(LeastSquaresResults):
     def __init__(self, model: DemandModel, fitted) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
-        self._set_fit(self._jacobian, model.y.ravel(), fitted.predict(model.X).ravel(),
-                      fitted.names, "nonrobust", None, fitted.at_bounds())
+        # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
+        # was presented like an optimum, its standard errors included
+        self.converged = int(fitted.info.get("status", 0)) > 0
+        # y, the predictions and the Jacobian rows come grouped by market: put them back in the
+        # data's row order (the cereal data's were not, and resid, fittedvalues and endog did
+        # not line up with the rows they were assigned to); the covariance does not change
+        rows = model._rows
+        self._set_fit(_data_order(self._jacobian, rows), _data_order(model.y.ravel(), rows),
+                      _data_order(fitted.predict(model.X).ravel(), rows), fitted.names,
+                      "nonrobust", None, fitted.at_bounds())
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
+        """Grouped by market, as ``model.X`` (the fit's order, not the data's)."""
         return self.fitted.jacobian(self.model.X, self.model.y)
 
     def predict(self, X: np.ndarray | None = None) -> np.ndarray:
-        """Inside shares ``(m, J)`` at the estimate.
+        """Inside shares ``(m, J)`` at the estimate, by market (``fittedvalues`` has them by
+        row of the data).
 
         Parameters
         ----------
@@ -263,6 +290,17 @@ class DemandResults(LeastSquaresResults):
 
     def _summary_notes(self) -> list[str]:
         info = self.fitted.info
+        status = int(info.get("status", 0))
+        ended = (f"converged ({STATUS.get(status, status)})" if self.converged else
+                 f"NOT converged ({STATUS.get(status, status)}): the estimate is the best point "
+                 "reached, not an optimum, and the standard errors assume one")
         return [f"{_TITLES[self.model.procedure.model]}: {self.model.procedure.formula}; least "
                 f"squares on inside shares ({info.get('nfev', '?')} residual evaluations, "
-                f"best start {info.get('start', '?')})."]
+                f"best start {info.get('start', '?')}); {ended}."]
+
+
+def _data_order(grouped: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows of an array in :func:`markets_from_frame`'s market order, put in the data's order."""
+    out = np.empty_like(grouped)
+    out[rows] = grouped
+    return out

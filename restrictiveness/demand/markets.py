@@ -9,11 +9,14 @@ the calibration data's (price, sugar) pairs with that mushy status. Markets are 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+
 import numpy as np
 import pandas as pd
 from scipy.spatial import ConvexHull, QhullError
 
-from ..shared.checks import numeric_columns, probability, whole_number
+from ..shared.checks import is_whole, numeric_columns, probability, whole_number
 from ..shared.exceptions import DataError, DomainError
 
 __all__ = ["MarketDistribution", "ConvexPolygon", "MARKET_COLUMNS", "perturbed_markets",
@@ -202,9 +205,9 @@ class MarketDistribution:
         >>> bool(md.hulls[1].contains(soggy[:, :2]).all())
         True
         """
+        if not is_whole(n_markets) or n_markets < 0:  # int() took 2.5 markets as 2
+            raise DomainError(f"n_markets must be a nonnegative whole number, got {n_markets!r}")
         n_markets = int(n_markets)
-        if n_markets < 0:
-            raise DomainError(f"n_markets must be nonnegative, got {n_markets}")
         X = np.empty((n_markets, self.n_products, 3))
         for i in range(n_markets):
             m = (rng.random(self.n_products) < self.p_mushy).astype(float)
@@ -309,6 +312,8 @@ class MarketDistribution:
             raise DomainError("log_price_steps: X must have the columns (prices, sugar, mushy)")
         if not float(h_max) > 0:
             raise DomainError(f"h_max must be positive, got {h_max}")
+        if not np.isfinite(X).all():  # a NaN price or sugar was reported as on the boundary
+            raise DomainError("log_price_steps: markets contain missing or infinite values")
         p = X[..., 0]
         lo, hi = self.price_interval(X[..., 1], X[..., 2])
         if (p <= 0).any() or (p < lo - 1e-12).any() or (p > hi + 1e-12).any():
@@ -324,7 +329,26 @@ class MarketDistribution:
         return h
 
     def __repr__(self) -> str:
-        return f"MarketDistribution(n_products={self.n_products}, p_mushy={self.p_mushy!r})"
+        # checkpoints identify a study by its reprs: calibration data other than the shipped
+        # cereal data are named by a digest, so a run on them does not resume one on those
+        tag = _calibration_digest(self.calibration)
+        data = "" if tag == _shipped_digest() else f"data=<{len(self.calibration)} rows, " \
+                                                   f"sha256 {tag}>, "
+        return (f"MarketDistribution({data}n_products={self.n_products}, "
+                f"p_mushy={self.p_mushy!r})")
+
+
+def _calibration_digest(values: np.ndarray) -> str:
+    """SHA-256 prefix of calibration rows, whatever their order (the hulls and moments are)."""
+    rows = np.ascontiguousarray(values[np.lexsort(values.T[::-1])], dtype=float)
+    return hashlib.sha256(rows.tobytes()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_digest() -> str:
+    from ..datasets.cereal import load_cereal
+
+    return _calibration_digest(load_cereal()[list(MARKET_COLUMNS)].to_numpy(dtype=float))
 
 
 def perturbed_markets(X: np.ndarray, h: np.ndarray) -> np.ndarray:

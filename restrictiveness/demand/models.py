@@ -264,6 +264,25 @@ def _standard_nodes(dim: int, half: int, seed: int) -> np.ndarray:
 class DemandFit(Fitted):
     """A fitted share function: ``predict(X) -> (m, J)`` and ``elasticities(X) -> (m, J, J)``.
 
+    What every demand procedure's ``fit`` returns (built there, not by hand).
+
+    Parameters
+    ----------
+    model : {"logit", "MNL", "NL", "MXL"}
+        The share function.
+    params : array_like
+        Fitted parameters, in the order of ``names``.
+    names : list of str
+        Parameter names.
+    design : object or None
+        The formula's design (None for the common-intercept logit).
+    columns : sequence of str
+        The market columns, in order.
+    extra : dict, optional
+        What the share function needs besides ``params`` (the nest column, the MXL nodes).
+    info : dict, optional
+        The optimiser's record, added to ``info``.
+
     Attributes
     ----------
     model : {"logit", "MNL", "NL", "MXL"}
@@ -273,6 +292,22 @@ class DemandFit(Fitted):
     info : dict
         ``params`` (name → value), ``cost`` (half the sum of squared residuals), ``nfev``,
         ``start`` (the winning start) and ``status`` of the optimiser.
+
+    Examples
+    --------
+    An MNL fitted to its own shares; its own-price elasticity is ``β_p p_j (1 − s_j)``:
+
+    >>> from restrictiveness import Sample
+    >>> X = np.array([[[1.0, 2.0, 0.0], [1.5, 4.0, 1.0], [2.0, 6.0, 0.0]],
+    ...               [[1.2, 2.0, 0.0], [1.1, 4.0, 1.0], [2.5, 6.0, 0.0]]])
+    >>> e = np.exp(market_design("shares ~ prices", X)[0] @ [0.5, -2.0])
+    >>> y = e / (1 + e.sum(axis=1, keepdims=True))
+    >>> fit = MNL("shares ~ prices").fit(Sample(X, y, MARKET_COLUMNS, "shares"))
+    >>> fit.names, np.round(fit.params, 6).tolist()
+    (['Intercept', 'prices'], [0.5, -2.0])
+    >>> bool(np.allclose(np.diagonal(fit.elasticities(X), axis1=1, axis2=2),
+    ...                  -2.0 * X[..., 0] * (1 - y)))
+    True
     """
 
     def __init__(self, model: str, params: np.ndarray, names: list[str], design: _Design | None,
@@ -286,12 +321,55 @@ class DemandFit(Fitted):
 
     # shares --------------------------------------------------------------
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Inside shares ``(m, J)`` of markets ``X (m, J, C)``."""
+        """Inside shares ``(m, J)`` of markets ``X (m, J, C)``.
+
+        Parameters
+        ----------
+        X : array_like, shape (m, J, C)
+            Markets in the fit's columns.
+
+        Returns
+        -------
+        ndarray, shape (m, J)
+            The inside shares; the outside good has the rest.
+
+        Examples
+        --------
+        >>> from restrictiveness import Sample
+        >>> X = np.ones((2, 24, 3)); y = np.full((2, 24), 0.02)
+        >>> float(Logit().fit(Sample(X, y, MARKET_COLUMNS, "shares")).predict(X[:1]).sum())
+        0.48
+        """
         X = check_markets(X, self.columns)
         return _share_function(self.model)(self.params, X, self.design, self.extra)
 
     def elasticities(self, X: np.ndarray) -> np.ndarray:
-        """Analytic price elasticities ``E[m, j, k] = ∂ log s_j / ∂ log p_k``, ``(m, J, J)``."""
+        """Analytic price elasticities ``E[m, j, k] = ∂ log s_j / ∂ log p_k``, ``(m, J, J)``.
+
+        Parameters
+        ----------
+        X : array_like, shape (m, J, C)
+            Markets in the fit's columns (with the price column ``prices``).
+
+        Returns
+        -------
+        ndarray, shape (m, J, J)
+            Row ``j``, column ``k``: the elasticity of product ``j``'s share with respect to
+            product ``k``'s price (zero for the common-intercept logit).
+
+        Examples
+        --------
+        An MNL with price coefficient β_p: ``E_jk = −β_p p_k s_k`` for ``k ≠ j``.
+
+        >>> from restrictiveness import Sample
+        >>> X = np.array([[[1.0, 2.0, 0.0], [1.5, 4.0, 1.0]], [[1.2, 2.0, 0.0], [1.1, 4.0, 1.0]],
+        ...               [[0.9, 2.0, 0.0], [1.6, 4.0, 1.0]]])
+        >>> e = np.exp(market_design("shares ~ prices", X)[0] @ [0.5, -2.0])
+        >>> y = e / (1 + e.sum(axis=1, keepdims=True))
+        >>> E = MNL("shares ~ prices").fit(Sample(X, y, MARKET_COLUMNS, "shares")).elasticities(X)
+        >>> bool(np.allclose(E[:, 0, 1], 2.0 * X[:, 1, 0] * y[:, 1]))
+        True
+        """
         X = check_markets(X, self.columns)
         if self.model == "logit":
             return np.zeros((X.shape[0], X.shape[1], X.shape[1]))
@@ -300,7 +378,34 @@ class DemandFit(Fitted):
     # estimation on data ----------------------------------------------------
     def jacobian(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Jacobian of the flattened inside shares with respect to the parameters at the
-        estimate, ``(m·J, len(params))`` (for standard errors)."""
+        estimate, ``(m·J, len(params))`` (for standard errors).
+
+        Parameters
+        ----------
+        X : array_like, shape (m, J, C)
+            Markets in the fit's columns.
+        y : array_like, shape (m, J)
+            Their inside shares (the residuals' data; the Jacobian does not depend on them).
+
+        Returns
+        -------
+        ndarray, shape (m·J, len(params))
+            ``∂ s_j / ∂ θ`` for every market and product, markets first.
+
+        Examples
+        --------
+        For an MNL, ``∂ s_j / ∂ β_0 = s_j s_0`` with ``s_0`` the outside share:
+
+        >>> from restrictiveness import Sample
+        >>> X = np.array([[[1.0, 2.0, 0.0], [1.5, 4.0, 1.0]], [[1.2, 2.0, 0.0], [1.1, 4.0, 1.0]],
+        ...               [[0.9, 2.0, 0.0], [1.6, 4.0, 1.0]]])
+        >>> e = np.exp(market_design("shares ~ prices", X)[0] @ [0.5, -2.0])
+        >>> y = e / (1 + e.sum(axis=1, keepdims=True))
+        >>> fit = MNL("shares ~ prices").fit(Sample(X, y, MARKET_COLUMNS, "shares"))
+        >>> s0 = 1 - y.sum(axis=1, keepdims=True)
+        >>> bool(np.allclose(fit.jacobian(X, y)[:, 0], (y * s0).ravel()))
+        True
+        """
         X = check_markets(X, self.columns)
         assert self.design is not None  # only MNL, NL and MXL fits are estimated (DemandModel)
         extra = dict(self.extra)
@@ -309,7 +414,25 @@ class DemandFit(Fitted):
         return _residual_jacobian(self.model, self.params, self.design(X), y, extra)[1]
 
     def at_bounds(self, tol: float = 1e-8) -> list[str]:
-        """Names of the parameters whose estimate sits on a bound (their SEs are not valid)."""
+        """Names of the parameters whose estimate sits on a bound (their SEs are not valid).
+
+        Parameters
+        ----------
+        tol : float
+            Distance from a bound that counts as on it.
+
+        Returns
+        -------
+        list of str
+            In the order of ``names``; ``L[a,a]`` counts when exactly 0.
+
+        Examples
+        --------
+        >>> fit = DemandFit("NL", [0.0, -2.0, 0.99, 0.2], ["Intercept", "prices",
+        ...                 "rho[mushy=0]", "rho[mushy=1]"], None, MARKET_COLUMNS)
+        >>> fit.at_bounds()
+        ['rho[mushy=0]']
+        """
         names = []
         for name, v in zip(self.names, self.params, strict=True):
             if name.startswith("rho["):

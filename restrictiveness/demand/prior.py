@@ -16,6 +16,7 @@ elasticities are available by perturbing prices.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Literal, cast
 
@@ -26,7 +27,7 @@ from ..eligible.constraints import Simplex
 from ..eligible.kernels import Matern32
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import is_whole, whole_number
+from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, DomainError
 from ._shares_nb import shares_nb, shares_numpy
 from .markets import MARKET_COLUMNS, MarketDistribution, elasticities_from_shares, perturbed_markets
@@ -71,6 +72,21 @@ class DemandSystem:
     :mod:`restrictiveness.demand._shares_nb` (weights folded with the grid standardisation) and
     ``scal = [l0, λ0, 1/c]`` with ``L = l0 + H_C + H_I`` standardised to mean 0 and s.d. 1 on the
     reference grid (the ``−log J`` of utility is added when computing shares).
+
+    Parameters
+    ----------
+    fields : ndarray, shape (4, D, 9)
+        The four standardised random-Fourier-feature fields.
+    scal : ndarray, shape (3,)
+        ``[l0, λ0, 1/c]``.
+    market : MarketDistribution
+        P_X (its moments standardise price and sugar).
+    nu : ndarray, shape (R, 4)
+        Antithetic consumer types (the second half the negatives of the first).
+    nodes, short_nodes : tuple of ndarray
+        Gauss–Legendre nodes and weights of the price integral and of a perturbation's piece.
+    engine : {"numba", "numpy"}
+        The share kernel or its NumPy twin.
 
     Examples
     --------
@@ -130,14 +146,59 @@ class DemandSystem:
                      self.sx, self.sw, perturb)
 
     def shares(self, X: np.ndarray) -> np.ndarray:
-        """Inside shares of markets ``X`` (shape ``(n, J, 3)``, raw units): ``(n, J)``."""
+        """Inside shares of markets ``X`` (shape ``(n, J, 3)``, raw units): ``(n, J)``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, J, 3)
+            Markets: price, sugar, mushy (0 or 1).
+
+        Returns
+        -------
+        ndarray, shape (n, J)
+            Positive inside shares summing to less than 1 in each market.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> s = truth.system.shares(truth.eval_X)
+        >>> bool(np.array_equal(s, truth.eval_y(5))), bool((s.sum(axis=1) < 1).all())
+        (True, True)
+        """
         X, zp, zs, m = self._inputs(X)
         return self._run(zp, zs, m, zp, zp, False)[0]
 
     def perturbed_shares(self, X: np.ndarray, h: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Base shares ``(n, J)`` and shares with each price lowered / raised by the log-steps
-        ``h`` (shape ``(n, J)``): ``minus[i, k, j]``, ``plus[i, k, j]`` of shape ``(n, J, J)``."""
+        ``h`` (shape ``(n, J)``): ``minus[i, k, j]``, ``plus[i, k, j]`` of shape ``(n, J, J)``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, J, 3)
+            Markets in raw units.
+        h : array_like, shape (n, J)
+            Log-price steps: product ``k``'s price becomes ``p_k e^{∓h_k}``.
+
+        Returns
+        -------
+        base, minus, plus : ndarray
+            ``base[i, j]`` as :meth:`shares`; ``minus[i, k, j]`` / ``plus[i, k, j]``: product
+            ``j``'s share with ``p_k`` lowered / raised.
+
+        Examples
+        --------
+        Raising a price lowers that product's share (utility falls in own price):
+
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> base, minus, plus = truth.system.perturbed_shares(truth.eval_X, np.full((2, 24), .01))
+        >>> bool((np.diagonal(plus, axis1=1, axis2=2) < base).all())
+        True
+        """
         X, zp, zs, m = self._inputs(X)
         h = np.asarray(h, dtype=float)
         if h.shape != zp.shape or not np.isfinite(h).all():
@@ -154,7 +215,30 @@ class DemandSystem:
                       nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Standardised utility level ``L`` and price-sensitivity index ``Λ`` at N points
         (price argument ``v``, standardised sugar ``zs``, ``mushy``) and R types ``nu``:
-        two arrays ``(N, R)``. On the reference grid both have mean 0 and s.d. 1."""
+        two arrays ``(N, R)``. On the reference grid both have mean 0 and s.d. 1.
+
+        Parameters
+        ----------
+        v, zs, mushy : array_like, shape (N,)
+            Standardised price argument, standardised sugar and mushy status of each point.
+        nu : ndarray, shape (R, 4)
+            Consumer types.
+
+        Returns
+        -------
+        L, Lambda : ndarray, shape (N, R)
+
+        Examples
+        --------
+        See :meth:`DemandPrior.draw_system`, which checks both moments on the grid.
+
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20)
+        >>> system = prior.draw_system(np.random.default_rng(0))
+        >>> L, lam = system.latent_fields([0.0], [0.5], [1.0], prior.reference_types)
+        >>> L.shape, lam.shape
+        ((1, 16), (1, 16))
+        """
         v, zs, mushy = (np.asarray(a, dtype=float).ravel() for a in (v, zs, mushy))
         f = self.fields
         L = (self.scal[0] + _grid_field(f[0], v, zs, mushy, None)[:, None]
@@ -164,7 +248,29 @@ class DemandSystem:
         return L, lam
 
     def price_sensitivity(self, v, zs, mushy, nu) -> np.ndarray:
-        """``a = softplus(Λ)/c`` at N points and R types, ``(N, R)``."""
+        """``a = softplus(Λ)/c`` at N points and R types, ``(N, R)``.
+
+        Parameters
+        ----------
+        v, zs, mushy : array_like, shape (N,)
+            As in :meth:`latent_fields`.
+        nu : ndarray, shape (R, 4)
+            Consumer types.
+
+        Returns
+        -------
+        ndarray, shape (N, R)
+            Positive price sensitivities (mean 1 on the reference grid).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_features=8, n_types=16, n_reference_types=16, n_train=20)
+        >>> system = prior.draw_system(np.random.default_rng(0))
+        >>> bool((system.price_sensitivity([0.0, 1.0], [0.5, 0.5], [0.0, 1.0], prior.types) > 0)
+        ...      .all())
+        True
+        """
         return np.logaddexp(0.0, self.latent_fields(v, zs, mushy, nu)[1]) * self.scal[2]
 
 
@@ -217,6 +323,9 @@ class DemandPrior(EvaluationDistribution):
                  reference_seed: int = 20000128, n_train: int = 200, n_eval: int = 100,
                  engine: Literal["numba", "numpy"] = "numba") -> None:
         self.market = MarketDistribution() if market is None else market
+        if not isinstance(self.market, MarketDistribution):  # was an AttributeError
+            raise ConfigurationError(f"market must be a MarketDistribution (the calibrated "
+                                     f"P_X), got {type(market).__name__}")
         for name, value in (("n_features", n_features), ("n_nodes", n_nodes),
                             ("n_short_nodes", n_short_nodes), ("n_train", n_train),
                             ("n_eval", n_eval)):
@@ -225,17 +334,23 @@ class DemandPrior(EvaluationDistribution):
             if not is_whole(value) or value < 2 or value % 2:
                 raise ConfigurationError(f"{name} must be a positive even number (antithetic "
                                          f"pairs), got {value!r}")
-        if len(lengthscales) != 3 or min(lengthscales) <= 0:
-            raise ConfigurationError("lengthscales must be three positive numbers "
-                                     "(price, sugar, consumer type)")
-        if not -1.0 < float(mushy_correlation) < 1.0:
-            raise ConfigurationError(f"mushy_correlation must lie in (-1, 1), got "
-                                     f"{mushy_correlation}")
+        # a string of three characters was a bare TypeError, "0.5" was read as 0.5
+        given: object = lengthscales
+        scales = [] if isinstance(given, str) or not np.iterable(given) \
+            else list(given)
+        if len(scales) != 3 or not all(is_positive(v) for v in scales):
+            raise ConfigurationError(f"lengthscales must be three positive numbers "
+                                     f"(price, sugar, consumer type), got {lengthscales!r}")
+        rho: object = mushy_correlation  # as given: the annotation does not stop a string
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) \
+                or not -1.0 < float(rho) < 1.0:
+            raise ConfigurationError(f"mushy_correlation must be a number in (-1, 1), got "
+                                     f"{mushy_correlation!r}")
         if engine not in ("numba", "numpy"):
             raise ConfigurationError(f"engine must be 'numba' or 'numpy', got {engine!r}")
         self.n_features, self.n_nodes, self.n_short_nodes = (int(n_features), int(n_nodes),
                                                              int(n_short_nodes))
-        self.lengthscales = tuple(float(v) for v in lengthscales)
+        self.lengthscales = tuple(float(v) for v in scales)
         self.mushy_correlation = float(mushy_correlation)
         self.n_types, self.n_reference_types = int(n_types), int(n_reference_types)
         self.type_seed, self.reference_seed = int(type_seed), int(reference_seed)
@@ -397,15 +512,16 @@ class DemandPrior(EvaluationDistribution):
         >>> bool(np.array_equal(truth.train_X(20)[:10], truth.train_X(10))), truth.eval_X.shape
         (True, (5, 24, 3))
         """
-        ns = [int(n) for n in np.atleast_1d(ns)]
-        if not ns or min(ns) < 1:
-            raise ConfigurationError(f"ns must be positive sample sizes, got {ns}")
-        if int(draws) < 1:
-            raise ConfigurationError(f"draws must be a positive integer, got {draws}")
+        sizes = list(np.atleast_1d(ns))
+        if not sizes or not all(is_whole(n) and n >= 1 for n in sizes):
+            # int() took a size of 2.5 as 2 and 1.5 draws as 1
+            raise ConfigurationError(f"ns must be positive whole sample sizes, got {ns!r}")
+        ns = [int(n) for n in sizes]
+        draws = whole_number(draws, "draws", minimum=1)
         system = self.draw_system(rng)
         eval_X = self.market.sample(self.n_eval, rng)
         size = max(self.n_train, max(ns))
-        train = [self.market.sample(size, rng) for _ in range(int(draws))]
+        train = [self.market.sample(size, rng) for _ in range(draws)]
         return DemandTruth(system, train, eval_X)
 
     def describe(self) -> str:
@@ -450,6 +566,16 @@ class DemandTruth(PseudoTruth):
       would run the base of every evaluation market twice (about a quarter of a demand system's
       truth time).
 
+    Parameters
+    ----------
+    system : DemandSystem
+        The share function.
+    train_locations : sequence of ndarray
+        One ``(size, J, 3)`` stack of training markets per draw (nested: the first ``n`` are the
+        size-``n`` sample).
+    eval_X : ndarray, shape (n_eval, J, 3)
+        The evaluation markets.
+
     Attributes
     ----------
     system : DemandSystem
@@ -478,6 +604,28 @@ class DemandTruth(PseudoTruth):
         self._perturbed: np.ndarray | None = None
 
     def train_y(self, n: int, draw: int = 0) -> np.ndarray:
+        """Inside shares of the first ``n`` training markets of ``draw``, ``(n, J)``.
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+        draw : int
+            Training draw.
+
+        Returns
+        -------
+        ndarray, shape (n, J)
+            Computed once per market and kept (a larger ``n`` extends them).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> bool(np.array_equal(truth.train_y(5), truth.system.shares(truth.train_X(5))))
+        True
+        """
         X = self.train_locations[draw]
         done = self._train.get(draw, np.empty((0, self.market.n_products)))
         if len(done) < min(n, len(X)):
@@ -487,11 +635,51 @@ class DemandTruth(PseudoTruth):
         return done[:n]
 
     def eval_y(self, n: int) -> np.ndarray:
+        """Inside shares of the evaluation markets, ``(n_eval, J)`` (the same for every ``n``).
+
+        Parameters
+        ----------
+        n : int
+            Sample size (the truth does not depend on it).
+
+        Returns
+        -------
+        ndarray, shape (n_eval, J)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> truth.eval_y(5).shape, bool(np.array_equal(truth.eval_y(5), truth.eval_y(50)))
+        ((2, 24), True)
+        """
         if self._eval is None:
             self.elasticities(n)          # the same pass sets the evaluation shares
         return cast(np.ndarray, self._eval)
 
     def evaluate(self, X: np.ndarray, n: int) -> np.ndarray:
+        """Inside shares at any markets ``X``, ``(m, J)``.
+
+        Parameters
+        ----------
+        X : array_like, shape (m, J, 3)
+            Markets in raw units.
+        n : int
+            Sample size (unused: the truth does not depend on it).
+
+        Returns
+        -------
+        ndarray, shape (m, J)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> bool(np.array_equal(truth.evaluate(truth.eval_X, 5), truth.eval_y(5)))
+        True
+        """
         return self.system.shares(X)
 
     @property
@@ -510,7 +698,28 @@ class DemandTruth(PseudoTruth):
 
     def elasticities(self, n: int) -> np.ndarray:
         """True price elasticities at the evaluation markets, ``E[i, j, k]``, by the kernel's
-        perturbed path (computed once)."""
+        perturbed path (computed once).
+
+        Parameters
+        ----------
+        n : int
+            Sample size (the truth does not depend on it).
+
+        Returns
+        -------
+        ndarray, shape (n_eval, J, J)
+            ``E[i, j, k] = ∂ log s_j / ∂ log p_k`` in market ``i`` by symmetric differences with
+            the steps :attr:`log_price_steps`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> E = truth.elasticities(5)
+        >>> bool((E[:, ~np.eye(24, dtype=bool)] > 0).all())   # substitutes
+        True
+        """
         if self._elasticities is None:
             h = self.log_price_steps
             base, minus, plus = self.system.perturbed_shares(self.eval_X, h)
@@ -519,4 +728,25 @@ class DemandTruth(PseudoTruth):
         return self._elasticities
 
     def diagnostics(self, n: int) -> dict[str, float]:
+        """The mean outside share of the evaluation markets (stored with the results).
+
+        Parameters
+        ----------
+        n : int
+            Sample size.
+
+        Returns
+        -------
+        dict of str to float
+            ``{"outside_share": ...}``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> prior = DemandPrior(n_types=16, n_reference_types=16, n_eval=2, n_train=5)
+        >>> truth = prior.draw([5], np.random.default_rng(0))
+        >>> d = truth.diagnostics(5)
+        >>> bool(np.isclose(d["outside_share"], 1 - truth.eval_y(5).sum(axis=1).mean()))
+        True
+        """
         return {"outside_share": float(1.0 - self.eval_y(n).sum(axis=1).mean())}

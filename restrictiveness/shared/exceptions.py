@@ -133,7 +133,8 @@ class ConfigurationError(RestrictivenessError, ValueError):
 
 
 class BaselineError(RestrictivenessError, RuntimeError):
-    """The baseline procedure failed; restrictiveness is undefined without it.
+    """The baseline procedure failed; restrictiveness is undefined without it (and so is
+    completeness, which also needs its benchmark to fit every fold).
 
     The baseline must fit every sample; use a simpler baseline (e.g. ``Constant``).
 
