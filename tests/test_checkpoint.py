@@ -761,3 +761,31 @@ def test_a_script_defining_its_procedure_resumes_after_edits_elsewhere_in_it(tmp
     script.write_text(SCRIPT.replace("    pass", "    scale = 0.5"))
     refused = run(3)
     assert refused.returncode != 0 and "changed since: __main__.Linear" in refused.stderr
+
+
+def test_a_checkpoint_resumed_with_the_procedures_reordered_is_refused_not_relabelled(tmp_path):
+    """The configuration hash reads the procedures as a mapping, but records hold them by
+    position: {"a": ..., "b": ...} resumed as {"b": ..., "a": ...} gave a's losses to b (r̂
+    0.236 and 0.044 swapped). The order is kept and a different one refused."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    procs = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
+
+    def study(labels):
+        return rx.Study(prior, {k: procs[k] for k in labels}, rx.Constant(), n=[5],
+                        replications=3)
+
+    fresh = study(["quadratic", "linear"]).run(progress=False)
+    ck = tmp_path / "ck"
+    study(["linear", "quadratic"]).run(progress=False, checkpoint=ck, replications=[0, 1])
+    with pytest.raises(rx.CheckpointError,
+                       match=r"order \['linear', 'quadratic'\], this study lists them as "
+                             r"\['quadratic', 'linear'\]"):
+        study(["quadratic", "linear"]).run(progress=False, checkpoint=ck)
+    # the checkpoint's own order resumes, to the same numbers as a fresh run in either order
+    res = study(["linear", "quadratic"]).run(progress=False, checkpoint=ck)
+    for label in procs:
+        assert float(res.restrictiveness.sel(procedure=label)[0, 0]) == \
+            float(fresh.restrictiveness.sel(procedure=label)[0, 0])
+    assert json.loads((ck / "study.json").read_text())["procedure_order"] == \
+        ["linear", "quadratic"]

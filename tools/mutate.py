@@ -855,6 +855,11 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/checkpoint.py", "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if self.versions.get(k) != v}",
            "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if k in self.versions and self.versions.get(k) != v}",
            "a package version absent now not counted as changed", CKPT),
+    Mutant("engine/checkpoint.py", "        self.order = list(procedures) if isinstance(procedures, dict) else None",
+           "        self.order = sorted(procedures) if isinstance(procedures, dict) else None",
+           "the procedure order kept sorted, as the hash reads it: a reordered study resumed",
+           ("tests/test_checkpoint.py::test_a_checkpoint_resumed_with_the_procedures_reordered_is_"
+            "refused_not_relabelled",)),
     Mutant("shared/files.py", "        if entry.is_file(follow_symlinks=False) and not alive(pid):",
            "        if entry.is_file(follow_symlinks=False):",
            "a live writer's temporary file of an output removed",
