@@ -242,3 +242,33 @@ def test_finite_set_weights_reach_the_discrepancy():
     assert rx.MSE()(rule, truth, 2) == pytest.approx(0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2],
                                                      rel=1e-12)
     assert abs(err.mean() - (0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2])) > 1e-6
+
+
+def test_predictions_shaped_otherwise_than_the_truth_are_refused_not_broadcast():
+    """A column of predictions (m, 1) against truths (m,) was broadcast to an (m, m) table: the
+    truth itself returned as a column had MSE 0.5 (not 0), and a study whose baseline and
+    procedure both returned columns reported r̂ = 1.76 for OLS (0.19 in the right shape)."""
+    w = np.array([0.5, 0.5])
+    truth = _Truth(np.array([0.0, 1.0]), w)
+    assert rx.MSE()(FunctionRule(lambda X: np.array([0.0, 1.0])), truth, 1) == 0.0
+    with pytest.raises(ValueError, match=r"mse: predictions have shape \(2, 1\), the truth "
+                                         r"\(2,\)"):
+        rx.MSE()(FunctionRule(lambda X: np.array([[0.0], [1.0]])), truth, 1)
+    shares = _Truth(np.array([[0.2, 0.3], [0.1, 0.6]]), w)
+    assert rx.KL()(FunctionRule(lambda X: np.array([[0.2, 0.3], [0.1, 0.6]])), shares, 1) == 0.0
+    with pytest.raises(ValueError, match=r"kl: predictions have shape \(2, 2, 1\)"):
+        rx.KL()(FunctionRule(lambda X: np.array([[[0.2], [0.3]], [[0.1], [0.6]]])), shares, 1)
+
+    class Column(rx.Procedure):
+        def __init__(self, procedure):
+            self.procedure = procedure
+
+        def fit(self, sample, rng):
+            rule = self.procedure.fit(sample, rng)
+            return FunctionRule(lambda X: rule.predict(X)[:, None])
+
+    study = rx.Study(_prior(), {"linear": Column(rx.OLS("y ~ x1 + x2"))}, Column(rx.Constant()),
+                     n=[N], replications=M, seed=SEED)
+    with pytest.raises(rx.BaselineError, match=r"mse: predictions have shape \(40, 1\), the "
+                                               r"truth \(40,\)"):
+        study.run(progress=False)

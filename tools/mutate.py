@@ -390,10 +390,15 @@ MUTANTS: list[Mutant] = [
            ("tests/test_study.py::test_an_interrupt_turned_into_another_error_still_stops_the_study_as_one",)),
     # -- engine/discrepancies.py -------------------------------------------------------------
     Mutant("engine/discrepancies.py",
-           "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"
+           "        err = _row_mean((matching(rule.predict(truth.eval_X), y, self.name) - y) ** 2)\n"
            "        return float(truth.eval_weights @ err)",
-           "        err = _row_mean((pred - truth.eval_y(n)) ** 2)\n"
+           "        err = _row_mean((matching(rule.predict(truth.eval_X), y, self.name) - y) ** 2)\n"
            "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
+    Mutant("engine/discrepancies.py", "    if pred.shape != np.shape(truth):",
+           "    if pred.shape[:1] != np.shape(truth)[:1]:",
+           "predictions checked by rows only: a column broadcast against the truth",
+           ("tests/test_study_values.py::test_predictions_shaped_otherwise_than_the_truth_are_"
+            "refused_not_broadcast",)),
     Mutant("engine/discrepancies.py", "        return float(truth.eval_weights @ _row_mean(kl))",
            "        return float(_row_mean(kl).mean())", "KL ignores the evaluation weights",
            STUDY),
@@ -726,8 +731,8 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/elasticities.py", "    return float(truth.eval_weights @ err)",
            "    return float(err.mean())", "demand discrepancies ignore the evaluation weights",
            ELAST),
-    Mutant("demand/elasticities.py", "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)",
-           "        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).sum(axis=1)",
+    Mutant("demand/elasticities.py", "        err = ((pred - y) ** 2).reshape(len(pred), -1).mean(axis=1)",
+           "        err = ((pred - y) ** 2).reshape(len(pred), -1).sum(axis=1)",
            "share MSE summed over products, not averaged", ELAST),
     Mutant("demand/elasticities.py", "        return np.eye(J, dtype=bool) if self.own else ~np.eye(J, dtype=bool)",
            "        return np.eye(J, dtype=bool) if self.own else np.ones((J, J), dtype=bool)",
