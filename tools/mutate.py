@@ -1094,6 +1094,11 @@ MUTANTS: list[Mutant] = [
            "GPRegression keeps a constraint without a repair (Increasing) and ignores it",
            ("tests/test_formulas.py::test_gp_regression_refuses_a_constraint_it_cannot_impose_"
             "on_its_predictions",)),
+    Mutant("procedures/generic.py", "        return build_frame(pd.DataFrame(table) if not f.covariates else table)",
+           "        return build_frame(table)",
+           "OLS('y ~ 1') predicts from a mapping of columns patsy cannot count the rows of",
+           ("tests/test_formulas.py::test_ols_on_the_intercept_alone_fits_a_sample_as_the_"
+            "constant_does",)),
     # -- procedures/learners.py: global random states, FLAML learner names, table samples -----
     Mutant("procedures/learners.py", "    with _GLOBAL_STATES:\n", "    if True:\n",
            "seeded fits overlapping on threads share the global states",
