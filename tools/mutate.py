@@ -335,6 +335,10 @@ MUTANTS: list[Mutant] = [
            "    est = np.tensordot(np.abs(coefs), r, axes=(0, 0))",
            "contrast estimate sums instead of differencing", INFER),
     # -- engine/failures.py ------------------------------------------------------------------
+    Mutant("engine/failures.py", "        if fitted is None and not error:  # a fit that forgot its return: say so",
+           "        if fitted is None and error is None:  # a fit that forgot its return: say so",
+           "a fit that returned None fails with no first error",
+           ("tests/test_failures.py::test_a_fit_that_returns_none_fails_saying_so",)),
     Mutant("engine/failures.py", "        pred[~np.isfinite(raw)] = np.nan",
            "        pass", "a baseline's ±inf clipped to a bound and scored", BASE_INF),
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",

@@ -257,6 +257,8 @@ class GuardedRule:
 
     def __init__(self, fitted, baseline, constraints: Sequence[Constraint],
                  columns: Sequence[str], error: str = "") -> None:
+        if fitted is None and not error:  # a fit that forgot its return: say so
+            error = "fit: returned None, not a fitted rule (does fit end with return?)"
         self.fitted, self.baseline = fitted, baseline
         self.constraints, self.columns = tuple(constraints), tuple(columns)
         self.error, self.failed, self.replaced = error, fitted is None, 0
