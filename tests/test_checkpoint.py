@@ -264,6 +264,16 @@ def test_a_file_is_not_a_checkpoint_directory(tmp_path):
         _study().run(progress=False, checkpoint=file)
 
 
+def test_an_empty_checkpoint_path_is_refused_not_read_as_the_working_directory(tmp_path,
+                                                                               monkeypatch):
+    """checkpoint='' (e.g. an unset environment variable) wrote study.json, the records and
+    the lock files into the working directory: Path('') is '.'."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got ''"):
+        _study(replications=2).run(progress=False, checkpoint="")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------------- races between runs
 
 

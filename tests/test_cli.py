@@ -70,6 +70,7 @@ def _err_line(capsys) -> str:
     (["replicate", "lottery", "--draws", "0"], "--draws: 0 is too small"),
     (["replicate", "lottery", "--checkpoint", "{files}/plain"], "a checkpoint is a directory"),
     (["replicate", "lottery", "--checkpoint", "{files}/no/ck"], "does not exist; create it"),
+    (["replicate", "lottery", "--checkpoint", ""], "'' is not a directory name"),
     (["replicate", "lottery", "--out", "{files}/missing/x.nc"], "--out: the folder"),
     (["replicate", "lottery", "--out", "{files}"], "is a directory; give a file name"),
     (["completeness", "demand", "--out", "{files}/missing/x.nc"], "does not exist"),

@@ -864,6 +864,11 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/checkpoint.py", "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if self.versions.get(k) != v}",
            "        changed = {k: (v, self.versions.get(k)) for k, v in stored.get(\"versions\", {}).items()\n                   if k in self.versions and self.versions.get(k) != v}",
            "a package version absent now not counted as changed", CKPT),
+    Mutant("engine/checkpoint.py", "        if not isinstance(path, str | os.PathLike) or not str(path):",
+           "        if not isinstance(path, str | os.PathLike):",
+           "checkpoint='' read as the working directory",
+           ("tests/test_checkpoint.py::test_an_empty_checkpoint_path_is_refused_not_read_as_the_"
+            "working_directory",)),
     Mutant("engine/checkpoint.py", "        self.order = list(procedures) if isinstance(procedures, dict) else None",
            "        self.order = sorted(procedures) if isinstance(procedures, dict) else None",
            "the procedure order kept sorted, as the hash reads it: a reordered study resumed",

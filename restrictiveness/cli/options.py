@@ -141,6 +141,9 @@ def output_file(text: str) -> Path:
 def checkpoint_dir(text: str) -> Path:
     """A checkpoint directory: an existing writable directory, or a new one in an existing
     writable folder."""
+    if not text:  # Path('') is '.': the records went into the working directory
+        raise argparse.ArgumentTypeError("'' is not a directory name; give one (. for the "
+                                         "working directory)")
     path = Path(text)
     if path.exists():
         if not path.is_dir():

@@ -302,7 +302,8 @@ class Checkpoint:
 
     def __init__(self, path, configuration: dict, allow_other_versions: bool = False,
                  code: Iterable[object] = ()) -> None:
-        if not isinstance(path, str | os.PathLike):  # 3 was a TypeError from pathlib
+        if not isinstance(path, str | os.PathLike) or not str(path):
+            # 3 was a TypeError from pathlib; '' was the working directory (Path('') is '.')
             raise CheckpointError(f"checkpoint must be a directory path, got {path!r}")
         self.path = Path(path)
         self.configuration = configuration
