@@ -86,6 +86,8 @@ def _err_line(capsys) -> str:
     (["replicate", "lottery", "--backend", "dask", "--scheduler", "nonsense"],
      "neither an existing scheduler file nor an address"),
     (["replicate", "lottery", "--backend", "dask", "--worker-timeout", "0"], "above 0"),
+    (["demo", "-M", "2", "--n", "10", "--worker-timeout", "5"],
+     "--worker-timeout needs --backend dask"),
     (["replicate", "lottery", "--fit-timeout", "0"], "above 0"),
     (["demo", "--fit-timeout", "inf"], "give a finite number"),
     (["replicate", "lottery", "--resume-other-versions"], "needs --checkpoint"),

@@ -36,6 +36,8 @@ __all__ = ["Parser", "add_command", "count", "seed", "jobs", "real", "input_file
 STRICT_STATUS = 1
 #: Seconds to wait for a dask scheduler given by --scheduler.
 CONNECT_TIMEOUT = 10
+#: Default of --worker-timeout: seconds without a dask worker before the run fails.
+WORKER_TIMEOUT = 60.0
 
 
 class Parser(argparse.ArgumentParser):
@@ -237,10 +239,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS|FILE", type=_scheduler,
                         help="with --backend dask: the scheduler's address (tcp://host:8786) or "
                              "scheduler file (default: a local cluster of --jobs workers)")
-    parser.add_argument("--worker-timeout", type=real(0, inclusive=False), default=60.0,
+    parser.add_argument("--worker-timeout", type=real(0, inclusive=False), default=None,
                         metavar="SECONDS",
                         help="with --backend dask: fail when no worker has been connected for "
-                             "this long (default 60)")
+                             f"this long (default {WORKER_TIMEOUT:g})")
     parser.add_argument("--fit-timeout", type=real(0, inclusive=False), default=None,
                         metavar="SECONDS",
                         help="stop a procedure's fit that takes longer and record it as a "
@@ -273,6 +275,10 @@ def check_study_args(args: argparse.Namespace) -> None:
                                  "workers run the replications")
     if args.resume_other_versions and not args.checkpoint:
         raise ConfigurationError("--resume-other-versions needs --checkpoint DIR")
+    if args.worker_timeout is not None and args.backend != "dask":  # it bounds dask's waits
+        raise ConfigurationError("--worker-timeout needs --backend dask")
+    if args.worker_timeout is None:
+        args.worker_timeout = WORKER_TIMEOUT
     if args.jobs is None:
         args.jobs = args.jobs_default
 
