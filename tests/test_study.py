@@ -929,3 +929,21 @@ def test_one_replication_runs_but_has_no_standard_error():
                    replications=4).run(replications=[2], progress=False)
     with pytest.raises(rx.ConfigurationError, match="at least two replications are needed"):
         res.estimates()
+
+
+def test_quick_check_takes_a_list_of_formulas_as_study_takes_a_list():
+    """A list was taken for one procedure labelled 'procedure', refused as having no fit
+    method. Each formula is now its own procedure, labelled by itself, with the numbers of the
+    same formulas given as a mapping."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    formulas = ["y ~ x", "y ~ x + I(x**2)"]
+    listed = rx.quick_check(formulas, prior, n=[6], replications=3, progress=False)
+    mapped = rx.quick_check({f: f for f in formulas}, prior, n=[6], replications=3,
+                            progress=False)
+    assert listed.procedures == formulas
+    xr.testing.assert_equal(listed.restrictiveness, mapped.restrictiveness)
+    with pytest.raises(rx.ConfigurationError, match="procedures share labels"):
+        rx.quick_check(["y ~ x", "y ~ x"], prior, n=[6], replications=3, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="a formula, a Procedure, or a list"):
+        rx.quick_check({"y ~ x"}, prior, n=[6], replications=3, progress=False)
