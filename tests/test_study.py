@@ -947,3 +947,19 @@ def test_quick_check_takes_a_list_of_formulas_as_study_takes_a_list():
         rx.quick_check(["y ~ x", "y ~ x"], prior, n=[6], replications=3, progress=False)
     with pytest.raises(rx.ConfigurationError, match="a formula, a Procedure, or a list"):
         rx.quick_check({"y ~ x"}, prior, n=[6], replications=3, progress=False)
+
+
+def test_a_lone_procedure_and_a_resume_flag_that_is_not_a_bool_are_refused_by_name(tmp_path):
+    """Study(prior, rx.OLS(...)) failed with "'OLS' object is not iterable"; and
+    run(resume_other_versions="no") resumed under other versions (bool("no") is True)."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    for lone in (rx.OLS("y ~ x"), "y ~ x", 3):
+        with pytest.raises(rx.ConfigurationError, match="procedures must be a mapping"):
+            rx.Study(prior, lone, rx.Constant(), n=[5], replications=2)
+    study = rx.Study(prior, [rx.OLS("y ~ x")], rx.Constant(), n=[5], replications=2)
+    for flag in ("no", 1, None):
+        with pytest.raises(rx.ConfigurationError,
+                           match="resume_other_versions must be True or False"):
+            study.run(progress=False, checkpoint=tmp_path / "ck", resume_other_versions=flag)
+    assert not (tmp_path / "ck").exists()

@@ -934,6 +934,11 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/clients.py", "            content, stop = refusal, \"refusal\"", "            pass",
            "an OpenAI refusal read as an empty answer",
            ("tests/test_llm_clients.py::test_openai_content_parts_and_refusals_are_read",)),
+    Mutant("engine/study.py", "        if not isinstance(resume_other_versions, bool | np.bool_):  # bool(\"no\") is True",
+           "        if False:  # bool(\"no\") is True",
+           "resume_other_versions='no' read as True",
+           ("tests/test_study.py::test_a_lone_procedure_and_a_resume_flag_that_is_not_a_bool_are_"
+            "refused_by_name",)),
     Mutant("analysis/quick.py", "    if isinstance(procedures, str) or hasattr(procedures, \"fit\"):",
            "    if isinstance(procedures, str | list) or hasattr(procedures, \"fit\"):",
            "quick_check takes a list of formulas for one procedure",

@@ -167,6 +167,10 @@ class Study:
                  baseline_label: str = "baseline",
                  contributions: Contributions | None = None) -> None:
         if not isinstance(procedures, Mapping):
+            if hasattr(procedures, "fit") or not isinstance(procedures, Iterable) \
+                    or isinstance(procedures, str):  # was "'OLS' object is not iterable"
+                raise ConfigurationError(f"procedures must be a mapping {{label: procedure}} "
+                                         f"or a list of procedures, got {procedures!r}")
             labels = [getattr(p, "label", type(p).__name__) for p in procedures]
             if len(set(labels)) != len(labels):
                 raise ConfigurationError(f"procedures share labels {labels}; pass a dict "
@@ -461,6 +465,9 @@ class Study:
 
         reps = list(range(self.replications)) if replications is None \
             else self._replication_indices(replications)
+        if not isinstance(resume_other_versions, bool | np.bool_):  # bool("no") is True
+            raise ConfigurationError(f"resume_other_versions must be True or False, got "
+                                     f"{resume_other_versions!r}")
         # warnings once, from run_units
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
                              fit_timeout, worker_timeout, warn=False)
