@@ -199,3 +199,16 @@ def test_a_fit_that_returns_none_fails_saying_so():
                                     "return?)")
     np.testing.assert_array_equal(res.dataset["loss"], res.dataset["baseline_loss"].expand_dims(
         procedure=["forgot"]))
+
+
+@pytest.mark.parametrize("returned, shape", [(lambda X: 0.5, r"\(\)"),
+                                             (lambda X: np.full(len(X) - 1, 0.5), r"\(3,\)")])
+def test_a_baseline_without_one_prediction_per_row_is_refused_naming_its_shape(returned, shape):
+    """A scalar was "IndexError: tuple index out of range" from the repair, a short vector a
+    broadcasting error about three shapes; neither said the baseline returned the wrong
+    number of predictions."""
+    guard = GuardedRule(FunctionRule(returned), FunctionRule(returned), [rx.Between(0, 1)],
+                        COLUMNS)
+    with pytest.raises(ValueError, match=rf"the baseline's predictions have shape {shape}; it "
+                                         r"must return one prediction per row of X \(4 rows\)"):
+        guard.baseline_predict(X)

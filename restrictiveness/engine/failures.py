@@ -270,6 +270,9 @@ class GuardedRule:
         with user_code():
             raw = self.baseline.predict(np.array(X))
         raw = real_predictions(raw, "the baseline").copy()
+        if raw.ndim == 0 or raw.shape[0] != len(X):  # a scalar was "tuple index out of range"
+            raise ValueError(f"the baseline's predictions have shape {raw.shape}; it must return "
+                             f"one prediction per row of X ({len(X)} rows)")
         pred, _ = repair(raw, X, self.constraints, self.columns)
         # a non-finite baseline prediction stays non-finite (the study refuses such a
         # baseline) instead of being clipped to a bound as an eligible one
