@@ -939,6 +939,16 @@ MUTANTS: list[Mutant] = [
            "resume_other_versions='no' read as True",
            ("tests/test_study.py::test_a_lone_procedure_and_a_resume_flag_that_is_not_a_bool_are_"
             "refused_by_name",)),
+    Mutant("engine/failures.py", "        if raw.ndim == 0 or raw.shape[0] != len(X):  # a scalar was \"tuple index out of range\"",
+           "        if raw.ndim == 0:  # a scalar was \"tuple index out of range\"",
+           "a baseline's short vector of predictions not refused by its shape",
+           ("tests/test_failures.py::test_a_baseline_without_one_prediction_per_row_is_refused_"
+            "naming_its_shape",)),
+    Mutant("eligible/domains.py", "        if isinstance(where, str | LinearInequality):  # 'a <= b' was read letter by letter",
+           "        if isinstance(where, LinearInequality):  # 'a <= b' was read letter by letter",
+           "Box(where='a <= b') read letter by letter",
+           ("tests/test_primitives.py::test_box_refuses_one_inequality_given_as_where_instead_of_a_"
+            "list",)),
     Mutant("analysis/quick.py", "    if isinstance(procedures, str) or hasattr(procedures, \"fit\"):",
            "    if isinstance(procedures, str | list) or hasattr(procedures, \"fit\"):",
            "quick_check takes a list of formulas for one procedure",
