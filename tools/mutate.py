@@ -949,8 +949,8 @@ MUTANTS: list[Mutant] = [
            "Box(where='a <= b') read letter by letter",
            ("tests/test_primitives.py::test_box_refuses_one_inequality_given_as_where_instead_of_a_"
             "list",)),
-    Mutant("analysis/quick.py", "    if isinstance(procedures, str) or hasattr(procedures, \"fit\"):",
-           "    if isinstance(procedures, str | list) or hasattr(procedures, \"fit\"):",
+    Mutant("analysis/quick.py", "            if isinstance(procedures, str) or hasattr(procedures, \"fit\") else procedures",
+           "            if isinstance(procedures, str | list) or hasattr(procedures, \"fit\") else procedures",
            "quick_check takes a list of formulas for one procedure",
            ("tests/test_study.py::test_quick_check_takes_a_list_of_formulas_as_study_takes_a_list",)),
     Mutant("cli/options.py", "                        default=list(n), metavar=\"N\", action=Once,",

@@ -65,20 +65,21 @@ def quick_check(procedures: str | Procedure | Sequence[str | Procedure]
     >>> res.restrictiveness.sel(discrepancy="mse", n=20).round(3).values
     array([0.18])
     """
-    if isinstance(procedures, str) or hasattr(procedures, "fit"):
-        procedures = [procedures]
-    if not isinstance(procedures, Mapping):
-        if not isinstance(procedures, Sequence):
+    if isinstance(procedures, Mapping):
+        named = dict(procedures)
+    else:
+        listed: Sequence = [procedures] \
+            if isinstance(procedures, str) or hasattr(procedures, "fit") else procedures
+        if not isinstance(listed, Sequence):
             raise ConfigurationError(f"procedures must be a formula, a Procedure, or a list or "
                                      f"mapping of them, got {procedures!r}")
         # a list was taken for one procedure labelled 'procedure' (with no fit method)
-        labels = [p if isinstance(p, str) else getattr(p, "label", "procedure")
-                  for p in procedures]
+        labels = [p if isinstance(p, str) else getattr(p, "label", "procedure") for p in listed]
         if len(set(labels)) != len(labels):
             raise ConfigurationError(f"procedures share labels {labels}; pass a dict "
                                      "{label: formula or procedure} to name them")
-        procedures = dict(zip(labels, procedures, strict=True))
-    procs = {label: OLS(p) if isinstance(p, str) else p for label, p in procedures.items()}
+        named = dict(zip(labels, listed, strict=True))
+    procs = {label: OLS(p) if isinstance(p, str) else p for label, p in named.items()}
     study = Study(evaluation, procs, baseline or Constant(), discrepancies, n=n,
                   replications=replications, seed=seed)
     return study.run(n_jobs=n_jobs, progress=progress)
