@@ -799,3 +799,22 @@ def test_a_checkpoint_resumed_with_the_procedures_reordered_is_refused_not_relab
             float(fresh.restrictiveness.sel(procedure=label)[0, 0])
     assert json.loads((ck / "study.json").read_text())["procedure_order"] == \
         ["linear", "quadratic"]
+
+
+def test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it(tmp_path):
+    """KL(outside=False) had the repr of KL(), 'KL(name='kl')', and the repr is all a
+    checkpoint (and a saved file's configuration) knows of a discrepancy: a checkpoint of one
+    resumed as the other. The default's repr is unchanged, so earlier checkpoints resume."""
+    assert repr(rx.KL()) == "KL(name='kl')"
+    assert repr(rx.KL(outside=False)) == "KL(name='kl', outside=False)"
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+
+    def config(kl):
+        return rx.Study(rx.MonotoneGP(F, n_eval=10), {"linear": rx.OLS("y ~ x")},
+                        rx.Constant(), discrepancies=[kl], n=[5],
+                        replications=2).configuration()
+
+    Checkpoint(tmp_path, config(rx.KL())).close()
+    with pytest.raises(rx.CheckpointError, match=r"discrepancies: .*KL\(name='kl'\).* in the "
+                                                 r"checkpoint, .*outside=False"):
+        Checkpoint(tmp_path, config(rx.KL(outside=False)))

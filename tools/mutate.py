@@ -398,6 +398,10 @@ MUTANTS: list[Mutant] = [
            "        return float(truth.eval_weights @ err)",
            "        err = _row_mean((matching(rule.predict(truth.eval_X), y, self.name) - y) ** 2)\n"
            "        return float(err.mean())", "MSE ignores the evaluation weights", STUDY),
+    Mutant("engine/discrepancies.py", "        return f\"KL(name={self.name!r}\" + (\")\" if self.outside else \", outside=False)\")",
+           "        return f\"KL(name={self.name!r})\"",
+           "KL(outside=False) shown as KL(): a checkpoint of one resumes as the other",
+           ("tests/test_checkpoint.py::test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it",)),
     Mutant("engine/discrepancies.py", "    if pred.shape != np.shape(truth):",
            "    if pred.shape[:1] != np.shape(truth)[:1]:",
            "predictions checked by rows only: a column broadcast against the truth",

@@ -208,6 +208,12 @@ class KL(Discrepancy):
             raise ConfigurationError(f"KL: outside must be True or False, got {outside!r}")
         self.name, self.outside = name, bool(outside)
 
+    def __repr__(self) -> str:
+        # the repr is all a checkpoint and a saved file's configuration know of a discrepancy:
+        # KL(outside=False) showed as KL(name='kl') and resumed KL()'s records (the default
+        # stays unshown, so checkpoints written before resume)
+        return f"KL(name={self.name!r}" + (")" if self.outside else ", outside=False)")
+
     def _full(self, s: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=float)
         if self.outside:
