@@ -1213,6 +1213,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 else truth.sample(n, k)
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
             start = time.perf_counter()
+            scoring = ""
             try:
                 with user_code():
                     base_rule = study.baseline.fit(sample.copy(), rng)
@@ -1220,14 +1221,17 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 repaired = FunctionRule(GuardedRule(
                     base_rule, base_rule, study.evaluation.constraints,
                     study.evaluation.columns).baseline_predict)
-                base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
+                for d, disc in enumerate(discs):
+                    # a discrepancy's own bug surfaces here first, so the message names it
+                    scoring = f", while discrepancy {disc.name!r} scored its predictions"
+                    base_loss[d, c, k] = loss_value(disc, repaired, truth, n)
             except USER_CODE_ERRORS as exc:
                 reraise_fatal(exc)
                 if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
                     raise
                 raise BaselineError(
-                    f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
-                    f"{failure_text(exc)}") from exc
+                    f"the baseline {study.baseline!r} failed in replication {m}, n={n}"
+                    f"{scoring}: {failure_text(exc)}") from exc
             _check_losses(discs, base_loss[:, c, k], "the baseline", m, n, BaselineError)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
@@ -1235,6 +1239,22 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     scale = np.array([[d.scale(truth, n) for n in ns] for d in discs], dtype=float).reshape(
         len(discs), len(ns))
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds, scale)
+
+
+def loss_value(disc: Discrepancy, rule, truth: PseudoTruth, n: int) -> float:
+    """``disc(rule, truth, n)``, refused unless it is one real number: text such as "0.5" was
+    read as 0.5, and an array was "setting an array element with a sequence"."""
+    value = disc(rule, truth, n)
+    if isinstance(value, bool) or np.ndim(value) != 0 \
+            or not isinstance(np.asarray(value).item(), numbers.Real):
+        shown = _short(" ".join(repr(value).split()))
+        raise ConfigurationError(f"discrepancy {disc.name!r} returned {shown}; a discrepancy "
+                                 "returns one real number, the loss")
+    return float(value)
+
+
+def _short(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _check_losses(discs, losses, who: str, m: int, n: int,
@@ -1278,19 +1298,19 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
     loss = np.full(len(discs), np.nan)
     for d, disc in enumerate(discs):
         try:
-            loss[d] = disc(guard, truth, n)
+            loss[d] = loss_value(disc, guard, truth, n)
         except USER_CODE_ERRORS as exc:  # broken discrepancy input
             reraise_fatal(exc)
             guard.failed = True
             guard.error = guard.error or f"discrepancy {disc.name}: {failure_text(exc)}"
             guard.fitted = None
-            loss[d] = disc(guard, truth, n)
+            loss[d] = loss_value(disc, guard, truth, n)
     if had_fit and guard.fitted is None:
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure; its rows are counted once, as for a
         # failed fit (the calls before the recomputation counted them already)
         guard.replaced = 0
-        loss[:] = [disc(guard, truth, n) for disc in discs]
+        loss[:] = [loss_value(disc, guard, truth, n) for disc in discs]
     _check_losses(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
                       fit_info)
