@@ -94,6 +94,25 @@ def matching(pred, truth: np.ndarray, name: str) -> np.ndarray:
     ``(m, m)`` table of every prediction against every truth: a rule returning the truth
     itself as a column had MSE 0.5, not 0.
 
+    Parameters
+    ----------
+    pred : array_like
+        What the rule's ``predict`` returned.
+    truth : ndarray
+        The truth at the same locations.
+    name : str
+        The discrepancy, for the message.
+
+    Returns
+    -------
+    ndarray
+        ``pred`` as float64.
+
+    Raises
+    ------
+    ValueError
+        The shapes differ.
+
     Examples
     --------
     >>> matching([[0.0], [1.0]], np.array([0.0, 1.0]), "mse")

@@ -1243,7 +1243,29 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
 
 def loss_value(disc: Discrepancy, rule, truth: PseudoTruth, n: int) -> float:
     """``disc(rule, truth, n)``, refused unless it is one real number: text such as "0.5" was
-    read as 0.5, and an array was "setting an array element with a sequence"."""
+    read as 0.5, and an array was "setting an array element with a sequence".
+
+    Parameters
+    ----------
+    disc : Discrepancy
+        The discrepancy.
+    rule : Fitted
+        Anything with ``predict(X)``.
+    truth : PseudoTruth
+        The pseudo-truth.
+    n : int
+        The training sample size.
+
+    Returns
+    -------
+    float
+        The loss.
+
+    Raises
+    ------
+    ConfigurationError
+        The discrepancy returned something other than one real number.
+    """
     value = disc(rule, truth, n)
     if isinstance(value, bool) or np.ndim(value) != 0 \
             or not isinstance(np.asarray(value).item(), numbers.Real):
