@@ -78,6 +78,8 @@ def _err_line(capsys) -> str:
     (["replicate", "lottery", "--procedures", "{files}/nope.py"], "--procedures: no file"),
     (["replicate", "lottery", "--procedures", "{files}/plain"], "is not a Python file"),
     (["replicate", "lottery", "--only", "nope"], "--only: unknown procedure(s) ['nope']"),
+    (["replicate", "lottery", "-M", "2", "--n", "10", "--only", "CPT(delta)", "CPT(delta)"],
+     "--only names ['CPT(delta)'] more than once"),
     (["replicate", "lottery", "--table", "pdf", "{files}/t.pdf"], "'pdf' is not one of csv"),
     (["replicate", "lottery", "--plot", "{files}/p.xyz"], "give a file ending in one of"),
     (["replicate", "lottery", "--out", "{files}/a.nc", "--table", "csv", "{files}/a.nc"],
