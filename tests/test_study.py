@@ -963,3 +963,21 @@ def test_a_lone_procedure_and_a_resume_flag_that_is_not_a_bool_are_refused_by_na
                            match="resume_other_versions must be True or False"):
             study.run(progress=False, checkpoint=tmp_path / "ck", resume_other_versions=flag)
     assert not (tmp_path / "ck").exists()
+
+
+def test_the_summary_of_model_restrictiveness_says_one_fit_per_truth_whatever_the_draws():
+    """fit_on="evaluation" fits each procedure once on the evaluation set (draws has no
+    effect: the losses beyond the first draw are NaN), but the summary said 'Draws per truth:
+    3' for draws=3."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+
+    def run(draws, fit_on):
+        return rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], replications=2,
+                        draws=draws, fit_on=fit_on).run(progress=False)
+
+    model = run(3, "evaluation")
+    assert int(model.dataset["loss"].notnull().sum()) == 2  # one fit per replication
+    assert model.summary().tables[0].data[3] == ["Draws per truth:", "1"]
+    assert run(1, "evaluation").restrictiveness.equals(model.restrictiveness)
+    assert run(3, "training").summary().tables[0].data[3] == ["Draws per truth:", "3"]

@@ -402,6 +402,11 @@ MUTANTS: list[Mutant] = [
            "        return f\"KL(name={self.name!r})\"",
            "KL(outside=False) shown as KL(): a checkpoint of one resumes as the other",
            ("tests/test_checkpoint.py::test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it",)),
+    Mutant("engine/results.py", "            [\"Draws per truth:\", \"1\" if model else str(ds.sizes.get(\"draw\", 1))],",
+           "            [\"Draws per truth:\", str(ds.sizes.get(\"draw\", 1))],",
+           "the summary of model restrictiveness shows the study's draws, not its one fit",
+           ("tests/test_study.py::test_the_summary_of_model_restrictiveness_says_one_fit_per_truth_"
+            "whatever_the_draws",)),
     Mutant("engine/discrepancies.py", "    if pred.shape != np.shape(truth):",
            "    if pred.shape[:1] != np.shape(truth)[:1]:",
            "predictions checked by rows only: a column broadcast against the truth",
