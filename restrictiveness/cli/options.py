@@ -28,7 +28,7 @@ from ..shared.exceptions import ConfigurationError
 from ..shared.files import FileLock, LockBusy, atomic_output
 
 __all__ = ["Parser", "add_command", "count", "seed", "jobs", "real", "input_file",
-           "output_file", "checkpoint_dir", "Once", "add_study_options", "add_output_options",
+           "output_file", "checkpoint_dir", "add_study_options", "add_output_options",
            "add_backend_options", "check_study_args", "Outputs", "run_study", "failure_status",
            "study_status", "estimates_table"]
 
@@ -36,8 +36,6 @@ __all__ = ["Parser", "add_command", "count", "seed", "jobs", "real", "input_file
 STRICT_STATUS = 1
 #: Seconds to wait for a dask scheduler given by --scheduler.
 CONNECT_TIMEOUT = 10
-#: Default of --worker-timeout: seconds without a dask worker before the run fails.
-WORKER_TIMEOUT = 60.0
 
 
 class Parser(argparse.ArgumentParser):
@@ -165,21 +163,6 @@ def _scheduler(text: str) -> str:
                                      "address such as tcp://host:8786")
 
 
-class Once(argparse.Action):
-    """A list option given once: ``--n 10 --n 20`` ran n = 20 alone, the first list dropped
-    without a word (argparse keeps the last)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        given = f"_{self.dest}_given"
-        if getattr(namespace, given, False):
-            first = " ".join(map(str, getattr(namespace, self.dest)))
-            parser.error(f"argument {option_string}: given twice ({first}, then "
-                         f"{' '.join(map(str, values))}); list every value after one "
-                         f"{option_string}")
-        setattr(namespace, given, True)
-        setattr(namespace, self.dest, values)
-
-
 class _Table(argparse.Action):
     """``--table FORMAT FILE``."""
 
@@ -223,7 +206,7 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
     then defaults to None and the command resolves it).
     """
     parser.add_argument("--n", type=count(1, "sample sizes are positive"), nargs="+",
-                        default=list(n), metavar="N", action=Once,
+                        default=list(n), metavar="N",
                         help=f"training sample sizes (default: {' '.join(map(str, n))})")
     parser.add_argument("--replications", "-M", type=count(2, "standard errors need two"),
                         default=replications if isinstance(replications, int) else None,
@@ -244,6 +227,10 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_backend_options(parser)
     add_output_options(parser)
+
+
+#: Default of --worker-timeout: seconds without a dask worker before the run fails.
+WORKER_TIMEOUT = 60.0
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,6 @@ from ..engine.protocol import Procedure
 from ..engine.results import all_failed
 from ..shared.exceptions import ConfigurationError
 from .options import (
-    Once,
     Outputs,
     add_command,
     add_study_options,
@@ -53,7 +52,7 @@ def register(sub) -> None:
                    help="training samples per pseudo-truth (within-function averaging, K)")
     p.add_argument("--procedures", metavar="FILE.py", type=input_file,
                    help="extra procedures: a Python file defining PROCEDURES = {label: procedure}")
-    p.add_argument("--only", nargs="+", metavar="LABEL", action=Once,
+    p.add_argument("--only", nargs="+", metavar="LABEL",
                    help="run only these built-in procedures (default: all)")
     p.add_argument("--mxl", choices=["paper", "converged"],
                    help="demand: the mixed logit's fit — 'paper' (default), scipy's dogbox "
@@ -84,7 +83,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    "http://localhost:8000/v1); a server other than the provider's needs no key")
     g.add_argument("--api-key-env", metavar="NAME", help="environment variable holding the "
                    "API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
-    g.add_argument("--prompts", nargs="+", metavar="DESIGN", default=None, action=Once,
+    g.add_argument("--prompts", nargs="+", metavar="DESIGN", default=None,
                    help="prompt designs of Table 2: neutral (default), econometrician, "
                         "economic-model, data-scientist, machine-learning, or all (lottery)")
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
