@@ -371,4 +371,3 @@ def test_nan_from_a_transform_is_not_called_missing_data():
     with pytest.raises(DataError, match="the data contain missing values"):
         rule.predict(pd.DataFrame({"x": [np.nan]}))
     np.testing.assert_allclose(rule.predict(df.iloc[1:]), df.y.iloc[1:], rtol=1e-9)
-
