@@ -264,6 +264,16 @@ def test_a_file_is_not_a_checkpoint_directory(tmp_path):
         _study().run(progress=False, checkpoint=file)
 
 
+def test_an_empty_checkpoint_path_is_refused_not_read_as_the_working_directory(tmp_path,
+                                                                               monkeypatch):
+    """checkpoint='' (e.g. an unset environment variable) wrote study.json, the records and
+    the lock files into the working directory: Path('') is '.'."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rx.CheckpointError, match="checkpoint must be a directory path, got ''"):
+        _study(replications=2).run(progress=False, checkpoint="")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------------- races between runs
 
 
@@ -761,3 +771,50 @@ def test_a_script_defining_its_procedure_resumes_after_edits_elsewhere_in_it(tmp
     script.write_text(SCRIPT.replace("    pass", "    scale = 0.5"))
     refused = run(3)
     assert refused.returncode != 0 and "changed since: __main__.Linear" in refused.stderr
+
+
+def test_a_checkpoint_resumed_with_the_procedures_reordered_is_refused_not_relabelled(tmp_path):
+    """The configuration hash reads the procedures as a mapping, but records hold them by
+    position: {"a": ..., "b": ...} resumed as {"b": ..., "a": ...} gave a's losses to b (r̂
+    0.236 and 0.044 swapped). The order is kept and a different one refused."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    procs = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
+
+    def study(labels):
+        return rx.Study(prior, {k: procs[k] for k in labels}, rx.Constant(), n=[5],
+                        replications=3)
+
+    fresh = study(["quadratic", "linear"]).run(progress=False)
+    ck = tmp_path / "ck"
+    study(["linear", "quadratic"]).run(progress=False, checkpoint=ck, replications=[0, 1])
+    with pytest.raises(rx.CheckpointError,
+                       match=r"order \['linear', 'quadratic'\], this study lists them as "
+                             r"\['quadratic', 'linear'\]"):
+        study(["quadratic", "linear"]).run(progress=False, checkpoint=ck)
+    # the checkpoint's own order resumes, to the same numbers as a fresh run in either order
+    res = study(["linear", "quadratic"]).run(progress=False, checkpoint=ck)
+    for label in procs:
+        assert float(res.restrictiveness.sel(procedure=label)[0, 0]) == \
+            float(fresh.restrictiveness.sel(procedure=label)[0, 0])
+    assert json.loads((ck / "study.json").read_text())["procedure_order"] == \
+        ["linear", "quadratic"]
+
+
+def test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it(tmp_path):
+    """KL(outside=False) had the repr of KL(), 'KL(name='kl')', and the repr is all a
+    checkpoint (and a saved file's configuration) knows of a discrepancy: a checkpoint of one
+    resumed as the other. The default's repr is unchanged, so earlier checkpoints resume."""
+    assert repr(rx.KL()) == "KL(name='kl')"
+    assert repr(rx.KL(outside=False)) == "KL(name='kl', outside=False)"
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"))
+
+    def config(kl):
+        return rx.Study(rx.MonotoneGP(F, n_eval=10), {"linear": rx.OLS("y ~ x")},
+                        rx.Constant(), discrepancies=[kl], n=[5],
+                        replications=2).configuration()
+
+    Checkpoint(tmp_path, config(rx.KL())).close()
+    with pytest.raises(rx.CheckpointError, match=r"discrepancies: .*KL\(name='kl'\).* in the "
+                                                 r"checkpoint, .*outside=False"):
+        Checkpoint(tmp_path, config(rx.KL(outside=False)))

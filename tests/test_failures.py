@@ -177,3 +177,38 @@ def test_a_rule_failing_in_predict_counts_the_rows_a_failed_fit_counts():
     np.testing.assert_array_equal(invalid.sel(procedure="fit").values, [40, 40])
     np.testing.assert_array_equal(invalid.sel(procedure="predict").values, [40, 40])
     np.testing.assert_array_equal(res.dataset["failed"].sel(n=10).values, [[1, 1], [1, 1]])
+
+
+def test_a_fit_that_returns_none_fails_saying_so():
+    """A fit that forgot its ``return`` failed every fit with no first error: the summary said
+    'failed in 3 of 3 fits' and nothing about why."""
+    class Forgot(rx.Procedure):
+        def fit(self, sample, rng):
+            self.rule = rx.OLS("y ~ x").fit(sample, rng)   # no return
+
+        def __repr__(self):
+            return "Forgot()"
+
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    with pytest.warns(rx.FailureWarning, match="first error: fit: returned None"):
+        res = rx.Study(rx.MonotoneGP(F, n_eval=20), {"forgot": Forgot()}, rx.Constant(), n=[5],
+                       replications=2).run(progress=False)
+    fails = res.failures().loc[("forgot", 5)]
+    assert (fails["failed"], fails["fits"]) == (2, 2)
+    assert fails["first_error"] == ("fit: returned None, not a fitted rule (does fit end with "
+                                    "return?)")
+    np.testing.assert_array_equal(res.dataset["loss"], res.dataset["baseline_loss"].expand_dims(
+        procedure=["forgot"]))
+
+
+@pytest.mark.parametrize("returned, shape", [(lambda X: 0.5, r"\(\)"),
+                                             (lambda X: np.full(len(X) - 1, 0.5), r"\(3,\)")])
+def test_a_baseline_without_one_prediction_per_row_is_refused_naming_its_shape(returned, shape):
+    """A scalar was "IndexError: tuple index out of range" from the repair, a short vector a
+    broadcasting error about three shapes; neither said the baseline returned the wrong
+    number of predictions."""
+    guard = GuardedRule(FunctionRule(returned), FunctionRule(returned), [rx.Between(0, 1)],
+                        COLUMNS)
+    with pytest.raises(ValueError, match=rf"the baseline's predictions have shape {shape}; it "
+                                         r"must return one prediction per row of X \(4 rows\)"):
+        guard.baseline_predict(X)

@@ -86,6 +86,29 @@ def test_categorical_terms_and_interactions_in_learners_on_dataframes():
         gp.predict(new[["x1", "x2"]].to_numpy())
 
 
+def test_ols_on_the_intercept_alone_fits_a_sample_as_the_constant_does():
+    """OLS('y ~ 1') (least squares over constants, the SPEC's baseline) failed every fit on a
+    study's sample, patsy unable to count the rows of a mapping it reads no column from: r̂
+    was 1 only because every fit fell back to the baseline, and as a baseline it stopped the
+    study. Its prediction is the sample mean, so its r̂ against Constant() is exactly 1 with
+    no failure, and as the baseline it gives Constant()'s r̂."""
+    sample = rx.Sample(np.array([[0.0], [1.0], [3.0]]), np.array([1.0, 2.0, 6.0]), ("x",))
+    rule = rx.OLS("y ~ 1").fit(sample, np.random.default_rng(0))
+    np.testing.assert_allclose(rule.predict(np.array([[5.0], [-1.0]])), [3.0, 3.0], rtol=1e-14)
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+
+    def study(baseline):
+        return rx.Study(rx.MonotoneGP(F, n_eval=20), {"mean": rx.OLS("y ~ 1"),
+                                                      "linear": rx.OLS("y ~ x")},
+                        baseline, n=[5], replications=3)
+
+    res = study(rx.Constant()).run(progress=False)
+    assert int(res.dataset["failed"].sum()) == 0
+    np.testing.assert_allclose(res.restrictiveness.sel(procedure="mean"), 1.0, rtol=1e-12)
+    as_baseline = study(rx.OLS("y ~ 1")).run(progress=False)
+    np.testing.assert_allclose(as_baseline.restrictiveness, res.restrictiveness, rtol=1e-12)
+
+
 def test_formulas_a_procedure_cannot_honour_are_refused():
     with pytest.raises(FormulaError, match="can only be 'y ~ 1'"):
         rx.Constant("y ~ x1")

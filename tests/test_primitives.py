@@ -72,6 +72,19 @@ def test_box_sampling_is_nested_admissible_and_uniform(rng):
     assert stats.kstest(p, stats.uniform(0.05, 0.9).cdf).pvalue > 1e-3
 
 
+def test_box_refuses_one_inequality_given_as_where_instead_of_a_list():
+    """where="z_lo <= z_hi" was read letter by letter: "inequality 'z' must have the form
+    'lhs <= rhs'", naming a letter the user never wrote as an inequality; where="" was no
+    inequality at all."""
+    for where in ("z_lo <= z_hi", ""):
+        with pytest.raises(rx.DomainError, match=r"where takes a list of inequalities, e\.g\. "
+                                                 rf"\[{where!r}\]"):
+            rx.Box(z_hi=(0, 1), z_lo=(0, 1), where=where)
+    listed = rx.Box(z_hi=(0, 1), z_lo=(0, 1), where=["z_lo <= z_hi"])
+    np.testing.assert_array_equal(listed.admissible(np.array([[0.5, 0.2], [0.2, 0.5]])),
+                                  [True, False])
+
+
 def test_box_with_empty_region_raises():
     box = rx.Box(x=(0, 1), y=(0, 1), where=["x + y >= 3"])
     with pytest.raises(rx.DomainError, match="cannot be drawn"):

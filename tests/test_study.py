@@ -929,3 +929,55 @@ def test_one_replication_runs_but_has_no_standard_error():
                    replications=4).run(replications=[2], progress=False)
     with pytest.raises(rx.ConfigurationError, match="at least two replications are needed"):
         res.estimates()
+
+
+def test_quick_check_takes_a_list_of_formulas_as_study_takes_a_list():
+    """A list was taken for one procedure labelled 'procedure', refused as having no fit
+    method. Each formula is now its own procedure, labelled by itself, with the numbers of the
+    same formulas given as a mapping."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    formulas = ["y ~ x", "y ~ x + I(x**2)"]
+    listed = rx.quick_check(formulas, prior, n=[6], replications=3, progress=False)
+    mapped = rx.quick_check({f: f for f in formulas}, prior, n=[6], replications=3,
+                            progress=False)
+    assert listed.procedures == formulas
+    xr.testing.assert_equal(listed.restrictiveness, mapped.restrictiveness)
+    with pytest.raises(rx.ConfigurationError, match="procedures share labels"):
+        rx.quick_check(["y ~ x", "y ~ x"], prior, n=[6], replications=3, progress=False)
+    with pytest.raises(rx.ConfigurationError, match="a formula, a Procedure, or a list"):
+        rx.quick_check({"y ~ x"}, prior, n=[6], replications=3, progress=False)
+
+
+def test_a_lone_procedure_and_a_resume_flag_that_is_not_a_bool_are_refused_by_name(tmp_path):
+    """Study(prior, rx.OLS(...)) failed with "'OLS' object is not iterable"; and
+    run(resume_other_versions="no") resumed under other versions (bool("no") is True)."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+    for lone in (rx.OLS("y ~ x"), "y ~ x", 3):
+        with pytest.raises(rx.ConfigurationError, match="procedures must be a mapping"):
+            rx.Study(prior, lone, rx.Constant(), n=[5], replications=2)
+    study = rx.Study(prior, [rx.OLS("y ~ x")], rx.Constant(), n=[5], replications=2)
+    for flag in ("no", 1, None):
+        with pytest.raises(rx.ConfigurationError,
+                           match="resume_other_versions must be True or False"):
+            study.run(progress=False, checkpoint=tmp_path / "ck", resume_other_versions=flag)
+    assert not (tmp_path / "ck").exists()
+
+
+def test_the_summary_of_model_restrictiveness_says_one_fit_per_truth_whatever_the_draws():
+    """fit_on="evaluation" fits each procedure once on the evaluation set (draws has no
+    effect: the losses beyond the first draw are NaN), but the summary said 'Draws per truth:
+    3' for draws=3."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=20)
+
+    def run(draws, fit_on):
+        return rx.Study(prior, {"linear": rx.OLS("y ~ x")}, rx.Constant(), n=[5], replications=2,
+                        draws=draws, fit_on=fit_on).run(progress=False)
+
+    model = run(3, "evaluation")
+    assert int(model.dataset["loss"].notnull().sum()) == 2  # one fit per replication
+    assert model.summary().tables[0].data[3] == ["Draws per truth:", "1"]
+    assert run(1, "evaluation").restrictiveness.equals(model.restrictiveness)
+    assert run(3, "training").summary().tables[0].data[3] == ["Draws per truth:", "3"]

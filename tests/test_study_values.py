@@ -242,3 +242,82 @@ def test_finite_set_weights_reach_the_discrepancy():
     assert rx.MSE()(rule, truth, 2) == pytest.approx(0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2],
                                                      rel=1e-12)
     assert abs(err.mean() - (0.1 * err[0] + 0.2 * err[1] + 0.7 * err[2])) > 1e-6
+
+
+def test_predictions_shaped_otherwise_than_the_truth_are_refused_not_broadcast():
+    """A column of predictions (m, 1) against truths (m,) was broadcast to an (m, m) table: the
+    truth itself returned as a column had MSE 0.5 (not 0), and a study whose baseline and
+    procedure both returned columns reported r̂ = 1.76 for OLS (0.19 in the right shape)."""
+    w = np.array([0.5, 0.5])
+    truth = _Truth(np.array([0.0, 1.0]), w)
+    assert rx.MSE()(FunctionRule(lambda X: np.array([0.0, 1.0])), truth, 1) == 0.0
+    with pytest.raises(ValueError, match=r"mse: predictions have shape \(2, 1\), the truth "
+                                         r"\(2,\)"):
+        rx.MSE()(FunctionRule(lambda X: np.array([[0.0], [1.0]])), truth, 1)
+    shares = _Truth(np.array([[0.2, 0.3], [0.1, 0.6]]), w)
+    assert rx.KL()(FunctionRule(lambda X: np.array([[0.2, 0.3], [0.1, 0.6]])), shares, 1) == 0.0
+    with pytest.raises(ValueError, match=r"kl: predictions have shape \(2, 2, 1\)"):
+        rx.KL()(FunctionRule(lambda X: np.array([[[0.2], [0.3]], [[0.1], [0.6]]])), shares, 1)
+
+    class Column(rx.Procedure):
+        def __init__(self, procedure):
+            self.procedure = procedure
+
+        def fit(self, sample, rng):
+            rule = self.procedure.fit(sample, rng)
+            return FunctionRule(lambda X: rule.predict(X)[:, None])
+
+    study = rx.Study(_prior(), {"linear": Column(rx.OLS("y ~ x1 + x2"))}, Column(rx.Constant()),
+                     n=[N], replications=M, seed=SEED)
+    with pytest.raises(rx.BaselineError, match=r"mse: predictions have shape \(40, 1\), the "
+                                               r"truth \(40,\)"):
+        study.run(progress=False)
+
+
+def test_a_discrepancy_that_is_not_one_number_or_raises_is_named():
+    """A discrepancy returning text "0.5" was read as the loss 0.5 (r̂ = 1 for any procedure);
+    one returning an array, or with a bug of its own, was reported as the baseline failing
+    ("setting an array element with a sequence", "NameError"), naming no discrepancy."""
+    class Text(rx.Discrepancy):
+        name = "text"
+
+        def __call__(self, rule, truth, n):
+            return "0.5"
+
+    class Rows(rx.Discrepancy):
+        name = "rows"
+
+        def __call__(self, rule, truth, n):
+            return (rule.predict(truth.eval_X) - truth.eval_y(n)) ** 2
+
+    class Buggy(rx.Discrepancy):
+        name = "buggy"
+
+        def __call__(self, rule, truth, n):
+            raise NameError("name 'undefined' is not defined")
+
+    def run(discrepancy):
+        return rx.Study(_prior(), {"linear": rx.OLS("y ~ x1 + x2")}, rx.Constant(),
+                        discrepancies=[rx.MSE(), discrepancy], n=[N], replications=2,
+                        seed=SEED).run(progress=False)
+
+    with pytest.raises(rx.ConfigurationError, match=r"discrepancy 'text' returned '0\.5'; a "
+                                                    r"discrepancy returns one real number"):
+        run(Text())
+    with pytest.raises(rx.ConfigurationError, match=r"discrepancy 'rows' returned array\(\["):
+        run(Rows())
+    with pytest.raises(rx.BaselineError, match=r"n=12, while discrepancy 'buggy' scored its "
+                                               r"predictions: NameError"):
+        run(Buggy())
+    # a number of any real type is a loss: the r̂ of a discrepancy returning MSE as numpy
+    # types equals MSE's
+
+    class Typed(rx.Discrepancy):
+        name = "typed"
+
+        def __call__(self, rule, truth, n):
+            return np.array(rx.MSE()(rule, truth, n))  # a 0-d array
+
+    res = run(Typed())
+    np.testing.assert_array_equal(res.dataset["loss"].sel(discrepancy="typed"),
+                                  res.dataset["loss"].sel(discrepancy="mse"))

@@ -13,11 +13,13 @@ from ..engine.protocol import Procedure
 from ..engine.results import Results
 from ..engine.study import Study
 from ..procedures.generic import OLS, Constant, GPRegression
+from ..shared.exceptions import ConfigurationError
 
 __all__ = ["quick_check", "demo_study"]
 
 
-def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
+def quick_check(procedures: str | Procedure | Sequence[str | Procedure]
+                | Mapping[str, str | Procedure],
                 evaluation: EvaluationDistribution, n: Sequence[int] = (50, 100),
                 replications: int = 100, baseline: Procedure | None = None,
                 discrepancies: Sequence[Discrepancy] = (MSE(),), seed: int = 0,
@@ -26,8 +28,9 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
 
     Parameters
     ----------
-    procedures : str, Procedure, or mapping of label to either
-        A formula string means OLS on that formula.
+    procedures : str, Procedure, or a list or mapping of label to either
+        A formula string means OLS on that formula, labelled by the formula; a list labels
+        each procedure by its ``label``.
     evaluation : EvaluationDistribution
         E.g. a :class:`~restrictiveness.eligible.monotone_gp.MonotoneGP` on an eligible set.
     n : sequence of int
@@ -62,10 +65,21 @@ def quick_check(procedures: str | Procedure | Mapping[str, str | Procedure],
     >>> res.restrictiveness.sel(discrepancy="mse", n=20).round(3).values
     array([0.18])
     """
-    if not isinstance(procedures, Mapping):
-        procedures = {procedures if isinstance(procedures, str)
-                      else getattr(procedures, "label", "procedure"): procedures}
-    procs = {label: OLS(p) if isinstance(p, str) else p for label, p in procedures.items()}
+    if isinstance(procedures, Mapping):
+        named = dict(procedures)
+    else:
+        listed: Sequence = [procedures] \
+            if isinstance(procedures, str) or hasattr(procedures, "fit") else procedures
+        if not isinstance(listed, Sequence):
+            raise ConfigurationError(f"procedures must be a formula, a Procedure, or a list or "
+                                     f"mapping of them, got {procedures!r}")
+        # a list was taken for one procedure labelled 'procedure' (with no fit method)
+        labels = [p if isinstance(p, str) else getattr(p, "label", "procedure") for p in listed]
+        if len(set(labels)) != len(labels):
+            raise ConfigurationError(f"procedures share labels {labels}; pass a dict "
+                                     "{label: formula or procedure} to name them")
+        named = dict(zip(labels, listed, strict=True))
+    procs = {label: OLS(p) if isinstance(p, str) else p for label, p in named.items()}
     study = Study(evaluation, procs, baseline or Constant(), discrepancies, n=n,
                   replications=replications, seed=seed)
     return study.run(n_jobs=n_jobs, progress=progress)

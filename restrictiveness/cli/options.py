@@ -166,6 +166,9 @@ def output_file(text: str) -> Path:
 def checkpoint_dir(text: str) -> Path:
     """A checkpoint directory: an existing writable directory, or a new one in an existing
     writable folder."""
+    if not text:  # Path('') is '.': the records went into the working directory
+        raise argparse.ArgumentTypeError("'' is not a directory name; give one (. for the "
+                                         "working directory)")
     path = Path(text)
     if path.exists():
         if not path.is_dir():
@@ -251,6 +254,10 @@ def add_study_options(parser: argparse.ArgumentParser, n: Sequence[int],
     add_output_options(parser)
 
 
+#: Default of --worker-timeout: seconds without a dask worker before the run fails.
+WORKER_TIMEOUT = 60.0
+
+
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--scheduler``, ``--worker-timeout`` and ``--fit-timeout``."""
     parser.add_argument("--backend", choices=("processes", "dask"), default="processes",
@@ -259,10 +266,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS|FILE", type=_scheduler,
                         help="with --backend dask: the scheduler's address (tcp://host:8786) or "
                              "scheduler file (default: a local cluster of --jobs workers)")
-    parser.add_argument("--worker-timeout", type=real(0, inclusive=False), default=60.0,
+    parser.add_argument("--worker-timeout", type=real(0, inclusive=False), default=None,
                         metavar="SECONDS",
                         help="with --backend dask: fail when no worker has been connected for "
-                             "this long (default 60)")
+                             f"this long (default {WORKER_TIMEOUT:g})")
     parser.add_argument("--fit-timeout", type=real(0, inclusive=False), default=None,
                         metavar="SECONDS",
                         help="stop a procedure's fit that takes longer and record it as a "
@@ -295,6 +302,10 @@ def check_study_args(args: argparse.Namespace) -> None:
                                  "workers run the replications")
     if args.resume_other_versions and not args.checkpoint:
         raise ConfigurationError("--resume-other-versions needs --checkpoint DIR")
+    if args.worker_timeout is not None and args.backend != "dask":  # it bounds dask's waits
+        raise ConfigurationError("--worker-timeout needs --backend dask")
+    if args.worker_timeout is None:
+        args.worker_timeout = WORKER_TIMEOUT
     if args.jobs is None:
         args.jobs = args.jobs_default
 

@@ -447,6 +447,10 @@ def _procedures(args: argparse.Namespace, app) -> tuple[dict, bool]:
         if unknown:
             raise ConfigurationError(f"--only: unknown procedure(s) {unknown}; built-ins are "
                                      f"{list(builtin)}")
+        repeated = sorted({k for k in args.only if args.only.count(k) > 1})
+        if repeated:  # run once each, without a word
+            raise ConfigurationError(f"--only names {repeated} more than once; name each "
+                                     "procedure once")
         builtin = {k: builtin[k] for k in args.only}
     llm = llm_procedures(args, args.application)
     clash = sorted((set(extra) | set(llm)) & set(builtin) | set(extra) & set(llm))

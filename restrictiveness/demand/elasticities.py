@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from ..eligible.truth import PseudoTruth
-from ..engine.discrepancies import Discrepancy
+from ..engine.discrepancies import Discrepancy, matching
 from ..shared.exceptions import ConfigurationError, DomainError
 from .markets import elasticities_from_shares, perturbed_markets
 
@@ -203,8 +203,9 @@ class SharesMSE(Discrepancy):
     name = "shares"
 
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
-        pred = np.asarray(rule.predict(truth.eval_X), dtype=float)
-        err = ((pred - truth.eval_y(n)) ** 2).reshape(len(pred), -1).mean(axis=1)
+        y = np.asarray(truth.eval_y(n), dtype=float)
+        pred = matching(rule.predict(truth.eval_X), y, self.name)
+        err = ((pred - y) ** 2).reshape(len(pred), -1).mean(axis=1)
         return _weighted(err, truth)
 
     def scale(self, truth: PseudoTruth, n: int) -> float:

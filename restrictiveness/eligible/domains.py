@@ -334,6 +334,9 @@ class Box(Domain):
                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi)]
         if bad:
             raise DomainError(f"Box: interval of {bad} must be finite with low < high")
+        if isinstance(where, str | LinearInequality):  # 'a <= b' was read letter by letter
+            raise DomainError(f"Box: where takes a list of inequalities, e.g. [{where!r}], got "
+                              f"one inequality {where!r}")
         self.where = tuple(w if isinstance(w, LinearInequality) else LinearInequality.parse(w)
                            for w in where)
         for w in self.where:

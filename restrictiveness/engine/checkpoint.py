@@ -302,11 +302,16 @@ class Checkpoint:
 
     def __init__(self, path, configuration: dict, allow_other_versions: bool = False,
                  code: Iterable[object] = ()) -> None:
-        if not isinstance(path, str | os.PathLike):  # 3 was a TypeError from pathlib
+        if not isinstance(path, str | os.PathLike) or not str(path):
+            # 3 was a TypeError from pathlib; '' was the working directory (Path('') is '.')
             raise CheckpointError(f"checkpoint must be a directory path, got {path!r}")
         self.path = Path(path)
         self.configuration = configuration
         self.hash = configuration_hash(configuration)
+        # The hash reads the procedures as a mapping, in any order; records hold them by
+        # position, so the order is kept beside it (a reordered dict swapped their labels)
+        procedures = configuration.get("procedures")
+        self.order = list(procedures) if isinstance(procedures, dict) else None
         self.versions = package_versions()
         self.code = code_fingerprint(code)
         self._claims: dict[int, FileLock] = {}
@@ -342,7 +347,8 @@ class Checkpoint:
             atomic_write_bytes(meta, json.dumps({
                 "format": FORMAT, "format_version": FORMAT_VERSION,
                 "configuration_sha256": self.hash, "versions": self.versions,
-                "code": self.code, "configuration": self.configuration},
+                "code": self.code, "configuration": self.configuration,
+                "procedure_order": self.order},
                 sort_keys=True, indent=1).encode())
             return
         try:
@@ -364,6 +370,13 @@ class Checkpoint:
                 f"checkpoint {self.path} was written by a different study configuration ("
                 + ("; ".join(diff) or "same fields, different content") + "); use a fresh "
                 "checkpoint directory or rerun the study that wrote it")
+        stored_order = stored.get("procedure_order")  # absent: written before it was kept
+        if stored_order is not None and stored_order != self.order:
+            raise CheckpointError(
+                f"checkpoint {self.path} holds the procedures in the order {stored_order}, "
+                f"this study lists them as {self.order}; its records store them by position, "
+                "so list the procedures in the checkpoint's order, or use a fresh checkpoint "
+                "directory")
         changed = {k: (v, self.versions.get(k)) for k, v in stored.get("versions", {}).items()
                    if self.versions.get(k) != v}
         if changed:

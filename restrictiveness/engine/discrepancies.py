@@ -12,7 +12,7 @@ import numpy as np
 from ..eligible.truth import PseudoTruth
 from ..shared.exceptions import ConfigurationError
 
-__all__ = ["Discrepancy", "MSE", "KL", "NEGATIVE_LOSS"]
+__all__ = ["Discrepancy", "MSE", "KL", "NEGATIVE_LOSS", "matching"]
 
 #: Losses below this are a broken discrepancy, not rounding (KL of a rule with itself).
 NEGATIVE_LOSS = -1e-10
@@ -87,6 +87,47 @@ def _row_mean(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], -1).mean(axis=1)
 
 
+def matching(pred, truth: np.ndarray, name: str) -> np.ndarray:
+    """Predictions as floats, refused unless shaped as the truth they are scored against.
+
+    NumPy broadcasting read a column of predictions ``(m, 1)`` against truths ``(m,)`` as an
+    ``(m, m)`` table of every prediction against every truth: a rule returning the truth
+    itself as a column had MSE 0.5, not 0.
+
+    Parameters
+    ----------
+    pred : array_like
+        What the rule's ``predict`` returned.
+    truth : ndarray
+        The truth at the same locations.
+    name : str
+        The discrepancy, for the message.
+
+    Returns
+    -------
+    ndarray
+        ``pred`` as float64.
+
+    Raises
+    ------
+    ValueError
+        The shapes differ.
+
+    Examples
+    --------
+    >>> matching([[0.0], [1.0]], np.array([0.0, 1.0]), "mse")
+    Traceback (most recent call last):
+    ...
+    ValueError: mse: predictions have shape (2, 1), the truth (2,); a rule must return one ...
+    """
+    pred = np.asarray(pred, dtype=float)
+    if pred.shape != np.shape(truth):
+        raise ValueError(f"{name}: predictions have shape {pred.shape}, the truth "
+                         f"{np.shape(truth)}; a rule must return one prediction per evaluation "
+                         "location, shaped as the truth")
+    return pred
+
+
 class MSE(Discrepancy):
     """Mean squared error over the evaluation locations (weighted by P_X).
 
@@ -117,8 +158,8 @@ class MSE(Discrepancy):
         self.name = name
 
     def __call__(self, rule, truth: PseudoTruth, n: int) -> float:
-        pred = np.asarray(rule.predict(truth.eval_X), dtype=float)
-        err = _row_mean((pred - truth.eval_y(n)) ** 2)
+        y = np.asarray(truth.eval_y(n), dtype=float)
+        err = _row_mean((matching(rule.predict(truth.eval_X), y, self.name) - y) ** 2)
         return float(truth.eval_weights @ err)
 
     def scale(self, truth: PseudoTruth, n: int) -> float:
@@ -186,6 +227,12 @@ class KL(Discrepancy):
             raise ConfigurationError(f"KL: outside must be True or False, got {outside!r}")
         self.name, self.outside = name, bool(outside)
 
+    def __repr__(self) -> str:
+        # the repr is all a checkpoint and a saved file's configuration know of a discrepancy:
+        # KL(outside=False) showed as KL(name='kl') and resumed KL()'s records (the default
+        # stays unshown, so checkpoints written before resume)
+        return f"KL(name={self.name!r}" + (")" if self.outside else ", outside=False)")
+
     def _full(self, s: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=float)
         if self.outside:
@@ -197,8 +244,9 @@ class KL(Discrepancy):
             raise ConfigurationError(f"{self.name}: KL compares probability vectors along the "
                                      "last axis (e.g. market shares), but these truths are one "
                                      "number per location; use MSE")
-        p = self._full(truth.eval_y(n))
-        q = self._full(rule.predict(truth.eval_X))
+        y = np.asarray(truth.eval_y(n), dtype=float)
+        p = self._full(y)
+        q = self._full(matching(rule.predict(truth.eval_X), y, self.name))
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)
         kl = terms.sum(axis=-1)

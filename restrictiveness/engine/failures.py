@@ -257,6 +257,8 @@ class GuardedRule:
 
     def __init__(self, fitted, baseline, constraints: Sequence[Constraint],
                  columns: Sequence[str], error: str = "") -> None:
+        if fitted is None and not error:  # a fit that forgot its return: say so
+            error = "fit: returned None, not a fitted rule (does fit end with return?)"
         self.fitted, self.baseline = fitted, baseline
         self.constraints, self.columns = tuple(constraints), tuple(columns)
         self.error, self.failed, self.replaced = error, fitted is None, 0
@@ -268,6 +270,9 @@ class GuardedRule:
         with user_code():
             raw = self.baseline.predict(np.array(X))
         raw = real_predictions(raw, "the baseline").copy()
+        if raw.ndim == 0 or raw.shape[0] != len(X):  # a scalar was "tuple index out of range"
+            raise ValueError(f"the baseline's predictions have shape {raw.shape}; it must return "
+                             f"one prediction per row of X ({len(X)} rows)")
         pred, _ = repair(raw, X, self.constraints, self.columns)
         # a non-finite baseline prediction stays non-finite (the study refuses such a
         # baseline) instead of being clipped to a bound as an eligible one

@@ -791,7 +791,8 @@ class Results(SensitivityMixin):
             ["Evaluation:", _short(self.configuration.get("evaluation", ""))],
             ["Baseline:", _short(self._baseline_text())],
             ["Replications:", str(self.replications)],
-            ["Draws per truth:", str(ds.sizes.get("draw", 1))],
+            # fitted on the evaluation set, each procedure is fitted once whatever the draws
+            ["Draws per truth:", "1" if model else str(ds.sizes.get("draw", 1))],
             ["Seed:", str(ds.attrs.get("seed", ""))],
             ["Fitted on:", "evaluation set (model restrictiveness, Def. 1)" if model
              else "training samples (procedural restrictiveness)"],

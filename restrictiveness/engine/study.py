@@ -167,6 +167,10 @@ class Study:
                  baseline_label: str = "baseline",
                  contributions: Contributions | None = None) -> None:
         if not isinstance(procedures, Mapping):
+            if hasattr(procedures, "fit") or not isinstance(procedures, Iterable) \
+                    or isinstance(procedures, str):  # was "'OLS' object is not iterable"
+                raise ConfigurationError(f"procedures must be a mapping {{label: procedure}} "
+                                         f"or a list of procedures, got {procedures!r}")
             labels = [getattr(p, "label", type(p).__name__) for p in procedures]
             if len(set(labels)) != len(labels):
                 raise ConfigurationError(f"procedures share labels {labels}; pass a dict "
@@ -463,6 +467,9 @@ class Study:
 
         reps = list(range(self.replications)) if replications is None \
             else self._replication_indices(replications)
+        if not isinstance(resume_other_versions, bool | np.bool_):  # bool("no") is True
+            raise ConfigurationError(f"resume_other_versions must be True or False, got "
+                                     f"{resume_other_versions!r}")
         # warnings once, from run_units
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
                              fit_timeout, worker_timeout, warn=False)
@@ -1208,6 +1215,7 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 else truth.sample(n, k)
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
             start = time.perf_counter()
+            scoring = ""
             try:
                 with user_code():
                     base_rule = study.baseline.fit(sample.copy(), rng)
@@ -1215,14 +1223,17 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
                 repaired = FunctionRule(GuardedRule(
                     base_rule, base_rule, study.evaluation.constraints,
                     study.evaluation.columns).baseline_predict)
-                base_loss[:, c, k] = [d(repaired, truth, n) for d in discs]
+                for d, disc in enumerate(discs):
+                    # a discrepancy's own bug surfaces here first, so the message names it
+                    scoring = f", while discrepancy {disc.name!r} scored its predictions"
+                    base_loss[d, c, k] = loss_value(disc, repaired, truth, n)
             except USER_CODE_ERRORS as exc:
                 reraise_fatal(exc)
                 if isinstance(exc, ConfigurationError):  # the study's set-up, not the baseline
                     raise
                 raise BaselineError(
-                    f"the baseline {study.baseline!r} failed in replication {m}, n={n}: "
-                    f"{failure_text(exc)}") from exc
+                    f"the baseline {study.baseline!r} failed in replication {m}, n={n}"
+                    f"{scoring}: {failure_text(exc)}") from exc
             _check_losses(discs, base_loss[:, c, k], "the baseline", m, n, BaselineError)
             base_seconds[c] += (time.perf_counter() - start) / k_base
             samples[c, k], rules[c, k] = sample, base_rule
@@ -1230,6 +1241,44 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
     scale = np.array([[d.scale(truth, n) for n in ns] for d in discs], dtype=float).reshape(
         len(discs), len(ns))
     return ReplicationContext(m, truth, samples, rules, base_loss, base_seconds, scale)
+
+
+def loss_value(disc: Discrepancy, rule, truth: PseudoTruth, n: int) -> float:
+    """``disc(rule, truth, n)``, refused unless it is one real number: text such as "0.5" was
+    read as 0.5, and an array was "setting an array element with a sequence".
+
+    Parameters
+    ----------
+    disc : Discrepancy
+        The discrepancy.
+    rule : Fitted
+        Anything with ``predict(X)``.
+    truth : PseudoTruth
+        The pseudo-truth.
+    n : int
+        The training sample size.
+
+    Returns
+    -------
+    float
+        The loss.
+
+    Raises
+    ------
+    ConfigurationError
+        The discrepancy returned something other than one real number.
+    """
+    value = disc(rule, truth, n)
+    if isinstance(value, bool) or np.ndim(value) != 0 \
+            or not isinstance(np.asarray(value).item(), numbers.Real):
+        shown = _short(" ".join(repr(value).split()))
+        raise ConfigurationError(f"discrepancy {disc.name!r} returned {shown}; a discrepancy "
+                                 "returns one real number, the loss")
+    return float(value)
+
+
+def _short(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _check_losses(discs, losses, who: str, m: int, n: int,
@@ -1273,19 +1322,19 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
     loss = np.full(len(discs), np.nan)
     for d, disc in enumerate(discs):
         try:
-            loss[d] = disc(guard, truth, n)
+            loss[d] = loss_value(disc, guard, truth, n)
         except USER_CODE_ERRORS as exc:  # broken discrepancy input
             reraise_fatal(exc)
             guard.failed = True
             guard.error = guard.error or f"discrepancy {disc.name}: {failure_text(exc)}"
             guard.fitted = None
-            loss[d] = disc(guard, truth, n)
+            loss[d] = loss_value(disc, guard, truth, n)
     if had_fit and guard.fitted is None:
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure; its rows are counted once, as for a
         # failed fit (the calls before the recomputation counted them already)
         guard.replaced = 0
-        loss[:] = [disc(guard, truth, n) for disc in discs]
+        loss[:] = [loss_value(disc, guard, truth, n) for disc in discs]
     _check_losses(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
                       fit_info)

@@ -124,6 +124,10 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
             return _frame_numbers(X, f.covariates) if isinstance(X, pd.DataFrame) \
                 else _as_table(X, columns)[0][:, idx]
         return np.asarray(data.X, dtype=float)[:, idx], y, build_plain, columns
+    # "y ~ 1" reads no column, and patsy counts the rows of a mapping by the columns it reads
+    # ("I can't tell how many rows"): a DataFrame says how many
+    if not f.covariates and not isinstance(frame, pd.DataFrame):
+        frame = pd.DataFrame(frame)
     D, build_frame = f.design_builder(frame, intercept=intercept)
     if D.shape[1] == 0:
         raise FormulaError(f"{who}: formula {formula!r} leaves no covariates in the design")
@@ -131,7 +135,8 @@ def training_design(who: str, formula: str | None, data: Sample | pd.DataFrame,
     def build(X):
         if isinstance(X, pd.DataFrame):
             return build_frame(X)
-        return build_frame(as_columns(X, _as_table(X, columns)[1]))
+        table = as_columns(X, _as_table(X, columns)[1])
+        return build_frame(pd.DataFrame(table) if not f.covariates else table)
     return D, y, build, columns
 
 
