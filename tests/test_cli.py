@@ -477,8 +477,14 @@ def _assert_stopped_cleanly(ck, err, pid):
     assert err.strip().splitlines()[-1] == (f"interrupted: {done} of 300 replications finished, "
                                             f"saved in {ck}; rerun the same command to resume")
     assert not list((ck / ".claims").iterdir())
-    time.sleep(1.0)   # the workers' own exit
-    pids = subprocess.run(["pgrep", "-s", str(pid)], capture_output=True, text=True)
+    # the workers' own exit, which waits for the CPU on a loaded machine (one was still there
+    # after 1 s at load 8 on 2 cores); a worker left behind stays for good
+    deadline = time.monotonic() + 15
+    while True:
+        pids = subprocess.run(["pgrep", "-s", str(pid)], capture_output=True, text=True)
+        if not pids.stdout.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert pids.stdout.strip() == ""  # no worker left behind
 
 
