@@ -281,3 +281,24 @@ def test_from_frame_weights_series_is_aligned_by_label():
         rx.FiniteSet.from_frame(df, ["u"], weights=w.iloc[:2])
     with pytest.raises(DomainError, match="column 'w' is not numeric"):
         rx.FiniteSet.from_frame(df.assign(w=["1", "2", "3"]), ["u"], weights="w")
+
+
+def test_a_range_bound_in_a_decreasing_column_is_refused():
+    """The link lo + (hi - lo) expit(g) put a rising bound on a rule that must fall:
+    Decreasing('x') with Between(0, 'x') drew truths increasing in x in 20 of 20 draws,
+    while the violations diagnostic (counted on the latent g) said 0."""
+    box = rx.Box(x=(1, 2))
+    for between in (rx.Between(0, "x"), rx.Between("x", 5)):
+        with pytest.raises(ConfigurationError, match=r"cannot impose Between.* with "
+                                                     r"Decreasing\('x'\)"):
+            rx.MonotoneGP(rx.EligibleSet(box, rx.Decreasing("x"), between))
+    # a bound in an increasing column moves with the order: the draws stay monotone, between
+    # their bounds
+    prior = rx.MonotoneGP(rx.EligibleSet(box, rx.Increasing("x"), rx.Between(0, "x")),
+                          n_eval=200)
+    for seed in range(10):
+        truth = prior.draw([20], np.random.default_rng(seed))
+        x = truth.eval_X[:, 0]
+        y = truth.eval_y(20)[np.argsort(x)]
+        assert (np.diff(y) >= -1e-12).all()
+        assert ((0 < y) & (y < np.sort(x))).all()

@@ -474,6 +474,10 @@ MUTANTS: list[Mutant] = [
            "        e_up, e_down = np.sum((g_up - g) ** 2), np.sum((g_down - g) ** 2)",
            "        e_up, e_down = np.sum(np.abs(g_up - g)), np.sum(np.abs(g_down - g))",
            "blend weight from L1 distances", GP),
+    Mutant("eligible/monotone_gp.py",
+           "                   if isinstance(bound, str) and sign.get(bound) == -1]",
+           "                   if isinstance(bound, str) and sign.get(bound) == 1]",
+           "Between bound in a Decreasing column accepted by the link", GP),
     # -- procedures/estimation.py ------------------------------------------------------------
     Mutant("procedures/estimation.py", "        return pd.Series(2 * scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
            "        return pd.Series(scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
