@@ -302,3 +302,19 @@ def test_a_range_bound_in_a_decreasing_column_is_refused():
         y = truth.eval_y(20)[np.argsort(x)]
         assert (np.diff(y) >= -1e-12).all()
         assert ((0 < y) & (y < np.sort(x))).all()
+
+
+def test_further_draws_on_a_finite_domain_are_the_truth_at_its_support_points():
+    """Training draws of a FiniteSet repeat its support points, which are also the evaluation
+    points: the interpolation matrix was singular, so every K > 1 draw on a finite domain
+    raised LinAlgError. The labels of draws k >= 1 are the truth at those points."""
+    F = rx.EligibleSet(rx.FiniteSet(np.linspace(0, 1, 6)[:, None], ("x",)), rx.Increasing("x"),
+                       rx.Between(0, 1))
+    truth = rx.MonotoneGP(F).draw([10], np.random.default_rng(0), draws=3)
+    at = {x: y for x, y in zip(truth.eval_X[:, 0].tolist(), truth.eval_y(10), strict=True)}
+    for k in range(3):
+        expected = [at[x] for x in truth.train_X(10, k)[:, 0].tolist()]
+        np.testing.assert_allclose(truth.train_y(10, k), expected, rtol=0, atol=1e-12)
+    res = rx.Study(rx.MonotoneGP(F), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(),
+                   n=[10], replications=4, draws=2).run(progress=False)
+    assert np.isfinite(res.restrictiveness.values).all()

@@ -478,6 +478,9 @@ MUTANTS: list[Mutant] = [
            "                   if isinstance(bound, str) and sign.get(bound) == -1]",
            "                   if isinstance(bound, str) and sign.get(bound) == 1]",
            "Between bound in a Decreasing column accepted by the link", GP),
+    Mutant("eligible/monotone_gp.py", "        X_union, g, _ = merge_repeats(*self._union[n])",
+           "        X_union, g = self._union[n]",
+           "K > 1 interpolation on repeated finite-domain points (singular matrix)", GP),
     # -- procedures/estimation.py ------------------------------------------------------------
     Mutant("procedures/estimation.py", "        return pd.Series(2 * scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
            "        return pd.Series(scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",

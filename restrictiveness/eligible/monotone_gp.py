@@ -165,7 +165,10 @@ class MonotoneGPTruth(PseudoTruth):
         Exact at the union's own points; inside the ``Between`` bounds everywhere.
         """
         self._check_n(n)
-        X_union, g = self._union[n]
+        # a FiniteSet's training draws repeat its support points (the evaluation points): a
+        # repeated row made K singular, and every K > 1 study on a finite domain raised
+        # LinAlgError; the projection gave repeats one value, so merging them loses nothing
+        X_union, g, _ = merge_repeats(*self._union[n])
         if n not in self._interp:
             K = self.prior.kernel(X_union)
             self._interp[n] = scipy.linalg.solve(K, g - g.mean(), assume_a="pos")
