@@ -318,3 +318,24 @@ def test_further_draws_on_a_finite_domain_are_the_truth_at_its_support_points():
     res = rx.Study(rx.MonotoneGP(F), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(),
                    n=[10], replications=4, draws=2).run(progress=False)
     assert np.isfinite(res.restrictiveness.values).all()
+
+
+def test_finite_set_sizes_it_cannot_draw_are_refused_by_name():
+    """Points of weight 0 are never drawn: without replacement, n above the points of positive
+    weight was numpy's bare 'Fewer non-zero entries in p than size' (in a study too); 2.5 and
+    -1 were numpy's TypeError and 'negative dimensions'."""
+    dom = rx.FiniteSet(np.array([[0.0], [1.0], [2.0]]), ("x",), weights=np.array([0, 1, 1.0]),
+                       replace=False)
+    assert sorted(dom.sample(2, np.random.default_rng(0)).ravel().tolist()) == [1.0, 2.0]
+    with pytest.raises(DomainError, match=r"n=3 distinct locations from a finite set of 2 "
+                                          r"points of positive weight \(3 points\)"):
+        dom.sample(3, np.random.default_rng(0))
+    for size in (2.5, -1, True):
+        with pytest.raises(DomainError, match="size must be a whole number >= 0"):
+            dom.sample(size, np.random.default_rng(0))
+
+
+def test_a_linear_inequality_dividing_by_zero_is_refused_by_name():
+    with pytest.raises(DomainError, match=r"'x/0 <= 1' divides by zero"):
+        rx.Box(x=(0, 1), where=["x/0 <= 1"])
+    assert rx.LinearInequality.parse("+x <= 1/2").rhs == 0.5   # unary plus reads as written

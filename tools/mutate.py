@@ -481,6 +481,9 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/monotone_gp.py", "        X_union, g, _ = merge_repeats(*self._union[n])",
            "        X_union, g = self._union[n]",
            "K > 1 interpolation on repeated finite-domain points (singular matrix)", GP),
+    Mutant("eligible/domains.py", "        positive = int(np.count_nonzero(self.weights))",
+           "        positive = len(self.points)",
+           "draws without replacement counted over points of weight 0", GP),
     # -- procedures/estimation.py ------------------------------------------------------------
     Mutant("procedures/estimation.py", "        return pd.Series(2 * scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
            "        return pd.Series(scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
