@@ -484,6 +484,10 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/domains.py", "        positive = int(np.count_nonzero(self.weights))",
            "        positive = len(self.points)",
            "draws without replacement counted over points of weight 0", GP),
+    Mutant("engine/study.py", "        _check_equal_weights(truth.eval_weights, study.evaluation)",
+           "        pass",
+           "model restrictiveness on unequal evaluation weights accepted",
+           ("tests/test_study.py::test_model_restrictiveness_on_unequal_weights_is_refused",)),
     # -- procedures/estimation.py ------------------------------------------------------------
     Mutant("procedures/estimation.py", "        return pd.Series(2 * scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
            "        return pd.Series(scipy.stats.t.sf(np.abs(self.tvalues), self.df_inference),",
