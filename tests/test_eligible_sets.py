@@ -339,3 +339,17 @@ def test_a_linear_inequality_dividing_by_zero_is_refused_by_name():
     with pytest.raises(DomainError, match=r"'x/0 <= 1' divides by zero"):
         rx.Box(x=(0, 1), where=["x/0 <= 1"])
     assert rx.LinearInequality.parse("+x <= 1/2").rhs == 0.5   # unary plus reads as written
+
+
+def test_a_truth_without_monotonicity_has_one_value_per_location():
+    """A FiniteSet's training draws repeat its support points; without a monotone column the
+    latent draws at a repeated point (which differ by the jitter) were kept apart, so a training
+    label differed from the truth at the same point by up to 1% of the truths' sd: the
+    'noise-free' sample was not the truth, and memorising it had a positive loss."""
+    F = rx.EligibleSet(rx.FiniteSet(np.linspace(0, 1, 5)[:, None], ("x",)), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F)
+    for seed in range(3):
+        truth = prior.draw([20], np.random.default_rng(seed))
+        at = {x: y for x, y in zip(truth.eval_X[:, 0].tolist(), truth.eval_y(20), strict=True)}
+        expected = [at[x] for x in truth.train_X(20)[:, 0].tolist()]
+        np.testing.assert_array_equal(truth.train_y(20), expected)

@@ -484,6 +484,10 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/domains.py", "        positive = int(np.count_nonzero(self.weights))",
            "        positive = len(self.points)",
            "draws without replacement counted over points of weight 0", GP),
+    Mutant("eligible/monotone_gp.py", "        if len(X_merged) < len(X):\n            g_tilde, violations",
+           "        if len(X_merged) < len(X) and self.eligible.sign.any():\n"
+           "            g_tilde, violations",
+           "repeated locations merged only under monotonicity", GP),
     Mutant("engine/study.py", "        _check_equal_weights(truth.eval_weights, study.evaluation)",
            "        pass",
            "model restrictiveness on unequal evaluation weights accepted",

@@ -416,7 +416,8 @@ class MonotoneGP(EvaluationDistribution):
         """Blend the increasing and decreasing projections of ``g``; count remaining violations.
 
         ``g̃ = (1 − w) g₊ − w g₋`` with ``w = e₊ / (e₊ + e₋)`` and ``e± = ‖g± − g‖²``
-        (step 3 of the construction); ``g`` is returned unchanged when no column is monotone.
+        (step 3 of the construction); ``g`` is returned unchanged when no column is monotone
+        (repeated locations still get one value, the mean of their latent draws).
 
         Parameters
         ----------
@@ -445,17 +446,19 @@ class MonotoneGP(EvaluationDistribution):
         >>> rx.MonotoneGP(F).project(np.array([0.0, 2.0, 1.0]), X, np.random.default_rng(0))
         (array([-0.2,  1. ,  1. ]), 0)
         """
-        if not self.eligible.sign.any():
-            return g, 0
         # Repeated locations (a FiniteSet's training draws are its support points) would be
         # ordered both ways: both projections tie them alike, e₊ = e₋ and w = ½, so the blend
         # (1 − w) g₊ − w g₋ cancels them to 0 (truths ≈ constant, measured sd 5e-7). One value
         # per location (the mean of its latent draws: they differ by the jitter alone), projected
-        # in first-occurrence order, so that without repeats nothing changes.
+        # in first-occurrence order, so that without repeats nothing changes. Without
+        # monotonicity too: the truth is a function (training labels at a support point differed
+        # from its evaluation value by the jitter, up to 1% of the truths' sd).
         X_merged, g_merged, at = merge_repeats(X, g)
         if len(X_merged) < len(X):
             g_tilde, violations = self.project(g_merged, X_merged, rng)
             return g_tilde[at], violations
+        if not self.eligible.sign.any():
+            return g, 0
         pairs = ordered_pairs(X, self.eligible.sign)
         g_up, _ = monotone_project(g, pairs, "increasing", order=self.order, rng=rng,
                                    tol=self.tol, max_sweeps=self.max_sweeps)
