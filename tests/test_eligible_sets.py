@@ -353,3 +353,12 @@ def test_a_truth_without_monotonicity_has_one_value_per_location():
         at = {x: y for x, y in zip(truth.eval_X[:, 0].tolist(), truth.eval_y(20), strict=True)}
         expected = [at[x] for x in truth.train_X(20)[:, 0].tolist()]
         np.testing.assert_array_equal(truth.train_y(20), expected)
+
+
+def test_monotone_gp_draw_refuses_a_number_of_draws_that_is_not_whole():
+    """draw(draws=1.5) and draw(draws=True) were read as one draw, silently."""
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x")), n_eval=10)
+    for draws in (1.5, True, 0):
+        with pytest.raises(ConfigurationError, match=r"draws must be a whole number >= 1"):
+            prior.draw([5], np.random.default_rng(0), draws=draws)
+    assert prior.draw([5], np.random.default_rng(0), draws=2.0).draws == 2

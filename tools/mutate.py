@@ -488,6 +488,8 @@ MUTANTS: list[Mutant] = [
            "        if len(X_merged) < len(X) and self.eligible.sign.any():\n"
            "            g_tilde, violations",
            "repeated locations merged only under monotonicity", GP),
+    Mutant("eligible/monotone_gp.py", '        draws = whole_number(draws, "draws", minimum=1)',
+           "        draws = int(draws)", "a fractional number of draws truncated", GP),
     Mutant("engine/sensitivity_results.py", "        if self.full in self.submodels.values():",
            "        if self.full in self.submodels:",
            "full model given as its own submodel accepted (parameter names checked)",

@@ -545,8 +545,8 @@ class MonotoneGP(EvaluationDistribution):
         ns = sorted({int(n) for n in ns})
         if not ns or ns[0] < 1:
             raise ConfigurationError("sample sizes n must be positive integers")
-        if draws < 1:
-            raise ConfigurationError("draws must be at least 1")
+        # 1.5 was read as one draw, True as one (a Study checks its draws; direct calls did not)
+        draws = whole_number(draws, "draws", minimum=1)
         if draws > 1 and self.projected:
             raise ConfigurationError(
                 f"draws > 1 labels new training points by interpolating the latent field, which "
