@@ -488,6 +488,13 @@ MUTANTS: list[Mutant] = [
            "        if len(X_merged) < len(X) and self.eligible.sign.any():\n"
            "            g_tilde, violations",
            "repeated locations merged only under monotonicity", GP),
+    Mutant("analysis/completeness/estimate.py",
+           "        if type(c).check is Constraint.check and type(c).repair is Constraint.repair:",
+           "        if type(c).check is Constraint.check and type(c).repair is Constraint.repair "
+           "and False:",
+           "completeness accepts a constraint it ignores (Increasing)",
+           ("tests/test_completeness.py::test_constraints_completeness_cannot_apply_are_refused_"
+            "up_front",)),
     Mutant("eligible/monotone_gp.py", '        draws = whole_number(draws, "draws", minimum=1)',
            "        draws = int(draws)", "a fractional number of draws truncated", GP),
     Mutant("engine/sensitivity_results.py", "        if self.full in self.submodels.values():",
