@@ -1026,3 +1026,29 @@ def test_a_dataset_missing_what_the_results_read_is_refused_by_name():
     pd.testing.assert_series_equal(again.kappa, run.kappa)
     assert again.difference("OLS", "constant")["estimate"] == pytest.approx(
         float(run.kappa["OLS"] - run.kappa["constant"]), abs=1e-15)
+
+
+def test_constraints_completeness_cannot_apply_are_refused_up_front():
+    """Increasing('x') neither checks nor repairs predictions: it was accepted and changed
+    nothing. A string, a single constraint and a bound naming no covariate were reported as
+    'the baseline failed' (BaselineError). With Between(0, 0.5) the held-out predictions are
+    clipped, so the benchmark's kappa is 1 and the constant's 0, as without it."""
+    import restrictiveness as rx
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"cell": np.repeat(np.arange(8), 5), "who": np.tile(np.arange(5), 8)})
+    df["x"] = df["cell"] / 8.0
+    df["y"] = df["x"] ** 2 + rng.normal(0, 0.1, len(df))
+    kw = dict(baseline=Constant(), benchmark=OLS("y ~ x + I(x**2)"),
+              design=CellMeansKFold(k=4, cell="cell", cluster="who"),
+              to_sample=TableSample(("x",), "y"))
+    with pytest.raises(ConfigurationError, match=r"Increasing\('x'\) does neither"):
+        estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[rx.Increasing("x")], **kw)
+    for bad in ("x > 0", Between(0, 1), ["x > 0"]):
+        with pytest.raises(ConfigurationError, match="constraints must be a sequence of "
+                                                     "Constraint objects"):
+            estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=bad, **kw)
+    with pytest.raises(rx.ConstraintError, match="'zz' is not a covariate"):
+        estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, "zz")], **kw)
+    res = estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, 0.5)], **kw)
+    assert res.kappa["OLS"] == 1.0 and res.kappa["constant"] == 0.0

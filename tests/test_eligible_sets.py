@@ -281,3 +281,84 @@ def test_from_frame_weights_series_is_aligned_by_label():
         rx.FiniteSet.from_frame(df, ["u"], weights=w.iloc[:2])
     with pytest.raises(DomainError, match="column 'w' is not numeric"):
         rx.FiniteSet.from_frame(df.assign(w=["1", "2", "3"]), ["u"], weights="w")
+
+
+def test_a_range_bound_in_a_decreasing_column_is_refused():
+    """The link lo + (hi - lo) expit(g) put a rising bound on a rule that must fall:
+    Decreasing('x') with Between(0, 'x') drew truths increasing in x in 20 of 20 draws,
+    while the violations diagnostic (counted on the latent g) said 0."""
+    box = rx.Box(x=(1, 2))
+    for between in (rx.Between(0, "x"), rx.Between("x", 5)):
+        with pytest.raises(ConfigurationError, match=r"cannot impose Between.* with "
+                                                     r"Decreasing\('x'\)"):
+            rx.MonotoneGP(rx.EligibleSet(box, rx.Decreasing("x"), between))
+    # a bound in an increasing column moves with the order: the draws stay monotone, between
+    # their bounds
+    prior = rx.MonotoneGP(rx.EligibleSet(box, rx.Increasing("x"), rx.Between(0, "x")),
+                          n_eval=200)
+    for seed in range(10):
+        truth = prior.draw([20], np.random.default_rng(seed))
+        x = truth.eval_X[:, 0]
+        y = truth.eval_y(20)[np.argsort(x)]
+        assert (np.diff(y) >= -1e-12).all()
+        assert ((0 < y) & (y < np.sort(x))).all()
+
+
+def test_further_draws_on_a_finite_domain_are_the_truth_at_its_support_points():
+    """Training draws of a FiniteSet repeat its support points, which are also the evaluation
+    points: the interpolation matrix was singular, so every K > 1 draw on a finite domain
+    raised LinAlgError. The labels of draws k >= 1 are the truth at those points."""
+    F = rx.EligibleSet(rx.FiniteSet(np.linspace(0, 1, 6)[:, None], ("x",)), rx.Increasing("x"),
+                       rx.Between(0, 1))
+    truth = rx.MonotoneGP(F).draw([10], np.random.default_rng(0), draws=3)
+    at = {x: y for x, y in zip(truth.eval_X[:, 0].tolist(), truth.eval_y(10), strict=True)}
+    for k in range(3):
+        expected = [at[x] for x in truth.train_X(10, k)[:, 0].tolist()]
+        np.testing.assert_allclose(truth.train_y(10, k), expected, rtol=0, atol=1e-12)
+    res = rx.Study(rx.MonotoneGP(F), {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(),
+                   n=[10], replications=4, draws=2).run(progress=False)
+    assert np.isfinite(res.restrictiveness.values).all()
+
+
+def test_finite_set_sizes_it_cannot_draw_are_refused_by_name():
+    """Points of weight 0 are never drawn: without replacement, n above the points of positive
+    weight was numpy's bare 'Fewer non-zero entries in p than size' (in a study too); 2.5 and
+    -1 were numpy's TypeError and 'negative dimensions'."""
+    dom = rx.FiniteSet(np.array([[0.0], [1.0], [2.0]]), ("x",), weights=np.array([0, 1, 1.0]),
+                       replace=False)
+    assert sorted(dom.sample(2, np.random.default_rng(0)).ravel().tolist()) == [1.0, 2.0]
+    with pytest.raises(DomainError, match=r"n=3 distinct locations from a finite set of 2 "
+                                          r"points of positive weight \(3 points\)"):
+        dom.sample(3, np.random.default_rng(0))
+    for size in (2.5, -1, True):
+        with pytest.raises(DomainError, match="size must be a whole number >= 0"):
+            dom.sample(size, np.random.default_rng(0))
+
+
+def test_a_linear_inequality_dividing_by_zero_is_refused_by_name():
+    with pytest.raises(DomainError, match=r"'x/0 <= 1' divides by zero"):
+        rx.Box(x=(0, 1), where=["x/0 <= 1"])
+    assert rx.LinearInequality.parse("+x <= 1/2").rhs == 0.5   # unary plus reads as written
+
+
+def test_a_truth_without_monotonicity_has_one_value_per_location():
+    """A FiniteSet's training draws repeat its support points; without a monotone column the
+    latent draws at a repeated point (which differ by the jitter) were kept apart, so a training
+    label differed from the truth at the same point by up to 1% of the truths' sd: the
+    'noise-free' sample was not the truth, and memorising it had a positive loss."""
+    F = rx.EligibleSet(rx.FiniteSet(np.linspace(0, 1, 5)[:, None], ("x",)), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F)
+    for seed in range(3):
+        truth = prior.draw([20], np.random.default_rng(seed))
+        at = {x: y for x, y in zip(truth.eval_X[:, 0].tolist(), truth.eval_y(20), strict=True)}
+        expected = [at[x] for x in truth.train_X(20)[:, 0].tolist()]
+        np.testing.assert_array_equal(truth.train_y(20), expected)
+
+
+def test_monotone_gp_draw_refuses_a_number_of_draws_that_is_not_whole():
+    """draw(draws=1.5) and draw(draws=True) were read as one draw, silently."""
+    prior = rx.MonotoneGP(rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x")), n_eval=10)
+    for draws in (1.5, True, 0):
+        with pytest.raises(ConfigurationError, match=r"draws must be a whole number >= 1"):
+            prior.draw([5], np.random.default_rng(0), draws=draws)
+    assert prior.draw([5], np.random.default_rng(0), draws=2.0).draws == 2

@@ -114,6 +114,12 @@ def test_contributions_of_any_nested_family():
     assert rx.Contributions.from_json(spec.to_json()) == spec
     with pytest.raises(ConfigurationError, match="unknown parameter"):
         rx.Contributions("M", {"a": "M0"}, symbols={"x": "z"})
+    # C_q = r_{-q} - r_full: the full model as a submodel gave C_q = 0, one label for two
+    # parameters C_a = C_b, silently
+    with pytest.raises(ConfigurationError, match=r"the full model 'M\(a,b\)' is also given"):
+        rx.Contributions("M(a,b)", {"a": "M(a,b)", "b": "M(a)"})
+    with pytest.raises(ConfigurationError, match=r"\['M\(b\)'\] are given for more than one"):
+        rx.Contributions("M(a,b)", {"a": "M(b)", "b": "M(b)"})
 
 
 def test_parse_errors_name_the_problem():

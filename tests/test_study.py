@@ -9,12 +9,14 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from pandas.testing import assert_frame_equal
 
 import restrictiveness as rx
 from restrictiveness.engine.protocol import FunctionRule
+from restrictiveness.engine.study import truth_rng
 
 
 def _finite_gp(points=25, seed=3):
@@ -45,6 +47,38 @@ def test_known_answer_linear_projection_of_a_gp():
     se = float(res.se.sel(procedure="linear", n=5, discrepancy="mse"))
     assert abs(r - expected) < 4 * se
     assert se < 0.05 * expected  # the check has power
+
+
+def test_model_restrictiveness_on_unequal_weights_is_refused():
+    """fit_on="evaluation" fitted procedures to the evaluation points unweighted while the MSE
+    weighted them: on weights (0.7, 0.1, 0.1, 0.1) a linear model's r̂ was 0.387, Def. 1's min
+    over the weighted MSE 0.344. Repeated rows (equal weights) give Def. 1's answer."""
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    weighted = rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet(x[:, None], ("x",),
+                                                         weights=[0.7, 0.1, 0.1, 0.1])))
+    study = rx.Study(weighted, {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[4],
+                     replications=3, fit_on="evaluation")
+    with pytest.raises(rx.ConfigurationError, match=r"fit_on='evaluation' .* weights them "
+                                                 r"unequally \(0.1 to 0.7\)"):
+        study.run(progress=False)
+    # the same distribution over rows: 0 seven times, then 1, 2, 3; weighted least squares by
+    # hand on the support gives the same D and B
+    rows = pd.DataFrame({"x": [0.0] * 7 + [1.0, 2.0, 3.0]})
+    repeated = rx.MonotoneGP(rx.EligibleSet(rx.FiniteSet.from_frame(rows, ["x"], replace=False),
+                                            rx.Increasing("x")))  # one value per location
+    res = rx.Study(repeated, {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[4],
+                   replications=3, fit_on="evaluation").run(progress=False)
+    w, Xd = np.array([0.7, 0.1, 0.1, 0.1]), np.column_stack([np.ones(4), x])
+    D = B = 0.0
+    for m in range(3):
+        truth = repeated.draw([4], truth_rng(0, m))
+        y = truth.eval_y(4)[6:]                          # one value per support point
+        assert (truth.eval_y(4)[:7] == y[0]).all()
+        beta = np.linalg.lstsq(Xd * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)[0]
+        D += w @ (y - Xd @ beta) ** 2
+        B += w @ (y - w @ y) ** 2
+    np.testing.assert_allclose(float(res.restrictiveness.sel(procedure="linear").squeeze()),
+                               D / B, rtol=1e-9)
 
 
 class Lookup(rx.Procedure):

@@ -238,6 +238,8 @@ def _linear(node: ast.AST, text: str) -> dict[str, float]:
         return {"": float(node.value)}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return {k: -v for k, v in _linear(node.operand, text).items()}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        return _linear(node.operand, text)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         left, right = _linear(node.left, text), _linear(node.right, text)
         s = 1.0 if isinstance(node.op, ast.Add) else -1.0
@@ -250,6 +252,8 @@ def _linear(node: ast.AST, text: str) -> dict[str, float]:
         if isinstance(node.op, ast.Mult) and set(left) == {""}:
             return {k: left[""] * v for k, v in right.items()}
         if set(right) == {""}:
+            if isinstance(node.op, ast.Div) and right[""] == 0:  # was a bare ZeroDivisionError
+                raise DomainError(f"inequality {text!r} divides by zero")
             f = right[""] if isinstance(node.op, ast.Mult) else 1.0 / right[""]
             return {k: f * v for k, v in left.items()}
     raise DomainError(f"inequality {text!r} is not linear in the domain's columns")
@@ -608,7 +612,8 @@ class FiniteSet(Domain):
         Raises
         ------
         DomainError
-            If ``replace=False`` and ``size`` exceeds the support.
+            If ``size`` is not a whole number >= 0, or ``replace=False`` and ``size`` exceeds
+            the points of positive weight.
 
         Examples
         --------
@@ -618,10 +623,16 @@ class FiniteSet(Domain):
         >>> sorted(set(dom.sample(20, np.random.default_rng(0)).ravel().tolist()))
         [1.0, 2.0]
         """
-        if not self.replace and size > len(self.points):
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+            raise DomainError(f"cannot sample {size!r} points; size must be a whole number >= 0")
+        # points of weight 0 are never drawn: numpy's bare "Fewer non-zero entries in p than
+        # size" was the error when n exceeded the points of positive weight
+        positive = int(np.count_nonzero(self.weights))
+        if not self.replace and size > positive:
             raise DomainError(
                 f"cannot draw n={size} distinct locations from a finite set of "
-                f"{len(self.points)} points; lower n or sample with replace=True"
+                f"{positive} points of positive weight ({len(self.points)} points); lower n or "
+                "sample with replace=True"
             )
         idx = rng.choice(len(self.points), size=size, replace=self.replace, p=self.weights)
         return self.points[idx]

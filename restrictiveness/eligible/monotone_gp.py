@@ -165,7 +165,10 @@ class MonotoneGPTruth(PseudoTruth):
         Exact at the union's own points; inside the ``Between`` bounds everywhere.
         """
         self._check_n(n)
-        X_union, g = self._union[n]
+        # a FiniteSet's training draws repeat its support points (the evaluation points): a
+        # repeated row made K singular, and every K > 1 study on a finite domain raised
+        # LinAlgError; the projection gave repeats one value, so merging them loses nothing
+        X_union, g, _ = merge_repeats(*self._union[n])
         if n not in self._interp:
             K = self.prior.kernel(X_union)
             self._interp[n] = scipy.linalg.solve(K, g - g.mean(), assume_a="pos")
@@ -249,10 +252,34 @@ class MonotoneGP(EvaluationDistribution):
         if order not in ("row-major", "random"):
             raise ConfigurationError("order must be 'row-major' or 'random'")
         self.check_constraints(eligible.constraints)
+        self._check_link_keeps_monotonicity()
         #: constraints imposed by their own projection, after the link
         self.projected = tuple(c for c in eligible.constraints
                                if not isinstance(c, self.imposes))
         self._check_orders_points()
+
+    def _check_link_keeps_monotonicity(self) -> None:
+        """Refuse a ``Between`` bound that is a column the rule must decrease in.
+
+        The link ``f = lo + (hi - lo) expit(g)`` keeps a monotone ``g`` monotone when the bounds
+        move with the order (along ordered points, ``lo`` and ``hi`` do not fall). A bound that
+        is a ``Decreasing`` column rises where ``f`` must fall: ``Decreasing("x")`` with
+        ``Between(0, "x")`` on ``x`` in (1, 2) drew truths that increased in x in 20 of 20
+        draws, while ``violations`` (counted on ``g``) said 0.
+        """
+        b = self.eligible.between
+        if b is None:
+            return
+        sign = dict(zip(self.columns, self.eligible.sign.tolist(), strict=True))
+        against = [bound for bound in (b.lower, b.upper)
+                   if isinstance(bound, str) and sign.get(bound) == -1]
+        if against:
+            raise ConfigurationError(
+                f"{type(self).__name__} cannot impose {b!r} with Decreasing({against[0]!r}): its "
+                f"logistic link lo + (hi - lo) * expit(g) keeps the draws monotone only when "
+                f"the bounds do not fall along the order, but the bound {against[0]!r} rises "
+                f"where the rule must fall, so the draws would increase in {against[0]!r}; "
+                "use numeric bounds or bounds in other columns")
 
     def _check_orders_points(self) -> None:
         """Refuse monotonicity that orders no two distinct points of the domain.
@@ -389,7 +416,8 @@ class MonotoneGP(EvaluationDistribution):
         """Blend the increasing and decreasing projections of ``g``; count remaining violations.
 
         ``g̃ = (1 − w) g₊ − w g₋`` with ``w = e₊ / (e₊ + e₋)`` and ``e± = ‖g± − g‖²``
-        (step 3 of the construction); ``g`` is returned unchanged when no column is monotone.
+        (step 3 of the construction); ``g`` is returned unchanged when no column is monotone
+        (repeated locations still get one value, the mean of their latent draws).
 
         Parameters
         ----------
@@ -418,17 +446,19 @@ class MonotoneGP(EvaluationDistribution):
         >>> rx.MonotoneGP(F).project(np.array([0.0, 2.0, 1.0]), X, np.random.default_rng(0))
         (array([-0.2,  1. ,  1. ]), 0)
         """
-        if not self.eligible.sign.any():
-            return g, 0
         # Repeated locations (a FiniteSet's training draws are its support points) would be
         # ordered both ways: both projections tie them alike, e₊ = e₋ and w = ½, so the blend
         # (1 − w) g₊ − w g₋ cancels them to 0 (truths ≈ constant, measured sd 5e-7). One value
         # per location (the mean of its latent draws: they differ by the jitter alone), projected
-        # in first-occurrence order, so that without repeats nothing changes.
+        # in first-occurrence order, so that without repeats nothing changes. Without
+        # monotonicity too: the truth is a function (training labels at a support point differed
+        # from its evaluation value by the jitter, up to 1% of the truths' sd).
         X_merged, g_merged, at = merge_repeats(X, g)
         if len(X_merged) < len(X):
             g_tilde, violations = self.project(g_merged, X_merged, rng)
             return g_tilde[at], violations
+        if not self.eligible.sign.any():
+            return g, 0
         pairs = ordered_pairs(X, self.eligible.sign)
         g_up, _ = monotone_project(g, pairs, "increasing", order=self.order, rng=rng,
                                    tol=self.tol, max_sweeps=self.max_sweeps)
@@ -515,8 +545,8 @@ class MonotoneGP(EvaluationDistribution):
         ns = sorted({int(n) for n in ns})
         if not ns or ns[0] < 1:
             raise ConfigurationError("sample sizes n must be positive integers")
-        if draws < 1:
-            raise ConfigurationError("draws must be at least 1")
+        # 1.5 was read as one draw, True as one (a Study checks its draws; direct calls did not)
+        draws = whole_number(draws, "draws", minimum=1)
         if draws > 1 and self.projected:
             raise ConfigurationError(
                 f"draws > 1 labels new training points by interpolating the latent field, which "

@@ -85,6 +85,18 @@ class Contributions:
         object.__setattr__(self, "symbols", dict(self.symbols))
         object.__setattr__(self, "report", tuple(self.report)
                            or tuple(f"C_{q}" for q in self.submodels))
+        # C_q = r_{-q} - r_full: the full model as its own submodel gave C_q = 0 exactly, and
+        # one label for two parameters C_q = C_s, both typos passing silently
+        if self.full in self.submodels.values():
+            raise ConfigurationError(f"Contributions: the full model {self.full!r} is also given "
+                                     f"as a submodel {self.submodels}; each parameter's submodel "
+                                     "is the model with that parameter fixed")
+        labels = list(self.submodels.values())
+        twice = sorted({v for v in labels if labels.count(v) > 1})
+        if twice:
+            raise ConfigurationError(f"Contributions: submodel(s) {twice} are given for more than "
+                                     f"one parameter in {self.submodels}; each parameter has its "
+                                     "own submodel")
         unknown = [v for v in self.symbols.values() if v not in self.submodels]
         if unknown:
             raise ConfigurationError(f"Contributions: symbols map to unknown parameter(s) "

@@ -135,7 +135,8 @@ class Study:
     fit_on : {"training", "evaluation"}
         ``"evaluation"`` fits every procedure on the evaluation locations themselves, giving
         *model* restrictiveness (Def. 1, the n → ∞ limit); the ``n`` coordinate then indexes the
-        pseudo-truth construction only.
+        pseudo-truth construction only. The evaluation points must then be equally
+        weighted (procedures fit unweighted samples); unequal weights are refused.
     baseline_label : str
         Name of the baseline in results and summaries.
     contributions : Contributions, optional
@@ -1188,6 +1189,24 @@ class FitOutcome:
     info: dict
 
 
+def _check_equal_weights(weights, evaluation) -> None:
+    """Refuse model restrictiveness on unequally weighted evaluation points.
+
+    ``fit_on="evaluation"`` fits every procedure to the evaluation points as an (unweighted)
+    sample, while the discrepancy weights them: on a FiniteSet with weights (0.7, 0.1, 0.1,
+    0.1) a linear model's r̂ came out 0.387 where Def. 1's min over the weighted discrepancy is
+    0.344. Procedures take no weights, so such a study is refused.
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.size and np.ptp(w) > 1e-12 * np.max(np.abs(w)):
+        raise ConfigurationError(
+            f"fit_on='evaluation' fits every procedure to the evaluation points as an "
+            f"unweighted sample, but {evaluation!r} weights them unequally ({w.min():.3g} to "
+            f"{w.max():.3g}), so the fits would not minimise the weighted discrepancy of Def. 1 "
+            "and r̂ would be too high; give each point equal weight (e.g. repeat rows: "
+            "FiniteSet.from_frame(..., replace=False) keeps one point per data row)")
+
+
 def replication_context(study: Study, replication: int) -> ReplicationContext:
     """Draw replication ``m``'s pseudo-truth and samples and fit the baseline on each."""
     m, ns, discs = replication, study.n, study.discrepancies
@@ -1204,6 +1223,8 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
         raise ExecutionError(f"the evaluation distribution {study.evaluation!r} called "
                              f"sys.exit({exc.code!r}) while drawing replication {m}'s "
                              f"pseudo-truth") from exc
+    if study.fit_on == "evaluation":
+        _check_equal_weights(truth.eval_weights, study.evaluation)
     base_loss = np.full((len(discs), len(ns), study.draws), np.nan)
     base_seconds = np.zeros(len(ns))
     samples, rules = {}, {}

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ...eligible.constraints import Constraint
+from ...eligible.constraints import Between, Constraint
 from ...engine.failures import (
     USER_CODE_ERRORS,
     GuardedRule,
@@ -193,6 +193,18 @@ def estimate_completeness(
     if not callable(to_sample):
         raise ConfigurationError(f"to_sample must turn a DataFrame into a Sample (e.g. "
                                  f"rx.TableSample(columns, response)), got {to_sample!r}")
+    # a string or one constraint was a TypeError, later reported as the baseline failing
+    if isinstance(constraints, Constraint | str) \
+            or not all(isinstance(c, Constraint) for c in constraints):
+        raise ConfigurationError(f"constraints must be a sequence of Constraint objects, e.g. "
+                                 f"[rx.Between(0, 1)], got {constraints!r}")
+    constraints = tuple(constraints)
+    for c in constraints:  # Increasing('x') was accepted and changed nothing
+        if type(c).check is Constraint.check and type(c).repair is Constraint.repair:
+            raise ConfigurationError(
+                f"completeness applies constraints to predictions (repair, then check), and "
+                f"{c!r} does neither: it restricts pseudo-truths (evaluation distributions "
+                "impose it on their draws), so here it would be ignored; leave it out")
     data = data.reset_index(drop=True)
     units, clusters = design.units(data)
     ss = _seed_sequence(seed)
@@ -219,6 +231,9 @@ def estimate_completeness(
             for proc in procs.values():
                 if hasattr(proc, "validate"):
                     proc.validate(tuple(train.columns), train.response)
+            for c in constraints:  # a bound naming no covariate was "the baseline failed"
+                if isinstance(c, Between):
+                    c.bounds(np.zeros((1, len(train.columns))), tuple(train.columns))
         test, unit_of = design.test_sample(data, fold.test, to_sample)
         if np.any(assigned[r, np.unique(unit_of)] >= 0):
             raise ConfigurationError(f"{design!r}: a unit is held out twice in repetition {r}")
