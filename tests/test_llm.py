@@ -683,3 +683,29 @@ def test_plan_calls_counts_fits_calls_tokens_and_cost(tmp_path):
     assert plan.loc["A", ["fits", "cached", "calls_min", "calls_max"]].tolist() == \
         [6, 2, 4, 4 * 4 + 2 * 3]
     assert "cost_min" not in plan
+
+
+def test_a_study_of_agents_has_the_same_configuration_in_every_session():
+    """Agent.tool_modules (and any allow-list given to a program procedure) was a frozenset,
+    whose repr orders its members by the interpreter's hash seed: the study's configuration,
+    which a checkpoint must match, differed in every new session, so an interrupted Agent run
+    could not resume (CheckpointError: 'written by a different study configuration')."""
+    import subprocess
+
+    script = (
+        "import restrictiveness as rx\n"
+        "from restrictiveness.engine.checkpoint import configuration_hash\n"
+        "procs = {'A': rx.Agent(print, model='m', tool_protocol='text'),\n"
+        "         'C': rx.Completion(print, model='m', allowed_modules=['numpy', 'math', 're']),\n"
+        "         'P': rx.ProgramProcedure('x = 1', allowed_modules=['numpy', 'json', 'os'])}\n"
+        "study = rx.lottery.study(procs, n=[10], replications=2, n_eval=10)\n"
+        "print(configuration_hash(study.configuration()))\n"
+        "print(repr(procs['C']).split('allowed_modules=')[1].split(')')[0])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.environ.get("PYTHONPATH", "")])}
+    outs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env={**env, "PYTHONHASHSEED": seed}, check=True).stdout.split("\n")
+            for seed in ("1", "2", "3")]
+    assert outs[0][0] == outs[1][0] == outs[2][0]
+    assert outs[0][1] == "frozenset({'math', 'numpy', 're'}"

@@ -1103,6 +1103,10 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/llm.py", "                 \"retries\": sum(c[\"retries\"] for c in live),",
            "                 \"retries\": sum(c[\"retries\"] for c in self.calls),",
            "a cached reply's old retries counted again", LLM),
+    Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
+           "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
+           ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
+            "session",)),
     Mutant("ai/programs.py", "    h = hashlib.sha256(repr((X.shape, X.dtype.str)).encode())",
            "    h = hashlib.sha256()", "the prediction cache's key leaves out X's shape", PROGRAMS),
     Mutant("ai/programs.py", "            return self._cache[key].copy()",

@@ -1132,9 +1132,9 @@ class Agent(_LanguageModelProcedure):
             int(tool_chars)
         self.tool_limits = run_limits(tool_timeout, tool_limits, 120.0,
                                       ("tool_timeout", "tool_limits"))
-        self.tool_modules = module_names(tool_modules, "tool_modules") \
-            if tool_modules is not None else \
-            frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
+        self.tool_modules = module_names(
+            DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES if tool_modules is None
+            else tool_modules, "tool_modules")
         self.max_file_bytes = whole_number(max_file_bytes, "max_file_bytes", minimum=0)
 
     def _snapshot(self, work: Path) -> tuple[dict[str, bytes], dict[str, str]]:
