@@ -252,6 +252,30 @@ def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, m
     assert "RECOGNISABLE" not in "".join(traceback.format_exception(err.value))
 
 
+def test_a_call_refused_for_want_of_a_key_is_not_counted_as_made(protocol, monkeypatch):
+    """A fit whose adapter found no API key (or one with a control character) sent nothing,
+    yet its usage recorded one failed call: Results.usage() showed as many calls as fits for a
+    run that made no request (a budget refusal already counted none)."""
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    monkeypatch.setenv("RX_BAD_KEY", "sk-test\n")
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    cls = rx.llm.OpenAIChat if protocol == "openai" else rx.llm.AnthropicChat
+    with ChatServer(protocol, lambda body: fenced(MEAN_PROGRAM)) as server:
+        clients = [cls("m", api_key_env="RX_NO_SUCH_KEY"),      # the provider's own endpoint
+                   adapter(server, api_key_env="RX_BAD_KEY")]
+        rules = [make(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+                 for llm in clients for make in (rx.Completion, rx.Agent)]
+        good = rx.Completion(adapter(server), limits=LIMITS).fit(sample,
+                                                                 np.random.default_rng(0))
+    assert len(server.requests) == 1
+    for rule in rules:
+        assert rule.info["reason"] == "client" and rule.info["client_calls"] == 0
+        assert rule.info["usage"]["calls"] == rule.info["usage"]["failed_calls"] == 0
+    assert "no API key" in rules[0].info["message"]
+    assert "control character" in rules[2].info["message"]
+    assert good.info["usage"]["calls"] == 1 and good.info["reason"] is None
+
+
 @pytest.mark.parametrize("body, content_type", [
     (b"<html><body>Bad gateway</body></html>", "text/html"),
     (b"[1, 2]", "application/json"),

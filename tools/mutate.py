@@ -1103,6 +1103,11 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/llm.py", "                 \"retries\": sum(c[\"retries\"] for c in live),",
            "                 \"retries\": sum(c[\"retries\"] for c in self.calls),",
            "a cached reply's old retries counted again", LLM),
+    Mutant("ai/llm.py", "            if exc.sent and not (isinstance(exc, BudgetExhausted) and exc.retries == 0):",
+           "            if not (isinstance(exc, BudgetExhausted) and exc.retries == 0):",
+           "a call refused for want of an API key counted as made",
+           ("tests/test_llm_clients.py::test_a_call_refused_for_want_of_a_key_is_not_counted_as_"
+            "made",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

@@ -123,6 +123,8 @@ class ClientError(RestrictivenessError, RuntimeError):
         Retries made before giving up.
     status : int, optional
         The last HTTP status, if the endpoint answered.
+    sent : bool
+        Whether any request was made (False: refused before sending, e.g. no API key).
 
     Attributes
     ----------
@@ -130,6 +132,8 @@ class ClientError(RestrictivenessError, RuntimeError):
         Retries made before giving up.
     status : int or None
         The last HTTP status, if the endpoint answered.
+    sent : bool
+        Whether any request was made; a fit's usage counts the call only then.
 
     Examples
     --------
@@ -145,9 +149,10 @@ class ClientError(RestrictivenessError, RuntimeError):
     429
     """
 
-    def __init__(self, message: str, retries: int = 0, status: int | None = None) -> None:
+    def __init__(self, message: str, retries: int = 0, status: int | None = None,
+                 sent: bool = True) -> None:
         super().__init__(message)
-        self.retries, self.status = retries, status
+        self.retries, self.status, self.sent = retries, status, sent
 
 
 #: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
@@ -1089,7 +1094,8 @@ class ChatAdapter:
             # with the key in its message, and the refusal was retried as a connection error
             where = "api_key=" if self.api_key else f"the environment variable {self.api_key_env}"
             raise ClientError(f"the API key in {where} contains a control character (a "
-                              "trailing newline?), which no HTTP header can carry; remove it")
+                              "trailing newline?), which no HTTP header can carry; remove it",
+                              sent=False)
         if key:
             return key
         if self.base_url != DEFAULT_BASE_URLS[self.provider]:
@@ -1097,7 +1103,7 @@ class ChatAdapter:
             # the SDKs insist on one; their documentation's convention is a placeholder
             return "EMPTY"
         raise ClientError(f"no API key for {self.base_url}: set the environment variable "
-                          f"{self.api_key_env} or pass api_key=")
+                          f"{self.api_key_env} or pass api_key=", sent=False)
 
     def check_api_key(self) -> None:
         """Raise ConfigurationError now if no API key can be found (calls would all fail).

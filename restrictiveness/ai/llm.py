@@ -830,8 +830,10 @@ class _LanguageModelProcedure(Procedure):
         try:
             reply = call_client(self.client, copy.deepcopy(messages), tools, tool_choice)
         except ClientError as exc:
-            if not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
-                log.add_failure(exc)  # (a request refused before any was sent is no call)
+            # a call refused before any request was sent (no API key, budget used up) is no
+            # call: usage counted one per fit that cost nothing
+            if exc.sent and not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
+                log.add_failure(exc)
             raise
         log.add(reply, cached=False)
         if cache is not None and identity is not None:
