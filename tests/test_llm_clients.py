@@ -1187,6 +1187,12 @@ def test_table_2_command_line(tmp_path, capsys):
      "unknown design"),
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--rounds", "3"],
      "--rounds: only with --agent"),
+    # a design named twice ran once without a word; 'all' beside a design was "unknown
+    # design(s) ['all']; choose from [...] or all"
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "neutral",
+      "econometrician", "neutral"], "--prompts names ['neutral'] more than once"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "all",
+      "econometrician"], "--prompts: 'all' names every design and stands alone"),
 ])
 def test_command_line_refuses_inconsistent_llm_options(argv, message, capsys):
     assert main(["replicate", "lottery", "-M", "2", "--dry-run", *argv]

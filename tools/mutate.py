@@ -1108,6 +1108,10 @@ MUTANTS: list[Mutant] = [
            "a call refused for want of an API key counted as made",
            ("tests/test_llm_clients.py::test_a_call_refused_for_want_of_a_key_is_not_counted_as_"
             "made",)),
+    Mutant("cli/replicate.py", "    if repeated:  # each design is one procedure: it ran once, without a word",
+           "    if False:  # each design is one procedure: it ran once, without a word",
+           "--prompts naming a design twice runs it once quietly",
+           ("tests/test_llm_clients.py::test_command_line_refuses_inconsistent_llm_options",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
