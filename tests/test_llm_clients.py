@@ -252,6 +252,36 @@ def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, m
     assert "RECOGNISABLE" not in "".join(traceback.format_exception(err.value))
 
 
+def test_a_reply_cut_at_the_token_limit_says_so(protocol):
+    """A reply cut off at max_tokens mid-program has no closed code block, and the fit failed
+    with 'the response contains no Python code block' alone (the stop reason only in the
+    calls' record): a limit too small failed every fit with nothing pointing at it."""
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    cut = "Here is my program:\n```python\nimport numpy as np\n\ndef predict(X_tr"
+    with ChatServer(protocol, lambda body: cut) as server:
+        payload = server.protocol_reply({"messages": []}, {"text": cut})
+        if protocol == "openai":
+            payload["choices"][0]["finish_reason"], stop = "length", "length"
+        else:
+            payload["stop_reason"], stop = "max_tokens", "max_tokens"
+        # an agent's tool round first, then its final reply cut off
+        call = {"id": "c1", "name": "run_python", "arguments": {"code": "print(1)"}}
+        tool = server.protocol_reply({"messages": []}, {"text": "", "tool_calls": [call]})
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (payload, tool, payload)]
+        llm = adapter(server, max_tokens=20)
+        rules = [make(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+                 for make in (rx.Completion, lambda c, **o: rx.Agent(c, rounds=1, **o))]
+        assert rules[1].info["rounds_used"] == 1 and len(server.requests) == 3
+        plain = rx.Completion(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+    for rule in rules:
+        assert rule.info["reason"] == "invalid-output"
+        assert rule.info["message"] == (
+            "invalid-output: the response contains no Python code block (the reply was cut "
+            f"off at the output-token limit, stop reason {stop!r}: raise max_tokens)")
+    # a reply that ended of itself without code says only that
+    assert plain.info["message"] == "invalid-output: the response contains no Python code block"
+
+
 def test_a_call_refused_for_want_of_a_key_is_not_counted_as_made(protocol, monkeypatch):
     """A fit whose adapter found no API key (or one with a control character) sent nothing,
     yet its usage recorded one failed call: Results.usage() showed as many calls as fits for a

@@ -1112,6 +1112,10 @@ MUTANTS: list[Mutant] = [
            "    if False:  # each design is one procedure: it ran once, without a word",
            "--prompts naming a design twice runs it once quietly",
            ("tests/test_llm_clients.py::test_command_line_refuses_inconsistent_llm_options",)),
+    Mutant("ai/llm.py", "            if calls[-1].get(\"stop_reason\") in (\"length\", \"max_tokens\"):",
+           "            if calls[0].get(\"stop_reason\") in (\"length\", \"max_tokens\"):",
+           "a reply cut at the token limit read from the first call, not the last",
+           ("tests/test_llm_clients.py::test_a_reply_cut_at_the_token_limit_says_so",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

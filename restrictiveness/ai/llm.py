@@ -850,8 +850,14 @@ class _LanguageModelProcedure(Procedure):
     def _program(self, code: str | None, sample: Sample, rng: np.random.Generator,
                  info: dict, files: Mapping[str, bytes] | None = None) -> Fitted:
         if code is None:
-            return _FailedRule(ProgramError("invalid-output", "the response contains no Python "
-                                                              "code block"),
+            why = "the response contains no Python code block"
+            calls = info.get("calls") or [{}]
+            if calls[-1].get("stop_reason") in ("length", "max_tokens"):
+                # a reply cut mid-block has no closed block: "no code block" alone sent the
+                # researcher looking at the prompt, not at the output-token limit
+                why += (" (the reply was cut off at the output-token limit, stop reason "
+                        f"{calls[-1]['stop_reason']!r}: raise max_tokens)")
+            return _FailedRule(ProgramError("invalid-output", why),
                                {**info, **describe_program("")})
         proc = ProgramProcedure(code, "predict", limits=self.limits,
                                 allowed_modules=self.allowed_modules, label=self.label,
