@@ -650,6 +650,27 @@ def test_a_timeout_beside_limits_is_refused_not_ignored():
 # ------------------------------------------------------------------ plan_calls
 
 
+def test_usage_counts_every_training_draw_as_a_fit():
+    """With K training draws per pseudo-truth the study sums a replication's usage into one
+    record, which Results.usage() counted as one fit: 2 replications of 3 draws showed 2 fits
+    for 6 calls, where failures() and plan_calls() say 6."""
+    import restrictiveness as rx
+    from restrictiveness.ai.budget import plan_calls
+    client = Scripted(None)
+    proc = Completion(client)
+    proc.draws = 3
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"llm": proc, "ols": OLS("y ~ x1 + x2")},
+                     baseline=OLS("y ~ x1"), n=[6, 9], replications=2, draws=3)
+    with pytest.warns(rx.FailureWarning, match="llm failed in 12 of 12 fits"):
+        res = study.run(progress=False)
+    usage = res.usage()
+    assert client.calls == 12
+    assert usage["fits"].tolist() == [6, 6] == res.failures().loc["llm", "fits"].tolist()
+    assert usage["calls"].tolist() == [6, 6] and plan_calls(study).loc["llm", "fits"] == 12
+
+
 def test_plan_calls_counts_fits_calls_tokens_and_cost(tmp_path):
     """The plan before a paid run: fits, cached first requests, the calls' range, the input
     tokens of the first requests the client would be sent, and their input price."""

@@ -1116,6 +1116,10 @@ MUTANTS: list[Mutant] = [
            "            if calls[0].get(\"stop_reason\") in (\"length\", \"max_tokens\"):",
            "a reply cut at the token limit read from the first call, not the last",
            ("tests/test_llm_clients.py::test_a_reply_cut_at_the_token_limit_says_so",)),
+    Mutant("engine/results.py", "                    record = {\"procedure\": label, \"n\": n, \"fits\": int(count),",
+           "                    record = {\"procedure\": label, \"n\": n, \"fits\": 1,",
+           "usage counts a replication's K training draws as one fit",
+           ("tests/test_llm.py::test_usage_counts_every_training_draw_as_a_fit",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
