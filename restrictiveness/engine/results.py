@@ -619,7 +619,8 @@ class Results(SensitivityMixin):
 
         Totals of the ``"usage"`` record of each fit (summed over training draws by the study):
         ``fits`` (fits with a usage record, each training draw one), ``calls`` (requests
-        actually made, including ``failed_calls``; cached replies are counted in ``cached_calls`` and cost nothing),
+        actually made, including ``failed_calls``; cached replies are counted in
+        ``cached_calls`` and cost nothing),
         ``unreported_calls`` (answered calls whose token counts the endpoint did not report),
         ``retries``,
         ``input_tokens``, ``output_tokens`` and ``seconds`` (wall time of the calls). Only
