@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sys
 
 import numpy as np
@@ -621,6 +622,31 @@ def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
     with pytest.raises(ConfigurationError, match=f"{option} must be a whole number"):
         Agent(lambda messages: "", **{option: value})
     assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("run_at_fit", "no", "run_at_fit must be True or False, got 'no'"),
+    ("record_transcript", "no", "record_transcript must be True or False"),
+    ("total_seconds", "100", "total_seconds must be a positive number of seconds, got '100'"),
+    ("total_seconds", True, "total_seconds must be a positive number of seconds, got True"),
+    ("total_seconds", None, "total_seconds must be a positive number"),
+    ("target", None, "target must be a nonempty text"),
+    ("description", 5, "description must be a text or None, got int")])
+def test_language_model_options_it_cannot_honour_are_refused(option, value, message):
+    """run_at_fit='no' and record_transcript='no' were read as True (bool of a nonempty text),
+    total_seconds=True as a one-second budget and '100' or None failed with a bare TypeError,
+    and target=None asked the model for 'the best prediction algorithm you can for None.'."""
+    from restrictiveness.ai.programs import ProgramProcedure
+    makers = [lambda **kw: Agent(lambda m: "", model="m", **kw)]
+    if option in ("run_at_fit", "target", "description"):
+        makers.append(lambda **kw: Completion(lambda m: "", model="m", **kw))
+    if option == "run_at_fit":
+        makers.append(lambda **kw: ProgramProcedure("x = 1", **kw))
+    for make in makers:
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            make(**{option: value})
+    assert Agent(lambda m: "", total_seconds=float("inf")).total_seconds == float("inf")
+    assert Agent(lambda m: "", run_at_fit=np.bool_(False)).run_at_fit is False
 
 
 def test_a_timeout_beside_limits_is_refused_not_ignored():

@@ -1120,6 +1120,10 @@ MUTANTS: list[Mutant] = [
            "                    record = {\"procedure\": label, \"n\": n, \"fits\": 1,",
            "usage counts a replication's K training draws as one fit",
            ("tests/test_llm.py::test_usage_counts_every_training_draw_as_a_fit",)),
+    Mutant("ai/llm.py", "        self.run_at_fit = flag(run_at_fit, \"run_at_fit\")  # \"no\" was True",
+           "        self.run_at_fit = bool(run_at_fit)  # \"no\" was True",
+           "run_at_fit='no' read as True",
+           ("tests/test_llm.py::test_language_model_options_it_cannot_honour_are_refused",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
