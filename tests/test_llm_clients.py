@@ -282,6 +282,34 @@ def test_a_reply_cut_at_the_token_limit_says_so(protocol):
     assert plain.info["message"] == "invalid-output: the response contains no Python code block"
 
 
+def test_an_unset_key_variable_named_by_the_user_is_an_error_at_any_endpoint(protocol,
+                                                                              monkeypatch):
+    """A server other than the provider's gets a placeholder key when none is set; with
+    api_key_env naming the user's own variable (a hosted compatible endpoint, --api-key-env on
+    the command line) an unset variable sent the placeholder too, check_api_key passed, and
+    every request was refused (HTTP 401) without naming the variable."""
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    monkeypatch.delenv(f"{protocol.upper()}_API_KEY", raising=False)
+    with ChatServer(protocol, lambda body: "ok") as server:
+        named = adapter(server, api_key_env="RX_NO_SUCH_KEY")
+        with pytest.raises(ConfigurationError, match="set the environment variable "
+                                                     "RX_NO_SUCH_KEY"):
+            named.check_api_key()
+        with pytest.raises(rx.llm.ClientError, match="no API key") as err:
+            named.chat([{"role": "user", "content": "hi"}])
+        assert not err.value.sent and not server.requests
+        assert adapter(server).chat([{"role": "user", "content": "hi"}]).text == "ok"
+        monkeypatch.setenv("RX_NO_SUCH_KEY", "sk-mine")
+        assert named.chat([{"role": "user", "content": "hi"}]).text == "ok"
+    headers = [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
+    keys = [h.get("authorization", h.get("x-api-key")) for h in headers]
+    assert [k.removeprefix("Bearer ") for k in keys] == ["EMPTY", "sk-mine"]
+    argv = ["replicate", "lottery", "-M", "2", "--llm", f"{protocol}:m", "--base-url",
+            server.base_url, "--api-key-env", "RX_NO_SUCH_KEY"]
+    monkeypatch.delenv("RX_NO_SUCH_KEY")
+    assert main(argv) == 2
+
+
 def test_a_call_refused_for_want_of_a_key_is_not_counted_as_made(protocol, monkeypatch):
     """A fit whose adapter found no API key (or one with a control character) sent nothing,
     yet its usage recorded one failed call: Results.usage() showed as many calls as fits for a

@@ -1124,6 +1124,10 @@ MUTANTS: list[Mutant] = [
            "        self.run_at_fit = bool(run_at_fit)  # \"no\" was True",
            "run_at_fit='no' read as True",
            ("tests/test_llm.py::test_language_model_options_it_cannot_honour_are_refused",)),
+    Mutant("ai/clients.py", "                self.api_key_env == DEFAULT_KEY_ENVS[self.provider]:",
+           "                True:", "an unset key variable the user named sends a placeholder",
+           ("tests/test_llm_clients.py::test_an_unset_key_variable_named_by_the_user_is_an_error_"
+            "at_any_endpoint",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

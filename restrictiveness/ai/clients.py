@@ -95,6 +95,9 @@ __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall"
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
                      "anthropic": "https://api.anthropic.com"}
 
+#: The environment variables the adapters read the API key from by default.
+DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -1098,9 +1101,12 @@ class ChatAdapter:
                               sent=False)
         if key:
             return key
-        if self.base_url != DEFAULT_BASE_URLS[self.provider]:
+        if self.base_url != DEFAULT_BASE_URLS[self.provider] and \
+                self.api_key_env == DEFAULT_KEY_ENVS[self.provider]:
             # self-hosted OpenAI-compatible servers (vLLM, llama.cpp, Ollama) need no key, but
-            # the SDKs insist on one; their documentation's convention is a placeholder
+            # the SDKs insist on one; their documentation's convention is a placeholder (not
+            # when the user named a variable of their own: an unset one sent the placeholder,
+            # and every request was refused with HTTP 401 naming no variable)
             return "EMPTY"
         raise ClientError(f"no API key for {self.base_url}: set the environment variable "
                           f"{self.api_key_env} or pass api_key=", sent=False)
@@ -1117,7 +1123,8 @@ class ChatAdapter:
         restrictiveness.shared.exceptions.ConfigurationError: no API key ... RX_EXAMPLE_NO_KEY ...
         >>> OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1").check_api_key()
 
-        (A server other than the provider's needs no key.)
+        (A server other than the provider's needs no key, unless ``api_key_env`` names a
+        variable other than the default: an unset one is then an error.)
         """
         try:
             self._key()
@@ -1319,7 +1326,8 @@ class OpenAIChat(ChatAdapter):
         Model id, e.g. ``"gpt-4o"`` or the name a local server gives its model.
     base_url : str, optional
         Endpoint, e.g. ``"http://localhost:8000/v1"`` for vLLM (default: ``OPENAI_BASE_URL``
-        or OpenAI's). A server at another address needs no API key.
+        or OpenAI's). A server at another address needs no API key (a placeholder is sent),
+        unless ``api_key_env`` names a variable of your own, which must then be set.
     api_key : str, optional
         Default: the environment variable ``api_key_env``.
     api_key_env : str
