@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sys
 
 import numpy as np
@@ -623,6 +624,31 @@ def test_agent_byte_and_character_budgets_are_whole_numbers(option, value):
     assert Agent(lambda messages: "", **{option: 20_000}).__dict__[option] == 20_000
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("run_at_fit", "no", "run_at_fit must be True or False, got 'no'"),
+    ("record_transcript", "no", "record_transcript must be True or False"),
+    ("total_seconds", "100", "total_seconds must be a positive number of seconds, got '100'"),
+    ("total_seconds", True, "total_seconds must be a positive number of seconds, got True"),
+    ("total_seconds", None, "total_seconds must be a positive number"),
+    ("target", None, "target must be a nonempty text"),
+    ("description", 5, "description must be a text or None, got int")])
+def test_language_model_options_it_cannot_honour_are_refused(option, value, message):
+    """run_at_fit='no' and record_transcript='no' were read as True (bool of a nonempty text),
+    total_seconds=True as a one-second budget and '100' or None failed with a bare TypeError,
+    and target=None asked the model for 'the best prediction algorithm you can for None.'."""
+    from restrictiveness.ai.programs import ProgramProcedure
+    makers = [lambda **kw: Agent(lambda m: "", model="m", **kw)]
+    if option in ("run_at_fit", "target", "description"):
+        makers.append(lambda **kw: Completion(lambda m: "", model="m", **kw))
+    if option == "run_at_fit":
+        makers.append(lambda **kw: ProgramProcedure("x = 1", **kw))
+    for make in makers:
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            make(**{option: value})
+    assert Agent(lambda m: "", total_seconds=float("inf")).total_seconds == float("inf")
+    assert Agent(lambda m: "", run_at_fit=np.bool_(False)).run_at_fit is False
+
+
 def test_a_timeout_beside_limits_is_refused_not_ignored():
     """timeout=5 beside limits=SandboxLimits(...) ran with the limits' wall clock (600 s by
     default), the timeout ignored; a timeout the limits do not share is refused."""
@@ -648,6 +674,27 @@ def test_a_timeout_beside_limits_is_refused_not_ignored():
 
 
 # ------------------------------------------------------------------ plan_calls
+
+
+def test_usage_counts_every_training_draw_as_a_fit():
+    """With K training draws per pseudo-truth the study sums a replication's usage into one
+    record, which Results.usage() counted as one fit: 2 replications of 3 draws showed 2 fits
+    for 6 calls, where failures() and plan_calls() say 6."""
+    import restrictiveness as rx
+    from restrictiveness.ai.budget import plan_calls
+    client = Scripted(None)
+    proc = Completion(client)
+    proc.draws = 3
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=20), {"llm": proc, "ols": OLS("y ~ x1 + x2")},
+                     baseline=OLS("y ~ x1"), n=[6, 9], replications=2, draws=3)
+    with pytest.warns(rx.FailureWarning, match="llm failed in 12 of 12 fits"):
+        res = study.run(progress=False)
+    usage = res.usage()
+    assert client.calls == 12
+    assert usage["fits"].tolist() == [6, 6] == res.failures().loc["llm", "fits"].tolist()
+    assert usage["calls"].tolist() == [6, 6] and plan_calls(study).loc["llm", "fits"] == 12
 
 
 def test_plan_calls_counts_fits_calls_tokens_and_cost(tmp_path):
@@ -683,3 +730,29 @@ def test_plan_calls_counts_fits_calls_tokens_and_cost(tmp_path):
     assert plan.loc["A", ["fits", "cached", "calls_min", "calls_max"]].tolist() == \
         [6, 2, 4, 4 * 4 + 2 * 3]
     assert "cost_min" not in plan
+
+
+def test_a_study_of_agents_has_the_same_configuration_in_every_session():
+    """Agent.tool_modules (and any allow-list given to a program procedure) was a frozenset,
+    whose repr orders its members by the interpreter's hash seed: the study's configuration,
+    which a checkpoint must match, differed in every new session, so an interrupted Agent run
+    could not resume (CheckpointError: 'written by a different study configuration')."""
+    import subprocess
+
+    script = (
+        "import restrictiveness as rx\n"
+        "from restrictiveness.engine.checkpoint import configuration_hash\n"
+        "procs = {'A': rx.Agent(print, model='m', tool_protocol='text'),\n"
+        "         'C': rx.Completion(print, model='m', allowed_modules=['numpy', 'math', 're']),\n"
+        "         'P': rx.ProgramProcedure('x = 1', allowed_modules=['numpy', 'json', 'os'])}\n"
+        "study = rx.lottery.study(procs, n=[10], replications=2, n_eval=10)\n"
+        "print(configuration_hash(study.configuration()))\n"
+        "print(repr(procs['C']).split('allowed_modules=')[1].split(')')[0])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.environ.get("PYTHONPATH", "")])}
+    outs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env={**env, "PYTHONHASHSEED": seed}, check=True).stdout.split("\n")
+            for seed in ("1", "2", "3")]
+    assert outs[0][0] == outs[1][0] == outs[2][0]
+    assert outs[0][1] == "frozenset({'math', 'numpy', 're'}"

@@ -252,6 +252,88 @@ def test_an_api_key_with_a_control_character_is_refused_by_name(protocol, key, m
     assert "RECOGNISABLE" not in "".join(traceback.format_exception(err.value))
 
 
+def test_a_reply_cut_at_the_token_limit_says_so(protocol):
+    """A reply cut off at max_tokens mid-program has no closed code block, and the fit failed
+    with 'the response contains no Python code block' alone (the stop reason only in the
+    calls' record): a limit too small failed every fit with nothing pointing at it."""
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    cut = "Here is my program:\n```python\nimport numpy as np\n\ndef predict(X_tr"
+    with ChatServer(protocol, lambda body: cut) as server:
+        payload = server.protocol_reply({"messages": []}, {"text": cut})
+        if protocol == "openai":
+            payload["choices"][0]["finish_reason"], stop = "length", "length"
+        else:
+            payload["stop_reason"], stop = "max_tokens", "max_tokens"
+        # an agent's tool round first, then its final reply cut off
+        call = {"id": "c1", "name": "run_python", "arguments": {"code": "print(1)"}}
+        tool = server.protocol_reply({"messages": []}, {"text": "", "tool_calls": [call]})
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (payload, tool, payload)]
+        llm = adapter(server, max_tokens=20)
+        rules = [make(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+                 for make in (rx.Completion, lambda c, **o: rx.Agent(c, rounds=1, **o))]
+        assert rules[1].info["rounds_used"] == 1 and len(server.requests) == 3
+        plain = rx.Completion(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+    for rule in rules:
+        assert rule.info["reason"] == "invalid-output"
+        assert rule.info["message"] == (
+            "invalid-output: the response contains no Python code block (the reply was cut "
+            f"off at the output-token limit, stop reason {stop!r}: raise max_tokens)")
+    # a reply that ended of itself without code says only that
+    assert plain.info["message"] == "invalid-output: the response contains no Python code block"
+
+
+def test_an_unset_key_variable_named_by_the_user_is_an_error_at_any_endpoint(protocol,
+                                                                              monkeypatch):
+    """A server other than the provider's gets a placeholder key when none is set; with
+    api_key_env naming the user's own variable (a hosted compatible endpoint, --api-key-env on
+    the command line) an unset variable sent the placeholder too, check_api_key passed, and
+    every request was refused (HTTP 401) without naming the variable."""
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    monkeypatch.delenv(f"{protocol.upper()}_API_KEY", raising=False)
+    with ChatServer(protocol, lambda body: "ok") as server:
+        named = adapter(server, api_key_env="RX_NO_SUCH_KEY")
+        with pytest.raises(ConfigurationError, match="set the environment variable "
+                                                     "RX_NO_SUCH_KEY"):
+            named.check_api_key()
+        with pytest.raises(rx.llm.ClientError, match="no API key") as err:
+            named.chat([{"role": "user", "content": "hi"}])
+        assert not err.value.sent and not server.requests
+        assert adapter(server).chat([{"role": "user", "content": "hi"}]).text == "ok"
+        monkeypatch.setenv("RX_NO_SUCH_KEY", "sk-mine")
+        assert named.chat([{"role": "user", "content": "hi"}]).text == "ok"
+    headers = [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
+    keys = [h.get("authorization", h.get("x-api-key")) for h in headers]
+    assert [k.removeprefix("Bearer ") for k in keys] == ["EMPTY", "sk-mine"]
+    argv = ["replicate", "lottery", "-M", "2", "--llm", f"{protocol}:m", "--base-url",
+            server.base_url, "--api-key-env", "RX_NO_SUCH_KEY"]
+    monkeypatch.delenv("RX_NO_SUCH_KEY")
+    assert main(argv) == 2
+
+
+def test_a_call_refused_for_want_of_a_key_is_not_counted_as_made(protocol, monkeypatch):
+    """A fit whose adapter found no API key (or one with a control character) sent nothing,
+    yet its usage recorded one failed call: Results.usage() showed as many calls as fits for a
+    run that made no request (a budget refusal already counted none)."""
+    monkeypatch.delenv("RX_NO_SUCH_KEY", raising=False)
+    monkeypatch.setenv("RX_BAD_KEY", "sk-test\n")
+    sample = Sample(np.arange(10.0).reshape(5, 2), np.arange(5.0), ("a", "b"))
+    cls = rx.llm.OpenAIChat if protocol == "openai" else rx.llm.AnthropicChat
+    with ChatServer(protocol, lambda body: fenced(MEAN_PROGRAM)) as server:
+        clients = [cls("m", api_key_env="RX_NO_SUCH_KEY"),      # the provider's own endpoint
+                   adapter(server, api_key_env="RX_BAD_KEY")]
+        rules = [make(llm, limits=LIMITS).fit(sample, np.random.default_rng(0))
+                 for llm in clients for make in (rx.Completion, rx.Agent)]
+        good = rx.Completion(adapter(server), limits=LIMITS).fit(sample,
+                                                                 np.random.default_rng(0))
+    assert len(server.requests) == 1
+    for rule in rules:
+        assert rule.info["reason"] == "client" and rule.info["client_calls"] == 0
+        assert rule.info["usage"]["calls"] == rule.info["usage"]["failed_calls"] == 0
+    assert "no API key" in rules[0].info["message"]
+    assert "control character" in rules[2].info["message"]
+    assert good.info["usage"]["calls"] == 1 and good.info["reason"] is None
+
+
 @pytest.mark.parametrize("body, content_type", [
     (b"<html><body>Bad gateway</body></html>", "text/html"),
     (b"[1, 2]", "application/json"),
@@ -1163,6 +1245,12 @@ def test_table_2_command_line(tmp_path, capsys):
      "unknown design"),
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--rounds", "3"],
      "--rounds: only with --agent"),
+    # a design named twice ran once without a word; 'all' beside a design was "unknown
+    # design(s) ['all']; choose from [...] or all"
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "neutral",
+      "econometrician", "neutral"], "--prompts names ['neutral'] more than once"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "all",
+      "econometrician"], "--prompts: 'all' names every design and stands alone"),
 ])
 def test_command_line_refuses_inconsistent_llm_options(argv, message, capsys):
     assert main(["replicate", "lottery", "-M", "2", "--dry-run", *argv]

@@ -95,6 +95,9 @@ __all__ = ["ChatAdapter", "OpenAIChat", "AnthropicChat", "ChatReply", "ToolCall"
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1",
                      "anthropic": "https://api.anthropic.com"}
 
+#: The environment variables the adapters read the API key from by default.
+DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
 #: HTTP statuses retried besides 5xx: request timeout, conflict (lock contention), rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -123,6 +126,8 @@ class ClientError(RestrictivenessError, RuntimeError):
         Retries made before giving up.
     status : int, optional
         The last HTTP status, if the endpoint answered.
+    sent : bool
+        Whether any request was made (False: refused before sending, e.g. no API key).
 
     Attributes
     ----------
@@ -130,6 +135,8 @@ class ClientError(RestrictivenessError, RuntimeError):
         Retries made before giving up.
     status : int or None
         The last HTTP status, if the endpoint answered.
+    sent : bool
+        Whether any request was made; a fit's usage counts the call only then.
 
     Examples
     --------
@@ -145,9 +152,10 @@ class ClientError(RestrictivenessError, RuntimeError):
     429
     """
 
-    def __init__(self, message: str, retries: int = 0, status: int | None = None) -> None:
+    def __init__(self, message: str, retries: int = 0, status: int | None = None,
+                 sent: bool = True) -> None:
         super().__init__(message)
-        self.retries, self.status = retries, status
+        self.retries, self.status, self.sent = retries, status, sent
 
 
 #: Lone UTF-16 surrogates: JSON admits them ("\udcff"), but no file, hash or netCDF can encode
@@ -1089,15 +1097,19 @@ class ChatAdapter:
             # with the key in its message, and the refusal was retried as a connection error
             where = "api_key=" if self.api_key else f"the environment variable {self.api_key_env}"
             raise ClientError(f"the API key in {where} contains a control character (a "
-                              "trailing newline?), which no HTTP header can carry; remove it")
+                              "trailing newline?), which no HTTP header can carry; remove it",
+                              sent=False)
         if key:
             return key
-        if self.base_url != DEFAULT_BASE_URLS[self.provider]:
+        if self.base_url != DEFAULT_BASE_URLS[self.provider] and \
+                self.api_key_env == DEFAULT_KEY_ENVS[self.provider]:
             # self-hosted OpenAI-compatible servers (vLLM, llama.cpp, Ollama) need no key, but
-            # the SDKs insist on one; their documentation's convention is a placeholder
+            # the SDKs insist on one; their documentation's convention is a placeholder (not
+            # when the user named a variable of their own: an unset one sent the placeholder,
+            # and every request was refused with HTTP 401 naming no variable)
             return "EMPTY"
         raise ClientError(f"no API key for {self.base_url}: set the environment variable "
-                          f"{self.api_key_env} or pass api_key=")
+                          f"{self.api_key_env} or pass api_key=", sent=False)
 
     def check_api_key(self) -> None:
         """Raise ConfigurationError now if no API key can be found (calls would all fail).
@@ -1111,7 +1123,8 @@ class ChatAdapter:
         restrictiveness.shared.exceptions.ConfigurationError: no API key ... RX_EXAMPLE_NO_KEY ...
         >>> OpenAIChat("llama-3.1-8b", base_url="http://localhost:8000/v1").check_api_key()
 
-        (A server other than the provider's needs no key.)
+        (A server other than the provider's needs no key, unless ``api_key_env`` names a
+        variable other than the default: an unset one is then an error.)
         """
         try:
             self._key()
@@ -1313,7 +1326,8 @@ class OpenAIChat(ChatAdapter):
         Model id, e.g. ``"gpt-4o"`` or the name a local server gives its model.
     base_url : str, optional
         Endpoint, e.g. ``"http://localhost:8000/v1"`` for vLLM (default: ``OPENAI_BASE_URL``
-        or OpenAI's). A server at another address needs no API key.
+        or OpenAI's). A server at another address needs no API key (a placeholder is sent),
+        unless ``api_key_env`` names a variable of your own, which must then be set.
     api_key : str, optional
         Default: the environment variable ``api_key_env``.
     api_key_env : str

@@ -64,7 +64,7 @@ from typing import Literal
 import numpy as np
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared.checks import whole_number
+from ..shared.checks import flag, whole_number
 from ..shared.exceptions import ConfigurationError
 from ..shared.sample import Sample
 from .clients import (
@@ -77,6 +77,7 @@ from .clients import (
     OpenAIChat,
     Tool,
     ToolCall,
+    _is_real,
     call_client,
 )
 from .programs import ProgramError, ProgramProcedure, describe_program, run_limits
@@ -798,6 +799,13 @@ class _LanguageModelProcedure(Procedure):
         # a custom client's identity without a model id (or an empty one) has none: a cache
         # is then refused below, not a KeyError here or a failure at every fit's first call
         self.model = None if self.identity is None else self.identity.get("model") or None
+        # a target of None read "... prediction algorithm you can for None."
+        if not isinstance(target, str) or not target.strip():
+            raise ConfigurationError(f"target must be a nonempty text (what is predicted, e.g. "
+                                     f"'certainty equivalents'), got {target!r}")
+        if description is not None and not isinstance(description, str):
+            raise ConfigurationError(f"description must be a text or None, got "
+                                     f"{type(description).__name__}")
         self.target, self.description = target, description
         self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
@@ -813,7 +821,7 @@ class _LanguageModelProcedure(Procedure):
         self.cache = None if cache is None else str(cache.path)
         if label is not None:
             self.label = label
-        self.run_at_fit = bool(run_at_fit)
+        self.run_at_fit = flag(run_at_fit, "run_at_fit")  # "no" was True
 
     def _ask(self, messages: list[dict], log: _CallLog, tools: Sequence[Tool] | None = None,
              tool_choice: Literal["auto", "none"] = "auto") -> ChatReply:
@@ -830,8 +838,10 @@ class _LanguageModelProcedure(Procedure):
         try:
             reply = call_client(self.client, copy.deepcopy(messages), tools, tool_choice)
         except ClientError as exc:
-            if not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
-                log.add_failure(exc)  # (a request refused before any was sent is no call)
+            # a call refused before any request was sent (no API key, budget used up) is no
+            # call: usage counted one per fit that cost nothing
+            if exc.sent and not (isinstance(exc, BudgetExhausted) and exc.retries == 0):
+                log.add_failure(exc)
             raise
         log.add(reply, cached=False)
         if cache is not None and identity is not None:
@@ -848,8 +858,14 @@ class _LanguageModelProcedure(Procedure):
     def _program(self, code: str | None, sample: Sample, rng: np.random.Generator,
                  info: dict, files: Mapping[str, bytes] | None = None) -> Fitted:
         if code is None:
-            return _FailedRule(ProgramError("invalid-output", "the response contains no Python "
-                                                              "code block"),
+            why = "the response contains no Python code block"
+            calls = info.get("calls") or [{}]
+            if calls[-1].get("stop_reason") in ("length", "max_tokens"):
+                # a reply cut mid-block has no closed block: "no code block" alone sent the
+                # researcher looking at the prompt, not at the output-token limit
+                why += (" (the reply was cut off at the output-token limit, stop reason "
+                        f"{calls[-1]['stop_reason']!r}: raise max_tokens)")
+            return _FailedRule(ProgramError("invalid-output", why),
                                {**info, **describe_program("")})
         proc = ProgramProcedure(code, "predict", limits=self.limits,
                                 allowed_modules=self.allowed_modules, label=self.label,
@@ -1110,10 +1126,12 @@ class Agent(_LanguageModelProcedure):
                  tool_protocol: str = "auto") -> None:
         super().__init__(client, prompt, model, target, description, timeout, limits,
                          allowed_modules, cache, label, run_at_fit)
-        self.record_transcript = bool(record_transcript)
+        self.record_transcript = flag(record_transcript, "record_transcript")
         rounds = whole_number(rounds, "rounds", minimum=0)  # None was a bare TypeError
-        if not total_seconds > 0:
-            raise ConfigurationError(f"total_seconds must be positive, got {total_seconds!r}")
+        # "100" and None were a bare TypeError, True a budget of 1 s (inf: no limit)
+        if not (_is_real(total_seconds) and total_seconds > 0):
+            raise ConfigurationError(f"total_seconds must be a positive number of seconds, got "
+                                     f"{total_seconds!r}")
         # 1000.7 was truncated, and max_file_bytes=-1 (meant as "no limit") handed the
         # returned program none of the files the agent saved
         tool_chars = whole_number(tool_chars, "tool_chars", minimum=101)
@@ -1132,9 +1150,9 @@ class Agent(_LanguageModelProcedure):
             int(tool_chars)
         self.tool_limits = run_limits(tool_timeout, tool_limits, 120.0,
                                       ("tool_timeout", "tool_limits"))
-        self.tool_modules = module_names(tool_modules, "tool_modules") \
-            if tool_modules is not None else \
-            frozenset(DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES)
+        self.tool_modules = module_names(
+            DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES if tool_modules is None
+            else tool_modules, "tool_modules")
         self.max_file_bytes = whole_number(max_file_bytes, "max_file_bytes", minimum=0)
 
     def _snapshot(self, work: Path) -> tuple[dict[str, bytes], dict[str, str]]:

@@ -57,6 +57,7 @@ import numpy as np
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared import pyast
+from ..shared.checks import flag
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.sample import Sample
 from .sandbox import SandboxLimits, SandboxResult, run_python
@@ -346,7 +347,8 @@ class ProgramProcedure(Procedure):
         self.limits = run_limits(timeout, limits)
         self.allowed_modules = None if allowed_modules is None else \
             module_names(allowed_modules)
-        self.run_at_fit, self.allow_nonfinite = bool(run_at_fit), bool(allow_nonfinite)
+        self.run_at_fit = flag(run_at_fit, "run_at_fit")  # "no" was True
+        self.allow_nonfinite = flag(allow_nonfinite, "allow_nonfinite")
         self.files = file_contents(files) or None  # refused here, not in every fit
         if label is not None:
             self.label = label

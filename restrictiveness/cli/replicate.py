@@ -138,6 +138,13 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
             raise ConfigurationError(str(exc).replace(
                 "or pass api_key=", "(or name another with --api-key-env NAME)")) from None
     designs = args.prompts or ["neutral"]
+    if "all" in designs and len(designs) > 1:  # was "unknown design(s) ['all'] ... or all"
+        raise ConfigurationError(f"--prompts: 'all' names every design and stands alone, got "
+                                 f"{' '.join(designs)}")
+    repeated = sorted({d for d in designs if designs.count(d) > 1})
+    if repeated:  # each design is one procedure: it ran once, without a word
+        raise ConfigurationError(f"--prompts names {repeated} more than once; name each design "
+                                 "once")
     designs = list(llm.PROMPTS) if designs == ["all"] else designs
     unknown = [d for d in designs if d not in llm.PROMPTS]
     if unknown:

@@ -618,8 +618,9 @@ class Results(SensitivityMixin):
         """Model calls, tokens, retries and call seconds by procedure and n (language models).
 
         Totals of the ``"usage"`` record of each fit (summed over training draws by the study):
-        ``fits`` (fits with a usage record), ``calls`` (requests actually made, including
-        ``failed_calls``; cached replies are counted in ``cached_calls`` and cost nothing),
+        ``fits`` (fits with a usage record, each training draw one), ``calls`` (requests
+        actually made, including ``failed_calls``; cached replies are counted in
+        ``cached_calls`` and cost nothing),
         ``unreported_calls`` (answered calls whose token counts the endpoint did not report),
         ``retries``,
         ``input_tokens``, ``output_tokens`` and ``seconds`` (wall time of the calls). Only
@@ -658,15 +659,20 @@ class Results(SensitivityMixin):
         """
         rows = []
         ds = self.dataset
+        # a record holds the usage of its replication's draws (summed by the study): it counts
+        # as that many fits, as in failures() (it counted as one, so K = 3 draws showed a third)
+        loss = ds["loss"].isel(discrepancy=0).notnull()
+        drawn = loss.sum("draw") if "draw" in loss.dims else loss
         for label in self.procedures:
             cells = ds["fit_info"].sel(procedure=label).transpose("n", "replication").values
-            for n, row in zip(self.ns, cells, strict=True):
-                for text in row:
+            counts = drawn.sel(procedure=label).transpose("n", "replication").values
+            for n, row, fits in zip(self.ns, cells, counts, strict=True):
+                for text, count in zip(row, fits, strict=True):
                     info = json.loads(str(text) or "{}")
                     usage = info.get("usage") if isinstance(info, dict) else None
                     if not isinstance(usage, dict):
                         continue
-                    record = {"procedure": label, "n": n, "fits": 1,
+                    record = {"procedure": label, "n": n, "fits": int(count),
                               **{k: usage.get(k, 0) for k in USAGE_KEYS}}
                     if prices is not None:
                         p_in, p_out = price_per_token(prices, info.get("model"))

@@ -16,7 +16,8 @@ import pandas as pd
 
 from .exceptions import ConfigurationError, DataError
 
-__all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "probability", "labelled",
+__all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "flag", "probability",
+           "labelled",
            "keywords_of", "known_keywords", "numeric_column", "numeric_columns",
            "aligned_by_label", "real_predictions", "ids_of_one_type"]
 
@@ -77,6 +78,23 @@ def is_whole(value: object) -> bool:
         return False
     return isinstance(value, numbers.Integral) or (
         isinstance(value, numbers.Real) and float(value).is_integer())  # False for nan, inf
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` as a bool, refused unless it is one (``bool("no")`` is True).
+
+    Examples
+    --------
+    >>> flag(False, "run_at_fit")
+    False
+    >>> flag("no", "run_at_fit")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: run_at_fit must be True or False, got 'no'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def is_positive(value: object) -> bool:

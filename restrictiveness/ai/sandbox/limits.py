@@ -36,6 +36,24 @@ DEFAULT_ALLOWED_MODULES = frozenset({
 SCIENTIFIC_MODULES = frozenset({"scipy", "pandas", "sklearn"})
 
 
+class ModuleNames(frozenset):
+    """A set of module names whose ``repr`` lists them sorted.
+
+    A procedure's ``repr`` identifies it in a study's configuration, which a checkpoint must
+    match to resume; a plain frozenset of strings shows its members in an order that changes
+    with each interpreter's hash seed, so a checkpoint of an Agent (or of any procedure given
+    an allow-list) was refused in every new session as written by another study.
+
+    Examples
+    --------
+    >>> ModuleNames({"numpy", "math", "json"})
+    frozenset({'json', 'math', 'numpy'})
+    """
+
+    def __repr__(self) -> str:
+        return f"frozenset({{{', '.join(map(repr, sorted(self)))}}})" if self else "frozenset()"
+
+
 def module_names(modules: Iterable[str], name: str = "allowed_modules") -> frozenset[str]:
     """An import allow-list as a set of module names; a bare string is refused.
 
@@ -48,8 +66,8 @@ def module_names(modules: Iterable[str], name: str = "allowed_modules") -> froze
 
     Returns
     -------
-    frozenset of str
-        The names.
+    ModuleNames
+        The names (a frozenset whose ``repr`` is sorted).
 
     Raises
     ------
@@ -81,7 +99,7 @@ def module_names(modules: Iterable[str], name: str = "allowed_modules") -> froze
                  not all(part.isidentifier() for part in m.split(".")))
     if bad:
         raise ConfigurationError(f"{name}: {', '.join(bad)} is not a module name")
-    return names
+    return ModuleNames(names)
 
 
 def file_contents(files: Mapping[str, bytes] | None) -> dict[str, bytes]:
