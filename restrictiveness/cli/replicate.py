@@ -492,8 +492,8 @@ def run(args: argparse.Namespace) -> int:
         print_usage(res, args)
         if quick:
             print("\n" + QUICK_NOTE)
-        secs = float(np.nansum(res.dataset["seconds"].values))
-        print(f"\nfit time (all procedures, summed over replications): {secs:.1f} s")
+        secs = float(np.nansum(res.timings()["total_seconds"].values))
+        print(f"\nfit time (all procedures, summed over replications and draws): {secs:.1f} s")
         outputs.write(res, res.summary(), table=lambda: estimates_table(res),
                       plot=lambda ax: res.plot_profile(ax=ax))
     return study_status(res, args)
