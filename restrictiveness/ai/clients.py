@@ -463,6 +463,9 @@ class BudgetExhausted(ClientError):
         Retries the call had made before its next request was refused.
     status : int, optional
         Always None: the refused request was not sent.
+    sent : bool
+        As for :class:`ClientError`; a fit's usage counts the call when it had sent requests
+        before the refused one (``retries > 0``).
 
     Examples
     --------

@@ -631,8 +631,9 @@ class FiniteSet(Domain):
         if not self.replace and size > positive:
             raise DomainError(
                 f"cannot draw n={size} distinct locations from a finite set of "
-                f"{positive} points of positive weight ({len(self.points)} points); lower n or "
-                "sample with replace=True"
+                f"{len(self.points)} points"
+                + (f", {positive} of positive weight" if positive < len(self.points) else "")
+                + "; lower n or sample with replace=True"
             )
         idx = rng.choice(len(self.points), size=size, replace=self.replace, p=self.weights)
         return self.points[idx]
