@@ -1409,10 +1409,12 @@ def _pytest(root: Path, files: tuple[str, ...] | None, env: dict,
 
 def _copy_repo(dest: Path) -> Path:
     root = dest / "repo"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", "*.egg-info", ".mutants")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", "*.egg-info", ".mutants",
+                                    "_build")
     root.mkdir()
+    # docs and conftest.py: tests read docs/api.rst and conftest.py
     for item in ("restrictiveness", "tests", "setup.cfg", "pyproject.toml", "vignettes",
-                 "benchmarks", "README.md"):
+                 "benchmarks", "README.md", "docs", "conftest.py"):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, root / item, ignore=ignore)
@@ -1451,6 +1453,9 @@ def main(argv: list[str] | None = None) -> int:
     mutants = [m for m in MUTANTS if any(o in m.path for o in only)
                and any(w in m.why for w in why)
                and (opts.exclude is None or opts.exclude not in m.path)]
+    if not mutants:  # no related tests would have run the whole suite in the copy
+        print(f"no mutant matches --only {opts.only!r} and --why {opts.why!r}")
+        return 2
     with tempfile.TemporaryDirectory(prefix="rx-mutants-") as tmp:
         root = _copy_repo(Path(tmp))
         for m in mutants:  # check every mutant applies before spending any time
