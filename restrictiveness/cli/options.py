@@ -43,7 +43,7 @@ class _StoreOnce(argparse._StoreAction):
     ran n = 100 alone and ``--seed 1 --seed 2`` seed 2, without a word."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        seen = parser.__dict__.setdefault("_given", set())
+        seen = parser._given  # reset by Parser.parse_known_args, which registers this action
         if self.option_strings and self.dest in seen:
             hint = (f"; list all values after one {self.option_strings[0]}"
                     if self.nargs in ("+", "*") else "")
