@@ -362,3 +362,20 @@ def test_monotone_gp_draw_refuses_a_number_of_draws_that_is_not_whole():
         with pytest.raises(ConfigurationError, match=r"draws must be a whole number >= 1"):
             prior.draw([5], np.random.default_rng(0), draws=draws)
     assert prior.draw([5], np.random.default_rng(0), draws=2.0).draws == 2
+
+
+def test_box_sampling_leaves_the_process_warning_filters_alone(monkeypatch):
+    """Box.sample silenced scipy's Sobol balance warning with catch_warnings, which swaps the
+    process's filters: a fit on another thread (Study(concurrency=N)) took them for the
+    caller's and restored them for good. Batches doubling the points drawn never warn."""
+    import warnings
+
+    changes = []
+    monkeypatch.setattr(warnings, "_filters_mutated", lambda: changes.append(1))
+    box = rx.Box(x=(0, 1), y=(0, 1), where=["x + y <= 0.3"])  # admits 4.5%: several batches
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a Sobol balance warning would raise
+        changes.clear()
+        X = box.sample(200, np.random.default_rng(0))
+        assert changes == []
+    assert X.shape == (200, 2) and (X.sum(axis=1) <= 0.3).all()

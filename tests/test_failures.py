@@ -212,3 +212,31 @@ def test_a_baseline_without_one_prediction_per_row_is_refused_naming_its_shape(r
     with pytest.raises(ValueError, match=rf"the baseline's predictions have shape {shape}; it "
                                          r"must return one prediction per row of X \(4 rows\)"):
         guard.baseline_predict(X)
+
+
+def test_ignoring_a_warning_category_makes_user_calls_on_other_threads_wait():
+    """The package silenced a warning with catch_warnings while a fit ran on another thread
+    (Study(concurrency=N)): a fit starting inside the block took its filters for the caller's,
+    and the last fit to end restored them for good."""
+    import threading
+    import warnings
+
+    from restrictiveness.engine.failures import ignoring, user_code
+
+    entered, finish = threading.Event(), threading.Event()
+
+    def fit():
+        with user_code():
+            entered.set()
+            finish.wait(10)
+
+    with warnings.catch_warnings():
+        before = list(warnings.filters)
+        fitting = threading.Thread(target=fit)
+        with ignoring(DeprecationWarning):
+            fitting.start()
+            started_inside = entered.wait(0.5)
+        finish.set()
+        fitting.join(10)
+        assert not started_inside
+        assert warnings.filters == before

@@ -349,6 +349,16 @@ MUTANTS: list[Mutant] = [
            "        if fitted is None and error is None:  # a fit that forgot its return: say so",
            "a fit that returned None fails with no first error",
            ("tests/test_failures.py::test_a_fit_that_returns_none_fails_saying_so",)),
+    Mutant("engine/failures.py", "    with _user_calls_lock, warnings.catch_warnings():",
+           "    with warnings.catch_warnings():",
+           "a warning silenced beside fits on threads: a fit starting meanwhile keeps its filters",
+           ("tests/test_failures.py::test_ignoring_a_warning_category_makes_user_calls_on_other_"
+            "threads_wait",)),
+    Mutant("eligible/domains.py", "            log2_batch = int(np.log2(drawn))",
+           "            pass",
+           "Box.sample's later Sobol batches unbalanced (scipy warns; silencing it swaps filters)",
+           ("tests/test_eligible_sets.py::test_box_sampling_leaves_the_process_warning_filters_"
+            "alone",)),
     Mutant("engine/failures.py", "        pred[~np.isfinite(raw)] = np.nan",
            "        pass", "a baseline's ±inf clipped to a bound and scored", BASE_INF),
     Mutant("engine/failures.py", "                    pred[bad] = base[bad]",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -445,22 +444,23 @@ class Box(Domain):
         sobol = qmc.Sobol(self.dim, scramble=True, seed=rng)
         kept: list[np.ndarray] = []
         have = drawn = 0
-        batch = 1 << max(int(np.ceil(np.log2(max(size, 1) * 1.25))), 4)
-        with warnings.catch_warnings():
-            # Continuing a Sobol sequence past a power of two is what nesting needs.
-            warnings.simplefilter("ignore", UserWarning)
-            while have < size:
-                U = sobol.random(batch)
-                drawn += batch
-                X = self.lower + U * (self.upper - self.lower)
-                X = X[self.admissible(X)]
-                kept.append(X)
-                have += len(X)
-                if have < size and have < self.min_acceptance * drawn:
-                    raise DomainError(
-                        f"the domain admits only {have} of {drawn} Sobol points; its inequalities "
-                        f"leave (almost) no volume, so {size} locations cannot be drawn"
-                    )
+        log2_batch = max(int(np.ceil(np.log2(max(size, 1) * 1.25))), 4)
+        while have < size:
+            # Batches that double the points drawn keep every total a power of two, so scipy
+            # has no balance warning to give: silencing it would swap the process's filters,
+            # which a fit on another thread shares (Study(concurrency=N)).
+            U = sobol.random_base2(log2_batch)
+            drawn += 1 << log2_batch
+            log2_batch = int(np.log2(drawn))
+            X = self.lower + U * (self.upper - self.lower)
+            X = X[self.admissible(X)]
+            kept.append(X)
+            have += len(X)
+            if have < size and have < self.min_acceptance * drawn:
+                raise DomainError(
+                    f"the domain admits only {have} of {drawn} Sobol points; its inequalities "
+                    f"leave (almost) no volume, so {size} locations cannot be drawn"
+                )
         return np.concatenate(kept)[:size] if kept else np.empty((0, self.dim))
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ from ..shared.checks import real_predictions
 from ..shared.exceptions import SandboxUnavailableError
 from ..shared.forksafe import ForkSafeLock
 
-__all__ = ["GuardedRule", "repair"]
+__all__ = ["GuardedRule", "ignoring", "repair"]
 
 #: What a call of user code (a fit, a prediction, a discrepancy) may raise and still be recorded
 #: as its failure: a ``sys.exit()`` in a procedure (a stray ``exit()``, a library that exits on
@@ -91,6 +91,29 @@ def user_code() -> Iterator[None]:
             if not _user_calls and _found is not None:
                 _restore(*_found)
                 _found = None
+
+
+@contextlib.contextmanager
+def ignoring(category: type[Warning]) -> Iterator[None]:
+    """Ignore warnings of ``category`` in this block without racing user calls on threads.
+
+    :class:`warnings.catch_warnings` swaps the process's one set of filters: a
+    :func:`user_code` call starting on another thread meanwhile took the block's filters for
+    the caller's, and the last call to end restored them for good. Here the start and the end
+    of user calls wait for the block.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with ignoring(UserWarning):
+    ...     warnings.filters[0][:3]
+    ('ignore', None, <class 'UserWarning'>)
+    >>> warnings.filters[0][:3] == ("ignore", None, UserWarning)
+    False
+    """
+    with _user_calls_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", category)
+        yield
 
 
 def _working_directory() -> str | None:

@@ -48,13 +48,13 @@ import struct
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar, cast
 
 from ..shared.checks import is_positive
 from ..shared.exceptions import ConfigurationError, ExecutionError
 from ..shared.forksafe import ForkSafeLock
+from .failures import ignoring
 from .warning_relay import caller_filters, relaying, replay
 
 __all__ = ["run_in_child", "run_staged", "start_stage", "end_stages", "check_timeout",
@@ -254,10 +254,9 @@ class _Child:
         # the caller's handlers in the child: blocked until then (pending ones then arrive)
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         try:
-            with warnings.catch_warnings():
-                # Python >= 3.12 warns about forking a threaded process: the child only runs
-                # the units, as multiprocessing's fork workers do, and never returns.
-                warnings.simplefilter("ignore", DeprecationWarning)
+            # Python >= 3.12 warns about forking a threaded process: the child only runs the
+            # units, as multiprocessing's fork workers do, and never returns.
+            with ignoring(DeprecationWarning):
                 pid = os.fork()
             if pid == 0:  # the child: never leaves this branch
                 try:
