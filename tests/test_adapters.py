@@ -159,7 +159,8 @@ def test_seeded_fits_overlapping_on_threads_keep_their_own_draws():
     import threading
     import time
 
-    from restrictiveness.procedures.learners import global_seed, seeded_globals
+    from restrictiveness.procedures.learners import global_seed
+    from restrictiveness.shared.random_state import seeded_globals
 
     alone = {}
     for seed in (7, 8):

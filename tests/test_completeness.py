@@ -1052,3 +1052,25 @@ def test_constraints_completeness_cannot_apply_are_refused_up_front():
         estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, "zz")], **kw)
     res = estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, 0.5)], **kw)
     assert res.kappa["OLS"] == 1.0 and res.kappa["constant"] == 0.0
+
+
+class GlobalNoise(Procedure):
+    """OLS on the lottery covariates plus noise drawn from numpy's global random state in the
+    fit and in the rule, as user code that ignores its ``rng`` does."""
+
+    def fit(self, sample, rng):
+        shift = 0.05 * np.random.standard_normal()  # noqa: NPY002
+        rule = OLS("ce ~ z_hi + z_lo + p").fit(sample, rng)
+        return FunctionRule(lambda X: rule.predict(X) + shift
+                            + 0.01 * np.random.standard_normal(len(X)))  # noqa: NPY002
+
+
+def test_a_procedure_drawing_from_the_global_random_state_gets_the_same_kappa_on_every_run():
+    """Its κ depended on the caller's global random state (and so on every rerun); each fold's
+    fits and predictions now run on the global states seeded from the fold's stream."""
+    kappas = []
+    for caller_seed in (1, 2):
+        np.random.seed(caller_seed)  # noqa: NPY002
+        kappas.append(lottery_run(procedures={"noisy": GlobalNoise()}).kappa["noisy"])
+    assert kappas[0] == kappas[1]
+    assert kappas[0] != lottery_run(procedures={"noisy": GlobalNoise()}, seed=2).kappa["noisy"]

@@ -1015,3 +1015,73 @@ def test_the_summary_of_model_restrictiveness_says_one_fit_per_truth_whatever_th
     assert model.summary().tables[0].data[3] == ["Draws per truth:", "1"]
     assert run(1, "evaluation").restrictiveness.equals(model.restrictiveness)
     assert run(3, "training").summary().tables[0].data[3] == ["Draws per truth:", "3"]
+
+
+class GlobalDraws(rx.Procedure):
+    """Draws from numpy's global random state and Python's ``random`` in its fit and in its
+    rule, as user code that ignores its ``rng`` does: predicts a level from the fit's draws
+    plus noise from the rule's."""
+
+    def fit(self, sample, rng):
+        import random
+        level = 0.3 + 0.2 * np.random.uniform() + 0.1 * random.random()  # noqa: NPY002
+
+        def predict(X):
+            return level + 0.05 * np.random.uniform(size=len(X))  # noqa: NPY002
+
+        return FunctionRule(predict)
+
+
+def test_a_procedure_drawing_from_the_global_random_states_reproduces_at_any_worker_count():
+    """A procedure drawing from np.random / random instead of its rng gave other losses on
+    every rerun (the caller's global states differ) and at every worker count (each worker
+    carries its own from fit to fit). Each fit and prediction now runs on the global states
+    seeded from what it is; the caller's states are left as they were."""
+    import random
+
+    study = rx.Study(_lottery_like(), {"global": GlobalDraws()}, GlobalDraws(), n=[10, 20],
+                     replications=3)
+    runs = []
+    for caller_seed, n_jobs in ((1, 1), (2, 1), (3, 2)):
+        np.random.seed(caller_seed)  # noqa: NPY002
+        random.seed(caller_seed)
+        before = (np.random.uniform(), random.random())  # noqa: NPY002
+        np.random.seed(caller_seed)  # noqa: NPY002
+        random.seed(caller_seed)
+        runs.append(study.run(progress=False, n_jobs=n_jobs).dataset)
+        assert (np.random.uniform(), random.random()) == before  # noqa: NPY002
+    losses = [ds["loss"].values for ds in runs]
+    assert np.unique(losses[0]).size == losses[0].size  # every fit drew its own numbers
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other["loss"].values, runs[0]["loss"].values)
+        np.testing.assert_array_equal(other["baseline_loss"].values,
+                                      runs[0]["baseline_loss"].values)
+
+
+class FitsAnAdapterOnAThread(rx.Procedure):
+    """Fits a scikit-learn adapter on a thread of its own and waits for it."""
+
+    def fit(self, sample, rng):
+        import threading
+
+        from sklearn.linear_model import LinearRegression
+        inner = rx.SklearnRegressor(LinearRegression())
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(rule=inner.fit(sample, rng)))
+        worker.start()
+        worker.join(20)
+        if worker.is_alive():
+            raise RuntimeError("the adapter's fit on the procedure's thread never ended")
+        return out["rule"]
+
+
+def test_a_fit_waiting_for_its_own_thread_that_seeds_the_global_states_does_not_hang():
+    """The study holds the global random states seeded for each fit; an adapter seeding them
+    on a thread the fit started (and waits for) would wait for the fit for ever."""
+    study = rx.Study(_lottery_like(), {"threaded": FitsAnAdapterOnAThread(),
+                                       "ols": rx.OLS("y ~ x1 + x2")}, rx.Constant(), n=[20],
+                     replications=2)
+    ds = study.run(progress=False).dataset
+    assert int(ds["failed"].sum()) == 0
+    np.testing.assert_allclose(ds["loss"].sel(procedure="threaded").values,
+                               ds["loss"].sel(procedure="ols").values, rtol=1e-10)

@@ -32,11 +32,11 @@ from ..procedures.learners import (
     clone_estimator,
     global_seed,
     seed_estimator,
-    seeded_globals,
 )
 from ..shared.blas import one_thread
 from ..shared.checks import real_predictions
 from ..shared.exceptions import ConfigurationError, DataError
+from ..shared.random_state import seeded_globals
 from ..shared.sample import Sample
 from .models import check_markets, check_shares
 

@@ -39,7 +39,29 @@ from ..shared.exceptions import ConfigurationError
 from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["RateLimiter", "request_slot", "pause", "RunStopped", "rate_limited",
-           "check_picklable", "KeyedOnce", "run_with_threads"]
+           "check_picklable", "KeyedOnce", "run_with_threads", "on_io_thread"]
+
+#: Marks the threads of :func:`run_with_threads`'s pool.
+_io_thread = threading.local()
+
+
+def _mark_io_thread() -> None:
+    _io_thread.marked = True
+
+
+def on_io_thread() -> bool:
+    """Whether this thread is one of the I/O threads that fit ``io_bound`` procedures.
+
+    Fits there overlap by design, so they run on the process's global random states as they
+    find them instead of holding them seeded (:func:`restrictiveness.shared.random_state.
+    seeded_globals`), which would run them one at a time.
+
+    Examples
+    --------
+    >>> on_io_thread()
+    False
+    """
+    return getattr(_io_thread, "marked", False)
 
 
 class RateLimiter:
@@ -277,7 +299,8 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
     def io_done(m: int, key: K, future: Future) -> None:
         events.put(("io", (m, key), future))
 
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rx-io")
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rx-io",
+                              initializer=_mark_io_thread)
     helper, done = None, False
     try:
         with rate_limited(limiter):

@@ -23,6 +23,7 @@ from ..eligible.constraints import Constraint
 from ..shared.checks import real_predictions
 from ..shared.exceptions import SandboxUnavailableError
 from ..shared.forksafe import ForkSafeLock
+from ..shared.random_state import seeded_globals
 
 __all__ = ["GuardedRule", "ignoring", "repair"]
 
@@ -53,7 +54,7 @@ os.register_at_fork(after_in_child=_keep_the_forking_threads_calls)
 
 
 @contextlib.contextmanager
-def user_code() -> Iterator[None]:
+def user_code(seed: int | None = None) -> Iterator[None]:
     """A call of user code (a fit, a prediction) that leaves numpy's floating-point error
     state, the warning filters and the working directory as it found them.
 
@@ -65,6 +66,17 @@ def user_code() -> Iterator[None]:
     share them while they run, and the last call to end restores what the first found (a call
     restoring its own start would reinstate a change another thread's fit had made).
 
+    With a ``seed``, the call also runs on numpy's global random state and Python's ``random``
+    seeded by it, and restored after it (:func:`~restrictiveness.shared.random_state.
+    seeded_globals`: one such call at a time in the process), so that a procedure drawing from
+    them gives the same numbers wherever and whenever it runs.
+
+    Parameters
+    ----------
+    seed : int, optional
+        From :func:`~restrictiveness.shared.random_state.global_state_seed`; None leaves the
+        global random states as they are.
+
     Examples
     --------
     >>> import warnings
@@ -73,6 +85,12 @@ def user_code() -> Iterator[None]:
     ...     warnings.simplefilter("error")
     >>> np.geterr()["divide"], warnings.filters[0][0] == "error"
     ('warn', False)
+    >>> with user_code(seed=3):
+    ...     a = np.random.rand()
+    >>> with user_code(seed=3):
+    ...     b = np.random.rand()
+    >>> a == b
+    True
     """
     global _found
     me = threading.get_ident()
@@ -81,7 +99,8 @@ def user_code() -> Iterator[None]:
             _found = (warnings.filters, list(warnings.filters), _working_directory())
         _user_calls[me] = _user_calls.get(me, 0) + 1
     try:
-        with np.errstate():
+        with np.errstate(), (contextlib.nullcontext() if seed is None
+                             else seeded_globals(seed, user_call=True)):
             yield
     finally:
         with _user_calls_lock:
@@ -265,6 +284,9 @@ class GuardedRule:
         Covariate names.
     error : str
         Why the fit failed, if it did.
+    seed, baseline_seed : int, optional
+        Seeds of the global random states for the rule's and the baseline's predictions
+        (:func:`user_code`); None leaves the states as they are.
 
     Attributes
     ----------
@@ -279,18 +301,20 @@ class GuardedRule:
     """
 
     def __init__(self, fitted, baseline, constraints: Sequence[Constraint],
-                 columns: Sequence[str], error: str = "") -> None:
+                 columns: Sequence[str], error: str = "", seed: int | None = None,
+                 baseline_seed: int | None = None) -> None:
         if fitted is None and not error:  # a fit that forgot its return: say so
             error = "fit: returned None, not a fitted rule (does fit end with return?)"
         self.fitted, self.baseline = fitted, baseline
         self.constraints, self.columns = tuple(constraints), tuple(columns)
         self.error, self.failed, self.replaced = error, fitted is None, 0
         self.last_replaced: np.ndarray | None = None
+        self.seed, self.baseline_seed = seed, baseline_seed
 
     # predict gets its own copy of X: the caller's locations are shared by every procedure of
     # a replication and are read again by the repair (bounds named by column)
     def baseline_predict(self, X: np.ndarray) -> np.ndarray:
-        with user_code():
+        with user_code(self.baseline_seed):
             raw = self.baseline.predict(np.array(X))
         raw = real_predictions(raw, "the baseline").copy()
         if raw.ndim == 0 or raw.shape[0] != len(X):  # a scalar was "tuple index out of range"
@@ -306,7 +330,7 @@ class GuardedRule:
         base = self.baseline_predict(X)
         if self.fitted is not None:
             try:
-                with user_code():
+                with user_code(self.seed):
                     raw = self.fitted.predict(np.array(X))
                 raw = real_predictions(raw, "predict")
                 if raw.shape != base.shape:

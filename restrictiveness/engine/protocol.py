@@ -165,7 +165,11 @@ class Procedure:
             The training sample (covariates ``X``, labels ``y``, column names).
         rng : numpy.random.Generator
             The procedure's own random stream (a study keys it by replication, label, n and
-            draw, so fits are reproducible in any order).
+            draw, so fits are reproducible in any order). Code that draws from numpy's global
+            random state or Python's ``random`` instead reproduces too: a study runs each fit
+            and each prediction on those states seeded in the same way (one such call at a
+            time in a process; except the fits of ``io_bound`` procedures on a study's I/O
+            threads, which overlap).
 
         Returns
         -------

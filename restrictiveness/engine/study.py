@@ -57,7 +57,15 @@ from ..shared.exceptions import (
     StudyInterrupted,
     user_stacklevel,
 )
-from .concurrency import KeyedOnce, RateLimiter, check_picklable, rate_limited, run_with_threads
+from ..shared.random_state import global_state_seed
+from .concurrency import (
+    KeyedOnce,
+    RateLimiter,
+    check_picklable,
+    on_io_thread,
+    rate_limited,
+    run_with_threads,
+)
 from .discrepancies import MSE, NEGATIVE_LOSS, Discrepancy
 from .failures import (
     USER_CODE_ERRORS,
@@ -90,11 +98,25 @@ __all__ = ["Study", "ReplicationRecord", "run_replication", "run_unit", "procedu
 BASELINE = "__baseline__"
 
 
+def _fit_seeds(seed: int, replication: int, label: str, n: int, draw: int
+               ) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed, spawn_key=(replication, 1, zlib.crc32(label.encode()),
+                                                   n, draw))
+
+
 def procedure_rng(seed: int, replication: int, label: str, n: int, draw: int
                   ) -> np.random.Generator:
     """The random stream of one fit, keyed by what the fit is (not by when it runs)."""
-    key = (replication, 1, zlib.crc32(label.encode()), n, draw)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+    return np.random.default_rng(_fit_seeds(seed, replication, label, n, draw))
+
+
+def _global_seed(seed: int, replication: int, label: str, n: int, draw: int) -> int | None:
+    """The seed of the global random states for one fit and its rule's predictions, keyed as
+    its stream; None on the I/O threads, whose fits overlap by design (held seeded, they would
+    run one at a time)."""
+    if on_io_thread():
+        return None
+    return global_state_seed(_fit_seeds(seed, replication, label, n, draw))
 
 
 def truth_rng(seed: int, replication: int) -> np.random.Generator:
@@ -1147,11 +1169,12 @@ def run_unit(study: Study, replication: int, fit_timeout: float | None = None
 def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_rule,
                  m: int, n: int, k: int) -> tuple[GuardedRule, float, dict]:
     rng = procedure_rng(study.seed, m, label, n, k)
+    seed = _global_seed(study.seed, m, label, n, k)
     _note_step((label, m, n))  # its predictions too, until the next step
     start = time.perf_counter()
     try:
         # its own copy: the replication's procedures share the sample
-        with user_code():
+        with user_code(seed):
             fitted, error = procedure.fit(sample.copy(), rng), ""
     except USER_CODE_ERRORS as exc:  # a failing procedure is recorded, not raised
         reraise_fatal(exc)
@@ -1159,7 +1182,8 @@ def _fit_guarded(study: Study, label: str, procedure: Procedure, sample, base_ru
     seconds = time.perf_counter() - start
     info = getattr(fitted, "info", {}) if fitted is not None else {}
     guard = GuardedRule(fitted, base_rule, study.evaluation.constraints,
-                        study.evaluation.columns, error)
+                        study.evaluation.columns, error, seed,
+                        _global_seed(study.seed, m, BASELINE, n, k))
     return guard, seconds, info
 
 
@@ -1235,15 +1259,16 @@ def replication_context(study: Study, replication: int) -> ReplicationContext:
             sample = truth.evaluation_sample(n) if study.fit_on == "evaluation" \
                 else truth.sample(n, k)
             rng = procedure_rng(study.seed, m, BASELINE, n, k)
+            seed = _global_seed(study.seed, m, BASELINE, n, k)
             start = time.perf_counter()
             scoring = ""
             try:
-                with user_code():
+                with user_code(seed):
                     base_rule = study.baseline.fit(sample.copy(), rng)
                 # the baseline's own rule, repaired with the eligible set's constraints
                 repaired = FunctionRule(GuardedRule(
                     base_rule, base_rule, study.evaluation.constraints,
-                    study.evaluation.columns).baseline_predict)
+                    study.evaluation.columns, baseline_seed=seed).baseline_predict)
                 for d, disc in enumerate(discs):
                     # a discrepancy's own bug surfaces here first, so the message names it
                     scoring = f", while discrepancy {disc.name!r} scored its predictions"
@@ -1421,7 +1446,9 @@ def _timed_out(study: Study, ctx: ReplicationContext, key: tuple[str, int, int],
     label, c, k = key
     guard = GuardedRule(None, ctx.base_rules[c, k], study.evaluation.constraints,
                         study.evaluation.columns,
-                        f"fit: timed out after {limit:g} s (fit_timeout); its process was killed")
+                        f"fit: timed out after {limit:g} s (fit_timeout); its process was killed",
+                        baseline_seed=_global_seed(study.seed, ctx.replication, BASELINE,
+                                                   study.n[c], k))
     return _score(study, ctx, label, c, guard, seconds, {})
 
 

@@ -17,22 +17,20 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-import random
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import numpy as np
 
 from ..engine.protocol import Fitted, FunctionRule
 from ..shared.checks import real_predictions, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
-from ..shared.forksafe import ForkSafeLock
 from ..shared.formula import parse_formula
+from ..shared.random_state import seeded_globals
 from ..shared.sample import Sample
 from .generic import FormulaProcedure, training_design
 
 __all__ = ["SklearnRegressor", "AutoML", "clone_estimator", "seed_estimator",
-           "check_regressor", "global_seed", "seeded_globals", "FLAML_REGRESSION_LEARNERS"]
+           "check_regressor", "global_seed", "FLAML_REGRESSION_LEARNERS"]
 
 
 def clone_estimator(estimator):
@@ -169,51 +167,6 @@ def global_seed(rng: np.random.Generator) -> int:
         # seed is drawn from the stream itself
         return int(rng.integers(2**32))
     return int(child.integers(2**32))
-
-
-#: Held while a block runs on seeded global random states (reentrant: a seeded fit may call
-#: another seeded estimator).
-_GLOBAL_STATES = ForkSafeLock(reentrant=True)
-
-
-@contextmanager
-def seeded_globals(seed: int) -> Iterator[None]:
-    """Run a block with numpy's global (legacy) random state and Python's ``random`` seeded by
-    ``seed``, both restored after it.
-
-    An estimator that draws from the global state (``np.random.rand`` in its ``fit``) gave other
-    numbers on every rerun of a study and at every worker count: each worker inherits or starts
-    its own global state, and a serial run carries it from one fit to the next. Seeded per fit
-    from the fit's stream (:func:`global_seed`), it gives the same numbers wherever it runs, as
-    the sandbox does for programs; restoring leaves the caller's own state as it was.
-
-    Parameters
-    ----------
-    seed : int
-        From :func:`global_seed`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> with seeded_globals(7):
-    ...     a = np.random.rand()
-    >>> with seeded_globals(7):
-    ...     b = np.random.rand()
-    >>> a == b
-    True
-    """
-    # One block at a time in the process: the states are the process's, and fits overlapping
-    # on threads (a dask worker with several threads) drew from each other's seeds and left
-    # the caller with a fit's state instead of its own
-    with _GLOBAL_STATES:
-        np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
-        np.random.seed(seed)  # noqa: NPY002 - the global state the estimator reads
-        random.seed(seed)
-        try:
-            yield
-        finally:
-            np.random.set_state(np_state)  # noqa: NPY002
-            random.setstate(py_state)
 
 
 def _check_table(sample, who: str) -> None:

@@ -47,6 +47,7 @@ from ...engine.protocol import Procedure, refuse_estimator
 from ...shared._versions import package_versions
 from ...shared.checks import whole_number
 from ...shared.exceptions import BaselineError, ConfigurationError, DataError, FailureWarning
+from ...shared.random_state import global_state_seed
 from .designs import Design, Loss, ToSample, squared_error
 from .inference import with_estimates
 from .results import CompletenessResults
@@ -225,6 +226,8 @@ def estimate_completeness(
     order = [b] + [j for j in range(P) if j != b]  # the baseline first: others fall back on it
 
     for i, (fold, fit_ss) in enumerate(zip(folds, fit_seeds, strict=True)):
+        # the fold's global random states, for procedures that draw from them
+        global_seed = global_state_seed(fit_ss)
         r, k = fold.repeat, fold.fold
         train = design.training_sample(data.iloc[fold.train], to_sample)
         if i == 0:  # a misspelt formula is a configuration error, not a failure in every fold
@@ -247,12 +250,12 @@ def estimate_completeness(
             if j == b:
                 try:
                     # a copy: the fold's procedures share its training sample
-                    with user_code():
+                    with user_code(global_seed):
                         base_fit = procs[labels[j]].fit(train.copy(),
                                                         np.random.default_rng(fit_ss))
                     # repaired as at the study's baseline (its own copy of X; ±inf not clipped)
-                    pred = GuardedRule(base_fit, base_fit, constraints,
-                                       columns).baseline_predict(X)
+                    pred = GuardedRule(base_fit, base_fit, constraints, columns,
+                                       baseline_seed=global_seed).baseline_predict(X)
                 except USER_CODE_ERRORS as exc:
                     reraise_fatal(exc)  # as at the study's baseline: an interrupt, no sandbox
                     raise BaselineError(f"the baseline {base_label!r} failed in repetition {r}, "
@@ -265,14 +268,15 @@ def estimate_completeness(
                 # The study's failure protocol: repair, replace invalid rows with the
                 # baseline's, and the whole fold when the fit or the prediction raises.
                 try:
-                    with user_code():
+                    with user_code(global_seed):
                         fitted, reason = procs[labels[j]].fit(
                             train.copy(), np.random.default_rng(fit_ss)), ""
                     info[j, r, k] = json.dumps(getattr(fitted, "info", {}) or {}, default=str)
                 except USER_CODE_ERRORS as exc:  # any failure of user code is recorded
                     reraise_fatal(exc)
                     fitted, reason = None, failure_text(exc)
-                guard = GuardedRule(fitted, base_fit, constraints, columns, reason)
+                guard = GuardedRule(fitted, base_fit, constraints, columns, reason, global_seed,
+                                    global_seed)
                 pred = guard.predict(X)
                 if j == f and guard.failed:
                     # κ is a ratio to the benchmark's improvement: with the baseline's
