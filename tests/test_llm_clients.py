@@ -1076,6 +1076,52 @@ class Chatty(Procedure):
         return FunctionRule(lambda X: np.full(len(X), 1.0))
 
 
+class ChattyCallable(Procedure):
+    """An I/O-bound procedure asking a plain callable client ``turns`` times (through
+    ``call_client``, as the package's procedures ask any client)."""
+
+    io_bound = True
+
+    def __init__(self, client, turns):
+        self.client, self.turns = client, turns
+
+    def fit(self, sample, rng):
+        from restrictiveness.ai.clients import call_client
+        for _ in range(self.turns):
+            call_client(self.client, [{"role": "user", "content": "[1.0]"}])
+        return FunctionRule(lambda X: np.full(len(X), 1.0))
+
+
+def test_fits_asking_a_plain_callable_stop_at_their_next_call_once_the_run_is_interrupted(
+        ctrl_c_raises):
+    """A plain callable client (``client(messages) -> str``) has no retry loop of its own: the
+    run's stop reaches its fits through the rate-limit slot each call takes, even without a
+    rate limit."""
+    import os
+    import threading
+
+    calls = []
+
+    def client(messages):
+        calls.append(1)
+        time.sleep(0.02)
+        return "[1.0]"
+
+    study = gp_study({"chatty": ChattyCallable(client, turns=1000)}, replications=2)
+
+    def interrupt_mid_conversation():
+        while len(calls) < 10:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_mid_conversation, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        study.run(progress=False, concurrency=2)
+    sent = len(calls)
+    time.sleep(1.0)  # about 50 more calls each, were they still running
+    assert len(calls) - sent <= 2 and sent < 1000
+
+
 def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(ctrl_c_raises):
     """Ctrl-C (or an error) in a run left the fits on its threads running unseen: an agent's
     conversation went on to its last turn, and the interpreter waited for it at exit. They now

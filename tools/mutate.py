@@ -186,6 +186,8 @@ FORKSAFE = ("tests/test_forksafe.py",
 STOP = ("tests/test_llm_clients.py::test_a_back_off_wait_ends_once_the_run_has_failed",
         "tests/test_llm_clients.py::test_a_process_forked_from_a_runs_thread_makes_requests_of_"
         "its_own",
+        "tests/test_llm_clients.py::test_fits_asking_a_plain_callable_stop_at_their_next_call_"
+        "once_the_run_is_interrupted",
         "tests/test_llm_clients.py::test_fits_on_threads_stop_at_their_next_request_once_the_"
         "run_is_interrupted")
 FINGERPRINT = ("tests/test_checkpoint.py::test_code_held_deeper_than_an_attribute_is_fingerprinted",
