@@ -833,6 +833,22 @@ def test_summary_and_netcdf_round_trip(tmp_path):
                                    res.difference("OLS", "constant"))
 
 
+def test_the_summary_refuses_rows_it_cannot_show_once():
+    """summary(["OLS", "OLS"]) printed the row twice; summary("OLS") read the label letter by
+    letter (KeyError 'O'), an unknown label was pandas' KeyError and [] an empty table."""
+    res = lottery_run()
+    with pytest.raises(ConfigurationError, match="procedures names 'OLS' more than once"):
+        res.summary(["OLS", "constant", "OLS"])
+    with pytest.raises(ConfigurationError, match=r"procedure 'OSL' not in \['OLS'"):
+        res.summary(["OSL"])
+    with pytest.raises(ConfigurationError, match="at least one procedure"):
+        res.summary([])
+    rows = res.summary("OLS").tables[1]
+    assert [[c.data.strip() for c in row] for row in rows[1:]] == [
+        ["OLS", f"{res.kappa['OLS']:.3f}", f"({res.kappa_se['OLS']:.3f})",
+         f"{res.estimates().loc['OLS', 'mean_loss']:.5g}", "0"]]
+
+
 def test_market_summary_and_round_trip_with_string_groups(tmp_path):
     res = market_run()
     assert "repeated-fold" in str(res.summary())

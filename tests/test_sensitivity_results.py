@@ -449,3 +449,19 @@ def test_a_grid_as_gamma_max_is_refused_by_name(cpt_res):
         cpt_res.plot_sensitivity("C_delta-C_gamma", gamma_max=[2.0, 3.0])
     # one number of any numeric type still ends the search where a float does
     assert critical_gamma(a, None, b, gamma_max=np.float32(3.0)) == critical_gamma(a, None, b)
+
+
+def test_one_comparison_typed_two_ways_is_refused_not_shown_twice(cpt_res):
+    """'C_delta-C_gamma' and 'CPT(alpha,gamma)-CPT(alpha,delta)' (or 'A-B' and 'A - B') are
+    one comparison: the panels showed its row twice under two labels; a mapping among the
+    comparisons was "unhashable type: 'dict'"."""
+    same = ["C_delta-C_gamma", "CPT(alpha,gamma) - CPT(alpha,delta)"]
+    for method in (cpt_res.sensitivity_dataset, cpt_res.sensitivity_summary):
+        with pytest.raises(ConfigurationError, match="are the same comparison"):
+            method(same)
+        with pytest.raises(ConfigurationError, match="comparisons are strings"):
+            method(["C_alpha", {"CPT(delta)": 1.0}])
+    ds = cpt_res.sensitivity_dataset(["C_delta-C_gamma", "C_delta"])
+    d = cpt_res.combination({"CPT(alpha,gamma)": 1.0, "CPT(alpha,delta)": -1.0})
+    np.testing.assert_allclose(ds["estimate"].sel(comparison="C_delta-C_gamma"), d["estimate"],
+                               rtol=1e-13)

@@ -833,6 +833,25 @@ def test_a_summary_of_nothing_is_refused():
     assert "linear" in res.summary(procedures=["linear"], discrepancy=["mse"]).as_text()
 
 
+def test_a_summary_refuses_a_procedure_or_discrepancy_named_twice():
+    """summary(procedures=["linear", "linear"]) printed the row twice, and
+    summary(discrepancy=["mse", "mse"]) the whole table twice, as if they were other
+    estimates."""
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1"), "quad": rx.OLS("y ~ x1 + x2")},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    with pytest.raises(rx.ConfigurationError, match="procedures names 'linear' more than once"):
+        res.summary(procedures=["linear", "quad", "linear"])
+    with pytest.raises(rx.ConfigurationError, match="discrepancy names 'mse' more than once"):
+        res.summary(discrepancy=["mse", "mse"])
+    table = res.summary(procedures=["quad", "linear"]).tables[1]
+    r = res.restrictiveness.sel(discrepancy="mse", n=10)
+    se = res.se.sel(discrepancy="mse", n=10)
+    assert [row[0].data.strip() for row in table[1:]] == ["quad", "linear"]
+    assert [row[1].data for row in table[1:]] == [
+        f"{float(r.sel(procedure=p)):.3f} ({float(se.sel(procedure=p)):.3f})"
+        for p in ("quad", "linear")]
+
+
 @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
 def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
     """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;

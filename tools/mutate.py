@@ -1352,6 +1352,19 @@ MUTANTS: list[Mutant] = [
     Mutant("cli/options.py", '        self.register("action", None, _StoreOnce)\n', "",
            "an option given twice keeps its last value quietly",
            ("tests/test_cli.py::test_bad_options_fail_fast_with_one_line_and_status_2",)),
+    # -- results layer, third pass: summaries showing a row twice, boolean predictions --------
+    Mutant("engine/results.py", '        no_repeats(procs, "procedures")\n', "",
+           "a study summary prints a procedure named twice twice",
+           ("tests/test_study.py::test_a_summary_refuses_a_procedure_or_discrepancy_named_twice",)),
+    Mutant("engine/results.py", '        no_repeats(discs, "discrepancy")  # a table, and rows, printed twice\n',
+           "", "a study summary prints a discrepancy named twice twice",
+           ("tests/test_study.py::test_a_summary_refuses_a_procedure_or_discrepancy_named_twice",)),
+    Mutant("analysis/completeness/results.py", '        no_repeats(procs, "procedures")\n', "",
+           "a completeness summary prints a procedure named twice twice",
+           ("tests/test_completeness.py::test_the_summary_refuses_rows_it_cannot_show_once",)),
+    Mutant("engine/sensitivity_results.py", "        _distinct(weights)\n", "",
+           "a sensitivity table shows one comparison typed two ways twice",
+           ("tests/test_sensitivity_results.py::test_one_comparison_typed_two_ways_is_refused_not_shown_twice",)),
 ]
 
 

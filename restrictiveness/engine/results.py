@@ -762,9 +762,9 @@ class Results(SensitivityMixin):
         Parameters
         ----------
         discrepancy : str or sequence of str, optional
-            Which discrepancies to show (default: all).
-        procedures : sequence of str, optional
-            Rows, in order (default: all).
+            Which discrepancies to show, each once (default: all).
+        procedures : str or sequence of str, optional
+            Rows, in order, each once (default: all).
 
         Returns
         -------
@@ -795,6 +795,8 @@ class Results(SensitivityMixin):
             raise ConfigurationError(f"summary needs at least one discrepancy and one procedure "
                                      f"(default: all), got discrepancy={discrepancy!r}, "
                                      f"procedures={procedures!r}")
+        no_repeats(discs, "discrepancy")  # a table, and rows, printed twice
+        no_repeats(procs, "procedures")
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()
@@ -950,6 +952,39 @@ def unique_procedures(ds: xr.Dataset) -> None:
     if repeated:
         raise DataError(f"procedure labels repeat: {repeated}; every procedure needs its own "
                         "label (estimates select procedures by label)")
+
+
+def no_repeats(labels: Sequence[str], what: str) -> None:
+    """Refuse a selection of table rows (or tables) that names one of them twice.
+
+    A summary printed a repeated label's row (or a repeated discrepancy's table) twice, as if
+    it were another estimate.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The selection, in the order given.
+    what : str
+        The argument, for the message.
+
+    Raises
+    ------
+    ConfigurationError
+        Some label appears more than once.
+
+    Examples
+    --------
+    >>> no_repeats(["a", "b"], "procedures")
+    >>> no_repeats(["a", "b", "a"], "procedures")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: procedures names 'a' more than once ...
+    """
+    seen: set[str] = set()
+    twice = [x for x in labels if x in seen or seen.add(x)]
+    if twice:
+        raise ConfigurationError(f"{what} names {', '.join(map(repr, dict.fromkeys(twice)))} "
+                                 f"more than once ({list(labels)}); each would be shown twice")
 
 
 def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:

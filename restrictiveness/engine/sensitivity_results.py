@@ -300,6 +300,19 @@ def parse_comparison(text: str, procedures: Sequence[str],
     return weights
 
 
+def _distinct(weights: Mapping[str, Mapping[str, float]]) -> None:
+    """Refuse comparisons that are one comparison typed two ways ('A-B' and 'A - B', 'C_q' and
+    its procedures): the tables showed the same row twice under two labels."""
+    seen: dict[tuple, str] = {}
+    for comp, w in weights.items():
+        key = tuple(sorted(w.items()))
+        if key in seen:
+            raise ConfigurationError(
+                f"comparisons {seen[key]!r} and {comp!r} are the same comparison "
+                f"{dict(w)}; give each comparison once")
+        seen[key] = comp
+
+
 # ---------------------------------------------------------------------------- formatting
 
 
@@ -602,6 +615,8 @@ class SensitivityMixin:
         ['critical_gamma', 'estimate', 'lower', 'upper']
         """
         comparisons = self._comparison_list(comparisons)
+        weights = {comp: self._weights(comp) for comp in comparisons}
+        _distinct(weights)
         if np.ndim(gamma) != 0:
             raise ConfigurationError(f"gamma must be a scalar here; got shape "
                                      f"{np.shape(gamma)} (use sensitivity() for a grid)")
@@ -610,9 +625,7 @@ class SensitivityMixin:
         ns = self.ns
         cols = {k: np.empty((len(comparisons), len(ns))) for k in
                 ("estimate", "lower", "upper", "critical_gamma")}
-        weights = {}
         for i, comp in enumerate(comparisons):
-            weights[comp] = self._weights(comp)
             tab = self.sensitivity(weights[comp], gamma=float(g), discrepancy=disc)
             for k in ("estimate", "lower", "upper"):
                 cols[k][i] = tab[k].to_numpy()
@@ -644,6 +657,11 @@ class SensitivityMixin:
         comparisons = list(comparisons)
         if not comparisons:
             raise ConfigurationError("comparisons is empty; give at least one comparison string")
+        odd = [c for c in comparisons if not isinstance(c, str)]
+        if odd:  # a mapping was "unhashable type: 'dict'"; the table labels rows as typed
+            raise ConfigurationError(f"comparisons are strings such as 'A-B' (they label the "
+                                     f"rows as typed), got {odd}; bound weights {{label: "
+                                     f"coefficient}} with sensitivity() and critical_gamma()")
         if len(set(comparisons)) != len(comparisons):
             raise ConfigurationError(f"comparisons has duplicates: {comparisons}")
         return comparisons
