@@ -1365,6 +1365,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/sensitivity_results.py", "        _distinct(weights)\n", "",
            "a sensitivity table shows one comparison typed two ways twice",
            ("tests/test_sensitivity_results.py::test_one_comparison_typed_two_ways_is_refused_not_shown_twice",)),
+    Mutant("shared/checks.py", '    if kind not in "iufO":', '    if kind not in "biufO":',
+           "boolean predictions scored as 0 and 1",
+           ("tests/test_failures.py::test_boolean_predictions_fail_the_fit_instead_of_being_scored_as_0_and_1",)),
 ]
 
 
