@@ -980,8 +980,7 @@ def no_repeats(labels: Sequence[str], what: str) -> None:
     ...
     restrictiveness.shared.exceptions.ConfigurationError: procedures names 'a' more than once ...
     """
-    seen: set[str] = set()
-    twice = [x for x in labels if x in seen or seen.add(x)]
+    twice = [x for i, x in enumerate(labels) if x in labels[:i]]
     if twice:
         raise ConfigurationError(f"{what} names {', '.join(map(repr, dict.fromkeys(twice)))} "
                                  f"more than once ({list(labels)}); each would be shown twice")
