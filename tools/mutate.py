@@ -1368,6 +1368,9 @@ MUTANTS: list[Mutant] = [
     Mutant("shared/checks.py", '    if kind not in "iufO":', '    if kind not in "biufO":',
            "boolean predictions scored as 0 and 1",
            ("tests/test_failures.py::test_boolean_predictions_fail_the_fit_instead_of_being_scored_as_0_and_1",)),
+    Mutant("engine/results.py", "        degenerate = Bbar <= 0\n", "        degenerate = Bbar < 0\n",
+           "a baseline loss of exactly zero without the truths' scale gives inf and a DataError",
+           ("tests/test_degenerate_baseline.py::test_a_baseline_loss_of_exactly_zero_is_degenerate_whatever_the_scale",)),
 ]
 
 

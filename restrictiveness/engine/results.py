@@ -312,8 +312,9 @@ class Results(SensitivityMixin):
         r̂ = D̄ / B̄ is then 0/0 (e.g. a baseline that interpolates every pseudo-truth), and
         :attr:`restrictiveness`, :meth:`combination` and the sensitivity bounds report NaN
         there with a RuntimeWarning. The test is scale-free: B̄ ≤ 1e-12 × the mean
-        ``truth_scale``, by discrepancy and n; it is skipped (False) where the scale is unknown
-        (a discrepancy without ``scale``, or a file written before ``truth_scale`` existed).
+        ``truth_scale``, by discrepancy and n. Where the scale is unknown (a discrepancy
+        without ``scale``, or a file written before ``truth_scale`` existed) only a B̄ of
+        exactly zero counts: D̄ / 0 is undefined at any scale.
 
         Returns
         -------
@@ -331,11 +332,12 @@ class Results(SensitivityMixin):
     def _degenerate(self) -> xr.DataArray:
         _, B = self.losses()
         Bbar = B.mean("replication").transpose("discrepancy", "n")
-        if "truth_scale" not in self.dataset:
-            degenerate = xr.zeros_like(Bbar, dtype=bool)
-        else:
+        # B̄ = 0 exactly (losses are clipped at 0) is 0/0 whatever the scale: without a scale
+        # r̂ was inf or NaN with numpy's bare divide warnings, and the bounds a DataError
+        degenerate = Bbar <= 0
+        if "truth_scale" in self.dataset:
             scale = self.dataset["truth_scale"].mean("replication")
-            degenerate = Bbar <= DEGENERATE_BASELINE * scale
+            degenerate = degenerate | (Bbar <= DEGENERATE_BASELINE * scale)
         # Named, so ``to_dataframe()`` works as on every other DataArray the results return.
         return degenerate.rename("degenerate_baseline").assign_attrs(
             long_name="baseline loss zero to rounding (r̂ is 0/0)")
@@ -343,14 +345,18 @@ class Results(SensitivityMixin):
     def _warn_degenerate(self, what: str, discrepancy: str, ns: Sequence[int]) -> None:
         _, B = self.losses()
         Bbar = float(B.sel(discrepancy=discrepancy, n=list(ns)).mean("replication").max())
-        scale = float(self.dataset["truth_scale"].sel(discrepancy=discrepancy, n=list(ns))
-                      .mean("replication").min())
-        baseline = ", ".join(self.configuration.get("baseline", {}).values())
+        scale = (float(self.dataset["truth_scale"].sel(discrepancy=discrepancy, n=list(ns))
+                       .mean("replication").min()) if "truth_scale" in self.dataset else np.nan)
+        # a Dataset built by hand has no configuration: its baseline is the label, if any
+        config = json.loads(self.dataset.attrs.get("configuration", "{}")).get("baseline")
+        baseline = (", ".join(config.values()) if isinstance(config, dict)
+                    else str(self.dataset.attrs.get("baseline", "")))
+        size = (f"zero to rounding relative to the truths' scale (mean baseline loss "
+                f"{Bbar:.3g}, truths' scale {scale:.3g})" if Bbar > 0 or np.isfinite(scale)
+                else "zero in every replication")
         warnings.warn(f"{what} is NaN for discrepancy {discrepancy!r} at n={list(ns)}: the "
-                      f"baseline {baseline}'s loss is zero to "
-                      f"rounding relative to the truths' scale (mean baseline loss {Bbar:.3g}, "
-                      f"truths' scale {scale:.3g}), so D̄ / B̄ is 0/0; use a baseline that does "
-                      "not reproduce the pseudo-truths (e.g. rx.Constant())",
+                      f"baseline {baseline}'s loss is {size}, so D̄ / B̄ is 0/0; use a "
+                      "baseline that does not reproduce the pseudo-truths (e.g. rx.Constant())",
                       RuntimeWarning, stacklevel=user_stacklevel())
 
     # -- estimates ------------------------------------------------------------------------
@@ -359,7 +365,8 @@ class Results(SensitivityMixin):
         D, B = self.losses()
         D = D.transpose("procedure", "discrepancy", "n", "replication")
         B = B.transpose("discrepancy", "n", "replication")
-        r, se = ratio_estimate(D.values, B.values[None])
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned below
+            r, se = ratio_estimate(D.values, B.values[None])
         bad = self.degenerate_baseline().values
         r[:, bad], se[:, bad] = np.nan, np.nan
         for d, disc in enumerate(self.discrepancies):
@@ -469,7 +476,9 @@ class Results(SensitivityMixin):
         D, B = self.losses()
         D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
         B = B.sel(discrepancy=disc).transpose("n", "replication")
-        est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values, B.values)
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned below
+            est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values,
+                                           B.values)
         zero = self._degenerate_ns(f"the combination {dict(weights)} of r̂", disc)
         est[zero], se[zero] = np.nan, np.nan
         lo, hi = normal_interval(est, se, level)

@@ -489,7 +489,8 @@ class SensitivityMixin:
         g, scalar = _sens._gammas(gamma)
         ns = self.ns
         bad = self._degenerate_ns(f"the sensitivity bounds of {weights}", discrepancy)
-        est = num.mean(axis=1) / den.mean(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned above
+            est = num.mean(axis=1) / den.mean(axis=1)
         est[bad] = np.nan
         lo, hi = np.full((len(ns), g.size), np.nan), np.full((len(ns), g.size), np.nan)
         for i in np.flatnonzero(~bad):
