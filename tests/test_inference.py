@@ -159,3 +159,20 @@ def test_results_with_negative_losses_are_refused(rng):
     tiny = B.copy()
     tiny.flat[5] = -1e-12
     rx.Results(ds.assign(baseline_loss=ds["baseline_loss"].copy(data=tiny)))
+
+
+def test_a_summary_of_a_dataset_without_the_study_records_names_what_it_lacks(rng):
+    """Results take any Dataset with loss and baseline_loss; summary() then failed with a bare
+    KeyError 'configuration' (or "No variable named 'error'") from deep inside."""
+    res, loss, B = _draws_results(rng)
+    with pytest.raises(rx.DataError, match="no 'configuration' attribute"):
+        res.summary()
+    ds = res.dataset.assign_attrs(configuration='{"evaluation": "hand-made"}')
+    with pytest.raises(rx.DataError, match=r"records of failed fits \['failed', 'invalid', "
+                                           r"'error'\]"):
+        rx.Results(ds).summary()
+    zeros = xr.zeros_like(ds["loss"].isel(discrepancy=0, draw=0), dtype=np.int64)
+    full = rx.Results(ds.assign(failed=zeros, invalid=zeros,
+                                error=xr.full_like(zeros, "", dtype=object)))
+    r = np.nanmean(loss[0, 0, 0], axis=-1).mean() / B[0, 0].mean()
+    assert full.summary().tables[1][1][1].data.startswith(f"{r:.3f} (")

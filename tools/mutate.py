@@ -1371,6 +1371,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/results.py", "        degenerate = Bbar <= 0\n", "        degenerate = Bbar < 0\n",
            "a baseline loss of exactly zero without the truths' scale gives inf and a DataError",
            ("tests/test_degenerate_baseline.py::test_a_baseline_loss_of_exactly_zero_is_degenerate_whatever_the_scale",)),
+    Mutant("engine/results.py", '        if "configuration" not in self.dataset.attrs:  # was a bare KeyError, from summary()',
+           "        if False:", "summary of a hand-made Dataset fails with KeyError 'configuration'",
+           ("tests/test_inference.py::test_a_summary_of_a_dataset_without_the_study_records_names_what_it_lacks",)),
 ]
 
 

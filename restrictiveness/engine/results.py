@@ -254,6 +254,10 @@ class Results(SensitivityMixin):
     def configuration(self) -> dict:
         """The study's configuration (:meth:`Study.configuration
         <restrictiveness.engine.study.Study.configuration>`), as stored in the file."""
+        if "configuration" not in self.dataset.attrs:  # was a bare KeyError, from summary()
+            raise DataError("the Dataset has no 'configuration' attribute (what the study was), "
+                            "so it cannot be summarised; results of Study.run or rx.load "
+                            "have it")
         return json.loads(self.dataset.attrs["configuration"])
 
     def losses(self) -> tuple[xr.DataArray, xr.DataArray]:
@@ -540,6 +544,11 @@ class Results(SensitivityMixin):
                   20       0     4             0
         """
         ds = self.dataset
+        missing = [v for v in ("failed", "invalid", "error") if v not in ds.variables]
+        if missing:  # was a bare KeyError, from summary() too
+            raise DataError(f"the Dataset lacks the study's records of failed fits {missing}, "
+                            "so failures (and the summary, which reports them) are unknown; "
+                            "results of Study.run or rx.load have them")
         loss = ds["loss"].isel(discrepancy=0)
         fits = loss.notnull().sum([d for d in loss.dims if d in ("replication", "draw")])
         errors = ds["error"].transpose("procedure", "n", "replication").values
