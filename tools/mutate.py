@@ -1374,6 +1374,10 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/results.py", '        if "configuration" not in self.dataset.attrs:  # was a bare KeyError, from summary()',
            "        if False:", "summary of a hand-made Dataset fails with KeyError 'configuration'",
            ("tests/test_inference.py::test_a_summary_of_a_dataset_without_the_study_records_names_what_it_lacks",)),
+    Mutant("engine/results.py", '        return df.reindex(self.discrepancies, level="discrepancy")',
+           '        return df.sort_index(level=["discrepancy"], sort_remaining=False)',
+           "estimates() sorts the discrepancies alphabetically, unlike the summary",
+           ("tests/test_inference.py::test_estimates_keep_the_studys_order_of_discrepancies_as_the_summary_does",)),
 ]
 
 

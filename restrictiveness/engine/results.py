@@ -419,8 +419,9 @@ class Results(SensitivityMixin):
         Returns
         -------
         pandas.DataFrame
-            Index (discrepancy, procedure, n); columns ``estimate``, ``se``, ``lower``,
-            ``upper`` (``reset_index()`` gives a flat long table).
+            Index (discrepancy, procedure, n), in the study's order of each; columns
+            ``estimate``, ``se``, ``lower``, ``upper`` (``reset_index()`` gives a flat long
+            table).
 
         Examples
         --------
@@ -434,7 +435,9 @@ class Results(SensitivityMixin):
         se = self.se.to_series().rename("se")
         df = pd.concat([r, se], axis=1).reorder_levels(["discrepancy", "procedure", "n"])
         df["lower"], df["upper"] = normal_interval(df["estimate"], df["se"], level)
-        return df.sort_index(level=["discrepancy"], sort_remaining=False)
+        # grouped by discrepancy in the study's order, as the summary's tables (sorting the
+        # level put the demand's ['shares', 'own', 'cross'] in alphabetical order in the csv)
+        return df.reindex(self.discrepancies, level="discrepancy")
 
     def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
                     level: float = 0.95) -> pd.DataFrame:
