@@ -1034,3 +1034,16 @@ def test_the_summary_of_model_restrictiveness_says_one_fit_per_truth_whatever_th
     assert model.summary().tables[0].data[3] == ["Draws per truth:", "1"]
     assert run(1, "evaluation").restrictiveness.equals(model.restrictiveness)
     assert run(3, "training").summary().tables[0].data[3] == ["Draws per truth:", "3"]
+
+
+def test_the_sensitivity_summary_of_model_restrictiveness_says_one_fit_per_truth_too():
+    """The study summary said 'Draws per truth: 1' for fit_on="evaluation" with draws=3, and
+    the sensitivity panels of the same results 'Draws per truth K: 3'."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+
+    def header(fit_on):
+        res = rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")}, rx.Constant(),
+                       n=[5], replications=3, draws=3, fit_on=fit_on).run(progress=False)
+        return dict(res.sensitivity_summary(["linear"]).tables[0].data)["Draws per truth K:"]
+
+    assert [header("evaluation"), header("training")] == ["1", "3"]

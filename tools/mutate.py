@@ -1378,6 +1378,10 @@ MUTANTS: list[Mutant] = [
            '        return df.sort_index(level=["discrepancy"], sort_remaining=False)',
            "estimates() sorts the discrepancies alphabetically, unlike the summary",
            ("tests/test_inference.py::test_estimates_keep_the_studys_order_of_discrepancies_as_the_summary_does",)),
+    Mutant("engine/sensitivity_results.py", '               "Draws per truth K:": str(self.draws_per_truth),',
+           '               "Draws per truth K:": str(self.dataset.sizes.get("draw", 1)),',
+           "the sensitivity panels of model restrictiveness say K draws per truth",
+           ("tests/test_study.py::test_the_sensitivity_summary_of_model_restrictiveness_says_one_fit_per_truth_too",)),
 ]
 
 

@@ -251,6 +251,15 @@ class Results(SensitivityMixin):
         return int(self.dataset.sizes["replication"])
 
     @property
+    def draws_per_truth(self) -> int:
+        """Training samples K per pseudo-truth that the losses average (S.1.6): the ``draw``
+        dimension's size, and 1 for model restrictiveness (fitted once, on the evaluation set,
+        whatever the draws)."""
+        if self.dataset.attrs.get("fit_on") == "evaluation":
+            return 1
+        return int(self.dataset.sizes.get("draw", 1))
+
+    @property
     def configuration(self) -> dict:
         """The study's configuration (:meth:`Study.configuration
         <restrictiveness.engine.study.Study.configuration>`), as stored in the file."""
@@ -825,8 +834,7 @@ class Results(SensitivityMixin):
             ["Evaluation:", _short(self.configuration.get("evaluation", ""))],
             ["Baseline:", _short(self._baseline_text())],
             ["Replications:", str(self.replications)],
-            # fitted on the evaluation set, each procedure is fitted once whatever the draws
-            ["Draws per truth:", "1" if model else str(ds.sizes.get("draw", 1))],
+            ["Draws per truth:", str(self.draws_per_truth)],
             ["Seed:", str(ds.attrs.get("seed", ""))],
             ["Fitted on:", "evaluation set (model restrictiveness, Def. 1)" if model
              else "training samples (procedural restrictiveness)"],

@@ -347,6 +347,8 @@ class SensitivityMixin:
         def __init__(self, dataset: xr.Dataset) -> None: ...
         @property
         def ns(self) -> list[int]: ...
+        @property
+        def draws_per_truth(self) -> int: ...
         def _discrepancy(self, discrepancy: str | None) -> str: ...
         def losses(self) -> tuple[xr.DataArray, xr.DataArray]: ...
         def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
@@ -707,7 +709,8 @@ class SensitivityMixin:
         top = {"Discrepancy:": ds.attrs["discrepancy"],
                "Baseline:": str(attrs.get("baseline", "")),
                "Replications M:": str(self.dataset.sizes["replication"]),
-               "Draws per truth K:": str(self.dataset.sizes.get("draw", 1)),
+               # fitted on the evaluation set, each truth's fit is one whatever the draws
+               "Draws per truth K:": str(self.draws_per_truth),
                "Γ (Panel B):": f"{gamma:g}", "Γ max (Panel C):": f"{gamma_max:g}"}
         smry.tables.append(SimpleTable([[v] for v in top.values()], stubs=list(top),
                                        title="Sensitivity to the evaluation distribution",
