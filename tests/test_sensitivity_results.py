@@ -465,3 +465,20 @@ def test_one_comparison_typed_two_ways_is_refused_not_shown_twice(cpt_res):
     d = cpt_res.combination({"CPT(alpha,gamma)": 1.0, "CPT(alpha,delta)": -1.0})
     np.testing.assert_allclose(ds["estimate"].sel(comparison="C_delta-C_gamma"), d["estimate"],
                                rtol=1e-13)
+
+
+def test_a_grid_repeating_a_gamma_is_refused_not_shown_twice(cpt_res):
+    """gamma=[2, 1.5, 2.0] gave the (n, gamma) index the rows of Γ = 2 twice, so .loc[(n, 2)]
+    returned two rows; a plot up to Γ = 1 drew 101 copies of Γ = 1 (singular axis)."""
+    with pytest.raises(ConfigurationError, match=r"gamma repeats \[2.0\]"):
+        cpt_res.sensitivity("C_alpha", gamma=[2, 1.5, 2.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be above 1"):
+        cpt_res.plot_sensitivity("C_alpha", gamma_max=1.0)
+    grid = cpt_res.sensitivity("C_alpha", gamma=[2.0, 1.5])
+    assert grid.index.tolist() == [(n, g) for n in NS for g in (2.0, 1.5)]
+    D, B = cpt_res.losses()
+    num = (D.sel(procedure=CPT_SUBMODELS["alpha"]) - D.sel(procedure=CPT_FULL)).sel(
+        discrepancy="mse", n=NS[0]).values
+    lo, hi = bounds(num, None, B.sel(discrepancy="mse", n=NS[0]).values, 1.5)
+    np.testing.assert_allclose(grid.loc[(NS[0], 1.5)].tolist(), [num.mean() / B.sel(
+        discrepancy="mse", n=NS[0]).values.mean(), lo, hi], rtol=1e-14)

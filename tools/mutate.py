@@ -1382,6 +1382,10 @@ MUTANTS: list[Mutant] = [
            '               "Draws per truth K:": str(self.dataset.sizes.get("draw", 1)),',
            "the sensitivity panels of model restrictiveness say K draws per truth",
            ("tests/test_study.py::test_the_sensitivity_summary_of_model_restrictiveness_says_one_fit_per_truth_too",)),
+    Mutant("engine/sensitivity_results.py", "        repeated = values[counts > 1]\n",
+           "        repeated = values[counts > 2]\n",
+           "a Γ grid repeating a value gives the (n, gamma) table its rows twice",
+           ("tests/test_sensitivity_results.py::test_a_grid_repeating_a_gamma_is_refused_not_shown_twice",)),
 ]
 
 

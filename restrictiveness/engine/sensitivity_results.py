@@ -489,6 +489,11 @@ class SensitivityMixin:
         weights = self._weights(a, b)
         num, den = self._sens_losses(weights, discrepancy)
         g, scalar = _sens._gammas(gamma)
+        values, counts = np.unique(g, return_counts=True)
+        repeated = values[counts > 1]
+        if repeated.size:  # the (n, gamma) index held the same rows twice
+            raise ConfigurationError(f"gamma repeats {repeated.tolist()} in {g.tolist()}; each "
+                                     "Γ of the grid is one row, give it once")
         ns = self.ns
         bad = self._degenerate_ns(f"the sensitivity bounds of {weights}", discrepancy)
         with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned above
@@ -783,6 +788,8 @@ class SensitivityMixin:
         ['n=10', 'n=20']
         """
         gmax = _sens._gamma_max(gamma_max)
+        if gmax == 1.0:  # an axis of one point (matplotlib's singular-limits warning)
+            raise ConfigurationError("gamma_max must be above 1 to draw the bounds against Γ")
         if int(points) != points or points < 2:
             raise ConfigurationError(f"points must be an integer >= 2; got {points}")
         grid = np.linspace(1.0, gmax, int(points))
