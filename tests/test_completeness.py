@@ -1068,3 +1068,25 @@ def test_constraints_completeness_cannot_apply_are_refused_up_front():
         estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, "zz")], **kw)
     res = estimate_completeness(df, {"lin": OLS("y ~ x")}, constraints=[Between(0, 0.5)], **kw)
     assert res.kappa["OLS"] == 1.0 and res.kappa["constant"] == 0.0
+
+
+@pytest.mark.parametrize("flexible", [OLS("ce ~ 1"), Constant()], ids=["rounding", "same"])
+def test_a_benchmark_no_better_than_the_baseline_to_rounding_gives_nan_not_1e16(flexible):
+    """OLS("ce ~ 1") is the constant baseline up to rounding: loss_base − loss_benchmark was
+    ~1e-17 of the loss and κ̂ of OLS 1.3e16 (se 2.3e16), printed as such; the same procedure
+    as benchmark gave inf and NaN with numpy's bare divide warnings. κ̂ is 0/0 there."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = lottery_run(baseline=Constant(), benchmark=flexible)
+    assert len(caught) == 1 and str(caught[0].message).startswith(
+        "completeness κ̂ is NaN for every procedure: the benchmark 'benchmark' and the baseline "
+        "'baseline' have the same mean held-out loss to rounding")
+    est = res.estimates()
+    assert est[["kappa", "se", "lower", "upper"]].isna().all().all()
+    np.testing.assert_allclose(est["mean_loss"], res.dataset["loss"].mean(("repeat", "unit")),
+                               rtol=1e-14)
+    assert "OLS nan (nan)" in " ".join(str(res.summary().tables[1]).split())
+    assert "κ̂ is 0/0" in str(res.summary())
+    # a benchmark that improves keeps its values: κ̂ of the baseline 0, of the benchmark 1
+    good = lottery_run(baseline=Constant())
+    assert good.kappa["baseline"] == 0 and good.kappa["GP regression"] == 1

@@ -1386,6 +1386,11 @@ MUTANTS: list[Mutant] = [
            "        repeated = values[counts > 2]\n",
            "a Γ grid repeating a value gives the (n, gamma) table its rows twice",
            ("tests/test_sensitivity_results.py::test_a_grid_repeating_a_gamma_is_refused_not_shown_twice",)),
+    Mutant("analysis/completeness/inference.py",
+           "    if abs(mean_loss[b] - mean_loss[f]) <= DEGENERATE_IMPROVEMENT * abs(mean_loss[b]):",
+           "    if mean_loss[b] == mean_loss[f] == 0:",
+           "a benchmark equal to the baseline to rounding gives κ̂ of 1e16",
+           ("tests/test_completeness.py::test_a_benchmark_no_better_than_the_baseline_to_rounding_gives_nan_not_1e16",)),
 ]
 
 

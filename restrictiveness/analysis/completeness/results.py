@@ -235,6 +235,9 @@ class CompletenessResults:
                    else "repeated-fold SE over groups (SPEC §5, markets)")
         notes = [f"κ̂ = (loss_baseline − loss_j) / (loss_baseline − loss_benchmark) on held-out "
                  f"data; {se_note}."]
+        if est["kappa"].isna().all():
+            notes.append("nan: the benchmark's mean held-out loss equals the baseline's to "
+                         "rounding, so κ̂ is 0/0.")
         fails = est.loc[procs]
         for p in fails.index[(fails["failed_folds"] > 0) | (fails["invalid_rows"] > 0)]:
             notes.append(f"{p}: baseline predictions used in {int(fails.loc[p, 'failed_folds'])}"
