@@ -482,3 +482,26 @@ def test_a_grid_repeating_a_gamma_is_refused_not_shown_twice(cpt_res):
     lo, hi = bounds(num, None, B.sel(discrepancy="mse", n=NS[0]).values, 1.5)
     np.testing.assert_allclose(grid.loc[(NS[0], 1.5)].tolist(), [num.mean() / B.sel(
         discrepancy="mse", n=NS[0]).values.mean(), lo, hi], rtol=1e-14)
+
+
+def test_a_contribution_reported_twice_is_refused_not_shown_twice_or_dropped():
+    """report=("C_a", "C_{a}") gave the contributions table two rows of one contribution;
+    report=("C_a", "C_a") showed it once without a word, and report="C_a" was read letter by
+    letter ("comparison 'C' names unknown procedure label(s)")."""
+    labels = ["M(a,b)", "M(b)", "M(a)"]
+    res = _hand_results(np.random.default_rng(3), procedures=labels, ns=[10, 20], m=12)
+    family = ("M(a,b)", {"a": "M(b)", "b": "M(a)"})
+    with pytest.raises(ConfigurationError, match=r"report names \['C_a'\] more than once"):
+        rx.Contributions(*family, report=("C_a", "C_b", "C_a"))
+    with pytest.raises(ConfigurationError, match="got the string 'C_a'"):
+        rx.Contributions(*family, report="C_a")
+    typed_twice = res.with_contributions(rx.Contributions(*family, report=("C_a", "C_{a}")))
+    with pytest.raises(ConfigurationError, match="'C_a' and 'C_{a}' are the same comparison"):
+        typed_twice.contributions()
+    tab = res.with_contributions(rx.Contributions(*family, report=("C_a", "C_a-C_b"))
+                                 ).contributions()
+    assert tab.index.tolist() == [(c, n) for c in ("C_a", "C_a-C_b") for n in (10, 20)]
+    np.testing.assert_array_equal(tab.loc["C_a"].to_numpy(),
+                                  res.contrast("M(b)", "M(a,b)").to_numpy())
+    np.testing.assert_array_equal(tab.loc["C_a-C_b"].to_numpy(),
+                                  res.contrast("M(b)", "M(a)").to_numpy())

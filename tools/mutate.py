@@ -1391,6 +1391,10 @@ MUTANTS: list[Mutant] = [
            "    if mean_loss[b] == mean_loss[f] == 0:",
            "a benchmark equal to the baseline to rounding gives κ̂ of 1e16",
            ("tests/test_completeness.py::test_a_benchmark_no_better_than_the_baseline_to_rounding_gives_nan_not_1e16",)),
+    Mutant("engine/sensitivity_results.py",
+           "        _distinct(weights)  # 'C_a' and 'C_{a}' were two rows of one contribution\n", "",
+           "the contributions table shows one contribution typed two ways twice",
+           ("tests/test_sensitivity_results.py::test_a_contribution_reported_twice_is_refused_not_shown_twice_or_dropped",)),
 ]
 
 

@@ -83,8 +83,15 @@ class Contributions:
             raise ConfigurationError("Contributions: submodels must name at least one parameter")
         object.__setattr__(self, "submodels", dict(self.submodels))
         object.__setattr__(self, "symbols", dict(self.symbols))
+        if isinstance(self.report, str):  # "C_a" was read letter by letter
+            raise ConfigurationError(f"Contributions: report must be a sequence of comparisons, "
+                                     f"e.g. ({self.report!r},), got the string {self.report!r}")
         object.__setattr__(self, "report", tuple(self.report)
                            or tuple(f"C_{q}" for q in self.submodels))
+        twice = sorted({c for c in self.report if self.report.count(c) > 1})
+        if twice:  # the contributions table showed them once, silently
+            raise ConfigurationError(f"Contributions: report names {twice} more than once "
+                                     f"{list(self.report)}; give each comparison once")
         # C_q = r_{-q} - r_full: the full model as its own submodel gave C_q = 0 exactly, and
         # one label for two parameters C_q = C_s, both typos passing silently
         if self.full in self.submodels.values():
@@ -586,7 +593,9 @@ class SensitivityMixin:
                 "results.with_contributions(rx.Contributions(...)) (the lottery's: "
                 "rx.lottery.CPT_CONTRIBUTIONS)")
         disc = self._discrepancy(discrepancy)
-        tables = {c: self.combination(self._weights(c), disc, level) for c in spec.report}
+        weights = {c: self._weights(c) for c in spec.report}
+        _distinct(weights)  # 'C_a' and 'C_{a}' were two rows of one contribution
+        tables = {c: self.combination(w, disc, level) for c, w in weights.items()}
         return pd.concat(tables, names=["contribution", "n"])
 
     # -- reporting ------------------------------------------------------------------------
