@@ -833,6 +833,22 @@ def test_summary_and_netcdf_round_trip(tmp_path):
                                    res.difference("OLS", "constant"))
 
 
+def test_the_summary_refuses_rows_it_cannot_show_once():
+    """summary(["OLS", "OLS"]) printed the row twice; summary("OLS") read the label letter by
+    letter (KeyError 'O'), an unknown label was pandas' KeyError and [] an empty table."""
+    res = lottery_run()
+    with pytest.raises(ConfigurationError, match="procedures names 'OLS' more than once"):
+        res.summary(["OLS", "constant", "OLS"])
+    with pytest.raises(ConfigurationError, match=r"procedure 'OSL' not in \['OLS'"):
+        res.summary(["OSL"])
+    with pytest.raises(ConfigurationError, match="at least one procedure"):
+        res.summary([])
+    rows = res.summary("OLS").tables[1]
+    assert [[c.data.strip() for c in row] for row in rows[1:]] == [
+        ["OLS", f"{res.kappa['OLS']:.3f}", f"({res.kappa_se['OLS']:.3f})",
+         f"{res.estimates().loc['OLS', 'mean_loss']:.5g}", "0"]]
+
+
 def test_market_summary_and_round_trip_with_string_groups(tmp_path):
     res = market_run()
     assert "repeated-fold" in str(res.summary())
@@ -1074,3 +1090,25 @@ def test_a_procedure_drawing_from_the_global_random_state_gets_the_same_kappa_on
         kappas.append(lottery_run(procedures={"noisy": GlobalNoise()}).kappa["noisy"])
     assert kappas[0] == kappas[1]
     assert kappas[0] != lottery_run(procedures={"noisy": GlobalNoise()}, seed=2).kappa["noisy"]
+
+
+@pytest.mark.parametrize("flexible", [OLS("ce ~ 1"), Constant()], ids=["rounding", "same"])
+def test_a_benchmark_no_better_than_the_baseline_to_rounding_gives_nan_not_1e16(flexible):
+    """OLS("ce ~ 1") is the constant baseline up to rounding: loss_base − loss_benchmark was
+    ~1e-17 of the loss and κ̂ of OLS 1.3e16 (se 2.3e16), printed as such; the same procedure
+    as benchmark gave inf and NaN with numpy's bare divide warnings. κ̂ is 0/0 there."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = lottery_run(baseline=Constant(), benchmark=flexible)
+    assert len(caught) == 1 and str(caught[0].message).startswith(
+        "completeness κ̂ is NaN for every procedure: the benchmark 'benchmark' and the baseline "
+        "'baseline' have the same mean held-out loss to rounding")
+    est = res.estimates()
+    assert est[["kappa", "se", "lower", "upper"]].isna().all().all()
+    np.testing.assert_allclose(est["mean_loss"], res.dataset["loss"].mean(("repeat", "unit")),
+                               rtol=1e-14)
+    assert "OLS nan (nan)" in " ".join(str(res.summary().tables[1]).split())
+    assert "κ̂ is 0/0" in str(res.summary())
+    # a benchmark that improves keeps its values: κ̂ of the baseline 0, of the benchmark 1
+    good = lottery_run(baseline=Constant())
+    assert good.kappa["baseline"] == 0 and good.kappa["GP regression"] == 1

@@ -225,3 +225,40 @@ def test_a_results_file_written_before_the_scale_loads_and_reports_as_before():
     assert not res.degenerate_baseline().values.any()
     r = _no_warning(lambda: res.restrictiveness)
     assert np.isfinite(r.values).all()
+
+
+@pytest.mark.parametrize("scale", [None, np.nan, 1.0], ids=["no-scale", "unknown-scale", "scale"])
+def test_a_baseline_loss_of_exactly_zero_is_degenerate_whatever_the_scale(scale):
+    """B̄ = 0 exactly is 0/0 at any scale. Without the scale (files before it, discrepancies
+    without one) r̂ was inf and NaN with numpy's bare divide warnings, the bounds a DataError
+    "denominator is zero in every replication"; with it, a Dataset without a configuration
+    (built by hand) failed its warning with KeyError 'configuration'. Now every estimate there
+    is NaN with the package's warning, and the other n keep their values."""
+    D = np.array([[[[1.0, 2.0, 3.0], [0.5, 1.0, 1.5]]], [[[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]]])
+    B = np.array([[[2.0, 2.0, 4.0], [0.0, 0.0, 0.0]]])  # n = 10 fine, n = 20 all zero
+    data = {"loss": (("procedure", "discrepancy", "n", "replication"), D),
+            "baseline_loss": (("discrepancy", "n", "replication"), B)}
+    if scale is not None:
+        data["truth_scale"] = (("discrepancy", "n", "replication"), np.full(B.shape, scale))
+    res = rx.Results(xr.Dataset(data, coords={"procedure": ["a", "b"], "discrepancy": ["mse"],
+                                              "n": [10, 20], "replication": [0, 1, 2]},
+                                attrs={"baseline": "zero"}))
+    assert res.degenerate_baseline().values.tolist() == [[False, True]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = res.restrictiveness.sel(discrepancy="mse").values
+        contrast = res.contrast("a", "b")
+        bounds = res.sensitivity("a", "b", gamma=2.0)
+        crit = res.critical_gamma("a", "b")
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 4 and all("is NaN for discrepancy 'mse' at n=[20]: the baseline "
+                                      "zero's loss is zero" in m for m in messages), messages
+    np.testing.assert_array_equal(r, [[6 / 8, np.nan], [1 / 8, np.nan]])
+    assert contrast.loc[10, "estimate"] == 5 / 8 and np.isnan(contrast.loc[20]).all()
+    assert bounds.loc[10, "estimate"] == pytest.approx(5 / 8, rel=1e-15)
+    assert np.isnan(bounds.loc[20]).all()
+    # Γ = 2, M = 3: the vertices put 2 on one replication and 1/2 on the others; with
+    # a − b = (1, 2, 2) and B = (2, 2, 4) they give 4/7, 5.5/7 and 5.5/10
+    assert bounds.loc[10, "lower"] == pytest.approx(5.5 / 10, rel=1e-15)
+    assert bounds.loc[10, "upper"] == pytest.approx(5.5 / 7, rel=1e-15)
+    assert crit.loc[10] == np.inf and np.isnan(crit.loc[20])

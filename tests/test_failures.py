@@ -130,6 +130,25 @@ def test_complex_or_text_predictions_fail_the_fit_instead_of_being_cast(returned
     assert guard.error.startswith("predict: DataError: predict: predictions are ")
 
 
+@pytest.mark.parametrize("returned", [X[:, 0] > 0.1, np.array([True, 0.2, 0.3, 0.4], dtype=object),
+                                      [np.True_, np.False_, np.True_, np.True_]],
+                         ids=["bool", "bool-among-objects", "numpy-bools"])
+def test_boolean_predictions_fail_the_fit_instead_of_being_scored_as_0_and_1(returned):
+    """A rule returning a comparison (``X[:, 0] > 0.1``) in place of values was scored on the
+    numbers 1.0 and 0.0, which it never predicted (SPEC §6: a prediction that is not a real
+    value fails, the baseline's is used and the failure counted)."""
+    guard = GuardedRule(FunctionRule(lambda X: returned), BASE, [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))
+    assert (guard.failed, guard.replaced) == (True, 4)
+    assert guard.error == ("predict: DataError: predict: predictions are booleans (True/False); "
+                           "a prediction rule must return real numbers (.astype(float) if 0 "
+                           "and 1 are meant)")
+    numbers = GuardedRule(FunctionRule(lambda X: np.asarray(returned, dtype=float)), BASE,
+                          [rx.Between(0, 1)], COLUMNS)
+    np.testing.assert_array_equal(numbers.predict(X), np.asarray(returned, dtype=float))
+    assert not numbers.failed
+
+
 def test_an_adapter_and_a_baseline_with_complex_predictions_are_refused():
     from sklearn.dummy import DummyRegressor
 

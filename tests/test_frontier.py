@@ -104,3 +104,13 @@ def test_an_empty_table_is_not_plotted_as_empty_axes():
         plot_frontier(table.iloc[:0])
     ax = plot_frontier(table.iloc[:1])
     assert [t.get_text() for t in ax.texts] == ["A"]
+
+
+def test_one_procedure_given_as_a_string_is_one_label():
+    """procedures="A" was read letter by letter: "procedures ['A'] ..." for a one-letter label
+    passed by luck, "procedures ['l', 'i', ...] are not in both results" for any other."""
+    res, comp = _fake({"linear": 0.5, "B": 0.3}, {"linear": 0.9, "B": 0.8})
+    t = frontier_table(res, comp, procedures="linear")
+    assert list(t.index) == ["linear"]
+    assert t.loc["linear", ["restrictiveness", "completeness"]].tolist() == [0.5, 0.9]
+    assert bool(t.loc["linear", "frontier"])

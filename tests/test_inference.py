@@ -159,3 +159,38 @@ def test_results_with_negative_losses_are_refused(rng):
     tiny = B.copy()
     tiny.flat[5] = -1e-12
     rx.Results(ds.assign(baseline_loss=ds["baseline_loss"].copy(data=tiny)))
+
+
+def test_a_summary_of_a_dataset_without_the_study_records_names_what_it_lacks(rng):
+    """Results take any Dataset with loss and baseline_loss; summary() then failed with a bare
+    KeyError 'configuration' (or "No variable named 'error'") from deep inside."""
+    res, loss, B = _draws_results(rng)
+    with pytest.raises(rx.DataError, match="no 'configuration' attribute"):
+        res.summary()
+    ds = res.dataset.assign_attrs(configuration='{"evaluation": "hand-made"}')
+    with pytest.raises(rx.DataError, match=r"records of failed fits \['failed', 'invalid', "
+                                           r"'error'\]"):
+        rx.Results(ds).summary()
+    zeros = xr.zeros_like(ds["loss"].isel(discrepancy=0, draw=0), dtype=np.int64)
+    full = rx.Results(ds.assign(failed=zeros, invalid=zeros,
+                                error=xr.full_like(zeros, "", dtype=object)))
+    r = np.nanmean(loss[0, 0, 0], axis=-1).mean() / B[0, 0].mean()
+    assert full.summary().tables[1][1][1].data.startswith(f"{r:.3f} (")
+
+
+def test_estimates_keep_the_studys_order_of_discrepancies_as_the_summary_does(rng):
+    """estimates() (and the command line's --table csv) sorted the discrepancies alphabetically
+    (the demand's shares, own, cross came out cross, own, shares) while the summary's tables
+    follow the study."""
+    from restrictiveness.cli.options import estimates_table
+
+    res, loss, B = _draws_results(rng)                      # discrepancies ["mse", "kl"]
+    zeros = xr.zeros_like(res.dataset["loss"].isel(discrepancy=0, draw=0), dtype=np.int64)
+    recorded = rx.Results(res.dataset.assign(failed=zeros, invalid=zeros,
+                                             error=xr.full_like(zeros, "", dtype=object)))
+    r = np.nanmean(loss, axis=-1).mean(axis=-1) / B.mean(axis=(-2, -1))  # (P, D, N)
+    for table in (res.estimates(), estimates_table(recorded)):
+        assert table.index.tolist() == [(d, p, n) for d in ("mse", "kl") for p in ("a", "b")
+                                        for n in (10, 20)]
+        np.testing.assert_allclose(table["estimate"].to_numpy(),
+                                   r.transpose(1, 0, 2).ravel(), rtol=1e-13)

@@ -536,6 +536,9 @@ def test_procedure_and_rule_pickle(sample):
     ("def predict(X_train, y_train, X):\n    return None", "invalid-output", "numeric"),
     ("def predict(X_train, y_train, X):\n    return ['a'] * len(X)", "invalid-output",
      "numeric"),
+    # a comparison in place of values was scored as 0 and 1
+    ("def predict(X_train, y_train, X):\n    return X[:, 0] > 0", "invalid-output",
+     "booleans"),
     ("def predict(X_train, y_train, X):\n    raise ValueError('boom')", "crash", "boom"),
     ("import socket\ndef predict(X_train, y_train, X):\n    return X[:, 0]", "forbidden",
      "socket"),

@@ -449,3 +449,59 @@ def test_a_grid_as_gamma_max_is_refused_by_name(cpt_res):
         cpt_res.plot_sensitivity("C_delta-C_gamma", gamma_max=[2.0, 3.0])
     # one number of any numeric type still ends the search where a float does
     assert critical_gamma(a, None, b, gamma_max=np.float32(3.0)) == critical_gamma(a, None, b)
+
+
+def test_one_comparison_typed_two_ways_is_refused_not_shown_twice(cpt_res):
+    """'C_delta-C_gamma' and 'CPT(alpha,gamma)-CPT(alpha,delta)' (or 'A-B' and 'A - B') are
+    one comparison: the panels showed its row twice under two labels; a mapping among the
+    comparisons was "unhashable type: 'dict'"."""
+    same = ["C_delta-C_gamma", "CPT(alpha,gamma) - CPT(alpha,delta)"]
+    for method in (cpt_res.sensitivity_dataset, cpt_res.sensitivity_summary):
+        with pytest.raises(ConfigurationError, match="are the same comparison"):
+            method(same)
+        with pytest.raises(ConfigurationError, match="comparisons are strings"):
+            method(["C_alpha", {"CPT(delta)": 1.0}])
+    ds = cpt_res.sensitivity_dataset(["C_delta-C_gamma", "C_delta"])
+    d = cpt_res.combination({"CPT(alpha,gamma)": 1.0, "CPT(alpha,delta)": -1.0})
+    np.testing.assert_allclose(ds["estimate"].sel(comparison="C_delta-C_gamma"), d["estimate"],
+                               rtol=1e-13)
+
+
+def test_a_grid_repeating_a_gamma_is_refused_not_shown_twice(cpt_res):
+    """gamma=[2, 1.5, 2.0] gave the (n, gamma) index the rows of Γ = 2 twice, so .loc[(n, 2)]
+    returned two rows; a plot up to Γ = 1 drew 101 copies of Γ = 1 (singular axis)."""
+    with pytest.raises(ConfigurationError, match=r"gamma repeats \[2.0\]"):
+        cpt_res.sensitivity("C_alpha", gamma=[2, 1.5, 2.0])
+    with pytest.raises(ConfigurationError, match="gamma_max must be above 1"):
+        cpt_res.plot_sensitivity("C_alpha", gamma_max=1.0)
+    grid = cpt_res.sensitivity("C_alpha", gamma=[2.0, 1.5])
+    assert grid.index.tolist() == [(n, g) for n in NS for g in (2.0, 1.5)]
+    D, B = cpt_res.losses()
+    num = (D.sel(procedure=CPT_SUBMODELS["alpha"]) - D.sel(procedure=CPT_FULL)).sel(
+        discrepancy="mse", n=NS[0]).values
+    lo, hi = bounds(num, None, B.sel(discrepancy="mse", n=NS[0]).values, 1.5)
+    np.testing.assert_allclose(grid.loc[(NS[0], 1.5)].tolist(), [num.mean() / B.sel(
+        discrepancy="mse", n=NS[0]).values.mean(), lo, hi], rtol=1e-14)
+
+
+def test_a_contribution_reported_twice_is_refused_not_shown_twice_or_dropped():
+    """report=("C_a", "C_{a}") gave the contributions table two rows of one contribution;
+    report=("C_a", "C_a") showed it once without a word, and report="C_a" was read letter by
+    letter ("comparison 'C' names unknown procedure label(s)")."""
+    labels = ["M(a,b)", "M(b)", "M(a)"]
+    res = _hand_results(np.random.default_rng(3), procedures=labels, ns=[10, 20], m=12)
+    family = ("M(a,b)", {"a": "M(b)", "b": "M(a)"})
+    with pytest.raises(ConfigurationError, match=r"report names \['C_a'\] more than once"):
+        rx.Contributions(*family, report=("C_a", "C_b", "C_a"))
+    with pytest.raises(ConfigurationError, match="got the string 'C_a'"):
+        rx.Contributions(*family, report="C_a")
+    typed_twice = res.with_contributions(rx.Contributions(*family, report=("C_a", "C_{a}")))
+    with pytest.raises(ConfigurationError, match="'C_a' and 'C_{a}' are the same comparison"):
+        typed_twice.contributions()
+    tab = res.with_contributions(rx.Contributions(*family, report=("C_a", "C_a-C_b"))
+                                 ).contributions()
+    assert tab.index.tolist() == [(c, n) for c in ("C_a", "C_a-C_b") for n in (10, 20)]
+    np.testing.assert_array_equal(tab.loc["C_a"].to_numpy(),
+                                  res.contrast("M(b)", "M(a,b)").to_numpy())
+    np.testing.assert_array_equal(tab.loc["C_a-C_b"].to_numpy(),
+                                  res.contrast("M(b)", "M(a)").to_numpy())

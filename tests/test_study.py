@@ -833,6 +833,25 @@ def test_a_summary_of_nothing_is_refused():
     assert "linear" in res.summary(procedures=["linear"], discrepancy=["mse"]).as_text()
 
 
+def test_a_summary_refuses_a_procedure_or_discrepancy_named_twice():
+    """summary(procedures=["linear", "linear"]) printed the row twice, and
+    summary(discrepancy=["mse", "mse"]) the whole table twice, as if they were other
+    estimates."""
+    res = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1"), "quad": rx.OLS("y ~ x1 + x2")},
+                   rx.Constant(), n=[10], replications=3).run(progress=False)
+    with pytest.raises(rx.ConfigurationError, match="procedures names 'linear' more than once"):
+        res.summary(procedures=["linear", "quad", "linear"])
+    with pytest.raises(rx.ConfigurationError, match="discrepancy names 'mse' more than once"):
+        res.summary(discrepancy=["mse", "mse"])
+    table = res.summary(procedures=["quad", "linear"]).tables[1]
+    r = res.restrictiveness.sel(discrepancy="mse", n=10)
+    se = res.se.sel(discrepancy="mse", n=10)
+    assert [row[0].data.strip() for row in table[1:]] == ["quad", "linear"]
+    assert [row[1].data for row in table[1:]] == [
+        f"{float(r.sel(procedure=p)):.3f} ({float(se.sel(procedure=p)):.3f})"
+        for p in ("quad", "linear")]
+
+
 @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "60", True, None])
 def test_an_impossible_worker_timeout_is_refused_on_every_backend(timeout):
     """worker_timeout=-1 (or "60") passed unread when the replications ran on the process pool;
@@ -1085,3 +1104,16 @@ def test_a_fit_waiting_for_its_own_thread_that_seeds_the_global_states_does_not_
     assert int(ds["failed"].sum()) == 0
     np.testing.assert_allclose(ds["loss"].sel(procedure="threaded").values,
                                ds["loss"].sel(procedure="ols").values, rtol=1e-10)
+
+
+def test_the_sensitivity_summary_of_model_restrictiveness_says_one_fit_per_truth_too():
+    """The study summary said 'Draws per truth: 1' for fit_on="evaluation" with draws=3, and
+    the sensitivity panels of the same results 'Draws per truth K: 3'."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+
+    def header(fit_on):
+        res = rx.Study(rx.MonotoneGP(F, n_eval=20), {"linear": rx.OLS("y ~ x")}, rx.Constant(),
+                       n=[5], replications=3, draws=3, fit_on=fit_on).run(progress=False)
+        return dict(res.sensitivity_summary(["linear"]).tables[0].data)["Draws per truth K:"]
+
+    assert [header("evaluation"), header("training")] == ["1", "3"]

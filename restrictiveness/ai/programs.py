@@ -250,6 +250,9 @@ class ProgramRule(Fitted):
         pred = np.asarray(result.outputs["pred"])
         if pred.dtype.kind == "c":
             raise self._fail("invalid-output", "predictions are complex numbers")
+        if pred.dtype.kind == "b":  # a comparison returned in place of values, read as 0/1
+            raise self._fail("invalid-output", "predictions are booleans (True/False), not "
+                                               "numbers")
         pred = pred.astype(float)
         shape = (m,) + self.y_train.shape[1:]
         if pred.shape != shape:

@@ -36,7 +36,7 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
         largest).
     discrepancy : str, optional
         Default: the study's first.
-    procedures : sequence of str, optional
+    procedures : str or sequence of str, optional
         Default: the procedures present in both results.
 
     Returns
@@ -85,7 +85,9 @@ def frontier_table(restrictiveness, completeness, n: int | None = None,
         raise ConfigurationError(f"discrepancy {disc!r} is not in the restrictiveness results "
                                  f"{restrictiveness.discrepancies}")
     common = [p for p in restrictiveness.procedures if p in completeness.procedures]
-    labels = list(procedures) if procedures is not None else common
+    # one label as a string was read letter by letter ("procedures ['l', 'i', ...]")
+    labels = (common if procedures is None
+              else [procedures] if isinstance(procedures, str) else list(procedures))
     missing = [p for p in labels if p not in common]
     if not common and procedures is None:
         # was "procedures [] are not in both results; common procedures: []"

@@ -251,9 +251,22 @@ class Results(SensitivityMixin):
         return int(self.dataset.sizes["replication"])
 
     @property
+    def draws_per_truth(self) -> int:
+        """Training samples K per pseudo-truth that the losses average (S.1.6): the ``draw``
+        dimension's size, and 1 for model restrictiveness (fitted once, on the evaluation set,
+        whatever the draws)."""
+        if self.dataset.attrs.get("fit_on") == "evaluation":
+            return 1
+        return int(self.dataset.sizes.get("draw", 1))
+
+    @property
     def configuration(self) -> dict:
         """The study's configuration (:meth:`Study.configuration
         <restrictiveness.engine.study.Study.configuration>`), as stored in the file."""
+        if "configuration" not in self.dataset.attrs:  # was a bare KeyError, from summary()
+            raise DataError("the Dataset has no 'configuration' attribute (what the study was), "
+                            "so it cannot be summarised; results of Study.run or rx.load "
+                            "have it")
         return json.loads(self.dataset.attrs["configuration"])
 
     def losses(self) -> tuple[xr.DataArray, xr.DataArray]:
@@ -312,8 +325,9 @@ class Results(SensitivityMixin):
         r̂ = D̄ / B̄ is then 0/0 (e.g. a baseline that interpolates every pseudo-truth), and
         :attr:`restrictiveness`, :meth:`combination` and the sensitivity bounds report NaN
         there with a RuntimeWarning. The test is scale-free: B̄ ≤ 1e-12 × the mean
-        ``truth_scale``, by discrepancy and n; it is skipped (False) where the scale is unknown
-        (a discrepancy without ``scale``, or a file written before ``truth_scale`` existed).
+        ``truth_scale``, by discrepancy and n. Where the scale is unknown (a discrepancy
+        without ``scale``, or a file written before ``truth_scale`` existed) only a B̄ of
+        exactly zero counts: D̄ / 0 is undefined at any scale.
 
         Returns
         -------
@@ -331,11 +345,12 @@ class Results(SensitivityMixin):
     def _degenerate(self) -> xr.DataArray:
         _, B = self.losses()
         Bbar = B.mean("replication").transpose("discrepancy", "n")
-        if "truth_scale" not in self.dataset:
-            degenerate = xr.zeros_like(Bbar, dtype=bool)
-        else:
+        # B̄ = 0 exactly (losses are clipped at 0) is 0/0 whatever the scale: without a scale
+        # r̂ was inf or NaN with numpy's bare divide warnings, and the bounds a DataError
+        degenerate = Bbar <= 0
+        if "truth_scale" in self.dataset:
             scale = self.dataset["truth_scale"].mean("replication")
-            degenerate = Bbar <= DEGENERATE_BASELINE * scale
+            degenerate = degenerate | (Bbar <= DEGENERATE_BASELINE * scale)
         # Named, so ``to_dataframe()`` works as on every other DataArray the results return.
         return degenerate.rename("degenerate_baseline").assign_attrs(
             long_name="baseline loss zero to rounding (r̂ is 0/0)")
@@ -343,14 +358,18 @@ class Results(SensitivityMixin):
     def _warn_degenerate(self, what: str, discrepancy: str, ns: Sequence[int]) -> None:
         _, B = self.losses()
         Bbar = float(B.sel(discrepancy=discrepancy, n=list(ns)).mean("replication").max())
-        scale = float(self.dataset["truth_scale"].sel(discrepancy=discrepancy, n=list(ns))
-                      .mean("replication").min())
-        baseline = ", ".join(self.configuration.get("baseline", {}).values())
+        scale = (float(self.dataset["truth_scale"].sel(discrepancy=discrepancy, n=list(ns))
+                       .mean("replication").min()) if "truth_scale" in self.dataset else np.nan)
+        # a Dataset built by hand has no configuration: its baseline is the label, if any
+        config = json.loads(self.dataset.attrs.get("configuration", "{}")).get("baseline")
+        baseline = (", ".join(config.values()) if isinstance(config, dict)
+                    else str(self.dataset.attrs.get("baseline", "")))
+        size = (f"zero to rounding relative to the truths' scale (mean baseline loss "
+                f"{Bbar:.3g}, truths' scale {scale:.3g})" if Bbar > 0 or np.isfinite(scale)
+                else "zero in every replication")
         warnings.warn(f"{what} is NaN for discrepancy {discrepancy!r} at n={list(ns)}: the "
-                      f"baseline {baseline}'s loss is zero to "
-                      f"rounding relative to the truths' scale (mean baseline loss {Bbar:.3g}, "
-                      f"truths' scale {scale:.3g}), so D̄ / B̄ is 0/0; use a baseline that does "
-                      "not reproduce the pseudo-truths (e.g. rx.Constant())",
+                      f"baseline {baseline}'s loss is {size}, so D̄ / B̄ is 0/0; use a "
+                      "baseline that does not reproduce the pseudo-truths (e.g. rx.Constant())",
                       RuntimeWarning, stacklevel=user_stacklevel())
 
     # -- estimates ------------------------------------------------------------------------
@@ -359,7 +378,8 @@ class Results(SensitivityMixin):
         D, B = self.losses()
         D = D.transpose("procedure", "discrepancy", "n", "replication")
         B = B.transpose("discrepancy", "n", "replication")
-        r, se = ratio_estimate(D.values, B.values[None])
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned below
+            r, se = ratio_estimate(D.values, B.values[None])
         bad = self.degenerate_baseline().values
         r[:, bad], se[:, bad] = np.nan, np.nan
         for d, disc in enumerate(self.discrepancies):
@@ -408,8 +428,9 @@ class Results(SensitivityMixin):
         Returns
         -------
         pandas.DataFrame
-            Index (discrepancy, procedure, n); columns ``estimate``, ``se``, ``lower``,
-            ``upper`` (``reset_index()`` gives a flat long table).
+            Index (discrepancy, procedure, n), in the study's order of each; columns
+            ``estimate``, ``se``, ``lower``, ``upper`` (``reset_index()`` gives a flat long
+            table).
 
         Examples
         --------
@@ -423,7 +444,9 @@ class Results(SensitivityMixin):
         se = self.se.to_series().rename("se")
         df = pd.concat([r, se], axis=1).reorder_levels(["discrepancy", "procedure", "n"])
         df["lower"], df["upper"] = normal_interval(df["estimate"], df["se"], level)
-        return df.sort_index(level=["discrepancy"], sort_remaining=False)
+        # grouped by discrepancy in the study's order, as the summary's tables (sorting the
+        # level put the demand's ['shares', 'own', 'cross'] in alphabetical order in the csv)
+        return df.reindex(self.discrepancies, level="discrepancy")
 
     def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
                     level: float = 0.95) -> pd.DataFrame:
@@ -469,7 +492,9 @@ class Results(SensitivityMixin):
         D, B = self.losses()
         D = D.sel(discrepancy=disc, procedure=labels).transpose("procedure", "n", "replication")
         B = B.sel(discrepancy=disc).transpose("n", "replication")
-        est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values, B.values)
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned below
+            est, se = combination_estimate(np.array([weights[p] for p in labels]), D.values,
+                                           B.values)
         zero = self._degenerate_ns(f"the combination {dict(weights)} of r̂", disc)
         est[zero], se[zero] = np.nan, np.nan
         lo, hi = normal_interval(est, se, level)
@@ -531,6 +556,11 @@ class Results(SensitivityMixin):
                   20       0     4             0
         """
         ds = self.dataset
+        missing = [v for v in ("failed", "invalid", "error") if v not in ds.variables]
+        if missing:  # was a bare KeyError, from summary() too
+            raise DataError(f"the Dataset lacks the study's records of failed fits {missing}, "
+                            "so failures (and the summary, which reports them) are unknown; "
+                            "results of Study.run or rx.load have them")
         loss = ds["loss"].isel(discrepancy=0)
         fits = loss.notnull().sum([d for d in loss.dims if d in ("replication", "draw")])
         errors = ds["error"].transpose("procedure", "n", "replication").values
@@ -762,9 +792,9 @@ class Results(SensitivityMixin):
         Parameters
         ----------
         discrepancy : str or sequence of str, optional
-            Which discrepancies to show (default: all).
-        procedures : sequence of str, optional
-            Rows, in order (default: all).
+            Which discrepancies to show, each once (default: all).
+        procedures : str or sequence of str, optional
+            Rows, in order, each once (default: all).
 
         Returns
         -------
@@ -795,6 +825,8 @@ class Results(SensitivityMixin):
             raise ConfigurationError(f"summary needs at least one discrepancy and one procedure "
                                      f"(default: all), got discrepancy={discrepancy!r}, "
                                      f"procedures={procedures!r}")
+        no_repeats(discs, "discrepancy")  # a table, and rows, printed twice
+        no_repeats(procs, "procedures")
         ds = self.dataset
         model = ds.attrs.get("fit_on") == "evaluation"
         smry = Summary()
@@ -802,8 +834,7 @@ class Results(SensitivityMixin):
             ["Evaluation:", _short(self.configuration.get("evaluation", ""))],
             ["Baseline:", _short(self._baseline_text())],
             ["Replications:", str(self.replications)],
-            # fitted on the evaluation set, each procedure is fitted once whatever the draws
-            ["Draws per truth:", "1" if model else str(ds.sizes.get("draw", 1))],
+            ["Draws per truth:", str(self.draws_per_truth)],
             ["Seed:", str(ds.attrs.get("seed", ""))],
             ["Fitted on:", "evaluation set (model restrictiveness, Def. 1)" if model
              else "training samples (procedural restrictiveness)"],
@@ -950,6 +981,38 @@ def unique_procedures(ds: xr.Dataset) -> None:
     if repeated:
         raise DataError(f"procedure labels repeat: {repeated}; every procedure needs its own "
                         "label (estimates select procedures by label)")
+
+
+def no_repeats(labels: Sequence[str], what: str) -> None:
+    """Refuse a selection of table rows (or tables) that names one of them twice.
+
+    A summary printed a repeated label's row (or a repeated discrepancy's table) twice, as if
+    it were another estimate.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The selection, in the order given.
+    what : str
+        The argument, for the message.
+
+    Raises
+    ------
+    ConfigurationError
+        Some label appears more than once.
+
+    Examples
+    --------
+    >>> no_repeats(["a", "b"], "procedures")
+    >>> no_repeats(["a", "b", "a"], "procedures")
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.ConfigurationError: procedures names 'a' more than once ...
+    """
+    twice = [x for i, x in enumerate(labels) if x in labels[:i]]
+    if twice:
+        raise ConfigurationError(f"{what} names {', '.join(map(repr, dict.fromkeys(twice)))} "
+                                 f"more than once ({list(labels)}); each would be shown twice")
 
 
 def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:

@@ -83,8 +83,15 @@ class Contributions:
             raise ConfigurationError("Contributions: submodels must name at least one parameter")
         object.__setattr__(self, "submodels", dict(self.submodels))
         object.__setattr__(self, "symbols", dict(self.symbols))
+        if isinstance(self.report, str):  # "C_a" was read letter by letter
+            raise ConfigurationError(f"Contributions: report must be a sequence of comparisons, "
+                                     f"e.g. ({self.report!r},), got the string {self.report!r}")
         object.__setattr__(self, "report", tuple(self.report)
                            or tuple(f"C_{q}" for q in self.submodels))
+        twice = sorted({c for c in self.report if self.report.count(c) > 1})
+        if twice:  # the contributions table showed them once, silently
+            raise ConfigurationError(f"Contributions: report names {twice} more than once "
+                                     f"{list(self.report)}; give each comparison once")
         # C_q = r_{-q} - r_full: the full model as its own submodel gave C_q = 0 exactly, and
         # one label for two parameters C_q = C_s, both typos passing silently
         if self.full in self.submodels.values():
@@ -300,6 +307,19 @@ def parse_comparison(text: str, procedures: Sequence[str],
     return weights
 
 
+def _distinct(weights: Mapping[str, Mapping[str, float]]) -> None:
+    """Refuse comparisons that are one comparison typed two ways ('A-B' and 'A - B', 'C_q' and
+    its procedures): the tables showed the same row twice under two labels."""
+    seen: dict[tuple, str] = {}
+    for comp, w in weights.items():
+        key = tuple(sorted(w.items()))
+        if key in seen:
+            raise ConfigurationError(
+                f"comparisons {seen[key]!r} and {comp!r} are the same comparison "
+                f"{dict(w)}; give each comparison once")
+        seen[key] = comp
+
+
 # ---------------------------------------------------------------------------- formatting
 
 
@@ -334,6 +354,8 @@ class SensitivityMixin:
         def __init__(self, dataset: xr.Dataset) -> None: ...
         @property
         def ns(self) -> list[int]: ...
+        @property
+        def draws_per_truth(self) -> int: ...
         def _discrepancy(self, discrepancy: str | None) -> str: ...
         def losses(self) -> tuple[xr.DataArray, xr.DataArray]: ...
         def combination(self, weights: Mapping[str, float], discrepancy: str | None = None,
@@ -474,9 +496,15 @@ class SensitivityMixin:
         weights = self._weights(a, b)
         num, den = self._sens_losses(weights, discrepancy)
         g, scalar = _sens._gammas(gamma)
+        values, counts = np.unique(g, return_counts=True)
+        repeated = values[counts > 1]
+        if repeated.size:  # the (n, gamma) index held the same rows twice
+            raise ConfigurationError(f"gamma repeats {repeated.tolist()} in {g.tolist()}; each "
+                                     "Γ of the grid is one row, give it once")
         ns = self.ns
         bad = self._degenerate_ns(f"the sensitivity bounds of {weights}", discrepancy)
-        est = num.mean(axis=1) / den.mean(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # B̄ = 0: NaN and warned above
+            est = num.mean(axis=1) / den.mean(axis=1)
         est[bad] = np.nan
         lo, hi = np.full((len(ns), g.size), np.nan), np.full((len(ns), g.size), np.nan)
         for i in np.flatnonzero(~bad):
@@ -565,7 +593,9 @@ class SensitivityMixin:
                 "results.with_contributions(rx.Contributions(...)) (the lottery's: "
                 "rx.lottery.CPT_CONTRIBUTIONS)")
         disc = self._discrepancy(discrepancy)
-        tables = {c: self.combination(self._weights(c), disc, level) for c in spec.report}
+        weights = {c: self._weights(c) for c in spec.report}
+        _distinct(weights)  # 'C_a' and 'C_{a}' were two rows of one contribution
+        tables = {c: self.combination(w, disc, level) for c, w in weights.items()}
         return pd.concat(tables, names=["contribution", "n"])
 
     # -- reporting ------------------------------------------------------------------------
@@ -602,6 +632,8 @@ class SensitivityMixin:
         ['critical_gamma', 'estimate', 'lower', 'upper']
         """
         comparisons = self._comparison_list(comparisons)
+        weights = {comp: self._weights(comp) for comp in comparisons}
+        _distinct(weights)
         if np.ndim(gamma) != 0:
             raise ConfigurationError(f"gamma must be a scalar here; got shape "
                                      f"{np.shape(gamma)} (use sensitivity() for a grid)")
@@ -610,9 +642,7 @@ class SensitivityMixin:
         ns = self.ns
         cols = {k: np.empty((len(comparisons), len(ns))) for k in
                 ("estimate", "lower", "upper", "critical_gamma")}
-        weights = {}
         for i, comp in enumerate(comparisons):
-            weights[comp] = self._weights(comp)
             tab = self.sensitivity(weights[comp], gamma=float(g), discrepancy=disc)
             for k in ("estimate", "lower", "upper"):
                 cols[k][i] = tab[k].to_numpy()
@@ -644,6 +674,11 @@ class SensitivityMixin:
         comparisons = list(comparisons)
         if not comparisons:
             raise ConfigurationError("comparisons is empty; give at least one comparison string")
+        odd = [c for c in comparisons if not isinstance(c, str)]
+        if odd:  # a mapping was "unhashable type: 'dict'"; the table labels rows as typed
+            raise ConfigurationError(f"comparisons are strings such as 'A-B' (they label the "
+                                     f"rows as typed), got {odd}; bound weights {{label: "
+                                     f"coefficient}} with sensitivity() and critical_gamma()")
         if len(set(comparisons)) != len(comparisons):
             raise ConfigurationError(f"comparisons has duplicates: {comparisons}")
         return comparisons
@@ -688,7 +723,8 @@ class SensitivityMixin:
         top = {"Discrepancy:": ds.attrs["discrepancy"],
                "Baseline:": str(attrs.get("baseline", "")),
                "Replications M:": str(self.dataset.sizes["replication"]),
-               "Draws per truth K:": str(self.dataset.sizes.get("draw", 1)),
+               # fitted on the evaluation set, each truth's fit is one whatever the draws
+               "Draws per truth K:": str(self.draws_per_truth),
                "Γ (Panel B):": f"{gamma:g}", "Γ max (Panel C):": f"{gamma_max:g}"}
         smry.tables.append(SimpleTable([[v] for v in top.values()], stubs=list(top),
                                        title="Sensitivity to the evaluation distribution",
@@ -761,6 +797,8 @@ class SensitivityMixin:
         ['n=10', 'n=20']
         """
         gmax = _sens._gamma_max(gamma_max)
+        if gmax == 1.0:  # an axis of one point (matplotlib's singular-limits warning)
+            raise ConfigurationError("gamma_max must be above 1 to draw the bounds against Γ")
         if int(points) != points or points < 2:
             raise ConfigurationError(f"points must be an integer >= 2; got {points}")
         grid = np.linspace(1.0, gmax, int(points))

@@ -155,8 +155,11 @@ def real_predictions(values: object, who: str) -> np.ndarray:
     """Predictions as a float array, refusing what a float cast would misread.
 
     ``np.asarray(values, dtype=float)`` drops the imaginary part of complex predictions with
-    only NumPy's ``ComplexWarning`` and reads strings such as ``"0.5"`` as numbers: a rule
-    returning them would be scored on numbers it never gave.
+    only NumPy's ``ComplexWarning``, reads strings such as ``"0.5"`` as numbers and booleans as
+    0 and 1: a rule returning them would be scored on numbers it never gave. Booleans are a
+    comparison returned in place of a value (``X[:, 0] > 0.5``), not a prediction of a real
+    outcome, so under the failure protocol (SPEC §6) they fail the prediction like any error;
+    a rule meaning 0 and 1 returns numbers (``.astype(float)``).
 
     Parameters
     ----------
@@ -173,7 +176,7 @@ def real_predictions(values: object, who: str) -> np.ndarray:
     Raises
     ------
     DataError
-        Complex, text, date or structured predictions.
+        Complex, boolean, text, date or structured predictions.
 
     Examples
     --------
@@ -187,13 +190,17 @@ def real_predictions(values: object, who: str) -> np.ndarray:
     array = np.asarray(values)
     kind = array.dtype.kind
     if kind == "O":  # a pandas Series of text, or mixed objects: look at the items
-        odd = next((v for v in array.flat if isinstance(v, str | bytes | complex)), None)
+        odd = next((v for v in array.flat
+                    if isinstance(v, str | bytes | complex | bool | np.bool_)), None)
         if odd is not None:
-            kind = "c" if isinstance(odd, complex) else "U"
-    if kind not in "biufO":
-        what = "complex numbers" if kind == "c" else f"not numbers ({array.dtype})"
+            kind = ("c" if isinstance(odd, complex) else "b" if isinstance(odd, bool | np.bool_)
+                    else "U")
+    if kind not in "iufO":
+        what = ("complex numbers" if kind == "c" else "booleans (True/False)" if kind == "b"
+                else f"not numbers ({array.dtype})")
+        hint = " (.astype(float) if 0 and 1 are meant)" if kind == "b" else ""
         raise DataError(f"{who}: predictions are {what}; a prediction rule must return real "
-                        "numbers")
+                        f"numbers{hint}")
     return np.asarray(array, dtype=float)
 
 

@@ -16,6 +16,12 @@ import xarray as xr
 __all__ = ["clustered_completeness", "repeated_fold_completeness", "clustered_se",
            "repeated_fold_se", "with_estimates"]
 
+#: The benchmark's improvement on the baseline (their mean held-out losses' difference) at most
+#: this fraction of the baseline's loss is zero to rounding: every κ̂ is then 0/0. A benchmark
+#: equal to the baseline to rounding (OLS("y ~ 1") against Constant()) differed by 1e-17 of
+#: the loss and gave κ̂ = 1.3e16 (se 2.3e16); as DEGENERATE_BASELINE for restrictiveness.
+DEGENERATE_IMPROVEMENT = 1e-12
+
 
 def clustered_se(phi: np.ndarray, clusters: np.ndarray) -> float:
     """SPEC §5: φ̃_s = (S/N) Σ_{i∈s} φ_i, se² = Σ_s (φ̃_s − mean φ̃)² / (S(S−1))."""
@@ -131,18 +137,27 @@ def with_estimates(ds: xr.Dataset) -> xr.Dataset:
     infl = np.empty_like(L)
     clustered = ds.attrs["se_method"] == "clustered"
     for j in range(len(labels)):
-        if clustered:
-            kappa[j], se[j], phi = clustered_completeness(L[j, 0], L[b, 0], L[f, 0],
-                                                          ds["cluster"].values)
-            infl[j] = phi[None]
-            mean_loss[j] = L[j].mean()
-        else:
-            kappa[j], se[j], infl[j] = repeated_fold_completeness(L[j], L[b], L[f], assigned)
-            mean_loss[j] = _fold_average(L[j], assigned)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no improvement: NaN, warned below
+            if clustered:
+                kappa[j], se[j], phi = clustered_completeness(L[j, 0], L[b, 0], L[f, 0],
+                                                              ds["cluster"].values)
+                infl[j] = phi[None]
+                mean_loss[j] = L[j].mean()
+            else:
+                kappa[j], se[j], infl[j] = repeated_fold_completeness(L[j], L[b], L[f],
+                                                                      assigned)
+                mean_loss[j] = _fold_average(L[j], assigned)
     if clustered and pd.Series(ds["cluster"].values).nunique() < 2:
         warnings.warn("the held-out data come from one cluster: the clustered standard errors "
                       "need at least two, so kappa_se is NaN", RuntimeWarning, stacklevel=3)
-    if not mean_loss[b] > mean_loss[f]:
+    if abs(mean_loss[b] - mean_loss[f]) <= DEGENERATE_IMPROVEMENT * abs(mean_loss[b]):
+        kappa[:], se[:], infl[:] = np.nan, np.nan, np.nan
+        warnings.warn(f"completeness κ̂ is NaN for every procedure: the benchmark "
+                      f"{labels[f]!r} and the baseline {labels[b]!r} have the same mean "
+                      f"held-out loss to rounding ({mean_loss[f]:.6g} vs {mean_loss[b]:.6g}), "
+                      "so κ̂ is 0/0; use a benchmark that improves on the baseline",
+                      RuntimeWarning, stacklevel=3)
+    elif not mean_loss[b] > mean_loss[f]:
         warnings.warn(f"the benchmark {labels[f]!r} does not improve on the baseline "
                       f"{labels[b]!r} out of sample (mean loss {mean_loss[f]:.4g} vs "
                       f"{mean_loss[b]:.4g}); completeness is not meaningful", RuntimeWarning,

@@ -12,7 +12,13 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ...engine.inference import normal_interval
-from ...engine.results import NETCDF_ENGINE, describe, read_netcdf, unique_procedures
+from ...engine.results import (
+    NETCDF_ENGINE,
+    describe,
+    no_repeats,
+    read_netcdf,
+    unique_procedures,
+)
 from ...shared.exceptions import ConfigurationError, DataError
 from ...shared.files import CONVENTIONS, atomic_output
 from ...shared.plotting import new_axes
@@ -178,8 +184,8 @@ class CompletenessResults:
 
         Parameters
         ----------
-        procedures : sequence of str, optional
-            Rows, in order (default: all, baseline and benchmark included).
+        procedures : str or sequence of str, optional
+            Rows, in order, each once (default: all, baseline and benchmark included).
 
         Returns
         -------
@@ -199,7 +205,16 @@ class CompletenessResults:
         ----------------------------------------------
         """
         ds = self.dataset
-        procs = list(procedures) if procedures is not None else self.procedures
+        # a label as a string was read letter by letter, an unknown one was pandas' KeyError,
+        # a repeated one printed its row twice and none an empty table
+        procs = (self.procedures if procedures is None
+                 else [procedures] if isinstance(procedures, str) else list(procedures))
+        for p in procs:
+            self._procedure(p)
+        if not procs:
+            raise ConfigurationError(f"summary needs at least one procedure (default: all), got "
+                                     f"procedures={procedures!r}")
+        no_repeats(procs, "procedures")
         est = self.estimates()
         smry = Summary()
         top = [["Design:", ds.attrs["design"]],
@@ -220,6 +235,9 @@ class CompletenessResults:
                    else "repeated-fold SE over groups (SPEC §5, markets)")
         notes = [f"κ̂ = (loss_baseline − loss_j) / (loss_baseline − loss_benchmark) on held-out "
                  f"data; {se_note}."]
+        if est["kappa"].isna().all():
+            notes.append("nan: the benchmark's mean held-out loss equals the baseline's to "
+                         "rounding, so κ̂ is 0/0.")
         fails = est.loc[procs]
         for p in fails.index[(fails["failed_folds"] > 0) | (fails["invalid_rows"] > 0)]:
             notes.append(f"{p}: baseline predictions used in {int(fails.loc[p, 'failed_folds'])}"
