@@ -474,6 +474,52 @@ def test_per_row_results_follow_the_rows_of_the_data(nevo):
     assert round(float(res.bse["prices"]), 4) == 1.0028   # the covariance is unchanged
 
 
+def test_robust_standard_errors_are_the_sandwich_of_the_share_jacobian(nevo):
+    # DemandModel.fit took no cov_type: no robust or market-clustered standard errors, although
+    # the shares of a market share its outside good. Checked against a finite-difference
+    # sandwich written here and statsmodels' OLS of the residuals on that Jacobian, on rows
+    # shuffled across markets (clusters and residuals must pair by row)
+    import statsmodels.api as sm
+
+    df = nevo.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    model = MNL.from_formula("shares ~ prices + sugar + mushy", df)
+    W = np.c_[np.ones(len(df)), df[["prices", "sugar", "mushy"]].to_numpy()]
+    codes = pd.factorize(df["market_ids"])[0]
+
+    def shares(b):
+        e = np.exp(W @ b)
+        return e / (1 + np.bincount(codes, e)[codes])
+
+    res = model.fit(cov_type="cluster", groups="market_ids")
+    b = res.params.to_numpy()
+    Jfd = np.column_stack([(shares(b + h) - shares(b - h)) / (2e-6)
+                           for h in 1e-6 * np.eye(4)])
+    e = df["shares"].to_numpy() - shares(b)
+    N, k, G = len(df), 4, 94
+    bread = np.linalg.inv(Jfd.T @ Jfd)
+    scores = np.zeros((G, k))
+    np.add.at(scores, codes, Jfd * e[:, None])
+    V = G / (G - 1) * (N - 1) / (N - k) * bread @ scores.T @ scores @ bread
+    np.testing.assert_allclose(res.bse, np.sqrt(np.diag(V)), rtol=1e-5)
+    assert res.n_clusters == 94 and res.df_inference == 93
+    ols = sm.OLS(e, Jfd).fit(cov_type="cluster", cov_kwds={"groups": codes})
+    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-5)
+    hc1 = model.fit(cov_type="HC1")
+    np.testing.assert_allclose(hc1.bse, sm.OLS(e, Jfd).fit(cov_type="HC1").bse, rtol=1e-5)
+    # one cluster identifier per row, in the data's row order, is the same as the column
+    by_city = model.fit(cov_type="cluster", groups=df["city_ids"].to_numpy())
+    np.testing.assert_allclose(
+        by_city.bse, sm.OLS(e, Jfd).fit(cov_type="cluster",
+                                        cov_kwds={"groups": df["city_ids"].to_numpy()}).bse,
+        rtol=1e-5)
+    assert by_city.n_clusters == 47 and "Clustered" in str(by_city.summary())
+    np.testing.assert_allclose(res.params, model.fit().params, rtol=0, atol=0)
+    with pytest.raises(ConfigurationError, match="cov_type must be one of"):
+        model.fit(cov_type="HC3")
+    with pytest.raises(ConfigurationError, match="groups is required"):
+        model.fit(cov_type="cluster")
+
+
 def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
     # MixedLogit(**PAPER_MXL) ends on its budget on the cereal data (objective 0.70420 against
     # 0.70182 converged); the summary presented it like an optimum, standard errors included

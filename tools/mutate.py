@@ -566,12 +566,17 @@ MUTANTS: list[Mutant] = [
             *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
     # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
-    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
-           "                      \"HC1\", None, fitted.at_bounds())",
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      \"HC1\", codes, fitted.at_bounds())",
            "demand SEs robust, not the classical NLS ones", DEMAND),
-    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
-           "                      \"nonrobust\", None, [])",
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      cov_type, codes, [])",
            "parameters on a bound not flagged", DEMAND),
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      \"nonrobust\", None, fitted.at_bounds())",
+           "demand fit's cov_type and clusters ignored (classical SEs whatever was asked)",
+           ("tests/test_demand_models.py::test_robust_standard_errors_are_the_sandwich_of_the_"
+            "share_jacobian", *DEMAND)),
     Mutant("demand/estimation.py", "        self.converged = int(fitted.info.get(\"status\", 0)) > 0",
            "        self.converged = int(fitted.info.get(\"status\", 0)) >= 0",
            "a demand fit out of its budget reported as converged",

@@ -3,20 +3,25 @@
 
 The data are a long table with one row per product and market (``market_ids`` plus product
 columns and the shares), like pyblp's product data. Every market must list the same number of
-products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are the
-classical nonlinear-least-squares ones, ``s² (JᵀJ)⁻¹`` with ``s² = SSR / (N − P)`` and ``J`` the
-Jacobian of the share residuals at the estimate (valid for interior estimates; a parameter at a
-bound is flagged in the summary notes), with Student-t inference on ``N − P`` degrees of freedom.
+products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are
+those of :class:`~restrictiveness.procedures.estimation.LeastSquaresResults` on ``J``, the
+Jacobian of the shares at the estimate (valid for interior estimates; a parameter at a bound is
+flagged in the summary notes): by default the classical nonlinear-least-squares ones,
+``s² (JᵀJ)⁻¹`` with ``s² = SSR / (N − P)`` and Student-t inference on ``N − P`` degrees of
+freedom; ``fit(cov_type="cluster", groups="market_ids")`` gives the sandwich clustered by market
+(the shares of one market share its outside good, so their errors are correlated), with ``G − 1``
+degrees of freedom, and ``cov_type="HC1"`` White's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from ..procedures.estimation import LeastSquaresResults
+from ..procedures.estimation import CovType, LeastSquaresResults, cluster_codes
 from ..shared._lsq_nb import STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
@@ -107,7 +112,7 @@ class DemandModel:
         if not isinstance(data, pd.DataFrame):  # None was an AttributeError below
             raise DataError(f"demand estimation takes a DataFrame of products by market, got "
                             f"{type(data).__name__}")
-        self.procedure, self.market_ids = procedure, market_ids
+        self.procedure, self.market_ids, self.data = procedure, market_ids, data
         f = parse_formula(procedure.formula)
         if f.response is None:
             raise FormulaError(f"formula {procedure.formula!r} needs the shares on the left")
@@ -163,8 +168,19 @@ class DemandModel:
                        f"{procedure_class.__name__}.from_formula")
         return cls(procedure_class(formula, **kwargs), data, market_ids)
 
-    def fit(self) -> DemandResults:
+    def fit(self, cov_type: CovType = "nonrobust",
+            groups: str | np.ndarray | Sequence | None = None) -> DemandResults:
         """Fit by least squares on the inside shares; see :class:`DemandResults`.
+
+        Parameters
+        ----------
+        cov_type : {"nonrobust", "HC1", "cluster"}
+            Classical NLS standard errors, White's (HC1), or clustered by ``groups``
+            (:class:`~restrictiveness.procedures.estimation.LeastSquaresResults` gives the
+            formulas).
+        groups : str or array_like, optional
+            Clusters for ``cov_type="cluster"``: a column of the data (``"market_ids"`` clusters
+            by market) or one identifier per row of the data, in its row order.
 
         Returns
         -------
@@ -175,23 +191,27 @@ class DemandModel:
         --------
         >>> from restrictiveness.datasets import load_cereal
         >>> from restrictiveness.demand.models import MNL
-        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
-        >>> res.params.index.tolist()
-        ['Intercept', 'prices', 'sugar', 'mushy']
+        >>> model = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal())
+        >>> res = model.fit(cov_type="cluster", groups="market_ids")
+        >>> res.params.index.tolist(), res.n_clusters, round(float(res.bse["prices"]), 4)
+        (['Intercept', 'prices', 'sugar', 'mushy'], 94, 0.977)
         """
+        cov_type, codes = cluster_codes(cov_type, groups, len(self.data), self.data)
         sample = Sample(self.X, self.y, self.columns, self.response)
-        return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)))
+        return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)),
+                             cov_type, codes)
 
 
 class DemandResults(LeastSquaresResults):
     """Estimates of a demand model, with the statsmodels interface of
     :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`.
 
-    Standard errors are the classical NLS ones, ``s² (JᵀJ)⁻¹`` on the linearised share
-    equations; inference is Student-t with ``N − k`` degrees of freedom, like every other
+    Standard errors are by default the classical NLS ones, ``s² (JᵀJ)⁻¹`` on the linearised
+    share equations, with Student-t inference on ``N − k`` degrees of freedom, like every other
     least-squares result in the package (the lottery's and ``rx.NLS``'s), so that a demand
     table and a lottery table read alike (with N in the thousands, t and normal agree to the
-    printed digits).
+    printed digits). ``cov_type="cluster"`` with ``groups="market_ids"`` is the sandwich
+    clustered by market (t with G − 1 degrees of freedom); ``"HC1"`` is White's.
 
     Parameters
     ----------
@@ -199,6 +219,10 @@ class DemandResults(LeastSquaresResults):
         The model and its data.
     fitted : DemandFit
         The fit on ``model``'s data.
+    cov_type : {"nonrobust", "HC1", "cluster"}
+        The covariance (:meth:`DemandModel.fit`).
+    codes : ndarray of int, optional
+        Cluster of every row of the data, in its row order (``cov_type="cluster"``).
 
     Attributes
     ----------
@@ -233,7 +257,8 @@ class DemandResults(LeastSquaresResults):
 
     _title = "Demand Estimation Results"
 
-    def __init__(self, model: DemandModel, fitted) -> None:
+    def __init__(self, model: DemandModel, fitted, cov_type: CovType = "nonrobust",
+                 codes: np.ndarray | None = None) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
         # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
@@ -245,7 +270,7 @@ class DemandResults(LeastSquaresResults):
         rows = model._rows
         self._set_fit(_data_order(self._jacobian, rows), _data_order(model.y.ravel(), rows),
                       _data_order(fitted.predict(model.X).ravel(), rows), fitted.names,
-                      "nonrobust", None, fitted.at_bounds())
+                      cov_type, codes, fitted.at_bounds())
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
