@@ -4,6 +4,8 @@ the real-data estimators on pyblp's Nevo cereal data."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -518,6 +520,33 @@ def test_robust_standard_errors_are_the_sandwich_of_the_share_jacobian(nevo):
         model.fit(cov_type="HC3")
     with pytest.raises(ConfigurationError, match="groups is required"):
         model.fit(cov_type="cluster")
+
+
+def test_a_nest_column_other_than_0_1_is_refused_when_the_model_is_built(nevo):
+    # nests coded 1/2, or three nests, built an estimator and failed only at fit() with "must be
+    # 0 or 1", naming neither the values found nor what to do
+    for values, shown in (((nevo["mushy"] + 1).to_numpy(), "2 distinct value(s): 1, 2"),
+                          ((nevo["sugar"] // 6).to_numpy(), "4 distinct value(s): 0, 1, 2, 3")):
+        df = nevo.assign(segment=values)
+        pattern = rf"'segment' must be 0 or 1 .*{re.escape(shown)}\. Recode"
+        with pytest.raises(DataError, match=pattern):
+            NestedLogit.from_formula("shares ~ prices + sugar", df, nest="segment")
+    # 0/1 coded as floats or integers is two nests
+    ok = NestedLogit.from_formula("shares ~ prices", nevo.assign(seg=nevo["mushy"].astype(int)),
+                                  nest="seg")
+    assert ok.columns == ("prices", "seg")
+
+
+def test_a_product_listed_twice_in_a_market_is_refused(nevo):
+    # a repeated row (or product id) in a market was read as another product: the estimates
+    # moved (MNL price coefficient -8.964 -> -8.973) without a word
+    repeated = pd.concat([nevo.iloc[:23], nevo.iloc[[0]], nevo.iloc[24:]]).reset_index(drop=True)
+    first = (nevo.loc[0, "market_ids"], nevo.loc[0, "product_ids"])
+    with pytest.raises(DataError, match=rf"product id more than once .*{re.escape(repr([first]))}"):
+        MNL.from_formula("shares ~ prices + sugar + mushy", repeated)
+    # without product ids the rows are taken as distinct products
+    res = MNL.from_formula("shares ~ prices", repeated.drop(columns="product_ids")).fit()
+    assert res.nobs == len(nevo)
 
 
 def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):

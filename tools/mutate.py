@@ -586,6 +586,14 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/estimation.py", "    out[rows] = grouped", "    out[:] = grouped",
            "per-row demand results left grouped by market, not in the data's row order",
            ("tests/test_demand_models.py::test_per_row_results_follow_the_rows_of_the_data",)),
+    Mutant("demand/estimation.py", "            _nest_index(self.X, columns, nest)",
+           "            pass", "a nest column other than 0/1 refused only at fit, not when built",
+           ("tests/test_demand_models.py::test_a_nest_column_other_than_0_1_is_refused_when_the_"
+            "model_is_built",)),
+    Mutant("demand/estimation.py", "    twice = data.duplicated([market_ids, product_ids], keep=False)",
+           "    twice = data.duplicated([product_ids], keep=False) & False",
+           "a product listed twice in a market read as another product",
+           ("tests/test_demand_models.py::test_a_product_listed_twice_in_a_market_is_refused",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)

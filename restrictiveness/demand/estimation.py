@@ -126,6 +126,11 @@ class DemandModel:
                 columns.append(c)
         self.columns, self.response = tuple(columns), f.response
         self.X, self.y, self.markets = markets_from_frame(data, columns, f.response, market_ids)
+        if nest:  # refused here, not at fit (a nest column of 1/2 or of three nests)
+            from .models import _nest_index
+
+            _nest_index(self.X, columns, nest)
+        _distinct_products(data, market_ids)
         # results report per-row arrays in the data's row order, as statsmodels does; X and y
         # are grouped by market, which reorders rows whenever markets are not sorted blocks
         self._rows = _market_order(data, market_ids)
@@ -322,6 +327,21 @@ class DemandResults(LeastSquaresResults):
         return [f"{_TITLES[self.model.procedure.model]}: {self.model.procedure.formula}; least "
                 f"squares on inside shares ({info.get('nfev', '?')} residual evaluations, "
                 f"best start {info.get('start', '?')}); {ended}."]
+
+
+def _distinct_products(data: pd.DataFrame, market_ids: str,
+                       product_ids: str = "product_ids") -> None:
+    """Refuse a market that lists a product id twice (when the data have product ids): the
+    models read every row as another product, so a repeated row counted twice in the shares."""
+    if product_ids not in data.columns:
+        return
+    twice = data.duplicated([market_ids, product_ids], keep=False)
+    if twice.any():
+        pairs = data.loc[twice, [market_ids, product_ids]].drop_duplicates().head(5)
+        raise DataError(f"demand data: market(s) list a product id more than once "
+                        f"({market_ids}, {product_ids}): "
+                        f"{list(pairs.itertuples(index=False, name=None))}; each row is one "
+                        "product of one market")
 
 
 def _data_order(grouped: np.ndarray, rows: np.ndarray) -> np.ndarray:
