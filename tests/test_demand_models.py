@@ -470,10 +470,67 @@ def test_per_row_results_follow_the_rows_of_the_data(nevo):
     hand = e / (1 + e.groupby(nevo["market_ids"]).transform("sum"))
     np.testing.assert_allclose(res.fittedvalues, hand, rtol=1e-12)
     np.testing.assert_allclose(res.resid, nevo["shares"] - hand, rtol=1e-10, atol=1e-15)
-    # by market, as documented: predict() and model.y follow the sorted markets
+    # model.y follows the sorted markets
     first = res.model.markets[1]
-    np.testing.assert_allclose(res.predict()[1], hand[nevo["market_ids"] == first], rtol=1e-12)
+    np.testing.assert_array_equal(res.model.y[1], nevo["shares"][nevo["market_ids"] == first])
     assert round(float(res.bse["prices"]), 4) == 1.0028   # the covariance is unchanged
+
+
+def test_results_predict_and_elasticities_take_and_give_long_product_data(nevo):
+    # predict() gave an unlabelled (94, 24) array by sorted market (row 1 was C01Q2, the data's
+    # second market is C03Q1), took only arrays in the model's column order (the formula's, so
+    # "shares ~ sugar + prices" wanted sugar first) and failed on a DataFrame with "could not
+    # convert string to float"; the results had no elasticities
+    res = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    b = res.params
+
+    def mnl(frame):
+        e = np.exp(b["Intercept"] + b["prices"] * frame["prices"] + b["sugar"] * frame["sugar"]
+                   + b["mushy"] * frame["mushy"])
+        return e / (1 + e.groupby(frame["market_ids"]).transform("sum"))
+
+    s = res.predict()
+    assert s.index.equals(nevo.index) and s.name == "shares"
+    np.testing.assert_allclose(s, mnl(nevo), rtol=1e-12)
+    np.testing.assert_array_equal(s, res.fittedvalues)
+    # new data: rows shuffled across markets, columns in another order, labels of its own,
+    # prices 10% higher
+    new = nevo.sample(frac=1.0, random_state=5)[["mushy", "sugar", "prices", "market_ids"]]
+    new = new.assign(prices=1.1 * new["prices"]).set_axis([f"r{i}" for i in range(len(new))])
+    got = res.predict(new)
+    assert got.index.equals(new.index)
+    np.testing.assert_allclose(got, mnl(new), rtol=1e-12)
+    # MNL elasticities by hand, E[i, k] = β_p p_k ([i is the k-th] − s_k), on the new rows
+    E = res.elasticities(new)
+    assert E.index.equals(new.index) and E.shape == (len(new), 24)
+    sh, p = mnl(new).to_numpy(), new["prices"].to_numpy()
+    for m in ("C01Q1", "C65Q2"):
+        rows = np.flatnonzero(new["market_ids"].to_numpy() == m)   # its products, in row order
+        hand = b["prices"] * p[rows][None, :] * (np.eye(24) - sh[rows][None, :])
+        np.testing.assert_allclose(E.to_numpy()[rows], hand, rtol=1e-12, atol=1e-15)
+    with pytest.raises(DataError, match=r"res\.fitted\.predict\(X\)"):
+        res.predict(res.model.X)
+    with pytest.raises(DataError, match="prices must be positive"):
+        res.elasticities(nevo.assign(prices=nevo["prices"] - nevo["prices"].mean()))
+
+
+def test_nested_logit_results_elasticities_match_pyblp(nevo):
+    # pyblp's nested logit at our estimate, in its layout (row: a product; column k: the k-th
+    # product of the row's market), on the cereal data in pyblp's row order
+    import pyblp
+
+    pyblp.options.verbose = False
+    res = NestedLogit.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    products = nevo[["market_ids", "prices", "sugar", "mushy"]].assign(
+        firm_ids=np.arange(len(nevo)), nesting_ids=nevo["mushy"].astype(int))
+    sim = pyblp.Simulation(pyblp.Formulation("1 + prices + sugar + mushy"), products,
+                           beta=res.params.to_numpy()[:4], rho=res.params.to_numpy()[4:],
+                           xi=np.zeros(len(nevo)))
+    theirs = sim.replace_endogenous(costs=np.zeros(len(nevo)), prices=nevo["prices"].to_numpy(),
+                                    iteration=pyblp.Iteration("return"))
+    np.testing.assert_allclose(res.predict(), theirs.product_data.shares.ravel(), rtol=1e-12)
+    np.testing.assert_allclose(res.elasticities(), theirs.compute_elasticities(), rtol=1e-12,
+                               atol=1e-14)
 
 
 def test_robust_standard_errors_are_the_sandwich_of_the_share_jacobian(nevo):

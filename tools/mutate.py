@@ -594,6 +594,20 @@ MUTANTS: list[Mutant] = [
            "    twice = data.duplicated([product_ids], keep=False) & False",
            "a product listed twice in a market read as another product",
            ("tests/test_demand_models.py::test_a_product_listed_twice_in_a_market_is_refused",)),
+    Mutant("demand/estimation.py",
+           "        return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,",
+           "        return pd.Series(self.fitted.predict(X).ravel(), index=index,",
+           "demand results' predict gives shares by sorted market under the data's row labels",
+           ("tests/test_demand_models.py::test_results_predict_and_elasticities_take_and_give_"
+            "long_product_data",)),
+    Mutant("demand/estimation.py",
+           "        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,",
+           "        return pd.DataFrame(_data_order(np.swapaxes(E, 1, 2).reshape(-1, E.shape[2]), "
+           "rows), index=index,",
+           "demand results' elasticities transposed (row: the price's product, not the share's)",
+           ("tests/test_demand_models.py::test_results_predict_and_elasticities_take_and_give_"
+            "long_product_data", "tests/test_demand_models.py::test_nested_logit_results_"
+            "elasticities_match_pyblp")),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)

@@ -244,9 +244,11 @@ class DemandResults(LeastSquaresResults):
         Sum of squared share residuals.
     endog, fittedvalues, resid : ndarray
         Observed shares, fitted shares and their difference, one per row of the data in the
-        data's row order (``res.model.y`` and :meth:`predict` hold them by market).
+        data's row order (``res.model.y`` holds them by market, markets sorted).
     fitted : DemandFit
-        The fitted share function (``predict``, ``elasticities``).
+        The fitted share function on market arrays ``(m, J, C)`` whose last axis is
+        ``res.model.columns`` (``predict``, ``elasticities``); :meth:`predict` and
+        :meth:`elasticities` here take and give long product data.
 
     Examples
     --------
@@ -257,7 +259,7 @@ class DemandResults(LeastSquaresResults):
     ...                    "shares": [.3, .2, .3, .1, .2, .35, .15, .3]})
     >>> res = MNL.from_formula("shares ~ prices", df).fit()
     >>> res.cov_params().shape, res.predict().shape
-    ((2, 2), (4, 2))
+    ((2, 2), (8,))
     """
 
     _title = "Demand Estimation Results"
@@ -282,30 +284,102 @@ class DemandResults(LeastSquaresResults):
         """Grouped by market, as ``model.X`` (the fit's order, not the data's)."""
         return self.fitted.jacobian(self.model.X, self.model.y)
 
-    def predict(self, X: np.ndarray | None = None) -> np.ndarray:
-        """Inside shares ``(m, J)`` at the estimate, by market (``fittedvalues`` has them by
-        row of the data).
+    def predict(self, exog: pd.DataFrame | None = None) -> pd.Series:
+        """Inside shares at the estimate, one per row of the data: the fitted values, or the
+        shares in the markets of new product data.
 
         Parameters
         ----------
-        X : ndarray, optional
-            Markets ``(m, J, C)`` in the model's columns; default: the estimation data.
+        exog : DataFrame, optional
+            Long product data with the market column and the model's columns (any column
+            order; every market lists the same number of products, which may differ from the
+            estimation data's). Default: the estimation data.
 
         Returns
         -------
-        ndarray
-            Predicted inside shares.
+        Series
+            Indexed like the data's rows, in their order, named by the response.
+
+        Raises
+        ------
+        DataError
+            ``exog`` is not a DataFrame (an array's columns cannot be told apart: use
+            ``res.fitted.predict(X)`` with ``X``'s last axis in ``res.model.columns``), or its
+            markets or columns are unusable.
 
         Examples
         --------
         >>> from restrictiveness.datasets import load_cereal
         >>> from restrictiveness.demand.models import MNL
-        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
-        >>> s = res.predict()      # (markets, products), the estimation data's
-        >>> s.shape, round(float(0.5 * ((res.model.y - s) ** 2).sum()), 4)  # the SSR / 2
-        ((94, 24), 0.7046)
+        >>> df = load_cereal()
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", df).fit()
+        >>> s = res.predict()
+        >>> bool(s.index.equals(df.index)), round(float(((df["shares"] - s) ** 2).sum()), 4)
+        (True, 1.4091)
+        >>> cheaper = df.assign(prices=0.9 * df["prices"])      # all prices 10% lower
+        >>> inside = res.predict(cheaper).groupby(df["market_ids"]).sum()
+        >>> bool((inside > s.groupby(df["market_ids"]).sum()).all())
+        True
         """
-        return self.fitted.predict(self.model.X if X is None else X)
+        X, rows, index = self._markets(exog, "predict")
+        return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,
+                         name=self.model.response)
+
+    def elasticities(self, exog: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Analytic price elasticities at the estimate, one row per row of the data (pyblp's
+        layout): column ``k`` of a row is ``∂ log s_j / ∂ log p_k``, ``j`` the row's product and
+        ``k`` the ``k``-th product of its market, counted in the data's row order.
+
+        Parameters
+        ----------
+        exog : DataFrame, optional
+            Long product data as for :meth:`predict`, with positive prices. Default: the
+            estimation data.
+
+        Returns
+        -------
+        DataFrame
+            Indexed like the data's rows, in their order; columns ``0 .. J − 1``. The own-price
+            elasticity of a row is the column of its position in its market.
+
+        Examples
+        --------
+        An MNL's own-price elasticity is ``β_p p_j (1 − s_j)``:
+
+        >>> import numpy as np
+        >>> from restrictiveness.datasets import load_cereal
+        >>> from restrictiveness.demand.models import MNL
+        >>> df = load_cereal()
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", df).fit()
+        >>> E = res.elasticities()
+        >>> own = E.to_numpy()[np.arange(len(df)), df.groupby("market_ids").cumcount()]
+        >>> s = res.predict()
+        >>> E.shape, bool(np.allclose(own, res.params["prices"] * df["prices"] * (1 - s)))
+        ((2256, 24), True)
+        """
+        X, rows, index = self._markets(exog, "elasticities")
+        price = self.model.columns.index("prices") if "prices" in self.model.columns else None
+        if price is not None and not (X[:, :, price] > 0).all():
+            raise DataError("elasticities: prices must be positive (elasticities are "
+                            "derivatives in log price)")
+        E = self.fitted.elasticities(X)
+        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,
+                            columns=pd.RangeIndex(E.shape[2]))
+
+    def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+        """Markets ``X`` in the model's columns, the data-order positions of their rows and the
+        rows' labels, of the estimation data or of ``exog``."""
+        model = self.model
+        if exog is None:
+            return model.X, model._rows, model.data.index
+        if not isinstance(exog, pd.DataFrame):
+            raise DataError(f"{who} takes long product data (a DataFrame with {model.market_ids!r}"
+                            f" and the columns {list(model.columns)}), got "
+                            f"{type(exog).__name__}; for markets as an array use "
+                            f"res.fitted.{who}(X) with X's last axis in res.model.columns")
+        X, _, _ = markets_from_frame(exog, list(model.columns), None, model.market_ids)
+        _distinct_products(exog, model.market_ids)
+        return X, _market_order(exog, model.market_ids), exog.index
 
     def _summary_model(self) -> list[tuple[str, str]]:
         proc = self.model.procedure
