@@ -624,6 +624,20 @@ def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
 def test_estimator_rejects_unbalanced_markets(nevo):
     with pytest.raises(DataError, match="same number of products"):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
+    # the refusals of a market's size and shares name the market (they said "market sizes range
+    # from 23 to 24" and "sample.y: inside shares must be nonnegative and sum to less than 1 in
+    # every market")
+    with pytest.raises(DataError, match="most list 24, but market 'C03Q2' has 23 products$"):
+        MNL.from_formula("shares ~ prices", nevo.drop(index=[24 * 48 + 5]))
+    odd = nevo["market_ids"].isin(["C04Q1", "C07Q2"])
+    with pytest.raises(DataError, match="but market 'C04Q1' sums to 1.00288, market 'C07Q2' "
+                                        "sums to 1.04314$"):
+        MNL.from_formula("shares ~ prices", nevo.assign(shares=np.where(
+            odd, 1.5 * nevo["shares"], nevo["shares"])))
+    with pytest.raises(DataError, match="'shares' holds negative shares: market 'C01Q1' has a "
+                                        "share of -0.01$"):
+        MNL.from_formula("shares ~ prices", nevo.assign(shares=np.where(
+            nevo.index == 3, -0.01, nevo["shares"])))
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
     with pytest.raises(DataError, match="data have no rows"):  # was "from nan to nan"

@@ -608,6 +608,10 @@ MUTANTS: list[Mutant] = [
            ("tests/test_demand_models.py::test_results_predict_and_elasticities_take_and_give_"
             "long_product_data", "tests/test_demand_models.py::test_nested_logit_results_"
             "elasticities_match_pyblp")),
+    Mutant("demand/estimation.py", "        odd = sizes[sizes != usual]",
+           "        odd = sizes[sizes == usual]",
+           "unbalanced demand data name the markets of the usual size, not the odd ones",
+           ("tests/test_demand_models.py::test_estimator_rejects_unbalanced_markets",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)

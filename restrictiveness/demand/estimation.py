@@ -64,14 +64,37 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
     groups = data.groupby(market_ids, sort=True)
     sizes = groups.size()
     if sizes.nunique() != 1:
-        raise DataError("every market must list the same number of products; market sizes "
-                        f"range from {sizes.min()} to {sizes.max()}")
+        usual = int(sizes.mode().iloc[0])
+        odd = sizes[sizes != usual]
+        raise DataError(f"every market must list the same number of products; most list "
+                        f"{usual}, but {_some(odd.index, odd.to_numpy(), 'has {:g} products')}")
     J = int(sizes.iloc[0])
     ordered = data.iloc[_market_order(data, market_ids)]
     X = ordered[list(columns)].to_numpy(dtype=float).reshape(len(sizes), J, len(columns))
     y = (ordered[response].to_numpy(dtype=float).reshape(len(sizes), J)
          if response else None)
+    if y is not None:
+        # named here by market: the models' own check says only that some market is wrong
+        low = y.min(axis=1)
+        if (low < 0).any():
+            raise DataError(f"demand data: {response!r} holds negative shares: "
+                            f"{_some(sizes.index[low < 0], low[low < 0], 'has a share of {:.6g}')}")
+        total = y.sum(axis=1)
+        full = total >= 1
+        if full.any():
+            raise DataError(f"demand data: the inside shares ({response!r}) of a market must sum "
+                            f"to less than 1 (the outside good has the rest), but "
+                            f"{_some(sizes.index[full], total[full], 'sums to {:.6g}')}")
     return X, y, sizes.index.to_numpy()
+
+
+def _some(markets, values, what: str) -> str:
+    """``market 'C01Q1' has 23 products, ...`` for the first five markets of a refusal
+    (``what`` formats a market's value)."""
+    pairs = [f"market {m!r} " + what.format(v) for m, v in zip(markets[:5], values[:5],
+                                                               strict=False)]
+    more = f" (and {len(markets) - 5} more)" if len(markets) > 5 else ""
+    return ", ".join(pairs) + more
 
 
 def _market_order(data: pd.DataFrame, market_ids: str) -> np.ndarray:
