@@ -624,9 +624,10 @@ def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
 def test_estimator_rejects_unbalanced_markets(nevo):
     with pytest.raises(DataError, match="same number of products"):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
-    # the refusals of a market's size and shares name the market (they said "market sizes range
-    # from 23 to 24" and "sample.y: inside shares must be nonnegative and sum to less than 1 in
-    # every market")
+    # the refusals of a market's size and shares name the market, and of missing values the
+    # columns and rows (they said "market sizes range from 23 to 24", "sample.y: inside shares
+    # must be nonnegative and sum to less than 1 in every market" and "data contain missing
+    # values (NaN) in the columns the model uses")
     with pytest.raises(DataError, match="most list 24, but market 'C03Q2' has 23 products$"):
         MNL.from_formula("shares ~ prices", nevo.drop(index=[24 * 48 + 5]))
     odd = nevo["market_ids"].isin(["C04Q1", "C07Q2"])
@@ -638,6 +639,12 @@ def test_estimator_rejects_unbalanced_markets(nevo):
                                         "share of -0.01$"):
         MNL.from_formula("shares ~ prices", nevo.assign(shares=np.where(
             nevo.index == 3, -0.01, nevo["shares"])))
+    gaps = nevo.copy()
+    gaps.loc[[7, 9], "prices"] = np.nan
+    gaps.loc[3, "shares"] = np.nan
+    with pytest.raises(DataError, match=r"NaN\) in the columns the model uses: 'prices' \(2 "
+                                        r"rows\), 'shares' \(1 row\); first rows \[3, 7, 9\]$"):
+        MNL.from_formula("shares ~ prices", gaps)
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
     with pytest.raises(DataError, match="data have no rows"):  # was "from nan to nan"

@@ -56,8 +56,14 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
     numeric_columns(data, need[1:], "demand data")
     if data.columns.tolist().count(market_ids) > 1:
         raise DataError(f"demand data: the data have column(s) {[market_ids]} more than once")
-    if data[need].isna().to_numpy().any():
-        raise DataError("data contain missing values (NaN) in the columns the model uses")
+    gaps = data[need].isna()
+    if gaps.to_numpy().any():
+        counts = gaps.sum()
+        counts = counts[counts > 0]
+        where = ", ".join(f"{c!r} ({n} row{'s' * (n > 1)})" for c, n in counts.items())
+        first = data.index[gaps.any(axis=1).to_numpy()][:5].tolist()
+        raise DataError(f"demand data contain missing values (NaN) in the columns the model "
+                        f"uses: {where}; first rows {first}")
     ids_of_one_type(data[market_ids], f"demand data: {market_ids!r}")
     if data.empty:  # the size check below said "market sizes range from nan to nan"
         raise DataError("data have no rows; give one row per product and market")
