@@ -715,6 +715,22 @@ def test_at_bounds_names_exactly_the_parameters_on_a_bound():
     fit = DemandFit("MXL", [50.0, 1.0, 0.0, 0.98, 0.1, -100.0, 0.2, 1e-3], names, None,
                     MARKET_COLUMNS)
     assert fit.at_bounds() == ["Intercept", "rho[m=0]", "L[b,a]"]
+    # a diagonal the solver drove to 0 in the limit (L = η², η → 0) is on its bound too; only
+    # an exact 0 counted, so such an estimate's standard error was presented as valid
+    fit = DemandFit("MXL", [1.0, 1.0, 0.5, 0.5, 2.3e-16, 0.5, 1e-9, 2e-8], names, None,
+                    MARKET_COLUMNS)
+    assert fit.at_bounds() == ["L[a,a]", "L[b,b]"]
+
+
+def test_a_mixed_logit_variance_driven_to_zero_is_flagged_on_its_bound(nevo):
+    # on the cereal data with random prices and sugar, L[sugar,sugar] ends at 2.3e-16, where the
+    # objective still rises with it (J'(s - y) = +4.8e-4 against <= 4e-10 for the others): an
+    # estimate on its bound, whose standard error (2.1) the summary presented as valid
+    res = MixedLogit.from_formula("shares ~ prices + sugar + mushy", nevo,
+                                  random=["prices", "sugar"]).fit()
+    assert 0 <= res.params["L[sugar,sugar]"] < 1e-12
+    assert res.at_bound == ["L[sugar,sugar]"]
+    assert "On a bound: L[sugar,sugar]" in str(res.summary())
 
 
 def test_mxl_box_in_the_solver_coordinates_maps_onto_the_parameter_box():
