@@ -612,6 +612,16 @@ MUTANTS: list[Mutant] = [
            "        odd = sizes[sizes == usual]",
            "unbalanced demand data name the markets of the usual size, not the odd ones",
            ("tests/test_demand_models.py::test_estimator_rejects_unbalanced_markets",)),
+    Mutant("demand/__init__.py", "            if nest != \"mushy\":",
+           "            if nest not in MARKET_COLUMNS:",
+           "a demand study's nested logit on a continuous column runs (every fit fails)",
+           ("tests/test_demand_app.py::test_a_nested_logit_on_a_column_that_is_not_0_1_is_"
+            "refused_before_the_run",)),
+    Mutant("demand/__init__.py", "            other = frame[nest][~frame[nest].isin([0, 1])].unique()",
+           "            other = frame[nest][~frame[nest].isin([0, 1, 2])].unique()",
+           "completeness's nested logit on a nest column of 1/2 runs (every fold fails)",
+           ("tests/test_demand_app.py::test_a_nested_logit_on_a_column_that_is_not_0_1_is_"
+            "refused_before_the_run",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)
