@@ -684,10 +684,10 @@ def long_frame(X, y):
 def test_markets_are_grouped_from_rows_in_any_order():
     """Rows of interleaved markets are grouped by market, in the order the rows list them."""
     df = pd.DataFrame({"market_ids": [2, 1, 2, 1], "prices": [5.0, 1.0, 6.0, 2.0],
-                       "shares": [0.5, 0.1, 0.6, 0.2]})
+                       "shares": [0.5, 0.1, 0.3, 0.2]})
     X, y, ids = markets_from_frame(df, ["prices"], "shares")
     np.testing.assert_array_equal(X[:, :, 0], [[1.0, 2.0], [5.0, 6.0]])
-    np.testing.assert_array_equal(y, [[0.1, 0.2], [0.5, 0.6]])
+    np.testing.assert_array_equal(y, [[0.1, 0.2], [0.5, 0.3]])
     np.testing.assert_array_equal(ids, [1, 2])
 
 
