@@ -447,7 +447,7 @@ class DemandFit(Fitted):
                 hit = v <= tol or v >= RHO_MAX - tol
             elif name.startswith("L["):
                 row, col = name[2:-1].split(",")
-                # a diagonal is never exactly 0 at a limit η → 0 (2.3e-16 on the cereal data)
+                # the solver reaches L_aa = 0 only as η → 0 (2.3e-16 on the cereal data)
                 hit = abs(abs(v) - CHOL_BOUND) < tol or (row == col and v <= tol)
             else:
                 hit = abs(abs(v) - BETA_BOUND) < tol
