@@ -122,4 +122,6 @@ def test_demand_results_follow_statsmodels(demand):
     np.testing.assert_allclose(ci["upper"] - demand.params, half, rtol=1e-8)
     assert demand.df_inference == demand.nobs - 2
     assert "t with N - k" in demand.summary().as_text()
-    np.testing.assert_allclose(demand.predict(), demand.fitted.predict(demand.model.X))
+    # predict() is the fitted values, one per row of the data, as statsmodels'
+    np.testing.assert_allclose(demand.predict(), demand.fitted.predict(demand.model.X).ravel())
+    np.testing.assert_array_equal(demand.predict(), demand.fittedvalues)

@@ -287,3 +287,21 @@ def test_a_rule_failing_in_its_elasticity_pass_gets_the_baseline_in_every_loss()
     np.testing.assert_array_equal(ds["loss"].sel(procedure="failing", drop=True).values,
                                   ds["baseline_loss"].values)
     assert int(ds["failed"].sum()) == 2
+
+
+def test_a_nested_logit_on_a_column_that_is_not_0_1_is_refused_before_the_run():
+    # NestedLogit(nest="sugar") passed validate (the study has a "sugar" column): every fit
+    # failed with "must be 0 or 1" and the NL rows repeated the baseline's (r̂ = 1), with a
+    # warning only after the run; completeness likewise in every fold
+    with pytest.raises(rx.ConfigurationError, match=r"procedures\['NL'\]: NestedLogit\(nest="
+                                                    r"'sugar'\) needs a 0/1 column, and the "
+                                                    r"demand prior's markets have one, 'mushy'"):
+        rx.demand.study(procedures={"NL": rx.demand.NestedLogit(nest="sugar")}, n=[20],
+                        replications=2)
+    data = rx.datasets.load_cereal()
+    with pytest.raises(rx.DataError, match=r"procedures\['NL'\]: NestedLogit\(nest='mushy'\) "
+                                           r"needs a 0/1 column, but the data's 'mushy' holds "
+                                           r"2\.0: every fit would fail"):
+        rx.demand.completeness(data.assign(mushy=data["mushy"] + 1), folds=2, repeats=1)
+    st = rx.demand.study(procedures={"NL": rx.demand.NestedLogit()}, n=[20], replications=2)
+    assert st.procedures["NL"].nest == "mushy"

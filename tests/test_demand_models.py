@@ -4,6 +4,8 @@ the real-data estimators on pyblp's Nevo cereal data."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -468,10 +470,140 @@ def test_per_row_results_follow_the_rows_of_the_data(nevo):
     hand = e / (1 + e.groupby(nevo["market_ids"]).transform("sum"))
     np.testing.assert_allclose(res.fittedvalues, hand, rtol=1e-12)
     np.testing.assert_allclose(res.resid, nevo["shares"] - hand, rtol=1e-10, atol=1e-15)
-    # by market, as documented: predict() and model.y follow the sorted markets
+    # model.y follows the sorted markets
     first = res.model.markets[1]
-    np.testing.assert_allclose(res.predict()[1], hand[nevo["market_ids"] == first], rtol=1e-12)
+    np.testing.assert_array_equal(res.model.y[1], nevo["shares"][nevo["market_ids"] == first])
     assert round(float(res.bse["prices"]), 4) == 1.0028   # the covariance is unchanged
+
+
+def test_results_predict_and_elasticities_take_and_give_long_product_data(nevo):
+    # predict() gave an unlabelled (94, 24) array by sorted market (row 1 was C01Q2, the data's
+    # second market is C03Q1), took only arrays in the model's column order (the formula's, so
+    # "shares ~ sugar + prices" wanted sugar first) and failed on a DataFrame with "could not
+    # convert string to float"; the results had no elasticities
+    res = MNL.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    b = res.params
+
+    def mnl(frame):
+        e = np.exp(b["Intercept"] + b["prices"] * frame["prices"] + b["sugar"] * frame["sugar"]
+                   + b["mushy"] * frame["mushy"])
+        return e / (1 + e.groupby(frame["market_ids"]).transform("sum"))
+
+    s = res.predict()
+    assert s.index.equals(nevo.index) and s.name == "shares"
+    np.testing.assert_allclose(s, mnl(nevo), rtol=1e-12)
+    np.testing.assert_array_equal(s, res.fittedvalues)
+    # new data: rows shuffled across markets, columns in another order, labels of its own,
+    # prices 10% higher
+    new = nevo.sample(frac=1.0, random_state=5)[["mushy", "sugar", "prices", "market_ids"]]
+    new = new.assign(prices=1.1 * new["prices"]).set_axis([f"r{i}" for i in range(len(new))])
+    got = res.predict(new)
+    assert got.index.equals(new.index)
+    np.testing.assert_allclose(got, mnl(new), rtol=1e-12)
+    # MNL elasticities by hand, E[i, k] = β_p p_k ([i is the k-th] − s_k), on the new rows
+    E = res.elasticities(new)
+    assert E.index.equals(new.index) and E.shape == (len(new), 24)
+    sh, p = mnl(new).to_numpy(), new["prices"].to_numpy()
+    for m in ("C01Q1", "C65Q2"):
+        rows = np.flatnonzero(new["market_ids"].to_numpy() == m)   # its products, in row order
+        hand = b["prices"] * p[rows][None, :] * (np.eye(24) - sh[rows][None, :])
+        np.testing.assert_allclose(E.to_numpy()[rows], hand, rtol=1e-12, atol=1e-15)
+    with pytest.raises(DataError, match=r"res\.fitted\.predict\(X\)"):
+        res.predict(res.model.X)
+    with pytest.raises(DataError, match="prices must be positive"):
+        res.elasticities(nevo.assign(prices=nevo["prices"] - nevo["prices"].mean()))
+
+
+def test_nested_logit_results_elasticities_match_pyblp(nevo):
+    # pyblp's nested logit at our estimate, in its layout (row: a product; column k: the k-th
+    # product of the row's market), on the cereal data in pyblp's row order
+    import pyblp
+
+    pyblp.options.verbose = False
+    res = NestedLogit.from_formula("shares ~ prices + sugar + mushy", nevo).fit()
+    products = nevo[["market_ids", "prices", "sugar", "mushy"]].assign(
+        firm_ids=np.arange(len(nevo)), nesting_ids=nevo["mushy"].astype(int))
+    sim = pyblp.Simulation(pyblp.Formulation("1 + prices + sugar + mushy"), products,
+                           beta=res.params.to_numpy()[:4], rho=res.params.to_numpy()[4:],
+                           xi=np.zeros(len(nevo)))
+    theirs = sim.replace_endogenous(costs=np.zeros(len(nevo)), prices=nevo["prices"].to_numpy(),
+                                    iteration=pyblp.Iteration("return"))
+    np.testing.assert_allclose(res.predict(), theirs.product_data.shares.ravel(), rtol=1e-12)
+    np.testing.assert_allclose(res.elasticities(), theirs.compute_elasticities(), rtol=1e-12,
+                               atol=1e-14)
+
+
+def test_robust_standard_errors_are_the_sandwich_of_the_share_jacobian(nevo):
+    # DemandModel.fit took no cov_type: no robust or market-clustered standard errors, although
+    # the shares of a market share its outside good. Checked against a finite-difference
+    # sandwich written here and statsmodels' OLS of the residuals on that Jacobian, on rows
+    # shuffled across markets (clusters and residuals must pair by row)
+    import statsmodels.api as sm
+
+    df = nevo.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    model = MNL.from_formula("shares ~ prices + sugar + mushy", df)
+    W = np.c_[np.ones(len(df)), df[["prices", "sugar", "mushy"]].to_numpy()]
+    codes = pd.factorize(df["market_ids"])[0]
+
+    def shares(b):
+        e = np.exp(W @ b)
+        return e / (1 + np.bincount(codes, e)[codes])
+
+    res = model.fit(cov_type="cluster", groups="market_ids")
+    b = res.params.to_numpy()
+    Jfd = np.column_stack([(shares(b + h) - shares(b - h)) / (2e-6)
+                           for h in 1e-6 * np.eye(4)])
+    e = df["shares"].to_numpy() - shares(b)
+    N, k, G = len(df), 4, 94
+    bread = np.linalg.inv(Jfd.T @ Jfd)
+    scores = np.zeros((G, k))
+    np.add.at(scores, codes, Jfd * e[:, None])
+    V = G / (G - 1) * (N - 1) / (N - k) * bread @ scores.T @ scores @ bread
+    np.testing.assert_allclose(res.bse, np.sqrt(np.diag(V)), rtol=1e-5)
+    assert res.n_clusters == 94 and res.df_inference == 93
+    ols = sm.OLS(e, Jfd).fit(cov_type="cluster", cov_kwds={"groups": codes})
+    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-5)
+    hc1 = model.fit(cov_type="HC1")
+    np.testing.assert_allclose(hc1.bse, sm.OLS(e, Jfd).fit(cov_type="HC1").bse, rtol=1e-5)
+    # one cluster identifier per row, in the data's row order, is the same as the column
+    by_city = model.fit(cov_type="cluster", groups=df["city_ids"].to_numpy())
+    np.testing.assert_allclose(
+        by_city.bse, sm.OLS(e, Jfd).fit(cov_type="cluster",
+                                        cov_kwds={"groups": df["city_ids"].to_numpy()}).bse,
+        rtol=1e-5)
+    assert by_city.n_clusters == 47 and "Clustered" in str(by_city.summary())
+    np.testing.assert_allclose(res.params, model.fit().params, rtol=0, atol=0)
+    with pytest.raises(ConfigurationError, match="cov_type must be one of"):
+        model.fit(cov_type="HC3")
+    with pytest.raises(ConfigurationError, match="groups is required"):
+        model.fit(cov_type="cluster")
+
+
+def test_a_nest_column_other_than_0_1_is_refused_when_the_model_is_built(nevo):
+    # nests coded 1/2, or three nests, built an estimator and failed only at fit() with "must be
+    # 0 or 1", naming neither the values found nor what to do
+    for values, shown in (((nevo["mushy"] + 1).to_numpy(), "2 distinct value(s): 1, 2"),
+                          ((nevo["sugar"] // 6).to_numpy(), "4 distinct value(s): 0, 1, 2, 3")):
+        df = nevo.assign(segment=values)
+        pattern = rf"'segment' must be 0 or 1 .*{re.escape(shown)}\. Recode"
+        with pytest.raises(DataError, match=pattern):
+            NestedLogit.from_formula("shares ~ prices + sugar", df, nest="segment")
+    # 0/1 coded as floats or integers is two nests
+    ok = NestedLogit.from_formula("shares ~ prices", nevo.assign(seg=nevo["mushy"].astype(int)),
+                                  nest="seg")
+    assert ok.columns == ("prices", "seg")
+
+
+def test_a_product_listed_twice_in_a_market_is_refused(nevo):
+    # a repeated row (or product id) in a market was read as another product: the estimates
+    # moved (MNL price coefficient -8.964 -> -8.973) without a word
+    repeated = pd.concat([nevo.iloc[:23], nevo.iloc[[0]], nevo.iloc[24:]]).reset_index(drop=True)
+    first = (nevo.loc[0, "market_ids"], nevo.loc[0, "product_ids"])
+    with pytest.raises(DataError, match=rf"product id more than once .*{re.escape(repr([first]))}"):
+        MNL.from_formula("shares ~ prices + sugar + mushy", repeated)
+    # without product ids the rows are taken as distinct products
+    res = MNL.from_formula("shares ~ prices", repeated.drop(columns="product_ids")).fit()
+    assert res.nobs == len(nevo)
 
 
 def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
@@ -492,6 +624,27 @@ def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
 def test_estimator_rejects_unbalanced_markets(nevo):
     with pytest.raises(DataError, match="same number of products"):
         MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
+    # the refusals of a market's size and shares name the market, and of missing values the
+    # columns and rows (they said "market sizes range from 23 to 24", "sample.y: inside shares
+    # must be nonnegative and sum to less than 1 in every market" and "data contain missing
+    # values (NaN) in the columns the model uses")
+    with pytest.raises(DataError, match="most list 24, but market 'C03Q2' has 23 products$"):
+        MNL.from_formula("shares ~ prices", nevo.drop(index=[24 * 48 + 5]))
+    odd = nevo["market_ids"].isin(["C04Q1", "C07Q2"])
+    with pytest.raises(DataError, match="but market 'C04Q1' sums to 1.00288, market 'C07Q2' "
+                                        "sums to 1.04314$"):
+        MNL.from_formula("shares ~ prices", nevo.assign(shares=np.where(
+            odd, 1.5 * nevo["shares"], nevo["shares"])))
+    with pytest.raises(DataError, match="'shares' holds negative shares: market 'C01Q1' has a "
+                                        "share of -0.01$"):
+        MNL.from_formula("shares ~ prices", nevo.assign(shares=np.where(
+            nevo.index == 3, -0.01, nevo["shares"])))
+    gaps = nevo.copy()
+    gaps.loc[[7, 9], "prices"] = np.nan
+    gaps.loc[3, "shares"] = np.nan
+    with pytest.raises(DataError, match=r"NaN\) in the columns the model uses: 'prices' \(2 "
+                                        r"rows\), 'shares' \(1 row\); first rows \[3, 7, 9\]$"):
+        MNL.from_formula("shares ~ prices", gaps)
     with pytest.raises(FormulaError, match="lack column"):
         MNL.from_formula("shares ~ colour", nevo)
     with pytest.raises(DataError, match="data have no rows"):  # was "from nan to nan"
@@ -531,10 +684,10 @@ def long_frame(X, y):
 def test_markets_are_grouped_from_rows_in_any_order():
     """Rows of interleaved markets are grouped by market, in the order the rows list them."""
     df = pd.DataFrame({"market_ids": [2, 1, 2, 1], "prices": [5.0, 1.0, 6.0, 2.0],
-                       "shares": [0.5, 0.1, 0.6, 0.2]})
+                       "shares": [0.5, 0.1, 0.3, 0.2]})
     X, y, ids = markets_from_frame(df, ["prices"], "shares")
     np.testing.assert_array_equal(X[:, :, 0], [[1.0, 2.0], [5.0, 6.0]])
-    np.testing.assert_array_equal(y, [[0.1, 0.2], [0.5, 0.6]])
+    np.testing.assert_array_equal(y, [[0.1, 0.2], [0.5, 0.3]])
     np.testing.assert_array_equal(ids, [1, 2])
 
 
@@ -562,6 +715,22 @@ def test_at_bounds_names_exactly_the_parameters_on_a_bound():
     fit = DemandFit("MXL", [50.0, 1.0, 0.0, 0.98, 0.1, -100.0, 0.2, 1e-3], names, None,
                     MARKET_COLUMNS)
     assert fit.at_bounds() == ["Intercept", "rho[m=0]", "L[b,a]"]
+    # a diagonal the solver drove to 0 in the limit (L = η², η → 0) is on its bound too; only
+    # an exact 0 counted, so such an estimate's standard error was presented as valid
+    fit = DemandFit("MXL", [1.0, 1.0, 0.5, 0.5, 2.3e-16, 0.5, 1e-9, 2e-8], names, None,
+                    MARKET_COLUMNS)
+    assert fit.at_bounds() == ["L[a,a]", "L[b,b]"]
+
+
+def test_a_mixed_logit_variance_driven_to_zero_is_flagged_on_its_bound(nevo):
+    # on the cereal data with random prices and sugar, L[sugar,sugar] ends at 2.3e-16, where the
+    # objective still rises with it (J'(s - y) = +4.8e-4 against <= 4e-10 for the others): an
+    # estimate on its bound, whose standard error (2.1) the summary presented as valid
+    res = MixedLogit.from_formula("shares ~ prices + sugar + mushy", nevo,
+                                  random=["prices", "sugar"]).fit()
+    assert 0 <= res.params["L[sugar,sugar]"] < 1e-12
+    assert res.at_bound == ["L[sugar,sugar]"]
+    assert "On a bound: L[sugar,sugar]" in str(res.summary())
 
 
 def test_mxl_box_in_the_solver_coordinates_maps_onto_the_parameter_box():

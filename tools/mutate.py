@@ -569,12 +569,17 @@ MUTANTS: list[Mutant] = [
             *LOTTERY)),
     # -- demand/estimation.py ----------------------------------------------------------------
     # (its covariance, p-values and intervals are LeastSquaresResults', mutated above)
-    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
-           "                      \"HC1\", None, fitted.at_bounds())",
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      \"HC1\", codes, fitted.at_bounds())",
            "demand SEs robust, not the classical NLS ones", DEMAND),
-    Mutant("demand/estimation.py", "                      \"nonrobust\", None, fitted.at_bounds())",
-           "                      \"nonrobust\", None, [])",
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      cov_type, codes, [])",
            "parameters on a bound not flagged", DEMAND),
+    Mutant("demand/estimation.py", "                      cov_type, codes, fitted.at_bounds())",
+           "                      \"nonrobust\", None, fitted.at_bounds())",
+           "demand fit's cov_type and clusters ignored (classical SEs whatever was asked)",
+           ("tests/test_demand_models.py::test_robust_standard_errors_are_the_sandwich_of_the_"
+            "share_jacobian", *DEMAND)),
     Mutant("demand/estimation.py", "        self.converged = int(fitted.info.get(\"status\", 0)) > 0",
            "        self.converged = int(fitted.info.get(\"status\", 0)) >= 0",
            "a demand fit out of its budget reported as converged",
@@ -584,6 +589,42 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/estimation.py", "    out[rows] = grouped", "    out[:] = grouped",
            "per-row demand results left grouped by market, not in the data's row order",
            ("tests/test_demand_models.py::test_per_row_results_follow_the_rows_of_the_data",)),
+    Mutant("demand/estimation.py", "            _nest_index(self.X, columns, nest)",
+           "            pass", "a nest column other than 0/1 refused only at fit, not when built",
+           ("tests/test_demand_models.py::test_a_nest_column_other_than_0_1_is_refused_when_the_"
+            "model_is_built",)),
+    Mutant("demand/estimation.py", "    twice = data.duplicated([market_ids, product_ids], keep=False)",
+           "    twice = data.duplicated([product_ids], keep=False) & False",
+           "a product listed twice in a market read as another product",
+           ("tests/test_demand_models.py::test_a_product_listed_twice_in_a_market_is_refused",)),
+    Mutant("demand/estimation.py",
+           "        return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,",
+           "        return pd.Series(self.fitted.predict(X).ravel(), index=index,",
+           "demand results' predict gives shares by sorted market under the data's row labels",
+           ("tests/test_demand_models.py::test_results_predict_and_elasticities_take_and_give_"
+            "long_product_data",)),
+    Mutant("demand/estimation.py",
+           "        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,",
+           "        return pd.DataFrame(_data_order(np.swapaxes(E, 1, 2).reshape(-1, E.shape[2]), "
+           "rows), index=index,",
+           "demand results' elasticities transposed (row: the price's product, not the share's)",
+           ("tests/test_demand_models.py::test_results_predict_and_elasticities_take_and_give_"
+            "long_product_data", "tests/test_demand_models.py::test_nested_logit_results_"
+            "elasticities_match_pyblp")),
+    Mutant("demand/estimation.py", "        odd = sizes[sizes != usual]",
+           "        odd = sizes[sizes == usual]",
+           "unbalanced demand data name the markets of the usual size, not the odd ones",
+           ("tests/test_demand_models.py::test_estimator_rejects_unbalanced_markets",)),
+    Mutant("demand/__init__.py", "            if nest != \"mushy\":",
+           "            if nest not in MARKET_COLUMNS:",
+           "a demand study's nested logit on a continuous column runs (every fit fails)",
+           ("tests/test_demand_app.py::test_a_nested_logit_on_a_column_that_is_not_0_1_is_"
+            "refused_before_the_run",)),
+    Mutant("demand/__init__.py", "            other = frame[nest][~frame[nest].isin([0, 1])].unique()",
+           "            other = frame[nest][~frame[nest].isin([0, 1, 2])].unique()",
+           "completeness's nested logit on a nest column of 1/2 runs (every fold fails)",
+           ("tests/test_demand_app.py::test_a_nested_logit_on_a_column_that_is_not_0_1_is_"
+            "refused_before_the_run",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)
@@ -792,9 +833,15 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/models.py", "        lhs = np.log(np.where(ok, y, 1.0) / s0)[ok]",
            "        lhs = np.log(np.where(ok, y, 1.0))[ok]",
            "Berry regression on log s_j, not log(s_j/s_0)", DEMAND_FIT),
-    Mutant("demand/models.py", "                hit = abs(abs(v) - CHOL_BOUND) < tol or (v == 0 and row == col)",
-           "                hit = abs(abs(v) - CHOL_BOUND) < tol or v == 0",
+    Mutant("demand/models.py", "                hit = abs(abs(v) - CHOL_BOUND) < tol or (row == col and v <= tol)",
+           "                hit = abs(abs(v) - CHOL_BOUND) < tol or abs(v) <= tol",
            "an off-diagonal L at 0 flagged as on a bound", DEMAND_FIT),
+    Mutant("demand/models.py", "                hit = abs(abs(v) - CHOL_BOUND) < tol or (row == col and v <= tol)",
+           "                hit = abs(abs(v) - CHOL_BOUND) < tol or (row == col and v == 0)",
+           "an MXL variance driven to 0 in the limit (L_aa = 2e-16) not flagged on its bound",
+           ("tests/test_demand_models.py::test_at_bounds_names_exactly_the_parameters_on_a_bound",
+            "tests/test_demand_models.py::test_a_mixed_logit_variance_driven_to_zero_is_flagged_"
+            "on_its_bound")),
     Mutant("demand/models.py", "                hit = v <= tol or v >= RHO_MAX - tol",
            "                hit = v <= tol", "ρ on its upper bound 0.99 not flagged", DEMAND_FIT),
     Mutant("demand/models.py", "    x_lo[d], x_hi[d] = -np.sqrt(CHOL_BOUND), np.sqrt(CHOL_BOUND)",

@@ -108,6 +108,7 @@ def study(procedures: Mapping[str, Procedure] | None = None, n: Sequence[int] = 
     """
     prior = prior if prior is not None else DemandPrior(n_train=max(200, max(n)))
     procs = labelled(procedures, table3_procedures)
+    _check_nests(procs, None)
     base = baseline if baseline is not None else Logit()
     return Study(prior, procs, baseline=base,
                  discrepancies=(SharesMSE(), OwnElasticityMSE(), CrossElasticityMSE()), n=n,
@@ -223,6 +224,7 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     _check_frame(frame, "completeness", ("market_ids", "product_ids", "city_ids", "shares",
                                          *MARKET_COLUMNS))
     procs = labelled(procedures, table3_procedures)
+    _check_nests(procs, frame)
     base = baseline if baseline is not None else Logit()
     bench = benchmark if benchmark is not None else LogShareRegressor()
     return estimate_completeness(
@@ -241,3 +243,26 @@ def _check_frame(frame, who: str, required: Sequence[str]) -> None:
     if missing:
         raise DataError(f"{who}: the data lack column(s) {missing}; expected {list(required)} "
                         f"(found {list(frame.columns)})")
+
+
+def _check_nests(procs: Mapping[str, Procedure], frame: pd.DataFrame | None) -> None:
+    """Refuse a nested logit whose nest column is not 0/1 in the markets it will see (the
+    prior's, where only ``mushy`` is, or ``frame``'s): every fit failed, and its rows repeated
+    the baseline's, with a warning after the run."""
+    for label, proc in procs.items():
+        nest = getattr(proc, "nest", None)
+        if not isinstance(proc, NestedLogit) or nest not in MARKET_COLUMNS:
+            continue  # a column the markets lack is the procedure's validate's to name
+        if frame is None:
+            if nest != "mushy":
+                raise ConfigurationError(f"procedures[{label!r}]: NestedLogit(nest={nest!r}) "
+                                         "needs a 0/1 column, and the demand prior's markets "
+                                         f"have one, 'mushy' ({nest!r} is continuous): every "
+                                         "fit would fail")
+        else:
+            other = frame[nest][~frame[nest].isin([0, 1])].unique()
+            if len(other):
+                raise DataError(f"procedures[{label!r}]: NestedLogit(nest={nest!r}) needs a 0/1 "
+                                f"column, but the data's {nest!r} holds "
+                                f"{', '.join(str(v) for v in other[:4])}"
+                                f"{' ...' if len(other) > 4 else ''}: every fit would fail")

@@ -3,20 +3,25 @@
 
 The data are a long table with one row per product and market (``market_ids`` plus product
 columns and the shares), like pyblp's product data. Every market must list the same number of
-products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are the
-classical nonlinear-least-squares ones, ``s² (JᵀJ)⁻¹`` with ``s² = SSR / (N − P)`` and ``J`` the
-Jacobian of the share residuals at the estimate (valid for interior estimates; a parameter at a
-bound is flagged in the summary notes), with Student-t inference on ``N − P`` degrees of freedom.
+products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are
+those of :class:`~restrictiveness.procedures.estimation.LeastSquaresResults` on ``J``, the
+Jacobian of the shares at the estimate (valid for interior estimates; a parameter at a bound is
+flagged in the summary notes): by default the classical nonlinear-least-squares ones,
+``s² (JᵀJ)⁻¹`` with ``s² = SSR / (N − P)`` and Student-t inference on ``N − P`` degrees of
+freedom; ``fit(cov_type="cluster", groups="market_ids")`` gives the sandwich clustered by market
+(the shares of one market share its outside good, so their errors are correlated), with ``G − 1``
+degrees of freedom, and ``cov_type="HC1"`` White's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from ..procedures.estimation import LeastSquaresResults
+from ..procedures.estimation import CovType, LeastSquaresResults, cluster_codes
 from ..shared._lsq_nb import STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
@@ -51,22 +56,51 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
     numeric_columns(data, need[1:], "demand data")
     if data.columns.tolist().count(market_ids) > 1:
         raise DataError(f"demand data: the data have column(s) {[market_ids]} more than once")
-    if data[need].isna().to_numpy().any():
-        raise DataError("data contain missing values (NaN) in the columns the model uses")
+    gaps = data[need].isna()
+    if gaps.to_numpy().any():
+        counts = gaps.sum()
+        counts = counts[counts > 0]
+        where = ", ".join(f"{c!r} ({n} row{'s' * (n > 1)})" for c, n in counts.items())
+        first = data.index[gaps.any(axis=1).to_numpy()][:5].tolist()
+        raise DataError(f"demand data contain missing values (NaN) in the columns the model "
+                        f"uses: {where}; first rows {first}")
     ids_of_one_type(data[market_ids], f"demand data: {market_ids!r}")
     if data.empty:  # the size check below said "market sizes range from nan to nan"
         raise DataError("data have no rows; give one row per product and market")
     groups = data.groupby(market_ids, sort=True)
     sizes = groups.size()
     if sizes.nunique() != 1:
-        raise DataError("every market must list the same number of products; market sizes "
-                        f"range from {sizes.min()} to {sizes.max()}")
+        usual = int(sizes.mode().iloc[0])
+        odd = sizes[sizes != usual]
+        raise DataError(f"every market must list the same number of products; most list "
+                        f"{usual}, but {_some(odd.index, odd.to_numpy(), 'has {:g} products')}")
     J = int(sizes.iloc[0])
     ordered = data.iloc[_market_order(data, market_ids)]
     X = ordered[list(columns)].to_numpy(dtype=float).reshape(len(sizes), J, len(columns))
     y = (ordered[response].to_numpy(dtype=float).reshape(len(sizes), J)
          if response else None)
+    if y is not None:
+        # named here by market: the models' own check says only that some market is wrong
+        low = y.min(axis=1)
+        if (low < 0).any():
+            raise DataError(f"demand data: {response!r} holds negative shares: "
+                            f"{_some(sizes.index[low < 0], low[low < 0], 'has a share of {:.6g}')}")
+        total = y.sum(axis=1)
+        full = total >= 1
+        if full.any():
+            raise DataError(f"demand data: the inside shares ({response!r}) of a market must sum "
+                            f"to less than 1 (the outside good has the rest), but "
+                            f"{_some(sizes.index[full], total[full], 'sums to {:.6g}')}")
     return X, y, sizes.index.to_numpy()
+
+
+def _some(markets, values, what: str) -> str:
+    """``market 'C01Q1' has 23 products, ...`` for the first five markets of a refusal
+    (``what`` formats a market's value)."""
+    pairs = [f"market {m!r} " + what.format(v) for m, v in zip(markets[:5], values[:5],
+                                                               strict=False)]
+    more = f" (and {len(markets) - 5} more)" if len(markets) > 5 else ""
+    return ", ".join(pairs) + more
 
 
 def _market_order(data: pd.DataFrame, market_ids: str) -> np.ndarray:
@@ -107,7 +141,7 @@ class DemandModel:
         if not isinstance(data, pd.DataFrame):  # None was an AttributeError below
             raise DataError(f"demand estimation takes a DataFrame of products by market, got "
                             f"{type(data).__name__}")
-        self.procedure, self.market_ids = procedure, market_ids
+        self.procedure, self.market_ids, self.data = procedure, market_ids, data
         f = parse_formula(procedure.formula)
         if f.response is None:
             raise FormulaError(f"formula {procedure.formula!r} needs the shares on the left")
@@ -121,6 +155,11 @@ class DemandModel:
                 columns.append(c)
         self.columns, self.response = tuple(columns), f.response
         self.X, self.y, self.markets = markets_from_frame(data, columns, f.response, market_ids)
+        if nest:  # refused here, not at fit (a nest column of 1/2 or of three nests)
+            from .models import _nest_index
+
+            _nest_index(self.X, columns, nest)
+        _distinct_products(data, market_ids)
         # results report per-row arrays in the data's row order, as statsmodels does; X and y
         # are grouped by market, which reorders rows whenever markets are not sorted blocks
         self._rows = _market_order(data, market_ids)
@@ -163,8 +202,19 @@ class DemandModel:
                        f"{procedure_class.__name__}.from_formula")
         return cls(procedure_class(formula, **kwargs), data, market_ids)
 
-    def fit(self) -> DemandResults:
+    def fit(self, cov_type: CovType = "nonrobust",
+            groups: str | np.ndarray | Sequence | None = None) -> DemandResults:
         """Fit by least squares on the inside shares; see :class:`DemandResults`.
+
+        Parameters
+        ----------
+        cov_type : {"nonrobust", "HC1", "cluster"}
+            Classical NLS standard errors, White's (HC1), or clustered by ``groups``
+            (:class:`~restrictiveness.procedures.estimation.LeastSquaresResults` gives the
+            formulas).
+        groups : str or array_like, optional
+            Clusters for ``cov_type="cluster"``: a column of the data (``"market_ids"`` clusters
+            by market) or one identifier per row of the data, in its row order.
 
         Returns
         -------
@@ -175,23 +225,27 @@ class DemandModel:
         --------
         >>> from restrictiveness.datasets import load_cereal
         >>> from restrictiveness.demand.models import MNL
-        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
-        >>> res.params.index.tolist()
-        ['Intercept', 'prices', 'sugar', 'mushy']
+        >>> model = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal())
+        >>> res = model.fit(cov_type="cluster", groups="market_ids")
+        >>> res.params.index.tolist(), res.n_clusters, round(float(res.bse["prices"]), 4)
+        (['Intercept', 'prices', 'sugar', 'mushy'], 94, 0.977)
         """
+        cov_type, codes = cluster_codes(cov_type, groups, len(self.data), self.data)
         sample = Sample(self.X, self.y, self.columns, self.response)
-        return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)))
+        return DemandResults(self, self.procedure.fit(sample, np.random.default_rng(0)),
+                             cov_type, codes)
 
 
 class DemandResults(LeastSquaresResults):
     """Estimates of a demand model, with the statsmodels interface of
     :class:`~restrictiveness.procedures.estimation.LeastSquaresResults`.
 
-    Standard errors are the classical NLS ones, ``s² (JᵀJ)⁻¹`` on the linearised share
-    equations; inference is Student-t with ``N − k`` degrees of freedom, like every other
+    Standard errors are by default the classical NLS ones, ``s² (JᵀJ)⁻¹`` on the linearised
+    share equations, with Student-t inference on ``N − k`` degrees of freedom, like every other
     least-squares result in the package (the lottery's and ``rx.NLS``'s), so that a demand
     table and a lottery table read alike (with N in the thousands, t and normal agree to the
-    printed digits).
+    printed digits). ``cov_type="cluster"`` with ``groups="market_ids"`` is the sandwich
+    clustered by market (t with G − 1 degrees of freedom); ``"HC1"`` is White's.
 
     Parameters
     ----------
@@ -199,6 +253,10 @@ class DemandResults(LeastSquaresResults):
         The model and its data.
     fitted : DemandFit
         The fit on ``model``'s data.
+    cov_type : {"nonrobust", "HC1", "cluster"}
+        The covariance (:meth:`DemandModel.fit`).
+    codes : ndarray of int, optional
+        Cluster of every row of the data, in its row order (``cov_type="cluster"``).
 
     Attributes
     ----------
@@ -215,9 +273,11 @@ class DemandResults(LeastSquaresResults):
         Sum of squared share residuals.
     endog, fittedvalues, resid : ndarray
         Observed shares, fitted shares and their difference, one per row of the data in the
-        data's row order (``res.model.y`` and :meth:`predict` hold them by market).
+        data's row order (``res.model.y`` holds them by market, markets sorted).
     fitted : DemandFit
-        The fitted share function (``predict``, ``elasticities``).
+        The fitted share function on market arrays ``(m, J, C)`` whose last axis is
+        ``res.model.columns`` (``predict``, ``elasticities``); :meth:`predict` and
+        :meth:`elasticities` here take and give long product data.
 
     Examples
     --------
@@ -228,12 +288,13 @@ class DemandResults(LeastSquaresResults):
     ...                    "shares": [.3, .2, .3, .1, .2, .35, .15, .3]})
     >>> res = MNL.from_formula("shares ~ prices", df).fit()
     >>> res.cov_params().shape, res.predict().shape
-    ((2, 2), (4, 2))
+    ((2, 2), (8,))
     """
 
     _title = "Demand Estimation Results"
 
-    def __init__(self, model: DemandModel, fitted) -> None:
+    def __init__(self, model: DemandModel, fitted, cov_type: CovType = "nonrobust",
+                 codes: np.ndarray | None = None) -> None:
         self.model, self.fitted = model, fitted
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
         # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
@@ -245,37 +306,109 @@ class DemandResults(LeastSquaresResults):
         rows = model._rows
         self._set_fit(_data_order(self._jacobian, rows), _data_order(model.y.ravel(), rows),
                       _data_order(fitted.predict(model.X).ravel(), rows), fitted.names,
-                      "nonrobust", None, fitted.at_bounds())
+                      cov_type, codes, fitted.at_bounds())
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
         """Grouped by market, as ``model.X`` (the fit's order, not the data's)."""
         return self.fitted.jacobian(self.model.X, self.model.y)
 
-    def predict(self, X: np.ndarray | None = None) -> np.ndarray:
-        """Inside shares ``(m, J)`` at the estimate, by market (``fittedvalues`` has them by
-        row of the data).
+    def predict(self, exog: pd.DataFrame | None = None) -> pd.Series:
+        """Inside shares at the estimate, one per row of the data: the fitted values, or the
+        shares in the markets of new product data.
 
         Parameters
         ----------
-        X : ndarray, optional
-            Markets ``(m, J, C)`` in the model's columns; default: the estimation data.
+        exog : DataFrame, optional
+            Long product data with the market column and the model's columns (any column
+            order; every market lists the same number of products, which may differ from the
+            estimation data's). Default: the estimation data.
 
         Returns
         -------
-        ndarray
-            Predicted inside shares.
+        Series
+            Indexed like the data's rows, in their order, named by the response.
+
+        Raises
+        ------
+        DataError
+            ``exog`` is not a DataFrame (an array's columns cannot be told apart: use
+            ``res.fitted.predict(X)`` with ``X``'s last axis in ``res.model.columns``), or its
+            markets or columns are unusable.
 
         Examples
         --------
         >>> from restrictiveness.datasets import load_cereal
         >>> from restrictiveness.demand.models import MNL
-        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", load_cereal()).fit()
-        >>> s = res.predict()      # (markets, products), the estimation data's
-        >>> s.shape, round(float(0.5 * ((res.model.y - s) ** 2).sum()), 4)  # the SSR / 2
-        ((94, 24), 0.7046)
+        >>> df = load_cereal()
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", df).fit()
+        >>> s = res.predict()
+        >>> bool(s.index.equals(df.index)), round(float(((df["shares"] - s) ** 2).sum()), 4)
+        (True, 1.4091)
+        >>> cheaper = df.assign(prices=0.9 * df["prices"])      # all prices 10% lower
+        >>> inside = res.predict(cheaper).groupby(df["market_ids"]).sum()
+        >>> bool((inside > s.groupby(df["market_ids"]).sum()).all())
+        True
         """
-        return self.fitted.predict(self.model.X if X is None else X)
+        X, rows, index = self._markets(exog, "predict")
+        return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,
+                         name=self.model.response)
+
+    def elasticities(self, exog: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Analytic price elasticities at the estimate, one row per row of the data (pyblp's
+        layout): column ``k`` of a row is ``∂ log s_j / ∂ log p_k``, ``j`` the row's product and
+        ``k`` the ``k``-th product of its market, counted in the data's row order.
+
+        Parameters
+        ----------
+        exog : DataFrame, optional
+            Long product data as for :meth:`predict`, with positive prices. Default: the
+            estimation data.
+
+        Returns
+        -------
+        DataFrame
+            Indexed like the data's rows, in their order; columns ``0 .. J − 1``. The own-price
+            elasticity of a row is the column of its position in its market.
+
+        Examples
+        --------
+        An MNL's own-price elasticity is ``β_p p_j (1 − s_j)``:
+
+        >>> import numpy as np
+        >>> from restrictiveness.datasets import load_cereal
+        >>> from restrictiveness.demand.models import MNL
+        >>> df = load_cereal()
+        >>> res = MNL.from_formula("shares ~ prices + sugar + mushy", df).fit()
+        >>> E = res.elasticities()
+        >>> own = E.to_numpy()[np.arange(len(df)), df.groupby("market_ids").cumcount()]
+        >>> s = res.predict()
+        >>> E.shape, bool(np.allclose(own, res.params["prices"] * df["prices"] * (1 - s)))
+        ((2256, 24), True)
+        """
+        X, rows, index = self._markets(exog, "elasticities")
+        price = self.model.columns.index("prices") if "prices" in self.model.columns else None
+        if price is not None and not (X[:, :, price] > 0).all():
+            raise DataError("elasticities: prices must be positive (elasticities are "
+                            "derivatives in log price)")
+        E = self.fitted.elasticities(X)
+        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,
+                            columns=pd.RangeIndex(E.shape[2]))
+
+    def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+        """Markets ``X`` in the model's columns, the data-order positions of their rows and the
+        rows' labels, of the estimation data or of ``exog``."""
+        model = self.model
+        if exog is None:
+            return model.X, model._rows, model.data.index
+        if not isinstance(exog, pd.DataFrame):
+            raise DataError(f"{who} takes long product data (a DataFrame with {model.market_ids!r}"
+                            f" and the columns {list(model.columns)}), got "
+                            f"{type(exog).__name__}; for markets as an array use "
+                            f"res.fitted.{who}(X) with X's last axis in res.model.columns")
+        X, _, _ = markets_from_frame(exog, list(model.columns), None, model.market_ids)
+        _distinct_products(exog, model.market_ids)
+        return X, _market_order(exog, model.market_ids), exog.index
 
     def _summary_model(self) -> list[tuple[str, str]]:
         proc = self.model.procedure
@@ -297,6 +430,21 @@ class DemandResults(LeastSquaresResults):
         return [f"{_TITLES[self.model.procedure.model]}: {self.model.procedure.formula}; least "
                 f"squares on inside shares ({info.get('nfev', '?')} residual evaluations, "
                 f"best start {info.get('start', '?')}); {ended}."]
+
+
+def _distinct_products(data: pd.DataFrame, market_ids: str,
+                       product_ids: str = "product_ids") -> None:
+    """Refuse a market that lists a product id twice (when the data have product ids): the
+    models read every row as another product, so a repeated row counted twice in the shares."""
+    if product_ids not in data.columns:
+        return
+    twice = data.duplicated([market_ids, product_ids], keep=False)
+    if twice.any():
+        pairs = data.loc[twice, [market_ids, product_ids]].drop_duplicates().head(5)
+        raise DataError(f"demand data: market(s) list a product id more than once "
+                        f"({market_ids}, {product_ids}): "
+                        f"{list(pairs.itertuples(index=False, name=None))}; each row is one "
+                        "product of one market")
 
 
 def _data_order(grouped: np.ndarray, rows: np.ndarray) -> np.ndarray:

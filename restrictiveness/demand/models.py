@@ -243,9 +243,16 @@ def _mnl_shares(delta: np.ndarray) -> np.ndarray:
 
 
 def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
+    """The nest (0 or 1) of every product; another value is refused, naming those found."""
     g = X[:, :, list(columns).index(nest)]
     if not np.isin(g, (0.0, 1.0)).all():
-        raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product")
+        found = np.unique(g)
+        shown = ", ".join(f"{v:g}" for v in found[:6]) + (", ..." if len(found) > 6 else "")
+        raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product "
+                        f"(NestedLogit has two nests, with rho[{nest}=0] and rho[{nest}=1]); it "
+                        f"holds {len(found)} distinct value(s): {shown}. Recode two nests as "
+                        f"0/1 (e.g. df[{nest!r}] = (df[{nest!r}] == <second nest>).astype(float)); "
+                        "more than two nests are not supported")
     return g.astype(np.int64)
 
 
@@ -424,7 +431,8 @@ class DemandFit(Fitted):
         Returns
         -------
         list of str
-            In the order of ``names``; ``L[a,a]`` counts when exactly 0.
+            In the order of ``names``; ``L[a,a]`` counts within ``tol`` of 0 (the solver
+            reaches that bound only in the limit: it fits ``η`` with ``L[a,a] = η²``).
 
         Examples
         --------
@@ -439,7 +447,8 @@ class DemandFit(Fitted):
                 hit = v <= tol or v >= RHO_MAX - tol
             elif name.startswith("L["):
                 row, col = name[2:-1].split(",")
-                hit = abs(abs(v) - CHOL_BOUND) < tol or (v == 0 and row == col)
+                # the solver reaches L_aa = 0 only as η → 0 (2.3e-16 on the cereal data)
+                hit = abs(abs(v) - CHOL_BOUND) < tol or (row == col and v <= tol)
             else:
                 hit = abs(abs(v) - BETA_BOUND) < tol
             if hit:
