@@ -508,8 +508,19 @@ def test_results_predict_and_elasticities_take_and_give_long_product_data(nevo):
         rows = np.flatnonzero(new["market_ids"].to_numpy() == m)   # its products, in row order
         hand = b["prices"] * p[rows][None, :] * (np.eye(24) - sh[rows][None, :])
         np.testing.assert_allclose(E.to_numpy()[rows], hand, rtol=1e-12, atol=1e-15)
-    with pytest.raises(DataError, match=r"res\.fitted\.predict\(X\)"):
-        res.predict(res.model.X)
+    # markets as an array (last axis in res.model.columns): arrays back, as statsmodels does
+    X = np.stack([new.loc[new["market_ids"] == m, list(res.model.columns)].to_numpy()
+                  for m in ("C01Q1", "C65Q2")])
+    by_market = mnl(new).groupby(new["market_ids"])
+    np.testing.assert_allclose(res.predict(X), np.stack([by_market.get_group(m).to_numpy()
+                                                         for m in ("C01Q1", "C65Q2")]),
+                               rtol=1e-12)
+    first = np.flatnonzero(new["market_ids"].to_numpy() == "C01Q1")
+    np.testing.assert_allclose(res.elasticities(X)[0], E.to_numpy()[first], rtol=1e-12)
+    with pytest.raises(DataError, match=r"markets as an array \(m, J, C\)"):
+        res.predict([[1.0, 2.0, 0.0]])
+    with pytest.raises(DataError, match=r"columns \('prices', 'sugar', 'mushy'\); got shape"):
+        res.predict(X[:, :, :2])
     with pytest.raises(DataError, match="prices must be positive"):
         res.elasticities(nevo.assign(prices=nevo["prices"] - nevo["prices"].mean()))
 

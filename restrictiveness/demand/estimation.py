@@ -313,28 +313,30 @@ class DemandResults(LeastSquaresResults):
         """Grouped by market, as ``model.X`` (the fit's order, not the data's)."""
         return self.fitted.jacobian(self.model.X, self.model.y)
 
-    def predict(self, exog: pd.DataFrame | None = None) -> pd.Series:
+    def predict(self, exog: pd.DataFrame | np.ndarray | None = None
+                ) -> pd.Series | np.ndarray:
         """Inside shares at the estimate, one per row of the data: the fitted values, or the
         shares in the markets of new product data.
 
         Parameters
         ----------
-        exog : DataFrame, optional
+        exog : DataFrame or ndarray, optional
             Long product data with the market column and the model's columns (any column
             order; every market lists the same number of products, which may differ from the
-            estimation data's). Default: the estimation data.
+            estimation data's), or markets as an array ``(m, J, C)`` whose last axis follows
+            ``res.model.columns``. Default: the estimation data.
 
         Returns
         -------
-        Series
-            Indexed like the data's rows, in their order, named by the response.
+        Series or ndarray
+            For product data, a Series indexed like the data's rows, in their order, named by
+            the response; for an array of markets, the shares ``(m, J)`` (as statsmodels
+            returns an array for an array).
 
         Raises
         ------
         DataError
-            ``exog`` is not a DataFrame (an array's columns cannot be told apart: use
-            ``res.fitted.predict(X)`` with ``X``'s last axis in ``res.model.columns``), or its
-            markets or columns are unusable.
+            ``exog`` is neither, or its markets or columns are unusable.
 
         Examples
         --------
@@ -351,25 +353,29 @@ class DemandResults(LeastSquaresResults):
         True
         """
         X, rows, index = self._markets(exog, "predict")
+        if rows is None:
+            return self.fitted.predict(X)
         return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,
                          name=self.model.response)
 
-    def elasticities(self, exog: pd.DataFrame | None = None) -> pd.DataFrame:
+    def elasticities(self, exog: pd.DataFrame | np.ndarray | None = None
+                     ) -> pd.DataFrame | np.ndarray:
         """Analytic price elasticities at the estimate, one row per row of the data (pyblp's
         layout): column ``k`` of a row is ``∂ log s_j / ∂ log p_k``, ``j`` the row's product and
         ``k`` the ``k``-th product of its market, counted in the data's row order.
 
         Parameters
         ----------
-        exog : DataFrame, optional
-            Long product data as for :meth:`predict`, with positive prices. Default: the
-            estimation data.
+        exog : DataFrame or ndarray, optional
+            Long product data, or markets ``(m, J, C)``, as for :meth:`predict`, with positive
+            prices. Default: the estimation data.
 
         Returns
         -------
-        DataFrame
-            Indexed like the data's rows, in their order; columns ``0 .. J − 1``. The own-price
-            elasticity of a row is the column of its position in its market.
+        DataFrame or ndarray
+            For product data, indexed like the data's rows, in their order; columns
+            ``0 .. J − 1``. The own-price elasticity of a row is the column of its position in
+            its market. For an array of markets, ``E[m, j, k]`` ``(m, J, J)``.
 
         Examples
         --------
@@ -392,20 +398,26 @@ class DemandResults(LeastSquaresResults):
             raise DataError("elasticities: prices must be positive (elasticities are "
                             "derivatives in log price)")
         E = self.fitted.elasticities(X)
+        if rows is None:
+            return E
         return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,
                             columns=pd.RangeIndex(E.shape[2]))
 
-    def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray | None, pd.Index | None]:
         """Markets ``X`` in the model's columns, the data-order positions of their rows and the
-        rows' labels, of the estimation data or of ``exog``."""
+        rows' labels, of the estimation data or of ``exog`` (no rows for an array of markets)."""
+        from .models import check_markets  # (models builds on this module)
+
         model = self.model
         if exog is None:
             return model.X, model._rows, model.data.index
+        if isinstance(exog, np.ndarray):
+            return check_markets(exog, model.columns, "exog"), None, None
         if not isinstance(exog, pd.DataFrame):
             raise DataError(f"{who} takes long product data (a DataFrame with {model.market_ids!r}"
-                            f" and the columns {list(model.columns)}), got "
-                            f"{type(exog).__name__}; for markets as an array use "
-                            f"res.fitted.{who}(X) with X's last axis in res.model.columns")
+                            f" and the columns {list(model.columns)}) or markets as an array "
+                            f"(m, J, C) with the last axis in res.model.columns, got "
+                            f"{type(exog).__name__}")
         X, _, _ = markets_from_frame(exog, list(model.columns), None, model.market_ids)
         _distinct_products(exog, model.market_ids)
         return X, _market_order(exog, model.market_ids), exog.index
