@@ -27,6 +27,7 @@ from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeri
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 from ..shared.sample import Sample
+from .markets import _nest_index
 
 #: Models a DemandModel binds to data, by their ``model`` attribute, with their summary titles.
 _TITLES = {"MNL": "Multinomial logit", "NL": "Nested logit", "MXL": "Mixed logit"}
@@ -156,8 +157,6 @@ class DemandModel:
         self.columns, self.response = tuple(columns), f.response
         self.X, self.y, self.markets = markets_from_frame(data, columns, f.response, market_ids)
         if nest:  # refused here, not at fit (a nest column of 1/2 or of three nests)
-            from .models import _nest_index
-
             _nest_index(self.X, columns, nest)
         _distinct_products(data, market_ids)
         # results report per-row arrays in the data's row order, as statsmodels does; X and y
@@ -393,11 +392,11 @@ class DemandResults(LeastSquaresResults):
         ((2256, 24), True)
         """
         X, rows, index = self._markets(exog, "elasticities")
+        E = self.fitted.elasticities(X)  # which checks an array's shape first
         price = self.model.columns.index("prices") if "prices" in self.model.columns else None
-        if price is not None and not (X[:, :, price] > 0).all():
+        if price is not None and not (np.asarray(X)[:, :, price] > 0).all():
             raise DataError("elasticities: prices must be positive (elasticities are "
                             "derivatives in log price)")
-        E = self.fitted.elasticities(X)
         if rows is None:
             return E
         return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,
@@ -406,13 +405,11 @@ class DemandResults(LeastSquaresResults):
     def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray | None, pd.Index | None]:
         """Markets ``X`` in the model's columns, the data-order positions of their rows and the
         rows' labels, of the estimation data or of ``exog`` (no rows for an array of markets)."""
-        from .models import check_markets  # (models builds on this module)
-
         model = self.model
         if exog is None:
             return model.X, model._rows, model.data.index
-        if isinstance(exog, np.ndarray):
-            return check_markets(exog, model.columns, "exog"), None, None
+        if isinstance(exog, np.ndarray):  # checked by the fitted rule
+            return exog, None, None
         if not isinstance(exog, pd.DataFrame):
             raise DataError(f"{who} takes long product data (a DataFrame with {model.market_ids!r}"
                             f" and the columns {list(model.columns)}) or markets as an array "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -403,3 +404,17 @@ def elasticities_from_shares(minus: np.ndarray, plus: np.ndarray, h: np.ndarray)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.log(plus) - np.log(minus)
     return np.swapaxes(d, 1, 2) / (2.0 * np.asarray(h, dtype=float)[:, None, :])
+
+
+def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
+    """The nest (0 or 1) of every product; another value is refused, naming those found."""
+    g = X[:, :, list(columns).index(nest)]
+    if not np.isin(g, (0.0, 1.0)).all():
+        found = np.unique(g)
+        shown = ", ".join(f"{v:g}" for v in found[:6]) + (", ..." if len(found) > 6 else "")
+        raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product "
+                        f"(NestedLogit has two nests, with rho[{nest}=0] and rho[{nest}=1]); it "
+                        f"holds {len(found)} distinct value(s): {shown}. Recode two nests as "
+                        f"0/1 (e.g. df[{nest!r}] = (df[{nest!r}] == <second nest>).astype(float)); "
+                        "more than two nests are not supported")
+    return g.astype(np.int64)

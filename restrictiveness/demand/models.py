@@ -52,7 +52,7 @@ from . import _logit_nb
 from ._nested_nb import nl_dlog_ddelta, nl_parts, nl_resjac, nl_shares, solve_nl
 from .estimation import DemandModel
 from .fitting import FOLLOWUP_GAIN, Problem, Solution, check_options, solve
-from .markets import MARKET_COLUMNS
+from .markets import MARKET_COLUMNS, _nest_index
 
 __all__ = ["MARKET_COLUMNS", "DEFAULT_FORMULA", "PAPER_MXL", "Logit", "MNL", "NestedLogit",
            "MixedLogit",
@@ -240,20 +240,6 @@ def _mnl_shares(delta: np.ndarray) -> np.ndarray:
     top = np.maximum(delta.max(axis=1, keepdims=True), 0.0)
     e = np.exp(delta - top)
     return e / (np.exp(-top) + e.sum(axis=1, keepdims=True))
-
-
-def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
-    """The nest (0 or 1) of every product; another value is refused, naming those found."""
-    g = X[:, :, list(columns).index(nest)]
-    if not np.isin(g, (0.0, 1.0)).all():
-        found = np.unique(g)
-        shown = ", ".join(f"{v:g}" for v in found[:6]) + (", ..." if len(found) > 6 else "")
-        raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product "
-                        f"(NestedLogit has two nests, with rho[{nest}=0] and rho[{nest}=1]); it "
-                        f"holds {len(found)} distinct value(s): {shown}. Recode two nests as "
-                        f"0/1 (e.g. df[{nest!r}] = (df[{nest!r}] == <second nest>).astype(float)); "
-                        "more than two nests are not supported")
-    return g.astype(np.int64)
 
 
 @functools.lru_cache(maxsize=16)
