@@ -1081,6 +1081,39 @@ except OSError:
 if moved:   # each slot pins a page-cache folio: up to 2 MiB on large-folio file systems
     escaped(moved, 'bytes of file pages held in pipes')
 """, expect=("ok",)),
+    # sendfile is a splice by another name: into a pipe it fills slots with the file's
+    # page-cache folios, and into a Unix socket each byte sent holds its folio in the socket
+    # buffer, charged one byte; ext4 has 2 MiB folios since Linux 6.16, and 768 one-byte
+    # calls held 1.5 GiB out of sight of a 1 GiB memory and 50 MB disk cap (the file deleted)
+    Attack("sendfile-file-pages-into-pipes", "floods", """
+import os
+with open('f', 'wb') as fh:
+    fh.write(b'x' * (4 << 20))
+fd, (r, w) = os.open('f', os.O_RDONLY), os.pipe()
+moved = 0
+for k in range(2):
+    try:
+        moved += os.sendfile(w, fd, k * (2 << 20), 1)
+    except OSError:
+        pass
+if moved:
+    escaped(moved, 'file folios held in a pipe by sendfile')
+""", expect=("ok",)),
+    Attack("sendfile-file-pages-into-unix-socket", "floods", """
+import os
+socket = imp('socket')
+with open('f', 'wb') as fh:
+    fh.write(b'x' * (4 << 20))
+fd, (a, b) = os.open('f', os.O_RDONLY), socket.socketpair()
+moved = 0
+for k in range(2):
+    try:
+        moved += os.sendfile(a.fileno(), fd, k * (2 << 20), 1)
+    except OSError:
+        pass
+if moved:
+    escaped(moved, 'file folios held in a socket buffer by sendfile')
+""", expect=KILLED, unguarded=("ok",)),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

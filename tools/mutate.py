@@ -1195,8 +1195,10 @@ MUTANTS: list[Mutant] = [
            "                               registry={})",
            "replayed warnings bypass the caller's once-per-location registry", RELAY),
     # -- ai/sandbox/_child/seccomp.py: the system-call filter's argument rules ----------------
-    Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("splice", "tee"):\n        rule(s.ERRNO(errno.EINVAL), name)\n', "",
+    Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("splice", "tee", "sendfile"):', '    for name in ("tee", "sendfile"):',
            "splice lets a program pin file pages in pipes", ("tests/test_sandbox_attacks.py::test_attack_is_contained",)),
+    Mutant("ai/sandbox/_child/seccomp.py", '    for name in ("splice", "tee", "sendfile"):', '    for name in ("splice", "tee"):',
+           "sendfile lets a program pin file folios in pipes and socket buffers", ("tests/test_sandbox_attacks.py::test_attack_is_contained",)),
     Mutant("ai/sandbox/_child/seccomp.py", "        return s.Arg(index, s.MASKED_EQ, _LOW32, value)",
            "        return s.Arg(index, s.EQ, value)",
            "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),

@@ -41,6 +41,11 @@ package's ctypes bindings), default allow.
   file that cannot be spliced, which callers meet with a plain copy): a pipe slot filled from
   a file holds the file's page-cache folio, which on file systems with large folios (XFS,
   tmpfs with ``huge=``) is up to 2 MiB per 4 KiB spliced, as ``vmsplice`` held;
+  ``sendfile`` (EINVAL, which ``shutil`` and ``socket.sendfile`` meet with a plain copy) for
+  the same reason: into a pipe it is a splice, and into a Unix socket each byte sent holds the
+  file's folio in the socket buffer, charged one byte (ext4 has large folios since Linux 6.16:
+  768 one-byte calls held 1.5 GiB out of sight of a 1 GiB memory and 50 MB disk cap, the file
+  deleted after each batch);
   ``sendmsg``/``sendmmsg`` and ``landlock_add_rule`` (EPERM):
   a descriptor in flight on a Unix socket, or a file named in a Landlock rule of the program's
   own, keeps a deleted file's blocks with no descriptor or mapping left for the parent to count
@@ -142,7 +147,7 @@ def install(pid: int) -> str:
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
     for name in ("setxattr", "lsetxattr", "fsetxattr", "setxattrat"):
         rule(s.ERRNO(errno.EOPNOTSUPP), name)
-    for name in ("splice", "tee"):
+    for name in ("splice", "tee", "sendfile"):
         rule(s.ERRNO(errno.EINVAL), name)
     rule(s.ERRNO(errno.EAFNOSUPPORT), "socket", s.Arg(0, s.NE, _AF_UNIX))
     rule(eperm, "sendto", s.Arg(4, s.NE, 0))  # an address: send() passes none
