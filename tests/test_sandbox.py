@@ -8,6 +8,8 @@ import ctypes
 import errno
 import os
 import pickle
+import platform
+import re
 import sys
 import tempfile
 import threading
@@ -767,6 +769,29 @@ def test_namespaces_the_system_refuses_raise_under_either_backend(backend):
     assert done.stdout.startswith("raised the sandbox's 'namespaces' isolation layer is "
                                   "unavailable"), (done.stdout, done.stderr[-2000:])
     assert "isolation='guard-only'" in done.stdout  # and how to run anyway
+
+
+def test_system_calls_newer_than_the_review_are_refused(tmp_path):
+    """The filter allows what it does not name: a call added by a later kernel would pass
+    unreviewed (as open_tree_attr did), so the numbers after the newest reviewed fail with
+    ENOSYS. This kernel knows none of them, so the filter itself is read (libseccomp's text
+    form), not a run."""
+    pytest.importorskip("pyseccomp")
+    from restrictiveness.ai.sandbox import isolation
+    from restrictiveness.ai.sandbox._child import seccomp
+
+    if isolation.libseccomp() is None or platform.machine() != "x86_64":
+        pytest.skip("the filter is built for x86-64 with the system's libseccomp")
+    seccomp.load_library(isolation.libseccomp())
+    path = tmp_path / "filter.pfc"
+    with open(path, "w") as fh:
+        seccomp.build(os.getpid()).export_pfc(fh)
+    text = path.read_text()
+    refused = {int(n) for n, action in re.findall(
+        r"if \(\$syscall == (\d+)\)\n\s*action (\S+);", text) if action == "ERRNO(38)"}
+    assert seccomp.NEWEST_REVIEWED == 469  # file_setattr, the newest call of Linux 6.18
+    assert set(range(470, 600)) <= refused
+    assert 469 not in refused and 0 not in refused  # file_setattr, read
 
 
 @pytest.mark.parametrize("backend", ["builtin", "bwrap"])

@@ -546,6 +546,19 @@ c = libc()
 c.syscall(460, 0, 0, 0, 0)   # lsm_set_self_attr
 escaped('lsm_set_self_attr returned')
 """, expect=KILLED),
+    # open_tree_attr (Linux 6.15) is open_tree's clone with mount_setattr's changes, both
+    # killed, but a libseccomp older than it (2.5.4) does not know its name: it passed
+    Attack("open-tree-attr-clone", "guard", """
+c = libc()
+fd = c.syscall(467, -100, b'/', 1 | 0x8000, None, 0)   # OPEN_TREE_CLONE | AT_RECURSIVE
+print('open_tree_attr returned', fd)
+""", expect=KILLED),
+    Attack("modify-ldt", "guard", """
+import ctypes
+c = libc()
+buf = ctypes.create_string_buffer(64)
+print('modify_ldt returned', c.syscall(154, 0, buf, 64))
+""", expect=KILLED),
     Attack("clone3-probe", "guard", """
 import ctypes
 c = libc()

@@ -1,5 +1,5 @@
 """The seccomp layer: a system-call filter built with libseccomp (through the ``pyseccomp``
-package's ctypes bindings), default allow.
+package's ctypes bindings), default allow up to the newest call reviewed.
 
 * **Killed** (SIGSYS, classified "forbidden"): new processes and programs (``fork``,
   ``vfork``, ``clone`` without ``CLONE_THREAD``, ``execve``), threads with a descriptor
@@ -55,7 +55,11 @@ package's ctypes bindings), default allow.
   ``prctl(PR_SET_DUMPABLE)`` (EPERM): an undumpable program hides its descriptors and
   mappings, and the deleted files they hold, from a parent that is not root.
 
-Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64) kill the process.
+Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64, or x32's) kill the
+process. The filter allows what it does not name, but only up to the newest call reviewed
+(:data:`NEWEST_REVIEWED`): the next 130 numbers, calls of kernels to come, fail with ENOSYS.
+``modify_ldt`` (a per-process descriptor table, a past source of kernel bugs that no Python
+program uses) kills, as ``open_tree_attr`` does with the other mount calls.
 A rule on an ``int`` argument (a socket option, an ``fcntl`` command, a ``prctl`` option)
 compares its low 32 bits alone, as the kernel reads it: compared as 64 bits, the refused call
 with a bit set above them passed.
@@ -86,7 +90,8 @@ _KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
          "finit_module", "delete_module", "reboot", "swapon", "swapoff", "syslog", "acct",
          "quotactl", "quotactl_fd", "iopl", "ioperm", "settimeofday", "clock_settime",
          "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
-         "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "shmget", "msgget",
+         "lookup_dcookie", "fanotify_init", "lsm_set_self_attr", "open_tree_attr", "modify_ldt",
+         "shmget", "msgget",
          "semget", "memfd_create", "memfd_secret", "vmsplice", "inotify_init", "inotify_init1")
 _DENY = ("tkill", "ioprio_set", "migrate_pages", "move_pages", "sendmsg", "sendmmsg",
          "landlock_add_rule", "bind", "listen", "connect", "accept", "accept4")
@@ -98,7 +103,16 @@ _UNIFIED = {"pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 4
             "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_open": 434, "clone3": 435,
             "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
             "quotactl_fd": 443, "landlock_add_rule": 445, "memfd_secret": 447,
-            "process_mrelease": 448, "lsm_set_self_attr": 460, "setxattrat": 463}
+            "process_mrelease": 448, "lsm_set_self_attr": 460, "setxattrat": 463,
+            "open_tree_attr": 467}
+#: The newest system call reviewed (Linux 6.18's file_setattr). The filter allows by default,
+#: so a call a later kernel adds would pass unreviewed, as open_tree_attr (6.15: open_tree's
+#: clone with mount_setattr's changes, both killed) passed the libseccomp that did not know
+#: its name: the next numbers fail with ENOSYS ("no such call", which callers expect of an
+#: older kernel) until they are reviewed here. New calls take the next free number on every
+#: architecture since Linux 5.1 (the unified table).
+NEWEST_REVIEWED = 469
+UNREVIEWED = range(NEWEST_REVIEWED + 1, NEWEST_REVIEWED + 131)
 _pyseccomp = None
 
 
@@ -118,6 +132,14 @@ def load_library(soname: str | None) -> None:
 
 def install(pid: int) -> str:
     """Load the filter for this process (``pid`` as it sees itself); returns a description."""
+    build(pid).load()
+    return (f"{len(_KILL)} calls killed, processes, sockets and signals restricted, calls "
+            f"after number {NEWEST_REVIEWED} refused")
+
+
+def build(pid: int):
+    """The filter for the process ``pid`` (as it sees itself), not loaded: a
+    ``pyseccomp.SyscallFilter``."""
     s = _pyseccomp
     if s is None:
         raise OSError(errno.ENOSYS, "pyseccomp / libseccomp could not be loaded")
@@ -142,6 +164,8 @@ def install(pid: int) -> str:
         rule(eperm, name)
     for flag in (CLONE_THREAD, CLONE_FILES):  # rules of one call: either missing kills
         rule(s.KILL_PROCESS, "clone", s.Arg(0, s.MASKED_EQ, flag, 0))
+    for number in UNREVIEWED:
+        f.add_rule(s.ERRNO(errno.ENOSYS), number)
     rule(s.ERRNO(errno.ENOSYS), "clone3")
     rule(s.ERRNO(errno.ENOSYS), "io_setup")
     rule(s.ERRNO(errno.EOPNOTSUPP), "fallocate")
@@ -168,5 +192,4 @@ def install(pid: int) -> str:
     rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
     rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
     rule(eperm, "prctl", low(0, PR_SET_DUMPABLE))
-    f.load()
-    return f"{len(_KILL)} calls killed, processes, sockets and signals restricted"
+    return f
