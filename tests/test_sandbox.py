@@ -65,6 +65,25 @@ def test_runs_and_returns_arrays_exactly():
     assert r.value == {"n": 7}
 
 
+def test_a_status_file_a_program_inflates_is_not_parsed_in_the_parent():
+    """A program may write the driver's status file itself: 16 MiB of ``[{}, {}, ...]`` read
+    "ok" with a 5.6-million-item value, which took 813 MiB in the parent to parse. The parent
+    reads at most STATUS_BYTES, and the driver's own value is held under it."""
+    from restrictiveness.ai.sandbox._child.protocol import STATUS_BYTES
+
+    forged = ("import os\nbody = '{\"ok\": true, \"value\": [' + ','.join(['{}'] * 400000)"
+              " + ']}'\nopen('.sandbox/status.json', 'w').write(body)\nos._exit(0)\n")
+    r = run(forged)
+    assert (r.ok, r.reason, r.value) == (False, "output-limit", None)
+    assert f"of {len(('{}' + ',') * 400000) - 1 + 25} bytes, more than the {STATUS_BYTES}" \
+        in r.message
+    big = run("x = 1", driver="set_value('v' * 2**20)")
+    assert (big.reason, big.value) == ("output-limit", None)
+    assert f"{2**20 + 2} bytes of JSON, more than {STATUS_BYTES - 2**16}" in big.message
+    fits = run("x = 1", driver="set_value(['v' * 1000] * 900)")
+    assert fits.ok and fits.value == ["v" * 1000] * 900
+
+
 def test_stdout_and_seed_reproducible():
     src = "import numpy as np, random\nprint(np.random.rand(), random.random())"
     a, b, c = run(src, seed=5), run(src, seed=5), run(src, seed=6)

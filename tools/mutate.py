@@ -1203,6 +1203,8 @@ MUTANTS: list[Mutant] = [
            "system calls of kernels newer than the review allowed", ("tests/test_sandbox.py::test_system_calls_newer_than_the_review_are_refused",)),
     Mutant("ai/sandbox/_child/seccomp.py", '            "open_tree_attr": 467}', "            }",
            "open_tree_attr passes a libseccomp that does not know its name", (_ATTACK + "open-tree-attr-clone]",)),
+    Mutant("ai/sandbox/workdir.py", "            if size > STATUS_BYTES:", "            if False:",
+           "a status file of any size parsed in the parent", ("tests/test_sandbox.py::test_a_status_file_a_program_inflates_is_not_parsed_in_the_parent",)),
     Mutant("ai/sandbox/_child/seccomp.py", "        return s.Arg(index, s.MASKED_EQ, _LOW32, value)",
            "        return s.Arg(index, s.EQ, value)",
            "an int argument compared as 64 bits: a high bit set passes the refused call", SECCOMP),

@@ -71,8 +71,8 @@ def run_python(source: str, *, driver: str | None = None,
     driver : str, optional
         Trusted code run after the program in the same interpreter (under the same guard,
         isolation and limits). It sees ``program`` (the program's namespace, a dict),
-        ``inputs`` (dict of arrays), ``save(name, array)``, ``set_value(obj)`` (JSON) and
-        ``fail(reason, message)``.
+        ``inputs`` (dict of arrays), ``save(name, array)``, ``set_value(obj)`` (JSON, under
+        1 MB) and ``fail(reason, message)``.
     inputs : mapping of str to ndarray, optional
         Arrays handed to the child as ``.npy`` files (numeric dtypes only).
     limits : SandboxLimits, optional

@@ -21,7 +21,7 @@ import sys
 import traceback
 
 from . import BASELINE, guard, landlock, namespaces, privileges, seccomp, syscalls
-from .protocol import EXIT_FAILURE, EXIT_SETUP, LayerError
+from .protocol import EXIT_FAILURE, EXIT_SETUP, STATUS_BYTES, LayerError
 
 
 class _Failure(Exception):
@@ -200,13 +200,18 @@ def run(cfg: dict, report_fd: int) -> None:
         _save(os.path.join(control, "out", f"{name}.npy"), arr, allow_pickle=False)
 
     def set_value(obj) -> None:
-        json.dumps(obj)
+        size = len(json.dumps(obj).encode("utf-8"))
+        if size > STATUS_BYTES - 2**16:  # room for the message beside it
+            raise _Failure("output-limit", f"the value has {size} bytes of JSON, more than "
+                                           f"{STATUS_BYTES - 2**16}")
         state["value"] = obj
 
     def fail(reason: str, message: str) -> None:
         raise _Failure(reason, message)
 
     def write_status(status: dict, _remove=os.remove) -> None:
+        if "message" in status:  # what the parent keeps of it, well inside STATUS_BYTES
+            status["message"] = str(status["message"])[:4000]
         try:  # whatever the program left there (a FIFO would block the write)
             _remove(status_path)
         except OSError:
