@@ -84,6 +84,22 @@ def test_a_status_file_a_program_inflates_is_not_parsed_in_the_parent():
     assert fits.ok and fits.value == ["v" * 1000] * 900
 
 
+def test_a_program_nested_past_the_parsers_depth_fails_in_the_child_not_the_parent():
+    """The parent parses a program twice before it runs (its imports, its classification
+    hooks), and a program nested past the parser's depth raised RecursionError out of
+    run_python, and out of a program procedure's fit, instead of failing as a program."""
+    deep = "x = " + "1+" * 300_000 + "1\ndef predict(X_train, y_train, X):\n    return X[:, 0]\n"
+    r = run(deep)
+    assert (r.ok, r.reason) == (False, "crash")
+    assert "RecursionError: maximum recursion depth exceeded during compilation" in r.message
+    assert describe_program(deep)["syntax_ok"] is False
+    rule = ProgramProcedure(deep, limits=FAST).fit(
+        Sample(np.zeros((3, 1)), np.arange(3.0), ("x",)), np.random.default_rng(0))
+    assert rule.info["reason"] == "crash" and rule.info["syntax_ok"] is False
+    with pytest.raises(ProgramError, match="^crash: RecursionError"):
+        rule.predict(np.zeros((2, 1)))
+
+
 def test_stdout_and_seed_reproducible():
     src = "import numpy as np, random\nprint(np.random.rand(), random.random())"
     a, b, c = run(src, seed=5), run(src, seed=5), run(src, seed=6)

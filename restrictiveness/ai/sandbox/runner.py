@@ -272,8 +272,8 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     third = [m for m in allowed if m.partition(".")[0] not in sys.stdlib_module_names]
     try:
         tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
-        return sorted(third)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested
+        return sorted(third)  # past the parser's depth ("1+" * 300000; "-" * 10**6)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
