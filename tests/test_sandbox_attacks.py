@@ -559,6 +559,22 @@ c = libc()
 buf = ctypes.create_string_buffer(64)
 print('modify_ldt returned', c.syscall(154, 0, buf, 64))
 """, expect=KILLED),
+    # a crash is piped to the host's core-dump helper (apport, systemd-coredump: root, outside
+    # every namespace, reading the program's memory up to its cap) whatever the core limit,
+    # except exactly 1, the kernel's sentinel; every seccomp kill is such a crash. This machine
+    # writes core files (core_pattern "core"), so the limit itself is what is checked: 1, and
+    # not lowered to 0 by either call
+    Attack("core-dump-reaches-the-host-helper", "guard", """
+import ctypes
+resource = imp('resource')
+if resource.getrlimit(resource.RLIMIT_CORE) != (1, 1):
+    escaped('core limit', resource.getrlimit(resource.RLIMIT_CORE))
+c, zero = libc(), (ctypes.c_ulong * 2)(0, 0)
+core = ctypes.c_long(4 | 1 << 32)  # RLIMIT_CORE, a bit set above the int the kernel reads
+if c.syscall(302, 0, core, zero, None) == 0 or c.syscall(160, core, zero) == 0 or \\
+        resource.getrlimit(resource.RLIMIT_CORE) != (1, 1):   # prlimit64, setrlimit
+    escaped('core limit lowered to', resource.getrlimit(resource.RLIMIT_CORE))
+""", expect=KILLED, unguarded=("ok",)),
     Attack("clone3-probe", "guard", """
 import ctypes
 c = libc()

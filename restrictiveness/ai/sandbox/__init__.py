@@ -23,7 +23,8 @@ layers that are each checked from inside the child before the program runs:
   (one per working directory); otherwise it keeps the caller's uid inside its user namespace;
 * **capabilities** — every set empty (bounding and ambient included);
 * **no-new-privs** — set, so nothing it could execute gains privileges;
-* **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
+* **rlimits** — CPU time, address space, file size, no core dumps (a limit of 1, which
+  also stops a dump piped to the host's helper, and may not be lowered), at most ``threads`` tasks
   and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
   queued signals and timers, no real-time priority nor a nice value below the caller's;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the

@@ -78,9 +78,10 @@ def verify(cfg: dict, layers: dict[str, str]) -> dict[str, str]:
     check("capabilities", not any(caps.values()), "none (all five sets empty)")
     check("no-new-privs", status.get("NoNewPrivs") == "1", "set")
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    check("rlimits", nproc == int(cfg["nproc"]),
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    check("rlimits", nproc == int(cfg["nproc"]) and core == (1, 1),
           f"cpu {cfg['cpu']} s, memory {cfg['memory']} B, file {cfg['fsize']} B, "
-          f"{cfg['nproc']} tasks")
+          f"{cfg['nproc']} tasks, no core dumps")
     try:
         os.close(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
         listed = True

@@ -53,7 +53,9 @@ package's ctypes bindings), default allow up to the newest call reviewed.
   the machine's native-AIO events (``fs.aio-max-nr``) are one pool for every process, and a
   program taking them all made every other process's ``io_setup`` fail while it ran;
   ``prctl(PR_SET_DUMPABLE)`` (EPERM): an undumpable program hides its descriptors and
-  mappings, and the deleted files they hold, from a parent that is not root.
+  mappings, and the deleted files they hold, from a parent that is not root; a new core-dump
+  limit (``setrlimit``, ``prlimit64`` of ``RLIMIT_CORE``: EPERM): at 0 instead of the
+  sandbox's 1, a crash (a seccomp kill is one) is piped to the host's core-dump helper.
 
 Other architectures' system calls (e.g. 32-bit ``int 0x80`` on x86-64, or x32's) kill the
 process. The filter allows what it does not name, but only up to the newest call reviewed
@@ -76,6 +78,7 @@ _AF_UNIX = 1
 _SOL_SOCKET = 1
 _BUFFER_SIZES = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 _RANGE_LOCKS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW
+_RLIMIT_CORE = 4
 # A rule on an int argument compares its low 32 bits alone: the filter sees all 64 bits of
 # the register, and the same call with a bit set above them was no longer the refused one.
 _LOW32 = 0xFFFFFFFF
@@ -189,6 +192,10 @@ def build(pid: int):
     for name in ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr",
                  "prlimit64"):
         rule(eperm, name, s.Arg(0, s.NE, 0))
+    # the core-dump limit of 1 (see privileges.set_limits) lowered to 0 lets a crash reach the
+    # host's core-dump helper again: refused (reading it, with no new limit, is not)
+    rule(eperm, "prlimit64", low(1, _RLIMIT_CORE), s.Arg(2, s.NE, 0))
+    rule(eperm, "setrlimit", low(0, _RLIMIT_CORE))
     rule(eperm, "setpriority", s.Arg(1, s.NE, 0))
     rule(eperm, "personality", s.Arg(0, s.NE, 0xFFFFFFFF))
     rule(eperm, "prctl", low(0, PR_SET_DUMPABLE))
