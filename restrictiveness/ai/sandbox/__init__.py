@@ -57,7 +57,7 @@ Not contained: the kernel itself (a kernel exploit escapes any of this), side ch
 writes into its own working directory (which an agent's later runs and returned program read).
 There is no memory cgroup: the address-space limit bounds the program's own memory, and kernel
 memory it makes the kernel hold is bounded only by the descriptor cap and per-user kernel
-limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hold at most
+limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hold about
 64 MiB per user); the disk and file-count caps are the parent's, checked four times a second,
 so a fast writer passes them for that long (a 50 MB cap was stopped at 32 to 112 MB written).
 Programs see the machine's public system libraries and Python installation, its CPU count,
