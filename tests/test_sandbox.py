@@ -8,6 +8,8 @@ import ctypes
 import errno
 import os
 import pickle
+import platform
+import re
 import sys
 import tempfile
 import threading
@@ -61,6 +63,41 @@ def test_runs_and_returns_arrays_exactly():
     assert r.ok and r.reason is None
     np.testing.assert_array_equal(r.outputs["twice"], X * 2)
     assert r.value == {"n": 7}
+
+
+def test_a_status_file_a_program_inflates_is_not_parsed_in_the_parent():
+    """A program may write the driver's status file itself: 16 MiB of ``[{}, {}, ...]`` read
+    "ok" with a 5.6-million-item value, which took 813 MiB in the parent to parse. The parent
+    reads at most STATUS_BYTES, and the driver's own value is held under it."""
+    from restrictiveness.ai.sandbox._child.protocol import STATUS_BYTES
+
+    forged = ("import os\nbody = '{\"ok\": true, \"value\": [' + ','.join(['{}'] * 400000)"
+              " + ']}'\nopen('.sandbox/status.json', 'w').write(body)\nos._exit(0)\n")
+    r = run(forged)
+    assert (r.ok, r.reason, r.value) == (False, "output-limit", None)
+    assert f"of {len(('{}' + ',') * 400000) - 1 + 25} bytes, more than the {STATUS_BYTES}" \
+        in r.message
+    big = run("x = 1", driver="set_value('v' * 2**20)")
+    assert (big.reason, big.value) == ("output-limit", None)
+    assert f"{2**20 + 2} bytes of JSON, more than {STATUS_BYTES - 2**16}" in big.message
+    fits = run("x = 1", driver="set_value(['v' * 1000] * 900)")
+    assert fits.ok and fits.value == ["v" * 1000] * 900
+
+
+def test_a_program_nested_past_the_parsers_depth_fails_in_the_child_not_the_parent():
+    """The parent parses a program twice before it runs (its imports, its classification
+    hooks), and a program nested past the parser's depth raised RecursionError out of
+    run_python, and out of a program procedure's fit, instead of failing as a program."""
+    deep = "x = " + "1+" * 300_000 + "1\ndef predict(X_train, y_train, X):\n    return X[:, 0]\n"
+    r = run(deep)
+    assert (r.ok, r.reason) == (False, "crash")
+    assert "RecursionError: maximum recursion depth exceeded during compilation" in r.message
+    assert describe_program(deep)["syntax_ok"] is False
+    rule = ProgramProcedure(deep, limits=FAST).fit(
+        Sample(np.zeros((3, 1)), np.arange(3.0), ("x",)), np.random.default_rng(0))
+    assert rule.info["reason"] == "crash" and rule.info["syntax_ok"] is False
+    with pytest.raises(ProgramError, match="^crash: RecursionError"):
+        rule.predict(np.zeros((2, 1)))
 
 
 def test_stdout_and_seed_reproducible():
@@ -770,6 +807,29 @@ def test_namespaces_the_system_refuses_raise_under_either_backend(backend):
     assert done.stdout.startswith("raised the sandbox's 'namespaces' isolation layer is "
                                   "unavailable"), (done.stdout, done.stderr[-2000:])
     assert "isolation='guard-only'" in done.stdout  # and how to run anyway
+
+
+def test_system_calls_newer_than_the_review_are_refused(tmp_path):
+    """The filter allows what it does not name: a call added by a later kernel would pass
+    unreviewed (as open_tree_attr did), so the numbers after the newest reviewed fail with
+    ENOSYS. This kernel knows none of them, so the filter itself is read (libseccomp's text
+    form), not a run."""
+    pytest.importorskip("pyseccomp")
+    from restrictiveness.ai.sandbox import isolation
+    from restrictiveness.ai.sandbox._child import seccomp
+
+    if isolation.libseccomp() is None or platform.machine() != "x86_64":
+        pytest.skip("the filter is built for x86-64 with the system's libseccomp")
+    seccomp.load_library(isolation.libseccomp())
+    path = tmp_path / "filter.pfc"
+    with open(path, "w") as fh:
+        seccomp.build(os.getpid()).export_pfc(fh)
+    text = path.read_text()
+    refused = {int(n) for n, action in re.findall(
+        r"if \(\$syscall == (\d+)\)\n\s*action (\S+);", text) if action == "ERRNO(38)"}
+    assert seccomp.NEWEST_REVIEWED == 469  # file_setattr, the newest call of Linux 6.18
+    assert set(range(470, 600)) <= refused
+    assert 469 not in refused and 0 not in refused  # file_setattr, read
 
 
 @pytest.mark.parametrize("backend", ["builtin", "bwrap"])

@@ -546,6 +546,35 @@ c = libc()
 c.syscall(460, 0, 0, 0, 0)   # lsm_set_self_attr
 escaped('lsm_set_self_attr returned')
 """, expect=KILLED),
+    # open_tree_attr (Linux 6.15) is open_tree's clone with mount_setattr's changes, both
+    # killed, but a libseccomp older than it (2.5.4) does not know its name: it passed
+    Attack("open-tree-attr-clone", "guard", """
+c = libc()
+fd = c.syscall(467, -100, b'/', 1 | 0x8000, None, 0)   # OPEN_TREE_CLONE | AT_RECURSIVE
+print('open_tree_attr returned', fd)
+""", expect=KILLED),
+    Attack("modify-ldt", "guard", """
+import ctypes
+c = libc()
+buf = ctypes.create_string_buffer(64)
+print('modify_ldt returned', c.syscall(154, 0, buf, 64))
+""", expect=KILLED),
+    # a crash is piped to the host's core-dump helper (apport, systemd-coredump: root, outside
+    # every namespace, reading the program's memory up to its cap) whatever the core limit,
+    # except exactly 1, the kernel's sentinel; every seccomp kill is such a crash. This machine
+    # writes core files (core_pattern "core"), so the limit itself is what is checked: 1, and
+    # not lowered to 0 by either call
+    Attack("core-dump-reaches-the-host-helper", "guard", """
+import ctypes
+resource = imp('resource')
+if resource.getrlimit(resource.RLIMIT_CORE) != (1, 1):
+    escaped('core limit', resource.getrlimit(resource.RLIMIT_CORE))
+c, zero = libc(), (ctypes.c_ulong * 2)(0, 0)
+core = ctypes.c_long(4 | 1 << 32)  # RLIMIT_CORE, a bit set above the int the kernel reads
+if c.syscall(302, 0, core, zero, None) == 0 or c.syscall(160, core, zero) == 0 or \\
+        resource.getrlimit(resource.RLIMIT_CORE) != (1, 1):   # prlimit64, setrlimit
+    escaped('core limit lowered to', resource.getrlimit(resource.RLIMIT_CORE))
+""", expect=KILLED, unguarded=("ok",)),
     Attack("clone3-probe", "guard", """
 import ctypes
 c = libc()
@@ -1081,6 +1110,39 @@ except OSError:
 if moved:   # each slot pins a page-cache folio: up to 2 MiB on large-folio file systems
     escaped(moved, 'bytes of file pages held in pipes')
 """, expect=("ok",)),
+    # sendfile is a splice by another name: into a pipe it fills slots with the file's
+    # page-cache folios, and into a Unix socket each byte sent holds its folio in the socket
+    # buffer, charged one byte; ext4 has 2 MiB folios since Linux 6.16, and 768 one-byte
+    # calls held 1.5 GiB out of sight of a 1 GiB memory and 50 MB disk cap (the file deleted)
+    Attack("sendfile-file-pages-into-pipes", "floods", """
+import os
+with open('f', 'wb') as fh:
+    fh.write(b'x' * (4 << 20))
+fd, (r, w) = os.open('f', os.O_RDONLY), os.pipe()
+moved = 0
+for k in range(2):
+    try:
+        moved += os.sendfile(w, fd, k * (2 << 20), 1)
+    except OSError:
+        pass
+if moved:
+    escaped(moved, 'file folios held in a pipe by sendfile')
+""", expect=("ok",)),
+    Attack("sendfile-file-pages-into-unix-socket", "floods", """
+import os
+socket = imp('socket')
+with open('f', 'wb') as fh:
+    fh.write(b'x' * (4 << 20))
+fd, (a, b) = os.open('f', os.O_RDONLY), socket.socketpair()
+moved = 0
+for k in range(2):
+    try:
+        moved += os.sendfile(a.fileno(), fd, k * (2 << 20), 1)
+    except OSError:
+        pass
+if moved:
+    escaped(moved, 'file folios held in a socket buffer by sendfile')
+""", expect=KILLED, unguarded=("ok",)),
     Attack("dup2-hides-refusal", "mislabel", """
 import os
 os.dup2(1, 2)

@@ -472,8 +472,8 @@ def describe_program(source: str) -> dict:
            "uses_training_data": False, "subsets_training_data": False, "reads_files": False}
     try:
         tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
-        out["syntax_ok"] = False
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested
+        out["syntax_ok"] = False  # past the parser's depth ("1+" * 300000; "-" * 10**6)
         return out
     imports, calls = set(), set()
     from_optimize = False

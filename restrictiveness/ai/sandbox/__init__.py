@@ -23,7 +23,8 @@ layers that are each checked from inside the child before the program runs:
   (one per working directory); otherwise it keeps the caller's uid inside its user namespace;
 * **capabilities** — every set empty (bounding and ambient included);
 * **no-new-privs** — set, so nothing it could execute gains privileges;
-* **rlimits** — CPU time, address space, file size, no core files, at most ``threads`` tasks
+* **rlimits** — CPU time, address space, file size, no core dumps (a limit of 1, which
+  also stops a dump piped to the host's helper, and may not be lowered), at most ``threads`` tasks
   and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
   queued signals and timers, no real-time priority nor a nice value below the caller's;
   the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
@@ -54,6 +55,11 @@ allows it); it contains careless programs, not hostile ones, warns
 Not contained: the kernel itself (a kernel exploit escapes any of this), side channels
 (timing, CPU caches), the CPU and memory the program may use within its limits, and what it
 writes into its own working directory (which an agent's later runs and returned program read).
+There is no memory cgroup: the address-space limit bounds the program's own memory, and kernel
+memory it makes the kernel hold is bounded only by the descriptor cap and per-user kernel
+limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hold about
+64 MiB per user); the disk and file-count caps are the parent's, checked four times a second,
+so a fast writer passes them for that long (a 50 MB cap was stopped at 32 to 112 MB written).
 Programs see the machine's public system libraries and Python installation, its CPU count,
 memory size and kernel version. The parent never unpickles anything the child wrote: data go in
 and out as ``.npy`` files (``allow_pickle=False``) and JSON.

@@ -71,8 +71,8 @@ def run_python(source: str, *, driver: str | None = None,
     driver : str, optional
         Trusted code run after the program in the same interpreter (under the same guard,
         isolation and limits). It sees ``program`` (the program's namespace, a dict),
-        ``inputs`` (dict of arrays), ``save(name, array)``, ``set_value(obj)`` (JSON) and
-        ``fail(reason, message)``.
+        ``inputs`` (dict of arrays), ``save(name, array)``, ``set_value(obj)`` (JSON, under
+        1 MB) and ``fail(reason, message)``.
     inputs : mapping of str to ndarray, optional
         Arrays handed to the child as ``.npy`` files (numeric dtypes only).
     limits : SandboxLimits, optional
@@ -272,8 +272,8 @@ def _imported_packages(source: str, allowed: Iterable[str]) -> list[str]:
     third = [m for m in allowed if m.partition(".")[0] not in sys.stdlib_module_names]
     try:
         tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
-        return sorted(third)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested
+        return sorted(third)  # past the parser's depth ("1+" * 300000; "-" * 10**6)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

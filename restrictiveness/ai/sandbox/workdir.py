@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ...shared.exceptions import ConfigurationError
+from ._child.protocol import STATUS_BYTES
 from .isolation import sandbox_uid
 
 __all__ = ["OwnedDirectory", "reclaim_stale", "PREFIXES", "tree_usage", "held_bytes", "remove_tree",
@@ -622,10 +623,16 @@ def load_array(name: str, max_bytes: int, dir_fd: int) -> np.ndarray:
 
 def read_status(control_fd: int) -> dict | None:
     """The status the child's driver wrote into the control directory ``control_fd``, or
-    None."""
+    None; one larger than :data:`~._child.protocol.STATUS_BYTES` (which the driver never
+    writes: a program wrote it) reads as an output-limit failure, unparsed."""
     try:
-        with open_regular("status.json", 2**24, control_fd) as fh:
-            status = json.loads(fh.read().decode("utf-8"))
+        with open_regular("status.json", 2**62, control_fd) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > STATUS_BYTES:
+                return {"ok": False, "reason": "output-limit",
+                        "message": f"the program wrote a status file of {size} bytes, more "
+                                   f"than the {STATUS_BYTES} the parent reads"}
+            status = json.loads(fh.read(STATUS_BYTES + 1).decode("utf-8"))
         # "\ud800" escapes decode to lone surrogates, which no UTF-8 writer accepts (a study
         # with one in a failure message could not be saved): replace them
         status = json.loads(json.dumps(status, ensure_ascii=False).encode("utf-8", "replace"))

@@ -21,7 +21,7 @@ import sys
 import traceback
 
 from . import BASELINE, guard, landlock, namespaces, privileges, seccomp, syscalls
-from .protocol import EXIT_FAILURE, EXIT_SETUP, LayerError
+from .protocol import EXIT_FAILURE, EXIT_SETUP, STATUS_BYTES, LayerError
 
 
 class _Failure(Exception):
@@ -78,9 +78,10 @@ def verify(cfg: dict, layers: dict[str, str]) -> dict[str, str]:
     check("capabilities", not any(caps.values()), "none (all five sets empty)")
     check("no-new-privs", status.get("NoNewPrivs") == "1", "set")
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    check("rlimits", nproc == int(cfg["nproc"]),
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    check("rlimits", nproc == int(cfg["nproc"]) and core == (1, 1),
           f"cpu {cfg['cpu']} s, memory {cfg['memory']} B, file {cfg['fsize']} B, "
-          f"{cfg['nproc']} tasks")
+          f"{cfg['nproc']} tasks, no core dumps")
     try:
         os.close(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
         listed = True
@@ -200,13 +201,18 @@ def run(cfg: dict, report_fd: int) -> None:
         _save(os.path.join(control, "out", f"{name}.npy"), arr, allow_pickle=False)
 
     def set_value(obj) -> None:
-        json.dumps(obj)
+        size = len(json.dumps(obj).encode("utf-8"))
+        if size > STATUS_BYTES - 2**16:  # room for the message beside it
+            raise _Failure("output-limit", f"the value has {size} bytes of JSON, more than "
+                                           f"{STATUS_BYTES - 2**16}")
         state["value"] = obj
 
     def fail(reason: str, message: str) -> None:
         raise _Failure(reason, message)
 
     def write_status(status: dict, _remove=os.remove) -> None:
+        if "message" in status:  # what the parent keeps of it, well inside STATUS_BYTES
+            status["message"] = str(status["message"])[:4000]
         try:  # whatever the program left there (a FIFO would block the write)
             _remove(status_path)
         except OSError:

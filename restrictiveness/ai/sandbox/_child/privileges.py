@@ -18,7 +18,7 @@ MAX_SIGNALS_PENDING = 4096
 
 
 def set_limits(cfg: dict, processes: bool) -> None:
-    """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core files,
+    """CPU (SIGXCPU, then SIGKILL a second later), address space, file size, no core dumps,
     no real-time priority nor lower nice value, at most :data:`MAX_FILES_OPEN` descriptors and
     :data:`MAX_SIGNALS_PENDING` queued signals and timers; with ``processes``, at most
     ``cfg["nproc"]`` tasks (threads) for the sandbox's uid."""
@@ -31,7 +31,13 @@ def set_limits(cfg: dict, processes: bool) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (int(cfg["memory"]), int(cfg["memory"])))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(cfg["fsize"]), int(cfg["fsize"])))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # No core dump, in any mode: a limit of 0 stops a core file, but the kernel ignores the
+    # limit when core_pattern pipes to a helper (apport, systemd-coredump), which then runs as
+    # root outside every namespace and reads the crashed program's memory (up to the memory
+    # cap) into the host's memory and disk; every seccomp kill is such a crash. Exactly 1 is
+    # the kernel's sentinel that aborts a piped dump (and is below any core file's size); the
+    # seccomp layer refuses the program's lowering it to 0.
+    resource.setrlimit(resource.RLIMIT_CORE, (1, 1))
     # no real-time scheduling and no nice value below the caller's, whatever the caller's
     # limits allow (the audio group's rtprio 95 and nice -19 on Debian and Ubuntu desktops):
     # a real-time busy loop per thread starves every other process of its CPU

@@ -8,6 +8,11 @@ EXIT_FAILURE = 86
 #: The child's exit status when a required isolation layer could not be set up.
 EXIT_SETUP = 87
 
+#: Most bytes of the status file the parent reads (the driver's value and message in it): the
+#: parser makes objects of up to 50 times the text's size (16 MiB of ``[{}, {}, ...]``, written
+#: by a program in the driver's place, took 813 MiB in the parent).
+STATUS_BYTES = 2**20
+
 #: Layers of ``isolation="full"``, in the order they are set up. Each is required.
 LAYERS = ("namespaces", "filesystem", "unprivileged-uid", "capabilities", "no-new-privs",
           "rlimits", "landlock", "seccomp")
