@@ -700,6 +700,12 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/kernels.py", "        X1 = np.atleast_2d(np.asarray(X1, dtype=float)) / ls",
            "        X1 = np.atleast_2d(np.asarray(X1, dtype=float))",
            "first argument not divided by the length scales", KERNELS),
+    Mutant("eligible/kernels.py", "        if len(shape) > 1 or shape == (0,):",
+           "        if shape == (0,):",
+           "a (1, d) lengthscale array accepted (bare TypeError)", KERNELS),
+    Mutant("eligible/monotone_gp.py", "        f[known] = self._values[n][at[known]]",
+           "        pass",
+           "K > 1 interpolation not exact at the union's own points", GP),
     # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
     Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
            "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",
