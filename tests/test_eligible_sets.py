@@ -404,3 +404,25 @@ def test_interpolation_is_exact_at_the_union_and_survives_a_singular_kernel(kern
     res = rx.Study(prior, {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[30],
                    replications=3, draws=2).run(progress=False)
     assert np.isfinite(res.restrictiveness.values).all()
+
+
+def test_a_procedure_constraint_naming_a_column_the_study_lacks_is_refused_up_front():
+    """GPRegression(constraints=[Between(0, "w")]) in a study without w: every fit failed at
+    prediction, and the study reported r̂ = 1.000 (the baseline's) with a warning."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=50)
+    gp = rx.GPRegression("y ~ x1", constraints=[rx.Between(0, "w")])
+    with pytest.raises(ConfigurationError, match=r"GPRegression constraint Between\(lower=0, "
+                       r"upper='w'\) cannot apply to this study: constraint bound 'w' is not a "
+                       r"covariate; covariates are \['x1', 'x2'\]"):
+        rx.Study(prior, {"gp": gp}, rx.Constant(), n=[10], replications=2)
+    # a bound in a column the formula leaves out is honoured: predictions clipped at x2
+    clipped = rx.GPRegression("y ~ x1", constraints=[rx.Between(0, "x2")])
+    free = rx.GPRegression("y ~ x1")
+    X = np.random.default_rng(0).uniform(size=(12, 2))
+    sample = rx.Sample(X, X[:, 0] + 0.5, ("x1", "x2"))
+    Xp = np.array([[0.5, 0.1], [0.5, 0.9], [0.2, 2.0]])
+    unclipped = free.fit(sample).predict(Xp)
+    np.testing.assert_array_equal(clipped.fit(sample).predict(Xp),
+                                  np.clip(unclipped, 0, Xp[:, 1]))
+    assert unclipped[0] > 0.1  # the clip binds there

@@ -706,6 +706,9 @@ MUTANTS: list[Mutant] = [
     Mutant("eligible/monotone_gp.py", "        f[known] = self._values[n][at[known]]",
            "        pass",
            "K > 1 interpolation not exact at the union's own points", GP),
+    Mutant("procedures/generic.py", "                c.repair(np.zeros(1), row, columns)",
+           "                pass",
+           "GPRegression constraint naming a column the study lacks accepted", GP),
     # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
     Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
            "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",

@@ -25,7 +25,7 @@ from ..eligible.constraints import Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.checks import keywords_of, known_keywords, numeric_column
-from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.exceptions import ConfigurationError, ConstraintError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, check_study_columns, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns, merge_repeats
 from .estimation import cluster_codes
@@ -482,6 +482,43 @@ class GPRegression(FormulaProcedure):
         self.formula = formula
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
+
+    def validate(self, columns, response):
+        """Check the formula, and the columns the constraints name, against a study's.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column or response the study does not have.
+        ConfigurationError
+            A constraint names a column the study does not have: every fit would fail (the
+            study ran and reported the baseline's r̂ of 1.0 as the procedure's).
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> gp = GPRegression("y ~ x1", constraints=[rx.Between(0, "x2")])
+        >>> gp.validate(["x1", "x2"], "y")  # passes silently
+        >>> gp.validate(["x1", "x3"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.ConfigurationError: GPRegression constraint Between(...
+        """
+        super().validate(columns, response)
+        row = np.zeros((1, len(columns)))
+        for c in self.constraints:
+            try:
+                c.repair(np.zeros(1), row, columns)
+            except ConstraintError as exc:
+                raise ConfigurationError(f"GPRegression constraint {c!r} cannot apply to this "
+                                         f"study: {exc}") from None
 
     def memory_bytes(self, n: int) -> int:
         """Lower bound on the memory of one fit: the n × n covariance and its factor.
