@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -554,6 +555,29 @@ def test_function_models_taking_a_parameter_vector():
     np.testing.assert_allclose(res.bse, formula.bse, rtol=1e-5)
     with pytest.raises(ConfigurationError, match="response="):
         rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS).fit(df)
+
+
+def test_a_function_whose_arguments_cannot_take_the_parameters_is_refused():
+    """f(data, a) with params=["a", "b"] was called f(data, theta), the vector as a, and
+    failed inside the fit with numpy's "operands could not be broadcast together"; f(data, p,
+    q) with params=["a", "b"] with "missing 1 required positional argument"."""
+    df = _lottery_frame(seed=24, n=60)
+    for function, names in ((lambda d, alpha: d["z_lo"] * alpha, "['alpha'] but not ['beta']"),
+                            (lambda d, a, b: d["z_lo"] * a * b, "['a', 'b'] but not "
+                                                                "['alpha', 'beta']")):
+        with pytest.raises(ConfigurationError, match=re.escape(
+                f"cannot take the parameters ['alpha', 'beta']: it names {names}; give params= "
+                "its argument names")):
+            rx.NLS(function, params=["alpha", "beta"], bounds=PRELEC_BOUNDS, response="ce")
+    with pytest.raises(ConfigurationError, match=r"the jac .* names \['alpha'\] but not"):
+        rx.NLS(prelec, bounds=PRELEC_BOUNDS, jac=lambda d, alpha: None, response="ce")
+    # what each form means is still read: by name (defaults allowed), or one vector
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    for function in (lambda d, alpha, beta, unit=1.0: unit * prelec(d, alpha, beta),
+                     lambda d, theta, unit=1.0: unit * prelec_vector(d, theta)):
+        res = rx.NLS(function, params=["alpha", "beta"], bounds=PRELEC_BOUNDS,
+                     response="ce").fit(df)
+        np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
 
 
 def test_an_error_in_a_model_function_is_wrapped_with_its_context():

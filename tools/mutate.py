@@ -709,6 +709,11 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/generic.py", "                c.repair(np.zeros(1), row, columns)",
            "                pass",
            "GPRegression constraint naming a column the study lacks accepted", GP),
+    Mutant("procedures/nls.py", "    if named or len(required) > 1:",
+           "    if len(required) > 1:",
+           "NLS function naming some parameters but not all called with the vector",
+           ("tests/test_nls.py::test_a_function_whose_arguments_cannot_take_the_parameters_"
+            "is_refused",)),
     # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
     Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
            "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",

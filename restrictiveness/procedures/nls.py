@@ -177,6 +177,9 @@ class NLS(Procedure):
                 names = tuple(params)
             if jac is not None and not callable(jac):
                 raise ConfigurationError("jac must be a function jac(data, **params)")
+            _check_signature(model, names, "model function")
+            if jac is not None:
+                _check_signature(jac, names, "jac")
             self._formula = None
             self.formula, self.function, self.response = None, model, response
         else:
@@ -672,6 +675,29 @@ def _takes_names(fn, names: Sequence[str]) -> bool:
         return True
     named = {p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     return set(names) <= named
+
+
+def _check_signature(fn, names: Sequence[str], role: str) -> None:
+    """Refuse a function whose arguments cannot take the parameters ``names``.
+
+    ``f(data, a)`` with ``params=["a", "b"]`` was called ``f(data, theta)``, the vector as
+    ``a`` (numpy's "operands could not be broadcast together", from inside the fit), and
+    ``f(data, a, b)`` with other names was "missing 1 required positional argument".
+    """
+    if _takes_names(fn, names):
+        return
+    sig = inspect.signature(fn)
+    args = list(sig.parameters.values())
+    named = [q for q in names if q in sig.parameters]
+    required = [p.name for p in args[1:] if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if named or len(required) > 1:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        raise ConfigurationError(
+            f"NLS: the {role} {name}{sig} cannot take the parameters {list(names)}: it "
+            f"names {named or required} but not {[q for q in names if q not in named]}; give "
+            "params= its argument names after the data, or write it f(data, theta) with theta "
+            "the vector in params order")
 
 
 @functools.lru_cache(maxsize=64)
