@@ -3,6 +3,7 @@ evaluation distribution, and domains from a DataFrame."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -426,3 +427,27 @@ def test_a_procedure_constraint_naming_a_column_the_study_lacks_is_refused_up_fr
     np.testing.assert_array_equal(clipped.fit(sample).predict(Xp),
                                   np.clip(unclipped, 0, Xp[:, 1]))
     assert unclipped[0] > 0.1  # the clip binds there
+
+
+def test_a_gp_kernel_with_the_wrong_number_of_length_scales_is_refused_up_front():
+    """Three length scales for the two covariates of "y ~ x1 + x2": every fit failed and the
+    study reported r̂ = 1.000 (the baseline's) after running all its replications."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=50)
+    three = rx.Matern32(lengthscale=(1.0, 2.0, 3.0))
+    for formula in ("y ~ x1 + x2", None):
+        with pytest.raises(ConfigurationError, match=re.escape(
+                f"GPRegression({formula!r}): Matern32: lengthscale has 3 values for 2 "
+                "covariates")):
+            rx.Study(prior, {"gp": rx.GPRegression(formula, kernel=three)}, rx.Constant(),
+                     n=[10], replications=2)
+    # one per covariate is the GP on the scaled coordinates: the same as a scalar length scale
+    # on the covariates divided by their length scales
+    X = np.random.default_rng(1).uniform(size=(15, 2))
+    y = np.sin(3 * X[:, 0]) + X[:, 1]
+    per = rx.GPRegression("y ~ x1 + x2", kernel=rx.Matern32(lengthscale=(0.5, 2.0)))
+    scaled = rx.GPRegression("y ~ x1 + x2", kernel=rx.Matern32(lengthscale=1.0))
+    Xp = np.random.default_rng(2).uniform(size=(5, 2))
+    np.testing.assert_allclose(per.fit(rx.Sample(X, y, ("x1", "x2"))).predict(Xp),
+                               scaled.fit(rx.Sample(X / [0.5, 2.0], y, ("x1", "x2")))
+                               .predict(Xp / [0.5, 2.0]), rtol=1e-9)

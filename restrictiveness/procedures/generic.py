@@ -498,8 +498,10 @@ class GPRegression(FormulaProcedure):
         FormulaError
             The formula names a column or response the study does not have.
         ConfigurationError
-            A constraint names a column the study does not have: every fit would fail (the
-            study ran and reported the baseline's r̂ of 1.0 as the procedure's).
+            A constraint names a column the study does not have, or the kernel has neither one
+            length scale nor one per covariate of a formula of bare column names: every fit
+            would fail (the study ran and reported the baseline's r̂ of 1.0 as the
+            procedure's).
 
         Examples
         --------
@@ -512,6 +514,14 @@ class GPRegression(FormulaProcedure):
         restrictiveness.shared.exceptions.ConfigurationError: GPRegression constraint Between(...
         """
         super().validate(columns, response)
+        # the kernel's length scales against the design's columns, where the formula says how
+        # many there are without data (every fit failed, and r̂ repeated the baseline's)
+        f = None if self.formula is None else parse_formula(self.formula)
+        if f is None or f.plain:
+            try:
+                self.kernel._lengthscales(len(columns) if f is None else len(f.covariates))
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"GPRegression({self.formula!r}): {exc}") from None
         row = np.zeros((1, len(columns)))
         for c in self.constraints:
             try:
