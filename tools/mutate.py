@@ -709,6 +709,15 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/generic.py", "                c.repair(np.zeros(1), row, columns)",
            "                pass",
            "GPRegression constraint naming a column the study lacks accepted", GP),
+    Mutant("shared/formula.py", "        _check_calls(f.code, text)", "        pass",
+           "formula calls numpy lacks (np.lg) or with arguments they do not take accepted",
+           ("tests/test_formulas.py::test_a_call_that_cannot_succeed_is_refused_before_a_study_"
+            "runs", "tests/test_formulas.py")),
+    Mutant("shared/formula.py", "                target = functools.partial(stateful.memorize_chunk, None)",
+           "                pass",
+           "stateful transform arguments (bs(x, dff=3)) not checked",
+           ("tests/test_formulas.py::test_a_call_that_cannot_succeed_is_refused_before_a_study_"
+            "runs", "tests/test_formulas.py")),
     Mutant("procedures/generic.py", "        if f is None or f.plain:",
            "        if f is not None and f.plain:",
            "GPRegression without a formula: length scales not checked against the columns", GP),

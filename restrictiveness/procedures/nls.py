@@ -26,8 +26,9 @@ the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima o
 1. *Screening.* A scrambled Sobol sequence of ``n_points`` points over the box (default
    ``32 · 2^k`` for k parameters, at most 4,096), the first quarter of them again on each of the
    ``2k`` faces of the box (the parameter set to its bound), as many again spread over its edges
-   (two parameters on bounds; k ≥ 3), and the ``2^k`` corners (k ≤ 8), all evaluated. Positive parameters whose bounds span more than two decades (``hi/lo > 100``) are
-   searched on the log scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
+   (two parameters on bounds; k ≥ 3), and the ``2^k`` corners (k ≤ 8), all evaluated. Positive
+   parameters whose bounds span more than two decades (``hi/lo > 100``) are searched on the log
+   scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
 2. *Refinement.* The ``n_refine`` best interior points at least 0.1 box widths apart, and the
    best point of each face and of the corners, are refined by the shared compiled bounded
    Levenberg–Marquardt (:mod:`restrictiveness.shared._lsq_nb`, driven by
