@@ -451,3 +451,24 @@ def test_a_gp_kernel_with_the_wrong_number_of_length_scales_is_refused_up_front(
     np.testing.assert_allclose(per.fit(rx.Sample(X, y, ("x1", "x2"))).predict(Xp),
                                scaled.fit(rx.Sample(X / [0.5, 2.0], y, ("x1", "x2")))
                                .predict(Xp / [0.5, 2.0]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("domain, kernel", [
+    (rx.FiniteSet(np.linspace(0, 1, 6)[:, None], ("x",)), rx.Matern32(variance=10.0)),
+    (rx.Box(x=(0, 1)), rx.SquaredExponential(variance=2.0)),
+])
+def test_a_covariance_that_is_not_positive_definite_names_the_jitter(domain, kernel):
+    """jitter=0 on a FiniteSet (its draws repeat points) or with a squared exponential was
+    numpy's bare LinAlgError "leading minor of the array is not positive definite", from
+    inside a study; the jitter the message suggests draws an eligible truth."""
+    F = rx.EligibleSet(domain, rx.Increasing("x"), rx.Between(0, 1))
+    with pytest.raises(ConfigurationError, match=re.escape(
+            f"is not numerically positive definite with jitter=0.0 ({kernel!r}") + r".*give a "
+            f"jitter of about 1e-5 times the variance \\({1e-5 * kernel.variance:.3g}\\)"):
+        rx.MonotoneGP(F, kernel=kernel, jitter=0.0, n_eval=200).draw([10],
+                                                                     np.random.default_rng(0))
+    truth = rx.MonotoneGP(F, kernel=kernel, jitter=1e-5 * kernel.variance, n_eval=200).draw(
+        [10], np.random.default_rng(0))
+    x, y = truth.eval_X[:, 0], truth.eval_y(10)
+    assert (np.diff(y[np.argsort(x)]) >= -1e-12).all() and ((0 < y) & (y < 1)).all()
+    assert y.std() > 0.01  # a truth, not a constant

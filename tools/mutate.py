@@ -709,6 +709,9 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/generic.py", "                c.repair(np.zeros(1), row, columns)",
            "                pass",
            "GPRegression constraint naming a column the study lacks accepted", GP),
+    Mutant("eligible/monotone_gp.py", "        except np.linalg.LinAlgError:  # was numpy's bare",
+           "        except ZeroDivisionError:  # was numpy's bare",
+           "a covariance that is not positive definite left as numpy's bare LinAlgError", GP),
     Mutant("shared/formula.py", "        _check_calls(f.code, text)", "        pass",
            "formula calls numpy lacks (np.lg) or with arguments they do not take accepted",
            ("tests/test_formulas.py::test_a_call_that_cannot_succeed_is_refused_before_a_study_"

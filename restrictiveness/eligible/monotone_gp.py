@@ -609,7 +609,17 @@ class MonotoneGP(EvaluationDistribution):
         U = np.concatenate([eval_X, train[0]])
         K = self.kernel(U)
         K[np.diag_indices_from(K)] += self.jitter
-        L = scipy.linalg.cholesky(K, lower=True)
+        try:
+            L = scipy.linalg.cholesky(K, lower=True)
+        except np.linalg.LinAlgError:  # was numpy's bare "leading minor ... not positive definite"
+            repeats = len(np.unique(U, axis=0)) < len(U)
+            raise ConfigurationError(
+                f"{type(self).__name__}: the covariance of the {len(U)} evaluation and training "
+                f"points is not numerically positive definite with jitter={self.jitter!r} "
+                f"({self.kernel!r}"
+                + ("; the points repeat, as a FiniteSet's draws do" if repeats else "")
+                + f"); give a jitter of about 1e-5 times the variance "
+                f"({1e-5 * self.kernel.variance:.3g})") from None
         latent = L @ latent_rng.standard_normal(len(U))
         E = len(eval_X)
         truth = MonotoneGPTruth(self, train, eval_X, eval_w)
