@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import scipy.linalg
 
-from ..eligible.constraints import Constraint
+from ..eligible.constraints import Between, Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.checks import keywords_of, known_keywords, numeric_column
@@ -525,7 +525,8 @@ class GPRegression(FormulaProcedure):
         row = np.zeros((1, len(columns)))
         for c in self.constraints:
             try:
-                c.repair(np.zeros(1), row, columns)
+                if isinstance(c, Between):  # a constraint of the user's is left to its fits
+                    c.bounds(row, columns)
             except ConstraintError as exc:
                 raise ConfigurationError(f"GPRegression constraint {c!r} cannot apply to this "
                                          f"study: {exc}") from None
