@@ -217,6 +217,10 @@ def test_each_fitted_rule_has_its_own_info():
     (lambda: rx.Between(None, 1), rx.ConstraintError,
      "lower must be a finite number or a column name, got None"),
     (lambda: rx.Between(1, 1), rx.ConstraintError, r"lower equals upper \(1\)"),
+    # every prediction was clipped to the column itself, the baseline's too: r̂ = 0/0, and a
+    # warning that told the user to use rx.Constant(), which they were using
+    (lambda: rx.Between("x", "x"), rx.ConstraintError,
+     "lower and upper are the same column 'x'; the only eligible rule is f\\(x\\) = x"),
     (lambda: rx.Simplex(atol=-1), rx.ConstraintError, "atol must be a finite number >= 0"),
     (lambda: rx.EligibleSet(None), rx.ConstraintError, "first argument must be a Domain"),
     (lambda: rx.EligibleSet(rx.Box(x=(0, 1)), "increasing"), rx.ConstraintError,
