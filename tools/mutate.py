@@ -712,6 +712,11 @@ MUTANTS: list[Mutant] = [
     Mutant("procedures/generic.py", "                    c.bounds(row, columns)",
            "                    pass",
            "GPRegression constraint naming a column the study lacks accepted", GP),
+    Mutant("procedures/generic.py", "        except np.linalg.LinAlgError:  # was numpy's bare \"leading",
+           "        except ZeroDivisionError:  # was numpy's bare \"leading",
+           "GPRegression on a singular kernel matrix left as numpy's bare LinAlgError",
+           ("tests/test_adapters.py::test_gp_regression_on_a_singular_kernel_matrix_names_the_"
+            "noise",)),
     Mutant("eligible/monotone_gp.py", "        except np.linalg.LinAlgError:  # was numpy's bare",
            "        except ZeroDivisionError:  # was numpy's bare",
            "a covariance that is not positive definite left as numpy's bare LinAlgError", GP),

@@ -588,5 +588,13 @@ class GPRegression(FormulaProcedure):
         if self.noise == 0:
             Xt, y, _ = merge_repeats(Xt, y)
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
-        alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
+        try:
+            factor = scipy.linalg.cho_factor(K, lower=True)
+        except np.linalg.LinAlgError:  # was numpy's bare "leading minor ... not positive definite"
+            raise DataError(
+                f"GPRegression: the kernel matrix of the {len(Xt)} training points is not "
+                f"numerically positive definite with noise={self.noise!r} ({self.kernel!r}); "
+                f"give a noise variance of about 1e-8 times the kernel's "
+                f"({1e-8 * self.kernel.variance:.3g})") from None
+        alpha = scipy.linalg.cho_solve(factor, y - mean)
         return _GPRule(self.kernel, Xt, alpha, mean, build, self.constraints, columns)
