@@ -580,6 +580,26 @@ def test_a_function_whose_arguments_cannot_take_the_parameters_is_refused():
         np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
 
 
+def test_a_function_model_does_not_see_the_response_in_estimation():
+    """The function received every numeric column, the response too: a * data["ce"] fitted it
+    exactly (a = 1, SSR 0, R² = 1), silently; a formula naming the response is refused."""
+    df = _lottery_frame(seed=26, n=80)
+    seen = []
+
+    def peeks(data, a):
+        seen.append(list(data.columns))
+        return a * data["ce"]
+
+    with pytest.raises(rx.ModelFunctionError, match="raised KeyError: 'ce'"):
+        rx.NLS(peeks, bounds={"a": (0, 5)}, response="ce").fit(df)
+    assert seen[0] == [c for c in df.columns if c != "ce"]
+    # the covariates are all there: the same fit as the formula's
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    res = rx.NLS(prelec, bounds=PRELEC_BOUNDS, response="ce").fit(df)
+    np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+    np.testing.assert_allclose(res.ssr, formula.ssr, rtol=1e-12)
+
+
 def test_an_error_in_a_model_function_is_wrapped_with_its_context():
     """An exception of the user's function (or jac) is a ModelFunctionError naming the
     function, its role and the parameters, with the original as __cause__; before, the bare

@@ -737,6 +737,11 @@ MUTANTS: list[Mutant] = [
            "NLS function naming some parameters but not all called with the vector",
            ("tests/test_nls.py::test_a_function_whose_arguments_cannot_take_the_parameters_"
             "is_refused",)),
+    Mutant("procedures/nls.py",
+           "        covariates = data.drop(columns=model.response) if model._formula is None else data",
+           "        covariates = data",
+           "NLS function model sees the response column in estimation (fits it exactly)",
+           ("tests/test_nls.py::test_a_function_model_does_not_see_the_response_in_estimation",)),
     # -- shared/_lsq_nb.py (continued): bounds, budget, damping, convergence tests ----------------
     Mutant("shared/_lsq_nb.py", "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(hi[a])):",
            "        elif hi[a] - v <= BOUND_RTOL * max(1.0, abs(lo[a])):",

@@ -13,9 +13,10 @@ expression in data columns and named parameters (parsed safely, never evaluated:
 A model that is not an expression can be given as a function,
 ``NLS(f, params=..., bounds=...)`` with ``f(data, **params)`` — or ``f(data, theta)`` when its
 signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
-predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
-same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
-one-sided at the bounds). An exception raised by either function is re-raised as a
+predictions (``data`` is a DataFrame of the numeric covariates, never the response), and
+optionally ``jac`` with the same arguments returning the ``(n, k)`` Jacobian (central finite
+differences otherwise, one-sided at the bounds). An exception raised by either function is
+re-raised as a
 :class:`~restrictiveness.ModelFunctionError` naming the function, its role and the parameters
 (the original as its ``__cause__``). Formula models run compiled;
 function models run the same algorithm interpreted (about 10–100× slower).
@@ -878,7 +879,10 @@ class NLSEstimator:
             numeric_column(data[c], "NLS estimation")
         self.model, self.data = model, data
         self.endog = data[model.response].to_numpy(dtype=float)
-        self.design = model._design(data, list(data.columns))
+        # a function model gets the other columns: with the response among them, f(data, a) =
+        # a * data["y"] fitted it exactly (R² = 1), silently; formulas refuse it by name
+        covariates = data.drop(columns=model.response) if model._formula is None else data
+        self.design = model._design(covariates, list(covariates.columns))
 
     @property
     def nobs(self) -> int:
