@@ -53,7 +53,7 @@ def _lottery_sample(n, seed):
     ("y ~ a if x else x", "where()"),
     ("y ~ a * (x > 0)", "x > 0"),
     ("y ~ a * x // 2", "operator"),
-    ("y ~ a * exp", "must be called"),
+    ("y ~ a * exp", "must be called (exp(...)); a data column named 'exp' must be renamed"),
     ("y ~ a * __builtins__", "__builtins__"),
     ("y ~ a * [x]", "[x]"),
     ("y ~ where(x, a, 1)", "condition"),
