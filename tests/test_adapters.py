@@ -698,3 +698,18 @@ def test_a_bare_estimator_given_as_a_procedure_is_refused_naming_the_adapter():
     res = rx.lottery.study({"ev": EVProcedure()}, n=[10], replications=2,
                            n_eval=20).run(progress=False)
     assert res.restrictiveness.sel(procedure="ev").item() == 1.0   # it is the baseline
+
+
+def test_gp_regression_on_a_singular_kernel_matrix_names_the_noise():
+    """A squared exponential on 100 points of a line is singular to rounding: the fit raised
+    numpy's bare LinAlgError ("7-th leading minor ... not positive definite"), which a study
+    reported as every fit's error; the noise the message suggests fits."""
+    X = np.linspace(0, 1, 100)[:, None]
+    sample = rx.Sample(X, np.sin(X[:, 0]), ("x",))
+    kernel = rx.SquaredExponential(variance=2.0)
+    with pytest.raises(rx.DataError, match=r"the kernel matrix of the 100 training points is not "
+                       r"numerically positive definite with noise=0\.0 .*give a noise variance "
+                       r"of about 1e-8 times the kernel's \(2e-08\)"):
+        rx.GPRegression(kernel=kernel).fit(sample)
+    rule = rx.GPRegression(kernel=kernel, noise=2e-8).fit(sample)
+    assert np.abs(rule.predict(X) - np.sin(X[:, 0])).max() < 1e-4

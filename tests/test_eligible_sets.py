@@ -3,6 +3,7 @@ evaluation distribution, and domains from a DataFrame."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -379,3 +380,95 @@ def test_box_sampling_leaves_the_process_warning_filters_alone(monkeypatch):
         X = box.sample(200, np.random.default_rng(0))
         assert changes == []
     assert X.shape == (200, 2) and (X.sum(axis=1) <= 0.3).all()
+
+
+@pytest.mark.parametrize("kernel", [rx.Matern32(variance=10.0), rx.Matern52(variance=10.0),
+                                    rx.SquaredExponential(variance=10.0)])
+def test_interpolation_is_exact_at_the_union_and_survives_a_singular_kernel(kernel):
+    """``interpolate`` is documented exact at the union's points: on a line, K (230 points,
+    length scale 1) has condition number 7e14 (Matérn-3/2) to 1e19 (squared exponential), and
+    the solve reproduced the truth to 6e-6 and 6e-4 only, while the squared exponential's
+    factorisation failed, so a K > 1 study on this eligible set stopped with LinAlgError."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, kernel=kernel, n_eval=200)
+    truth = prior.draw([30], np.random.default_rng(2), draws=2)
+    X = np.concatenate([truth.train_X(30), truth.eval_X])
+    y = np.concatenate([truth.train_y(30), truth.eval_y(30)])
+    np.testing.assert_array_equal(truth.interpolate(X, 30), y)
+    # a point of the union among new ones keeps its value
+    assert truth.interpolate(np.array([[0.0], [X[7, 0]], [1.0]]), 30)[1] == y[7]
+    # the further draw's labels: a monotone truth's values near its neighbours on the union
+    Xn, yn = truth.train_X(30, 1)[:, 0], truth.train_y(30, 1)
+    order = np.argsort(X[:, 0])
+    near = np.interp(Xn, X[order, 0], y[order])
+    assert np.abs(yn - near).max() < 0.05
+    res = rx.Study(prior, {"linear": rx.OLS("y ~ x")}, baseline=rx.Constant(), n=[30],
+                   replications=3, draws=2).run(progress=False)
+    assert np.isfinite(res.restrictiveness.values).all()
+
+
+def test_a_procedure_constraint_naming_a_column_the_study_lacks_is_refused_up_front():
+    """GPRegression(constraints=[Between(0, "w")]) in a study without w: every fit failed at
+    prediction, and the study reported r̂ = 1.000 (the baseline's) with a warning."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=50)
+    gp = rx.GPRegression("y ~ x1", constraints=[rx.Between(0, "w")])
+    with pytest.raises(ConfigurationError, match=r"GPRegression constraint Between\(lower=0, "
+                       r"upper='w'\) cannot apply to this study: constraint bound 'w' is not a "
+                       r"covariate; covariates are \['x1', 'x2'\]"):
+        rx.Study(prior, {"gp": gp}, rx.Constant(), n=[10], replications=2)
+    # a bound in a column the formula leaves out is honoured: predictions clipped at x2
+    clipped = rx.GPRegression("y ~ x1", constraints=[rx.Between(0, "x2")])
+    free = rx.GPRegression("y ~ x1")
+    X = np.random.default_rng(0).uniform(size=(12, 2))
+    sample = rx.Sample(X, X[:, 0] + 0.5, ("x1", "x2"))
+    Xp = np.array([[0.5, 0.1], [0.5, 0.9], [0.2, 2.0]])
+    unclipped = free.fit(sample).predict(Xp)
+    np.testing.assert_array_equal(clipped.fit(sample).predict(Xp),
+                                  np.clip(unclipped, 0, Xp[:, 1]))
+    assert unclipped[0] > 0.1  # the clip binds there
+
+
+def test_a_gp_kernel_with_the_wrong_number_of_length_scales_is_refused_up_front():
+    """Three length scales for the two covariates of "y ~ x1 + x2": every fit failed and the
+    study reported r̂ = 1.000 (the baseline's) after running all its replications."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"), rx.Between(0, 1))
+    prior = rx.MonotoneGP(F, n_eval=50)
+    three = rx.Matern32(lengthscale=(1.0, 2.0, 3.0))
+    for formula in ("y ~ x1 + x2", None):
+        with pytest.raises(ConfigurationError, match=re.escape(
+                f"GPRegression({formula!r}): Matern32: lengthscale has 3 values for 2 "
+                "covariates")):
+            rx.Study(prior, {"gp": rx.GPRegression(formula, kernel=three)}, rx.Constant(),
+                     n=[10], replications=2)
+    # one per covariate is the GP on the scaled coordinates: the same as a scalar length scale
+    # on the covariates divided by their length scales
+    X = np.random.default_rng(1).uniform(size=(15, 2))
+    y = np.sin(3 * X[:, 0]) + X[:, 1]
+    per = rx.GPRegression("y ~ x1 + x2", kernel=rx.Matern32(lengthscale=(0.5, 2.0)))
+    scaled = rx.GPRegression("y ~ x1 + x2", kernel=rx.Matern32(lengthscale=1.0))
+    Xp = np.random.default_rng(2).uniform(size=(5, 2))
+    np.testing.assert_allclose(per.fit(rx.Sample(X, y, ("x1", "x2"))).predict(Xp),
+                               scaled.fit(rx.Sample(X / [0.5, 2.0], y, ("x1", "x2")))
+                               .predict(Xp / [0.5, 2.0]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("domain, kernel", [
+    (rx.FiniteSet(np.linspace(0, 1, 6)[:, None], ("x",)), rx.Matern32(variance=10.0)),
+    (rx.Box(x=(0, 1)), rx.SquaredExponential(variance=2.0)),
+])
+def test_a_covariance_that_is_not_positive_definite_names_the_jitter(domain, kernel):
+    """jitter=0 on a FiniteSet (its draws repeat points) or with a squared exponential was
+    numpy's bare LinAlgError "leading minor of the array is not positive definite", from
+    inside a study; the jitter the message suggests draws an eligible truth."""
+    F = rx.EligibleSet(domain, rx.Increasing("x"), rx.Between(0, 1))
+    with pytest.raises(ConfigurationError, match=re.escape(
+            f"is not numerically positive definite with jitter=0.0 ({kernel!r}") + r".*give a "
+            f"jitter of about 1e-5 times the variance \\({1e-5 * kernel.variance:.3g}\\)"):
+        rx.MonotoneGP(F, kernel=kernel, jitter=0.0, n_eval=200).draw([10],
+                                                                     np.random.default_rng(0))
+    truth = rx.MonotoneGP(F, kernel=kernel, jitter=1e-5 * kernel.variance, n_eval=200).draw(
+        [10], np.random.default_rng(0))
+    x, y = truth.eval_X[:, 0], truth.eval_y(10)
+    assert (np.diff(y[np.argsort(x)]) >= -1e-12).all() and ((0 < y) & (y < 1)).all()
+    assert y.std() > 0.01  # a truth, not a constant

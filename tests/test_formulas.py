@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import patsy
 import pytest
 import statsmodels.formula.api as smf
 from sklearn.linear_model import LinearRegression
@@ -428,3 +429,37 @@ def test_text_at_prediction_in_a_column_that_was_numbers_is_named():
     # numbers still predict: y = 1 + 2x exactly (log x gets weight 0), and the GP interpolates
     assert rules["sklearn"].predict(pd.DataFrame({"x": [6.0]}))[0] == pytest.approx(13.0)
     np.testing.assert_allclose(rules["gp"].predict(df), df["y"], atol=1e-6)
+
+
+@pytest.mark.parametrize("formula, message", [
+    ("y ~ np.lg(x1)", "numpy has no np.lg"),
+    ("y ~ np.linalg.nrm(x1) + x2", "numpy has no np.linalg.nrm"),
+    ("y ~ bs(x1, dff=3)", r"bs\(\) cannot take these arguments \(got an unexpected keyword "
+                          "argument 'dff'\\)"),
+    ("y ~ center(x1, 2)", r"center\(\) cannot take these arguments \(too many positional"),
+    ("y ~ C(x1, Treatment(ref=1))", r"Treatment\(\) cannot take these arguments"),
+])
+def test_a_call_that_cannot_succeed_is_refused_before_a_study_runs(formula, message):
+    """patsy finds a misspelled numpy function or a wrong keyword only when it evaluates the
+    formula: the study validated it, failed every fit, and reported r̂ = 1.000 (the
+    baseline's) after all its replications."""
+    F = rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)), rx.Increasing("x1", "x2"),
+                       rx.Between(0, 1))
+    with pytest.raises(rx.FormulaError, match=f"formula {re.escape(repr(formula))}: {message}"):
+        rx.Study(rx.MonotoneGP(F, n_eval=30), {"p": rx.OLS(formula)}, rx.Constant(), n=[10],
+                 replications=2)
+
+
+def test_calls_are_checked_when_the_procedure_is_built_and_good_ones_honoured():
+    """The typo is refused by the constructor (it was accepted, and failed at the fit); what
+    the check lets through is what patsy evaluates: the same design as by hand."""
+    with pytest.raises(rx.FormulaError, match="standardize"):
+        rx.OLS("y ~ bs(x1, 3) + standardize(x2, ddf=1) + np.power(x1, 2)")
+    df = pd.DataFrame({"x1": np.linspace(0.1, 2, 12), "x2": np.linspace(1, 0, 12) ** 2})
+    df["y"] = np.sin(df.x1) + df.x2
+    fitted = rx.OLS("y ~ bs(x1, 3) + standardize(x2, ddof=1) + np.power(x1, 2)").fit(df)
+    x2 = (df.x2 - df.x2.mean()) / df.x2.std(ddof=1)
+    spline = patsy.dmatrix("bs(x1, df=3) - 1", df)
+    A = np.column_stack([np.ones(12), spline, x2, df.x1 ** 2])
+    beta = np.linalg.lstsq(A, df.y, rcond=None)[0]
+    np.testing.assert_allclose(fitted.predict(df), A @ beta, rtol=1e-10, atol=1e-12)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -52,7 +53,7 @@ def _lottery_sample(n, seed):
     ("y ~ a if x else x", "where()"),
     ("y ~ a * (x > 0)", "x > 0"),
     ("y ~ a * x // 2", "operator"),
-    ("y ~ a * exp", "must be called"),
+    ("y ~ a * exp", "must be called (exp(...)); a data column named 'exp' must be renamed"),
     ("y ~ a * __builtins__", "__builtins__"),
     ("y ~ a * [x]", "[x]"),
     ("y ~ where(x, a, 1)", "condition"),
@@ -554,6 +555,49 @@ def test_function_models_taking_a_parameter_vector():
     np.testing.assert_allclose(res.bse, formula.bse, rtol=1e-5)
     with pytest.raises(ConfigurationError, match="response="):
         rx.NLS(prelec_vector, params=["alpha", "beta"], bounds=PRELEC_BOUNDS).fit(df)
+
+
+def test_a_function_whose_arguments_cannot_take_the_parameters_is_refused():
+    """f(data, a) with params=["a", "b"] was called f(data, theta), the vector as a, and
+    failed inside the fit with numpy's "operands could not be broadcast together"; f(data, p,
+    q) with params=["a", "b"] with "missing 1 required positional argument"."""
+    df = _lottery_frame(seed=24, n=60)
+    for function, names in ((lambda d, alpha: d["z_lo"] * alpha, "['alpha'] but not ['beta']"),
+                            (lambda d, a, b: d["z_lo"] * a * b, "['a', 'b'] but not "
+                                                                "['alpha', 'beta']")):
+        with pytest.raises(ConfigurationError, match=re.escape(
+                f"cannot take the parameters ['alpha', 'beta']: it names {names}; give params= "
+                "its argument names")):
+            rx.NLS(function, params=["alpha", "beta"], bounds=PRELEC_BOUNDS, response="ce")
+    with pytest.raises(ConfigurationError, match=r"the jac .* names \['alpha'\] but not"):
+        rx.NLS(prelec, bounds=PRELEC_BOUNDS, jac=lambda d, alpha: None, response="ce")
+    # what each form means is still read: by name (defaults allowed), or one vector
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    for function in (lambda d, alpha, beta, unit=1.0: unit * prelec(d, alpha, beta),
+                     lambda d, theta, unit=1.0: unit * prelec_vector(d, theta)):
+        res = rx.NLS(function, params=["alpha", "beta"], bounds=PRELEC_BOUNDS,
+                     response="ce").fit(df)
+        np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+
+
+def test_a_function_model_does_not_see_the_response_in_estimation():
+    """The function received every numeric column, the response too: a * data["ce"] fitted it
+    exactly (a = 1, SSR 0, R² = 1), silently; a formula naming the response is refused."""
+    df = _lottery_frame(seed=26, n=80)
+    seen = []
+
+    def peeks(data, a):
+        seen.append(list(data.columns))
+        return a * data["ce"]
+
+    with pytest.raises(rx.ModelFunctionError, match="raised KeyError: 'ce'"):
+        rx.NLS(peeks, bounds={"a": (0, 5)}, response="ce").fit(df)
+    assert seen[0] == [c for c in df.columns if c != "ce"]
+    # the covariates are all there: the same fit as the formula's
+    formula = rx.NLS.from_formula(PRELEC, df, bounds=PRELEC_BOUNDS).fit()
+    res = rx.NLS(prelec, bounds=PRELEC_BOUNDS, response="ce").fit(df)
+    np.testing.assert_allclose(res.params, formula.params, rtol=1e-7)
+    np.testing.assert_allclose(res.ssr, formula.ssr, rtol=1e-12)
 
 
 def test_an_error_in_a_model_function_is_wrapped_with_its_context():

@@ -128,6 +128,23 @@ def test_kernels_refuse_bad_arguments_with_named_errors(kernel, rng):
     assert kernel(lengthscale=0.7)(x, y) == kernel(lengthscale=(0.7, 0.7, 0.7))(x, y)
 
 
+@pytest.mark.parametrize("kernel", [rx.Matern32, rx.Matern52, rx.SquaredExponential])
+@pytest.mark.parametrize("lengthscale", [np.array([[1.0, 2.0]]), ((1.0, 2.0),), np.ones((2, 2)),
+                                         ()])
+def test_kernels_refuse_a_lengthscale_that_is_not_flat(kernel, lengthscale):
+    # a (1, d) array was a bare TypeError ("only 0-dimensional arrays can be converted"), a
+    # nested tuple was accepted and failed at evaluation with numpy's "input operand has more
+    # dimensions", and () was accepted: a kernel with no length scale at all
+    with pytest.raises(rx.ConfigurationError,
+                       match=f"{kernel.__name__}: lengthscale must be one number or a flat "
+                             r"sequence of one per covariate, got [^@]* of shape \("):
+        kernel(lengthscale=lengthscale)
+    # the same scales given flat are honoured: per covariate, as documented
+    k = kernel(lengthscale=(1.0, 2.0))
+    x, y = np.zeros((1, 2)), np.array([[0.6, 1.6]])
+    assert k(x, y)[0, 0] == pytest.approx(float(kernel()(np.zeros((1, 1)), np.ones((1, 1)))[0, 0]))
+
+
 def test_sample_refuses_mismatched_arrays_with_data_error():
     with pytest.raises(rx.DataError, match="same number of observations"):
         rx.Sample(np.zeros((3, 2)), np.zeros(2), ("a", "b"))
@@ -200,6 +217,10 @@ def test_each_fitted_rule_has_its_own_info():
     (lambda: rx.Between(None, 1), rx.ConstraintError,
      "lower must be a finite number or a column name, got None"),
     (lambda: rx.Between(1, 1), rx.ConstraintError, r"lower equals upper \(1\)"),
+    # every prediction was clipped to the column itself, the baseline's too: r̂ = 0/0, and a
+    # warning that told the user to use rx.Constant(), which they were using
+    (lambda: rx.Between("x", "x"), rx.ConstraintError,
+     "lower and upper are the same column 'x'; the only eligible rule is f\\(x\\) = x"),
     (lambda: rx.Simplex(atol=-1), rx.ConstraintError, "atol must be a finite number >= 0"),
     (lambda: rx.EligibleSet(None), rx.ConstraintError, "first argument must be a Domain"),
     (lambda: rx.EligibleSet(rx.Box(x=(0, 1)), "increasing"), rx.ConstraintError,

@@ -287,6 +287,13 @@ class Between(Constraint):
                                            or not math.isfinite(v)):
                 raise ConstraintError(f"Between: {name} must be a finite number or a column "
                                       f"name, got {v!r}")
+        if isinstance(self.lower, str) and self.lower == self.upper:
+            # every pseudo-truth was that column itself: a prior of one rule, which any
+            # procedure fitting it matched exactly (r̂ = 0), whatever it rules out
+            raise ConstraintError(
+                f"Between: lower and upper are the same column {self.lower!r}; the only eligible "
+                f"rule is f(x) = {self.lower}, so no rule is drawn at random and restrictiveness "
+                "measures nothing")
         if not isinstance(self.lower, str) and not isinstance(self.upper, str):
             if float(self.lower) > float(self.upper):
                 raise ConstraintError(

@@ -27,6 +27,14 @@ class Kernel:
 
     def __post_init__(self) -> None:
         name = type(self).__name__
+        # a (1, d) array or nested tuple was a bare TypeError at construction (or, as a tuple,
+        # accepted and then a numpy broadcasting error at evaluation); () a kernel of no scale
+        # (ragged nesting is an object array of shape (k,), refused below as not numbers)
+        shape = np.shape(np.asarray(self.lengthscale, dtype=object))
+        if len(shape) > 1 or shape == (0,):
+            raise ConfigurationError(
+                f"{name}: lengthscale must be one number or a flat sequence of one per "
+                f"covariate, got {self.lengthscale!r} of shape {shape}")
         values = np.atleast_1d(np.asarray(self.lengthscale, dtype=object)).ravel()
         if not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
                    for v in (self.variance, *values)):  # "1" would pass float() but not math

@@ -161,8 +161,38 @@ class MonotoneGPTruth(PseudoTruth):
     def interpolate(self, X: np.ndarray, n: int) -> np.ndarray:
         """Label new locations by GP interpolation of ``g̃`` on the size-``n`` union (K > 1).
 
-        ``solve K a = g̃ − mean(g̃)``, predict ``mean + k(x, X_union) a``, then apply the link.
-        Exact at the union's own points; inside the ``Between`` bounds everywhere.
+        ``solve K a = g̃ − mean(g̃)``, predict ``mean + k(x, X_union) a``, then apply the link
+        (SPEC §6 "New training samples for K > 1"). A location of the union itself gets the
+        truth's own value there, exactly; every value lies inside the ``Between`` bounds.
+        Elsewhere the interpolant is as accurate as ``K``'s conditioning allows: the solve
+        reproduces the union's values to 5e-11 on the lottery prior (condition number 1e8), but
+        to 6e-6 on 230 points of a line (7e14), where values at new points are accurate to 2e-5
+        (measured against a 40-digit solve).
+
+        Parameters
+        ----------
+        X : ndarray
+            Locations ``(m, d)``.
+        n : int
+            The sample size whose union is interpolated.
+
+        Returns
+        -------
+        ndarray
+            The truth at ``X``.
+
+        Examples
+        --------
+        Exact at the union's points, here on a line where ``K`` is nearly singular (condition
+        number 1e15: the solve alone reproduced them to 6e-6 only):
+
+        >>> import numpy as np, restrictiveness as rx
+        >>> F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+        >>> truth = rx.MonotoneGP(F, n_eval=200).draw([30], np.random.default_rng(2))
+        >>> X = np.concatenate([truth.train_X(30), truth.eval_X])
+        >>> y = np.concatenate([truth.train_y(30), truth.eval_y(30)])
+        >>> bool(np.array_equal(truth.interpolate(X, 30), y))
+        True
         """
         self._check_n(n)
         # a FiniteSet's training draws repeat its support points (the evaluation points): a
@@ -170,10 +200,22 @@ class MonotoneGPTruth(PseudoTruth):
         # LinAlgError; the projection gave repeats one value, so merging them loses nothing
         X_union, g, _ = merge_repeats(*self._union[n])
         if n not in self._interp:
-            K = self.prior.kernel(X_union)
-            self._interp[n] = scipy.linalg.solve(K, g - g.mean(), assume_a="pos")
+            self._interp[n] = _interpolation_weights(self.prior.kernel(X_union), g - g.mean())
+        X = np.asarray(X, dtype=float)
         latent = g.mean() + self.prior.kernel(X, X_union) @ self._interp[n]
-        return self.prior.link(latent, X)
+        f = self.prior.link(latent, X)
+        # The solve reproduces g̃ at the union only as well as K's conditioning allows (6e-6 on
+        # 230 points of a line, 6e-4 with Matérn-5/2): the union's own points take the truth's
+        # values, so a FiniteSet's further draws (its support points) are labelled exactly.
+        at = self._union_rows(n, X)
+        known = at >= 0
+        f[known] = self._values[n][at[known]]
+        return f
+
+    def _union_rows(self, n: int, X: np.ndarray) -> np.ndarray:
+        """The row of the size-``n`` union at each row of ``X`` (-1 where none)."""
+        index = {row.tobytes(): k for k, row in enumerate(self._union[n][0])}
+        return np.array([index.get(row.tobytes(), -1) for row in X], dtype=np.intp)
 
     def diagnostics(self, n: int) -> dict[str, float]:
         self._check_n(n)
@@ -567,7 +609,17 @@ class MonotoneGP(EvaluationDistribution):
         U = np.concatenate([eval_X, train[0]])
         K = self.kernel(U)
         K[np.diag_indices_from(K)] += self.jitter
-        L = scipy.linalg.cholesky(K, lower=True)
+        try:
+            L = scipy.linalg.cholesky(K, lower=True)
+        except np.linalg.LinAlgError:  # was numpy's bare "leading minor ... not positive definite"
+            repeats = len(np.unique(U, axis=0)) < len(U)
+            raise ConfigurationError(
+                f"{type(self).__name__}: the covariance of the {len(U)} evaluation and training "
+                f"points is not numerically positive definite with jitter={self.jitter!r} "
+                f"({self.kernel!r}"
+                + ("; the points repeat, as a FiniteSet's draws do" if repeats else "")
+                + f"); give a jitter of about 1e-5 times the variance "
+                f"({1e-5 * self.kernel.variance:.3g})") from None
         latent = L @ latent_rng.standard_normal(len(U))
         E = len(eval_X)
         truth = MonotoneGPTruth(self, train, eval_X, eval_w)
@@ -586,6 +638,21 @@ class MonotoneGP(EvaluationDistribution):
                 f"jitter={self.jitter!r}, "
                 f"n_eval={self.n_eval}, response={self.response!r}, order={self.order!r}, "
                 f"tol={self.tol!r}, max_sweeps={self.max_sweeps})")
+
+
+def _interpolation_weights(K: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a`` with ``K a = b`` for the noise-free interpolation of a truth.
+
+    By Cholesky; where ``K`` is numerically singular (a squared-exponential kernel on a few
+    hundred points of a line: every K > 1 study stopped with LinAlgError), the minimum-norm
+    solution over the eigenvalues of ``K`` above its rounding level.
+    """
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), b)
+    except np.linalg.LinAlgError:
+        w, V = scipy.linalg.eigh(K)
+        keep = w > len(K) * np.finfo(float).eps * w[-1]
+        return V[:, keep] @ ((V[:, keep].T @ b) / w[keep])
 
 
 def _finite(value: object) -> bool:

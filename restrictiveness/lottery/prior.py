@@ -58,7 +58,8 @@ def lottery_eligible_set() -> EligibleSet:
 
 
 def lottery_prior(n_eval: int = 1000, order: SweepOrder = "row-major", variance: float = 10.0,
-                  lengthscale: float = 1.0, jitter: float = 1e-4) -> MonotoneGP:
+                  lengthscale: float | tuple[float, ...] = 1.0, jitter: float = 1e-4
+                  ) -> MonotoneGP:
     """The monotone-GP certainty-equivalent prior of SPEC §6.
 
     Matérn-3/2 (variance 10, length scale 1) in the domain's own coordinates, 1e-4 jitter, common
@@ -72,8 +73,10 @@ def lottery_prior(n_eval: int = 1000, order: SweepOrder = "row-major", variance:
         Evaluation lotteries per pseudo-truth.
     order : {"row-major", "random"}
         Sweep order of the monotone projection.
-    variance, lengthscale : float
-        The Matérn-3/2 kernel's variance and length scale.
+    variance : float
+        The Matérn-3/2 kernel's variance.
+    lengthscale : float or tuple of float
+        Its length scale: one, or one per covariate (z_hi, z_lo, p).
     jitter : float
         Added to the kernel matrix's diagonal before its Cholesky factorisation.
 

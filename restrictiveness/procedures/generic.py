@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 import scipy.linalg
 
-from ..eligible.constraints import Constraint
+from ..eligible.constraints import Between, Constraint
 from ..eligible.kernels import Kernel, Matern32
 from ..engine.protocol import Fitted, FunctionRule, Procedure
 from ..shared.checks import keywords_of, known_keywords, numeric_column
-from ..shared.exceptions import ConfigurationError, DataError, FormulaError
+from ..shared.exceptions import ConfigurationError, ConstraintError, DataError, FormulaError
 from ..shared.formula import FORMULA_ENV, check_study_columns, parse_formula, repeated_columns
 from ..shared.sample import Sample, as_columns, merge_repeats
 from .estimation import cluster_codes
@@ -483,6 +483,54 @@ class GPRegression(FormulaProcedure):
         self.kernel = kernel if kernel is not None else Matern32(variance=10.0, lengthscale=1.0)
         self.noise, self.mean, self.constraints = float(noise), mean, tuple(constraints)
 
+    def validate(self, columns, response):
+        """Check the formula, and the columns the constraints name, against a study's.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The study's covariate names.
+        response : str
+            The study's response name.
+
+        Raises
+        ------
+        FormulaError
+            The formula names a column or response the study does not have.
+        ConfigurationError
+            A constraint names a column the study does not have, or the kernel has neither one
+            length scale nor one per covariate of a formula of bare column names: every fit
+            would fail (the study ran and reported the baseline's r̂ of 1.0 as the
+            procedure's).
+
+        Examples
+        --------
+        >>> import restrictiveness as rx
+        >>> gp = GPRegression("y ~ x1", constraints=[rx.Between(0, "x2")])
+        >>> gp.validate(["x1", "x2"], "y")  # passes silently
+        >>> gp.validate(["x1", "x3"], "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        restrictiveness.shared.exceptions.ConfigurationError: GPRegression constraint Between(...
+        """
+        super().validate(columns, response)
+        # the kernel's length scales against the design's columns, where the formula says how
+        # many there are without data (every fit failed, and r̂ repeated the baseline's)
+        f = None if self.formula is None else parse_formula(self.formula)
+        if f is None or f.plain:
+            try:
+                self.kernel._lengthscales(len(columns) if f is None else len(f.covariates))
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"GPRegression({self.formula!r}): {exc}") from None
+        row = np.zeros((1, len(columns)))
+        for c in self.constraints:
+            try:
+                if isinstance(c, Between):  # a constraint of the user's is left to its fits
+                    c.bounds(row, columns)
+            except ConstraintError as exc:
+                raise ConfigurationError(f"GPRegression constraint {c!r} cannot apply to this "
+                                         f"study: {exc}") from None
+
     def memory_bytes(self, n: int) -> int:
         """Lower bound on the memory of one fit: the n × n covariance and its factor.
 
@@ -540,5 +588,13 @@ class GPRegression(FormulaProcedure):
         if self.noise == 0:
             Xt, y, _ = merge_repeats(Xt, y)
         K = self.kernel(Xt) + self.noise * np.eye(len(Xt))
-        alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, lower=True), y - mean)
+        try:
+            factor = scipy.linalg.cho_factor(K, lower=True)
+        except np.linalg.LinAlgError:  # was numpy's bare "leading minor ... not positive definite"
+            raise DataError(
+                f"GPRegression: the kernel matrix of the {len(Xt)} training points is not "
+                f"numerically positive definite with noise={self.noise!r} ({self.kernel!r}); "
+                f"give a noise variance of about 1e-8 times the kernel's "
+                f"({1e-8 * self.kernel.variance:.3g})") from None
+        alpha = scipy.linalg.cho_solve(factor, y - mean)
         return _GPRule(self.kernel, Xt, alpha, mean, build, self.constraints, columns)

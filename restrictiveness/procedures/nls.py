@@ -13,9 +13,10 @@ expression in data columns and named parameters (parsed safely, never evaluated:
 A model that is not an expression can be given as a function,
 ``NLS(f, params=..., bounds=...)`` with ``f(data, **params)`` — or ``f(data, theta)`` when its
 signature does not name the parameters, ``theta`` the vector in ``params`` order — returning the
-predictions (``data`` is a DataFrame of the numeric covariates), and optionally ``jac`` with the
-same arguments returning the ``(n, k)`` Jacobian (central finite differences otherwise,
-one-sided at the bounds). An exception raised by either function is re-raised as a
+predictions (``data`` is a DataFrame of the numeric covariates, never the response), and
+optionally ``jac`` with the same arguments returning the ``(n, k)`` Jacobian (central finite
+differences otherwise, one-sided at the bounds). An exception raised by either function is
+re-raised as a
 :class:`~restrictiveness.ModelFunctionError` naming the function, its role and the parameters
 (the original as its ``__cause__``). Formula models run compiled;
 function models run the same algorithm interpreted (about 10–100× slower).
@@ -25,9 +26,10 @@ the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima o
 
 1. *Screening.* A scrambled Sobol sequence of ``n_points`` points over the box (default
    ``32 · 2^k`` for k parameters, at most 4,096), the first quarter of them again on each of the
-   ``2k`` faces of the box (the parameter set to its bound), and the ``2^k`` corners (k ≤ 8), all
-   evaluated. Positive parameters whose bounds span more than two decades (``hi/lo > 100``) are
-   searched on the log scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
+   ``2k`` faces of the box (the parameter set to its bound), as many again spread over its edges
+   (two parameters on bounds; k ≥ 3), and the ``2^k`` corners (k ≤ 8), all evaluated. Positive
+   parameters whose bounds span more than two decades (``hi/lo > 100``) are searched on the log
+   scale (``scale=`` overrides: ``"log"`` or ``"linear"`` per parameter).
 2. *Refinement.* The ``n_refine`` best interior points at least 0.1 box widths apart, and the
    best point of each face and of the corners, are refined by the shared compiled bounded
    Levenberg–Marquardt (:mod:`restrictiveness.shared._lsq_nb`, driven by
@@ -177,6 +179,9 @@ class NLS(Procedure):
                 names = tuple(params)
             if jac is not None and not callable(jac):
                 raise ConfigurationError("jac must be a function jac(data, **params)")
+            _check_signature(model, names, "model function")
+            if jac is not None:
+                _check_signature(jac, names, "jac")
             self._formula = None
             self.formula, self.function, self.response = None, model, response
         else:
@@ -674,6 +679,29 @@ def _takes_names(fn, names: Sequence[str]) -> bool:
     return set(names) <= named
 
 
+def _check_signature(fn, names: Sequence[str], role: str) -> None:
+    """Refuse a function whose arguments cannot take the parameters ``names``.
+
+    ``f(data, a)`` with ``params=["a", "b"]`` was called ``f(data, theta)``, the vector as
+    ``a`` (numpy's "operands could not be broadcast together", from inside the fit), and
+    ``f(data, a, b)`` with other names was "missing 1 required positional argument".
+    """
+    if _takes_names(fn, names):
+        return
+    sig = inspect.signature(fn)
+    args = list(sig.parameters.values())
+    named = [q for q in names if q in sig.parameters]
+    required = [p.name for p in args[1:] if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if named or len(required) > 1:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        raise ConfigurationError(
+            f"NLS: the {role} {name}{sig} cannot take the parameters {list(names)}: it "
+            f"names {named or required} but not {[q for q in names if q not in named]}; give "
+            "params= its argument names after the data, or write it f(data, theta) with theta "
+            "the vector in params order")
+
+
 @functools.lru_cache(maxsize=64)
 def _screening_points(lo: tuple, hi: tuple, n_points: int, seed: int
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -851,7 +879,10 @@ class NLSEstimator:
             numeric_column(data[c], "NLS estimation")
         self.model, self.data = model, data
         self.endog = data[model.response].to_numpy(dtype=float)
-        self.design = model._design(data, list(data.columns))
+        # a function model gets the other columns: with the response among them, f(data, a) =
+        # a * data["y"] fitted it exactly (R² = 1), silently; formulas refuse it by name
+        covariates = data.drop(columns=model.response) if model._formula is None else data
+        self.design = model._design(covariates, list(covariates.columns))
 
     @property
     def nobs(self) -> int:

@@ -221,7 +221,9 @@ def _check(node: ast.AST, text: str, params: set[str], names: list[str], boolean
         if node.id.startswith("__"):
             raise _refuse(node, text, "the name")
         if node.id in FUNCTIONS:
-            raise FormulaError(f"formula {text!r}: the function {node.id!r} must be called")
+            raise FormulaError(f"formula {text!r}: the function {node.id!r} must be called "
+                               f"({node.id}(...)); a data column named {node.id!r} must be "
+                               "renamed to be used")
         if node.id not in params and node.id not in CONSTANTS and node.id not in names:
             names.append(node.id)
         return

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -243,6 +244,8 @@ def _parse(text: str) -> Formula:
         raise FormulaError(f"formula {text!r} calls {called[0]}(), which is not a formula "
                            f"function; use {numpy}patsy's (I, C, bs, cr, center, standardize, "
                            "...)")
+    for f in factors:
+        _check_calls(f.code, text)
     response = None
     if "~" in text and text.split("~", 1)[0].strip():
         lhs = [f.code for t in desc.lhs_termlist for f in t.factors]
@@ -254,6 +257,52 @@ def _parse(text: str) -> Formula:
             raise FormulaError(f"formula {text!r}: the response {response!r} also appears on "
                                "the right-hand side")
     return Formula(text=text, response=response, covariates=tuple(names))
+
+
+def _check_calls(code: str, text: str) -> None:
+    """Refuse a call that cannot succeed on any data: a numpy name numpy lacks (``np.lg``), or
+    arguments the function does not take (``bs(x, dff=3)``).
+
+    patsy finds these only when it evaluates the formula, so a study's every fit failed and
+    r̂ repeated the baseline's (1.000), after all its replications.
+    """
+    for node in ast.walk(pyast.parse(code)):
+        if not isinstance(node, ast.Call):
+            continue
+        chain: list[str] = []
+        func = node.func
+        while isinstance(func, ast.Attribute):
+            chain.insert(0, func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            continue
+        if func.id == "np" and chain:
+            target: object = np
+            for k, attr in enumerate(chain):
+                if not hasattr(target, attr):
+                    raise FormulaError(f"formula {text!r}: numpy has no "
+                                       f"{'.'.join(['np', *chain[:k + 1]])}")
+                target = getattr(target, attr)
+        elif func.id in patsy.builtins.__all__ and not chain:
+            target = getattr(patsy.builtins, func.id)
+            stateful = getattr(target, "__patsy_stateful_transform__", None)
+            if stateful is not None:  # bs, cr, center, ...: its arguments are memorize_chunk's
+                target = functools.partial(stateful.memorize_chunk, None)
+        else:
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) \
+                or any(k.arg is None for k in node.keywords):
+            continue
+        try:
+            signature = inspect.signature(target)  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # numpy's ufuncs have none
+            continue
+        try:
+            signature.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
+        except TypeError as exc:
+            name = ".".join([func.id, *chain])
+            raise FormulaError(f"formula {text!r}: {name}() cannot take these arguments "
+                               f"({exc})") from None
 
 
 def _quoted(code: str) -> list[str]:
