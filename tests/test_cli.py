@@ -287,20 +287,38 @@ def test_an_always_failing_procedure_is_shown_as_failed():
 
 
 TYPO = "import restrictiveness as rx\nPROCEDURES = {'typo': rx.OLS('ce ~ np.lgo(z_hi)')}\n"
+BROKEN = ("import restrictiveness as rx\n"
+          "class Broken(rx.Procedure):\n"
+          "    def fit(self, sample, rng):\n"
+          "        raise ValueError('no convergence')\n"
+          "PROCEDURES = {'broken': Broken()}\n")
 
 
-def test_cli_shows_a_typo_formula_as_failed_warns_and_strict_exits_1(tmp_path, capsys):
+def test_cli_refuses_a_typo_formula_before_anything_runs(tmp_path, capsys):
+    """A misspelled numpy function in a procedures file is refused when the file is read
+    (status 2, one line naming it), not found fit by fit."""
     path = tmp_path / "procs.py"
     path.write_text(TYPO)
     argv = ["replicate", "lottery", "-M", "2", "--n", "20", "--jobs", "1", "--no-progress",
             "--only", "CPT(delta)", "--procedures", str(path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "numpy has no np.lgo" in err[0] and err[0].startswith("error:")
+
+
+def test_cli_shows_a_failing_procedure_as_failed_warns_and_strict_exits_1(tmp_path, capsys):
+    path = tmp_path / "procs.py"
+    path.write_text(BROKEN)
+    argv = ["replicate", "lottery", "-M", "2", "--n", "20", "--jobs", "1", "--no-progress",
+            "--only", "CPT(delta)", "--procedures", str(path)]
     assert main(argv) == 0
     captured = capsys.readouterr()
-    rows = [line.split() for line in captured.out.splitlines() if line.strip().startswith("typo")]
-    assert rows[0] == ["typo", "failed"] and rows[1] == ["typo", "failed"]  # summary, paper
+    rows = [line.split() for line in captured.out.splitlines()
+            if line.strip().startswith("broken")]
+    assert rows[0] == ["broken", "failed"] and rows[1] == ["broken", "failed"]  # summary, paper
     warning = [line for line in captured.err.splitlines() if line.startswith("warning:")]
-    assert len(warning) == 1 and "typo failed in 2 of 2 fits" in warning[0]
-    assert "has no attribute 'lgo'" in warning[0]
+    assert len(warning) == 1 and "broken failed in 2 of 2 fits" in warning[0]
+    assert "ValueError: no convergence" in warning[0]
     assert main([*argv, "--strict"]) == 1
     assert "error: --strict: 2 failed fit(s)" in capsys.readouterr().err
 
