@@ -259,3 +259,21 @@ def test_ignoring_a_warning_category_makes_user_calls_on_other_threads_wait():
         fitting.join(10)
         assert not started_inside
         assert warnings.filters == before
+
+
+def test_a_pool_workers_termination_stops_the_run_whatever_handler_is_registered_by_then():
+    """The worker's SIGTERM handler raises WorkerTerminated; a fit whose ``finally`` replaced
+    the SIGTERM handler while it unwound (restoring its own, or SIG_DFL) left no registered
+    handler in the traceback, and the termination had to be known by its type to stop the
+    run instead of being recorded as the fit's failure."""
+    import signal
+
+    from restrictiveness.engine.failures import WorkerTerminated, reraise_fatal
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(WorkerTerminated):
+            reraise_fatal(WorkerTerminated(143))
+        reraise_fatal(SystemExit(0))  # a fit's own sys.exit: recorded by the caller
+    finally:
+        signal.signal(signal.SIGTERM, previous)

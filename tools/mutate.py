@@ -385,7 +385,9 @@ MUTANTS: list[Mutant] = [
            "a procedure's sys.exit() ends the study quietly", ("tests/test_study.py",)),
     Mutant("engine/failures.py", "    if isinstance(exc, SandboxUnavailableError | WorkerTerminated):",
            "    if isinstance(exc, SandboxUnavailableError):",
-           "a pool worker's SIGTERM recorded as a failed fit", ("tests/test_runner.py", "tests/test_study.py")),
+           "a pool worker's SIGTERM recorded as a failed fit",
+           ("tests/test_failures.py::test_a_pool_workers_termination_stops_the_run_whatever_"
+            "handler_is_registered_by_then", "tests/test_runner.py", "tests/test_study.py")),
     Mutant("engine/failures.py", "                _restore(*_found)", "                pass",
            "a procedure's warning filters and chdir leak into later procedures",
            ("tests/test_study.py",)),
