@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine.protocol import Procedure
 from ..engine.results import all_failed
+from ..shared.checks import repeated
 from ..shared.exceptions import ConfigurationError
 from .options import (
     Outputs,
@@ -141,9 +142,9 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
     if "all" in designs and len(designs) > 1:  # was "unknown design(s) ['all'] ... or all"
         raise ConfigurationError(f"--prompts: 'all' names every design and stands alone, got "
                                  f"{' '.join(designs)}")
-    repeated = sorted({d for d in designs if designs.count(d) > 1})
-    if repeated:  # each design is one procedure: it ran once, without a word
-        raise ConfigurationError(f"--prompts names {repeated} more than once; name each design "
+    twice = sorted(repeated(designs))
+    if twice:  # each design is one procedure: it ran once, without a word
+        raise ConfigurationError(f"--prompts names {twice} more than once; name each design "
                                  "once")
     designs = list(llm.PROMPTS) if designs == ["all"] else designs
     unknown = [d for d in designs if d not in llm.PROMPTS]
@@ -454,9 +455,9 @@ def _procedures(args: argparse.Namespace, app) -> tuple[dict, bool]:
         if unknown:
             raise ConfigurationError(f"--only: unknown procedure(s) {unknown}; built-ins are "
                                      f"{list(builtin)}")
-        repeated = sorted({k for k in args.only if args.only.count(k) > 1})
-        if repeated:  # run once each, without a word
-            raise ConfigurationError(f"--only names {repeated} more than once; name each "
+        twice = sorted(repeated(args.only))
+        if twice:  # run once each, without a word
+            raise ConfigurationError(f"--only names {twice} more than once; name each "
                                      "procedure once")
         builtin = {k: builtin[k] for k in args.only}
     llm = llm_procedures(args, args.application)

@@ -44,7 +44,7 @@ import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
 from ..shared._lsq_nb import BOUND_RTOL
-from ..shared.checks import is_whole, whole_number
+from ..shared.checks import is_whole, repeated, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import check_study_columns, parse_formula
 from ..shared.sample import Sample
@@ -1060,7 +1060,7 @@ class MixedLogit(_DemandProcedure):
             random = [random]
         self.random = None if random is None else tuple(random)
         if self.random is not None:
-            twice = sorted({t for t in self.random if self.random.count(t) > 1})
+            twice = sorted(repeated(self.random))
             if twice:  # a 2-D coefficient on one column: three L entries all named alike
                 raise ConfigurationError(f"random names {twice} more than once")
             if not self.random:  # was "random terms [] are not design columns" at the fit

@@ -40,6 +40,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ..shared._versions import package_versions
+from ..shared.checks import repeated
 from ..shared.exceptions import ConfigurationError, DataError, user_stacklevel
 from ..shared.files import CONVENTIONS, atomic_output
 from ..shared.plotting import greek, interval_label, new_axes
@@ -641,12 +642,17 @@ class Results(SensitivityMixin):
         True
         """
         s = self.dataset["seconds"]  # the mean over a replication's draws
-        loss = self.dataset["loss"].isel(discrepancy=0)
         # with K training draws a replication ran K fits: the sum of the means was a K-th
         # of the time ("fit time 355.8 s" for a K = 20 demand run whose fits took ~2 h)
-        fits = loss.notnull().sum("draw") if "draw" in loss.dims else 1
+        total = (s * self._fits_per_record()).sum("replication")
         return pd.DataFrame({"median_seconds": s.median("replication").to_series(),
-                             "total_seconds": (s * fits).sum("replication").to_series()})
+                             "total_seconds": total.to_series()})
+
+    def _fits_per_record(self) -> xr.DataArray:
+        """The fits behind each (procedure, n, replication) record: its training draws that
+        were scored (a record holds their mean time and their summed usage)."""
+        scored = self.dataset["loss"].isel(discrepancy=0).notnull()
+        return scored.sum("draw") if "draw" in scored.dims else scored
 
     def usage(self, prices: Mapping[str, Sequence[float] | Mapping[str, float]] | None = None
               ) -> pd.DataFrame:
@@ -696,8 +702,7 @@ class Results(SensitivityMixin):
         ds = self.dataset
         # a record holds the usage of its replication's draws (summed by the study): it counts
         # as that many fits, as in failures() (it counted as one, so K = 3 draws showed a third)
-        loss = ds["loss"].isel(discrepancy=0).notnull()
-        drawn = loss.sum("draw") if "draw" in loss.dims else loss
+        drawn = self._fits_per_record()
         for label in self.procedures:
             cells = ds["fit_info"].sel(procedure=label).transpose("n", "replication").values
             counts = drawn.sel(procedure=label).transpose("n", "replication").values
@@ -1009,9 +1014,9 @@ def no_repeats(labels: Sequence[str], what: str) -> None:
     ...
     restrictiveness.shared.exceptions.ConfigurationError: procedures names 'a' more than once ...
     """
-    twice = [x for i, x in enumerate(labels) if x in labels[:i]]
+    twice = repeated(labels)
     if twice:
-        raise ConfigurationError(f"{what} names {', '.join(map(repr, dict.fromkeys(twice)))} "
+        raise ConfigurationError(f"{what} names {', '.join(map(repr, twice))} "
                                  f"more than once ({list(labels)}); each would be shown twice")
 
 

@@ -31,6 +31,7 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import ArrayLike
 
+from ..shared.checks import repeated
 from ..shared.exceptions import ConfigurationError
 from ..shared.files import CONVENTIONS
 from ..shared.plotting import greek, new_axes
@@ -88,7 +89,7 @@ class Contributions:
                                      f"e.g. ({self.report!r},), got the string {self.report!r}")
         object.__setattr__(self, "report", tuple(self.report)
                            or tuple(f"C_{q}" for q in self.submodels))
-        twice = sorted({c for c in self.report if self.report.count(c) > 1})
+        twice = sorted(repeated(self.report))
         if twice:  # the contributions table showed them once, silently
             raise ConfigurationError(f"Contributions: report names {twice} more than once "
                                      f"{list(self.report)}; give each comparison once")
@@ -98,8 +99,7 @@ class Contributions:
             raise ConfigurationError(f"Contributions: the full model {self.full!r} is also given "
                                      f"as a submodel {self.submodels}; each parameter's submodel "
                                      "is the model with that parameter fixed")
-        labels = list(self.submodels.values())
-        twice = sorted({v for v in labels if labels.count(v) > 1})
+        twice = sorted(repeated(self.submodels.values()))
         if twice:
             raise ConfigurationError(f"Contributions: submodel(s) {twice} are given for more than "
                                      f"one parameter in {self.submodels}; each parameter has its "

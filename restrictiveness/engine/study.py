@@ -47,7 +47,7 @@ import numpy as np
 
 from ..eligible.truth import EvaluationDistribution, PseudoTruth
 from ..shared.blas import one_thread
-from ..shared.checks import MAX_SEED, is_positive, is_whole, whole_number
+from ..shared.checks import MAX_SEED, is_positive, is_whole, repeated, whole_number
 from ..shared.exceptions import (
     BaselineError,
     CheckpointWarning,
@@ -245,8 +245,8 @@ class Study:
         if not sizes:
             raise ConfigurationError(f"n must be positive integers, got {n!r}")
         if len(set(sizes)) != len(sizes):  # a repeat would be dropped without a word
-            repeated = sorted({v for v in sizes if sizes.count(v) > 1})
-            raise ConfigurationError(f"n lists the sample size(s) {repeated} more than once: "
+            twice = sorted(repeated(sizes))
+            raise ConfigurationError(f"n lists the sample size(s) {twice} more than once: "
                                      f"{list(n)!r}; give each size once")
         self.n = sorted(sizes)
         self.replications = whole_number(replications, "replications")

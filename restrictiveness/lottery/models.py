@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared.checks import is_positive, keywords_of, known_keywords, whole_number
+from ..shared.checks import is_positive, keywords_of, known_keywords, repeated, whole_number
 from ..shared.exceptions import ConfigurationError, DataError
 from ..shared.formula import check_study_columns, parse_formula
 from ..shared.sample import Sample
@@ -211,7 +211,7 @@ def _names(free: object) -> tuple[str, ...]:
         raise ConfigurationError(f"free must be a sequence of parameter names such as "
                                  f"('alpha',), got {free!r}")
     names = tuple(free)
-    twice = sorted({q for q in names if names.count(q) > 1})
+    twice = sorted(repeated(names))
     if twice:
         raise ConfigurationError(f"free names {twice} more than once")
     return names

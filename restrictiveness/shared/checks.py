@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ import pandas as pd
 from .exceptions import ConfigurationError, DataError
 
 __all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "flag", "probability",
-           "labelled",
+           "labelled", "repeated",
            "keywords_of", "known_keywords", "numeric_column", "numeric_columns",
            "aligned_by_label", "real_predictions", "ids_of_one_type"]
 
@@ -95,6 +95,25 @@ def flag(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigurationError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def repeated(values: Iterable[Hashable]) -> list:
+    """The values that occur more than once, each once, in the order they recur.
+
+    Examples
+    --------
+    >>> repeated(["a", "b", "b", "a", "c"])
+    ['b', 'a']
+    >>> repeated([50, 100])
+    []
+    """
+    seen: set = set()
+    again: dict = {}
+    for v in values:
+        if v in seen:
+            again[v] = None
+        seen.add(v)
+    return list(again)
 
 
 def is_positive(value: object) -> bool:
