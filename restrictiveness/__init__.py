@@ -27,7 +27,7 @@ from .analysis.frontier import frontier_table, plot_frontier
 from .analysis.quick import quick_check
 from .demand.learners import GridGP, LogShareRegressor
 from .eligible.constraints import Between, Constraint, Decreasing, Increasing, Simplex
-from .eligible.domains import Box, Domain, FiniteSet, LinearInequality
+from .eligible.domains import Box, ConvexHull, Domain, FiniteSet, LinearInequality
 from .eligible.kernels import Matern32, Matern52, SquaredExponential
 from .eligible.monotone_gp import EligibleSet, MonotoneGP
 from .eligible.truth import EvaluationDistribution, PseudoTruth
@@ -61,7 +61,7 @@ __all__ = [
     "__version__",
     "Between", "Constraint", "Decreasing", "Increasing", "Simplex",
     "KL", "MSE", "Discrepancy",
-    "Box", "Domain", "FiniteSet", "LinearInequality",
+    "Box", "ConvexHull", "Domain", "FiniteSet", "LinearInequality",
     "BaselineError", "CheckpointError", "ConfigurationError", "ConstraintError", "DataError",
     "DomainError", "FailureWarning", "FormulaError", "RestrictivenessError",
     "IsolationWarning", "SandboxUnavailableError",

@@ -139,6 +139,97 @@ def test_box_from_frame_spans_the_data():
         rx.Box.from_frame(df, ["x"], pad=-1)
 
 
+def test_a_convex_hull_samples_as_the_box_cut_by_its_facets():
+    """The hull of the unit triangle's corners (and an interior point) is the unit square cut by
+    x + y <= 1: the same Sobol points, kept by the same rule, so the same locations bit for bit;
+    and the uniform distribution on it (mean the centroid, a quarter of the points below
+    x + y = 1/2, whose triangle has a quarter of the area)."""
+    tri = rx.ConvexHull(np.array([[0, 0], [1, 0], [0, 1], [0.2, 0.3]]), columns=("x", "y"))
+    assert tri.volume == 0.5 and sorted(map(tuple, tri.vertices)) == [(0, 0), (0, 1), (1, 0)]
+    X = tri.sample(4096, np.random.default_rng(3))
+    box = rx.Box(x=(0, 1), y=(0, 1), where=["x + y <= 1"])
+    np.testing.assert_array_equal(X, box.sample(4096, np.random.default_rng(3)))
+    np.testing.assert_allclose(X.mean(axis=0), [1 / 3, 1 / 3], atol=1e-3)
+    assert abs((X.sum(axis=1) <= 0.5).mean() - 0.25) < 2e-3
+    np.testing.assert_array_equal(tri.sample(7, np.random.default_rng(3)), X[:7])  # nested
+
+
+def test_a_convex_hull_is_the_set_qhulls_triangulation_covers():
+    """Against scipy's Delaunay triangulation of the same points (a peer), on points of very
+    different scales and far from the origin; the data's own points are inside, to rounding."""
+    from scipy.spatial import Delaunay
+
+    rng = np.random.default_rng(1)
+    P = rng.normal(size=(200, 3)) * [1e3, 1.0, 1e-3] + [1e6, 0.0, 5.0]
+    hull = rx.ConvexHull(P, ["a", "b", "c"])
+    assert hull.admissible(P).all()
+    R = hull.lower + rng.random((20000, 3)) * (hull.upper - hull.lower)
+    inside = Delaunay(P).find_simplex(R) >= 0
+    np.testing.assert_array_equal(hull.admissible(R), inside)
+    box_volume = np.prod(hull.upper - hull.lower)
+    assert abs(inside.mean() - hull.volume / box_volume) < 0.01
+    assert hull.admissible(hull.sample(500, rng)).all()
+
+
+def test_a_convex_hull_from_data_with_further_inequalities_and_one_column():
+    df = pd.DataFrame({"a": [0.0, 2.0, 0.0, 0.5, 1.0], "b": [0.0, 0.0, 2.0, 0.5, 1.0]})
+    hull = rx.ConvexHull.from_frame(df, ["a", "b"], where=["a <= b"])
+    assert hull.volume == 2.0  # the triangle; where cuts the sample, not the hull
+    X = hull.sample(200, np.random.default_rng(0))
+    assert (X[:, 0] <= X[:, 1] + 1e-12).all() and (X.sum(axis=1) <= 2 + 1e-12).all()
+    line = rx.ConvexHull(np.array([[3.0], [1.0], [2.0]]), ["z"])
+    assert line.volume == 2.0
+    assert line.admissible(np.array([[0.9], [1.0], [3.0], [3.1]])).tolist() == [
+        False, True, True, False]
+
+
+def test_a_convex_hull_refuses_what_has_no_volume_or_is_not_data():
+    flat = pd.DataFrame({"a": [0.0, 1.0, 2.0], "b": [1.0, 3.0, 5.0]})  # b = 2a + 1
+    with pytest.raises(DomainError, match="hyperplane"):
+        rx.ConvexHull.from_frame(flat, ["a", "b"])
+    with pytest.raises(DomainError, match=r"\['c'\] are constant"):
+        rx.ConvexHull.from_frame(flat.assign(c=1.0), ["a", "c"])
+    with pytest.raises(DomainError, match="missing"):
+        rx.ConvexHull.from_frame(flat.assign(a=[0.0, np.nan, 1.0]), ["a", "b"])
+    with pytest.raises(DomainError, match="not in the data"):
+        rx.ConvexHull.from_frame(flat, ["a", "zz"])
+    with pytest.raises(DomainError, match="finite"):
+        rx.ConvexHull(np.array([[0.0, 0.0], [1.0, np.inf], [0.0, 1.0]]), ["a", "b"])
+    with pytest.raises(DomainError, match=r"shape \(k, 2\)"):
+        rx.ConvexHull(np.zeros((4, 3)), ["a", "b"])
+    with pytest.raises(DomainError, match="distinct names"):
+        rx.ConvexHull(np.eye(3), ["a", "a", "b"])
+    with pytest.raises(DomainError, match="not a domain column"):
+        rx.ConvexHull(np.eye(3), ["a", "b", "c"], where=["a <= d"])
+
+
+def test_a_convex_hull_is_identified_by_its_points_and_survives_pickling():
+    """Checkpoints compare reprs: two hulls of different points must not share one."""
+    import pickle
+
+    a = rx.ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), ["x", "y"])
+    b = rx.ConvexHull(np.array([[0, 0], [2, 0], [0, 1]]), ["x", "y"])
+    assert repr(a) != repr(b) and repr(a) == repr(
+        rx.ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), ["x", "y"]))
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.sample(9, np.random.default_rng(0)),
+                                  a.sample(9, np.random.default_rng(0)))
+
+
+def test_a_study_on_the_convex_hull_of_data_equals_one_on_the_same_box_cut():
+    """A study needs nothing Box-specific: on the hull of the triangle's corners it gives the
+    same r̂ as on the box cut by the triangle's hypotenuse."""
+    def run(domain):
+        F = rx.EligibleSet(domain, rx.Increasing("u"), rx.Decreasing("v"), rx.Between(0, 1))
+        return rx.Study(rx.MonotoneGP(F), {"OLS": rx.OLS("y ~ u + v")}, rx.Constant(),
+                        n=[15], replications=3, seed=2).run().restrictiveness.values
+
+    hull = rx.ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), ["u", "v"])
+    r = run(hull)
+    np.testing.assert_array_equal(r, run(rx.Box(u=(0, 1), v=(0, 1), where=["u + v <= 1"])))
+    assert 0 < r.item() < 1
+
+
 def test_a_study_on_an_eligible_set_derived_from_data():
     """A FiniteSet's training draws repeat its support points. Ordered both ways, repeats made
     both projections tie them alike, so the blend weight was ½ and (1 − w) g₊ − w g₋ cancelled

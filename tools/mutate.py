@@ -356,8 +356,8 @@ MUTANTS: list[Mutant] = [
            "a warning silenced beside fits on threads: a fit starting meanwhile keeps its filters",
            ("tests/test_failures.py::test_ignoring_a_warning_category_makes_user_calls_on_other_"
             "threads_wait",)),
-    Mutant("eligible/domains.py", "            log2_batch = int(np.log2(drawn))",
-           "            pass",
+    Mutant("eligible/domains.py", "        log2_batch = int(np.log2(drawn))",
+           "        pass",
            "Box.sample's later Sobol batches unbalanced (scipy warns; silencing it swaps filters)",
            ("tests/test_eligible_sets.py::test_box_sampling_leaves_the_process_warning_filters_"
             "alone",)),
@@ -1346,6 +1346,20 @@ MUTANTS: list[Mutant] = [
            "a data column named like a constant (pi) is read as the constant",
            ("tests/test_nls.py::test_a_column_named_like_a_constant_is_refused_not_replaced_by_it",
             "tests/test_nls.py")),
+    Mutant("eligible/domains.py", "        A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack",
+           "        A, c = self.equations[:, :-1], self.equations[:, -1]",
+           "ConvexHull refuses the data's own points on its facets (rounding)",
+           ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
+            "covers",)),
+    Mutant("eligible/domains.py", "        for w in self.where:\n            ok &= w.satisfied(X, self.columns)\n        A, c",
+           "        A, c", "ConvexHull ignores its further inequalities (where)",
+           ("tests/test_eligible_sets.py::test_a_convex_hull_from_data_with_further_"
+            "inequalities_and_one_column",)),
+    Mutant("eligible/domains.py", "            self.equations = np.array([[-1.0, lo[0]], [1.0, -hi[0]]])",
+           "            self.equations = np.empty((0, 2))",
+           "a one-column ConvexHull admits points outside its interval",
+           ("tests/test_eligible_sets.py::test_a_convex_hull_from_data_with_further_"
+            "inequalities_and_one_column",)),
     Mutant("eligible/domains.py", "        if not replace:  # (the constructor refuses a replace that is not a bool)",
            "        if replace is None:",
            "FiniteSet.from_frame without replacement merges repeated rows (drawn at most once)",

@@ -2,26 +2,30 @@
 
 A domain samples covariate locations (``sample``) and supplies evaluation locations with
 weights (``evaluation_points``). :class:`Box` is a product of intervals cut by linear
-inequalities, sampled by scrambled Sobol points with rejection (SPEC §6); :class:`FiniteSet` is a
-finite support with probability weights.
+inequalities, sampled by scrambled Sobol points with rejection (SPEC §6); :class:`ConvexHull` is
+the convex hull of points (e.g. the observed covariates), a box cut by the hull's facets;
+:class:`FiniteSet` is a finite support with probability weights.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.spatial import ConvexHull as _Qhull
+from scipy.spatial import QhullError
 from scipy.stats import qmc
 
 from ..shared import pyast
 from ..shared.checks import aligned_by_label, numeric_column
 from ..shared.exceptions import ConfigurationError, DomainError
 
-__all__ = ["Domain", "Box", "FiniteSet", "LinearInequality"]
+__all__ = ["Domain", "Box", "ConvexHull", "FiniteSet", "LinearInequality"]
 
 
 class Domain:
@@ -282,6 +286,40 @@ def _frame_columns(df, columns: Sequence[str], who: str) -> np.ndarray:
     return X
 
 
+#: Sampling by rejection gives up when fewer than this share of Sobol points is admissible.
+MIN_ACCEPTANCE = 1e-3
+
+
+def _sobol_rejection(domain: Box | ConvexHull, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The first ``size`` admissible points of a scrambled Sobol sequence in the domain's
+    bounding box ``[lower, upper]`` (the sampler of :class:`Box` and :class:`ConvexHull`)."""
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+        raise DomainError(f"cannot sample {size!r} points; size must be a whole number >= 0")
+    size = int(size)
+    sobol = qmc.Sobol(domain.dim, scramble=True, seed=rng)
+    kept: list[np.ndarray] = []
+    have = drawn = 0
+    log2_batch = max(int(np.ceil(np.log2(max(size, 1) * 1.25))), 4)
+    while have < size:
+        # Batches that double the points drawn keep every total a power of two, so scipy
+        # has no balance warning to give: silencing it would swap the process's filters,
+        # which a fit on another thread shares (Study(concurrency=N)).
+        U = sobol.random_base2(log2_batch)
+        drawn += 1 << log2_batch
+        log2_batch = int(np.log2(drawn))
+        X = domain.lower + U * (domain.upper - domain.lower)
+        X = X[domain.admissible(X)]
+        kept.append(X)
+        have += len(X)
+        if have < size and have < MIN_ACCEPTANCE * drawn:
+            raise DomainError(
+                f"the domain admits only {have} of {drawn} Sobol points of its bounding box; "
+                f"its inequalities leave (almost) no volume, so {size} locations cannot be "
+                "drawn"
+            )
+    return np.concatenate(kept)[:size] if kept else np.empty((0, domain.dim))
+
+
 class Box(Domain):
     """A box of named intervals, optionally cut by linear inequalities; uniform P_X.
 
@@ -313,9 +351,6 @@ class Box(Domain):
     >>> X.shape, bool((X[:, 1] <= X[:, 0]).all())
     ((50, 3), True)
     """
-
-    #: Give up when fewer than this share of Sobol points is admissible.
-    min_acceptance = 1e-3
 
     def __init__(self, ranges: Mapping[str, tuple[float, float]] | None = None,
                  where: Sequence[str | LinearInequality] = (),
@@ -438,36 +473,196 @@ class Box(Domain):
         >>> np.array_equal(box.sample(5, np.random.default_rng(0)), X[:5])
         True
         """
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
-            raise DomainError(f"cannot sample {size!r} points; size must be a whole number >= 0")
-        size = int(size)
-        sobol = qmc.Sobol(self.dim, scramble=True, seed=rng)
-        kept: list[np.ndarray] = []
-        have = drawn = 0
-        log2_batch = max(int(np.ceil(np.log2(max(size, 1) * 1.25))), 4)
-        while have < size:
-            # Batches that double the points drawn keep every total a power of two, so scipy
-            # has no balance warning to give: silencing it would swap the process's filters,
-            # which a fit on another thread shares (Study(concurrency=N)).
-            U = sobol.random_base2(log2_batch)
-            drawn += 1 << log2_batch
-            log2_batch = int(np.log2(drawn))
-            X = self.lower + U * (self.upper - self.lower)
-            X = X[self.admissible(X)]
-            kept.append(X)
-            have += len(X)
-            if have < size and have < self.min_acceptance * drawn:
-                raise DomainError(
-                    f"the domain admits only {have} of {drawn} Sobol points; its inequalities "
-                    f"leave (almost) no volume, so {size} locations cannot be drawn"
-                )
-        return np.concatenate(kept)[:size] if kept else np.empty((0, self.dim))
+        return _sobol_rejection(self, size, rng)
 
     def __repr__(self) -> str:
         r = ", ".join(f"{c}=({lo!r}, {hi!r})" for c, lo, hi in
                       zip(self.columns, self.lower.tolist(), self.upper.tolist(), strict=True))
         w = f", where={[repr(x) for x in self.where]}" if self.where else ""
         return f"Box({r}{w})"
+
+
+class ConvexHull(Domain):
+    """The convex hull of points, with the uniform distribution on it as P_X.
+
+    The natural domain for a model of data: rules are evaluated where the data's covariates
+    lie, not on the corners of their bounding box where no observation is. The hull is the
+    bounding box of the points cut by the hull's facets (from Qhull), so it samples as a
+    :class:`Box` does: scrambled Sobol points in the bounding box, those outside the hull
+    discarded, samples nested in ``n``.
+
+    Parameters
+    ----------
+    points : ndarray
+        Points whose convex hull is the domain, shape ``(k, len(columns))``, finite, spanning
+        every column (not all on one hyperplane).
+    columns : sequence of str
+        Names of the covariates.
+    where : sequence of str or LinearInequality, optional
+        Further linear inequalities that admissible points satisfy, as in :class:`Box`.
+
+    Attributes
+    ----------
+    vertices : ndarray
+        The points that are vertices of the hull, shape ``(v, len(columns))``.
+    equations : ndarray
+        The facets ``a·x + c <= 0`` as rows ``(a, c)`` with unit outward normals ``a``, shape
+        ``(f, len(columns) + 1)``.
+    volume : float
+        The hull's volume (its length in one dimension, its area in two).
+
+    Raises
+    ------
+    DomainError
+        If the points are not finite, have the wrong shape, are constant in a column, or lie on
+        a hyperplane (the hull has no volume).
+
+    Examples
+    --------
+    The triangle below the diagonal of the unit square:
+
+    >>> import numpy as np
+    >>> tri = ConvexHull(np.array([[0, 0], [1, 0], [0, 1], [0.2, 0.2]]), columns=("x", "y"))
+    >>> tri.volume, len(tri.vertices)
+    (0.5, 3)
+    >>> X = tri.sample(1000, np.random.default_rng(0))
+    >>> bool((X.sum(axis=1) <= 1).all()), X.mean(axis=0).round(2).tolist()
+    (True, [0.33, 0.33])
+    """
+
+    def __init__(self, points: np.ndarray, columns: Sequence[str],
+                 where: Sequence[str | LinearInequality] = ()) -> None:
+        if isinstance(columns, str) or len(set(columns)) != len(columns) or not columns:
+            raise DomainError(f"ConvexHull: columns must be distinct names, got {columns!r}")
+        points = np.asarray(points, dtype=float)
+        d = len(columns)
+        if points.ndim != 2 or points.shape[1] != d:
+            raise DomainError(f"ConvexHull: points must have shape (k, {d}) for columns "
+                              f"{list(columns)}, got {points.shape}")
+        if not np.isfinite(points).all():
+            raise DomainError("ConvexHull: points must be finite (no missing or infinite values)")
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        flat = [c for c, a, b in zip(columns, lo, hi, strict=True) if not a < b]
+        if flat:
+            raise DomainError(f"ConvexHull: column(s) {flat} are constant in the points; a hull "
+                              "needs volume (drop them or use FiniteSet)")
+        # the bounding box and the further inequalities, checked as a Box checks them
+        box = Box({c: (float(a), float(b)) for c, a, b in zip(columns, lo, hi, strict=True)},
+                  where=where)
+        self.columns, self.lower, self.upper, self.where = box.columns, lo, hi, box.where
+        self.points = points
+        if d == 1:  # Qhull needs two dimensions; the hull of points on a line is their range
+            self.vertices = np.array([lo, hi])
+            self.equations = np.array([[-1.0, lo[0]], [1.0, -hi[0]]])
+            self.volume = float(hi[0] - lo[0])
+        else:
+            try:
+                hull = _Qhull(points)
+            except QhullError as err:  # scipy's message is a page of Qhull options
+                raise DomainError(
+                    f"ConvexHull: the {len(points)} points lie on a hyperplane of the "
+                    f"{d}-dimensional space of {list(columns)} (or are fewer than {d + 1}), so "
+                    "their hull has no volume; drop a column that is a linear function of the "
+                    "others, or use FiniteSet") from err
+            self.vertices = points[hull.vertices]
+            self.equations = hull.equations
+            self.volume = float(hull.volume)
+        # The points themselves must be admissible: a facet through them evaluates to rounding
+        # errors of the size of its terms, which exceed LinearInequality's absolute 1e-12 for
+        # data in the thousands.
+        reach = np.abs(self.equations[:, :-1]) @ np.abs(points).max(axis=0)
+        self._slack = 1e-12 + 64 * np.finfo(float).eps * (reach + np.abs(self.equations[:, -1]))
+
+    @classmethod
+    def from_frame(cls, df, columns: Sequence[str],
+                   where: Sequence[str | LinearInequality] = ()) -> ConvexHull:
+        """The convex hull of the rows of data.
+
+        Parameters
+        ----------
+        df : DataFrame
+            The data.
+        columns : sequence of str
+            Numeric columns, in the domain's column order.
+        where : sequence, optional
+            Further linear inequalities, as in :class:`Box`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"a": [0.0, 2.0, 0.0, 0.5], "b": [0.0, 0.0, 2.0, 0.5]})
+        >>> ConvexHull.from_frame(df, ["a", "b"]).volume
+        2.0
+        """
+        return cls(_frame_columns(df, columns, "ConvexHull.from_frame"), columns, where=where)
+
+    def admissible(self, X: np.ndarray) -> np.ndarray:
+        """Flag the points inside the hull that satisfy every inequality of ``where``.
+
+        Parameters
+        ----------
+        X : ndarray
+            Points in the domain's column order, shape ``(m, dim)``.
+
+        Returns
+        -------
+        ndarray of bool
+            One flag per row (points on a facet, to rounding, are inside).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> tri = ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), columns=("x", "y"))
+        >>> tri.admissible(np.array([[0.5, 0.5], [0.6, 0.6], [-0.1, 0.5]]))
+        array([ True, False, False])
+        """
+        X = np.asarray(X, dtype=float)
+        ok = np.ones(len(X), dtype=bool)
+        for w in self.where:
+            ok &= w.satisfied(X, self.columns)
+        A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack
+        rows = max(1, 2**20 // max(len(c), 1))  # a hull of many facets: bounded scratch
+        for i in range(0, len(X), rows):
+            ok[i:i + rows] &= (X[i:i + rows] @ A.T + c <= 0).all(axis=1)
+        return ok
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw locations uniform on the hull: scrambled Sobol points in its bounding box, by
+        rejection.
+
+        Parameters
+        ----------
+        size : int
+            Number of locations.
+        rng : numpy.random.Generator
+            Seeds the scrambling.
+
+        Returns
+        -------
+        ndarray
+            Locations, shape ``(size, dim)``; with the same ``rng`` state, the draw of ``k``
+            is the first ``k`` rows of a draw of ``n > k``.
+
+        Raises
+        ------
+        DomainError
+            If ``size`` is negative, or the hull fills (almost) none of its bounding box.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> tri = ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), columns=("x", "y"))
+        >>> X = tri.sample(8, np.random.default_rng(0))
+        >>> bool(tri.admissible(X).all())
+        True
+        """
+        return _sobol_rejection(self, size, rng)
+
+    def __repr__(self) -> str:
+        # the digest identifies the points (checkpoints compare reprs)
+        digest = hashlib.sha256(self.points.tobytes()).hexdigest()[:16]
+        w = f", where={[repr(x) for x in self.where]}" if self.where else ""
+        return f"ConvexHull({len(self.points)} points, columns={self.columns}{w}, sha256={digest})"
 
 
 class FiniteSet(Domain):
@@ -667,8 +862,6 @@ class FiniteSet(Domain):
 
     def __repr__(self) -> str:
         # the digest identifies the support and weights (checkpoints compare reprs)
-        import hashlib
-
         digest = hashlib.sha256(self.points.tobytes() + self.weights.tobytes()).hexdigest()[:16]
         return (f"FiniteSet({len(self.points)} points, columns={self.columns}, "
                 f"replace={self.replace}, sha256={digest})")
