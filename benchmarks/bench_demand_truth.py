@@ -60,15 +60,20 @@ def _time(f, *args):
 
 
 def _kernel_at(rev: str):
-    """``shares_nb`` as it was at git revision ``rev``: that revision's ``_shares_nb.py`` and
-    ``_vecmath.py`` written into a temporary package and imported (compiled in this run)."""
+    """``shares_nb`` as it was at git revision ``rev``: that revision's ``_shares_nb.py``,
+    ``_vecmath.py`` and ``_jit.py`` (where it has one) written into a temporary package and
+    imported (compiled in this run)."""
     pkg = Path(tempfile.mkdtemp()) / "rx_before"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for path in ("restrictiveness/shared/_vecmath.py", "restrictiveness/demand/_shares_nb.py"):
-        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO, check=True,
+    for path in ("restrictiveness/shared/_jit.py", "restrictiveness/shared/_vecmath.py",
+                 "restrictiveness/demand/_shares_nb.py"):
+        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO,
                               capture_output=True, text=True).stdout
-        text = text.replace("from restrictiveness.shared._vecmath", "from rx_before._vecmath")
+        if not text:  # revisions before the cache keying (_jit.py) use numba.njit directly
+            continue
+        for module in ("_vecmath", "_jit"):
+            text = text.replace(f"from restrictiveness.shared.{module}", f"from rx_before.{module}")
         (pkg / Path(path).name).write_text(text)
     sys.path.insert(0, str(pkg.parent))
     return importlib.import_module("rx_before._shares_nb").shares_nb

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import restrictiveness
@@ -123,3 +124,66 @@ def test_the_digest_follows_kernel_modules_in_subpackages_and_any_use_of_numba(t
         edited.write_text(edited.read_text().replace("return", "return 2 *"))
         kernel_digest.cache_clear()
         assert kernel_digest(tmp_path / "pkg") != before, edited.name
+
+
+# Demand truth (with price perturbations) and the three structural fits on its shares, written
+# to an .npz; with "preload", the kernels that others call are first run from Python, so that
+# numba has their own compiled copies loaded when a caller's code is linked to them.
+_DEMAND_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import restrictiveness as rx
+    from restrictiveness.demand import MARKET_COLUMNS
+    from restrictiveness.demand.prior import DemandPrior
+    from restrictiveness.engine.study import truth_rng
+    from restrictiveness.shared.sample import Sample
+
+    if sys.argv[2] == "preload":
+        from restrictiveness.demand import _logit_nb, _shares_nb
+        rng = np.random.default_rng(0)
+        D, J, H, Kr = 64, 24, 8, 4
+        P = rng.normal(size=(4, 9, D))
+        x = np.polynomial.legendre.leggauss(8)[0]
+        _shares_nb._node_rows(P, 0.4, 0.4, 0.7, 1, x, np.zeros((8, D)), np.zeros((8, D)),
+                              np.zeros(8), 0, np.empty((4, D)), np.empty(D), np.empty(D))
+        _shares_nb._row(P, 0, 1, 0.3, 0.7, 1, np.zeros((2, D)), np.zeros((2, D)), 1,
+                        np.empty(D))
+        _shares_nb._subtract_integral(rng.normal(size=(4, H)), rng.normal(size=(4, H)), 0, 4,
+                                      np.zeros(4), np.ones(4), np.zeros(2 * H))
+        z = rng.normal(size=(H, Kr))
+        lrow, lcol = np.tril_indices(Kr)
+        _logit_nb.mxl_jacobian(rng.normal(size=(2, J)), rng.normal(size=(2, J, Kr)),
+                               np.arange(Kr), 0.3 * z, z, lrow, lcol)
+        _logit_nb.mxl_shares(rng.normal(size=(2, J)), rng.normal(size=(2, J, Kr)),
+                             np.arange(Kr), 0.3 * z)
+    prior = DemandPrior(n_train=30, n_eval=2)
+    truth = prior.draw([30], truth_rng(0, 0))
+    out = {"train": truth.train_y(30), "eval": truth.eval_y(30),
+           "perturbed": truth.system.perturbed_shares(truth.eval_X, np.full((2, 24), 0.01))[2]}
+    sample = Sample(truth.train_locations[0], out["train"], MARKET_COLUMNS, "shares")
+    for name, model in {"MNL": rx.demand.MNL(), "NL": rx.demand.NestedLogit(),
+                        "MXL": rx.demand.MixedLogit()}.items():
+        out[name] = np.asarray(model.fit(sample, None).params, dtype=float)
+    np.savez(sys.argv[1], **out)
+""")
+
+
+def test_fresh_and_cached_kernels_give_the_same_demand_truth_and_fits(tmp_path):
+    """numba links a copy of every kernel a kernel calls into the caller's code, and at run time
+    a call goes to whichever copy was loaded first: the callee's own (always, when the caller is
+    compiled in this process) or the caller's (when it is loaded from the disk cache). With
+    fast-math contraction the copies can round differently: the demand truth's field rows did,
+    by one ulp, and the mixed-logit fits amplified it, so a first run on a new machine printed
+    other r̂ than every later run of the same command (MXL 0.190 against 0.189 at M = 2). The
+    truth's helpers are now inlined into it; the fits' kernels are checked here too."""
+    script = tmp_path / "demand.py"
+    script.write_text(_DEMAND_SCRIPT)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), OPENBLAS_NUM_THREADS="1")
+    runs = {}
+    for run in ("fresh", "cached", "preload"):  # compiled here, then loaded from the cache
+        subprocess.run([sys.executable, str(script), str(tmp_path / f"{run}.npz"), run],
+                       env=env, check=True, timeout=600, capture_output=True)
+        runs[run] = dict(np.load(tmp_path / f"{run}.npz"))
+    for run in ("cached", "preload"):
+        for key, value in runs["fresh"].items():
+            np.testing.assert_array_equal(runs[run][key], value, err_msg=f"{run}: {key}")

@@ -1346,6 +1346,11 @@ MUTANTS: list[Mutant] = [
            "a data column named like a constant (pi) is read as the constant",
            ("tests/test_nls.py::test_a_column_named_like_a_constant_is_refused_not_replaced_by_it",
             "tests/test_nls.py")),
+    Mutant("demand/_shares_nb.py", "@cached_njit(error_model=\"numpy\", fastmath=_FM, inline=\"always\")\ndef _node_rows(",
+           "@cached_njit(error_model=\"numpy\", fastmath=_FM)\ndef _node_rows(",
+           "the truth's field rows called (two copies that round apart), not inlined",
+           ("tests/test_kernel_cache.py::test_fresh_and_cached_kernels_give_the_same_demand_truth_"
+            "and_fits",)),
     Mutant("eligible/domains.py", "        A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack",
            "        A, c = self.equations[:, :-1], self.equations[:, -1]",
            "ConvexHull refuses the data's own points on its facets (rounding)",

@@ -10,6 +10,18 @@ but an editable install is not: after a ``git pull`` that fixed the least-square
 :func:`cached_njit` is ``numba.njit(cache=True)`` with the function filed under a name that
 carries a digest of every module of its package that uses numba, so that editing any of them
 compiles the kernels afresh instead of loading stale code.
+
+A second hazard concerns results, not staleness. numba links a copy of every jitted function a
+kernel calls into the kernel's own code; at run time the call goes to whichever definition was
+loaded first: the callee's own compiled code (always, when the caller is compiled in the
+process, since compiling it compiles the callee) or the caller's copy (when the caller comes from
+the disk cache and the callee was not used before). Both copies are optimised from the same IR,
+but with fast-math contraction or reassociation they may round differently, so a first run on a
+new machine and every later run gave different last bits (amplified to the third digit of r̂ by
+the mixed-logit fits). Hence a kernel with those flags that another kernel calls is compiled
+``inline="always"`` (numba inlines it; there is no second copy), or is checked to round alike in
+both places (``tests/test_kernel_cache.py`` runs the demand kernels fresh, cached and with their
+callees loaded first).
 """
 
 from __future__ import annotations
