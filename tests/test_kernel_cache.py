@@ -187,3 +187,54 @@ def test_fresh_and_cached_kernels_give_the_same_demand_truth_and_fits(tmp_path):
     for run in ("cached", "preload"):
         for key, value in runs["fresh"].items():
             np.testing.assert_array_equal(runs[run][key], value, err_msg=f"{run}: {key}")
+
+
+def _kernels_called_by_kernels() -> set[tuple[str, str]]:
+    """``(caller, callee)`` pairs of the package's jitted functions where the callee is compiled
+    with fast-math flags and not inlined by numba (a second, separately optimised copy of it
+    lives in the caller's code)."""
+    import ast
+
+    decorated: dict[str, dict[str, ast.FunctionDef]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        decorated[path.stem] = {
+            node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)
+            and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "cached_njit"
+                    for d in node.decorator_list)}
+
+    def options(node: ast.FunctionDef) -> dict[str, ast.expr]:
+        return {k.arg: k.value for d in node.decorator_list if isinstance(d, ast.Call)
+                for k in d.keywords if k.arg}
+
+    hazardous = set()
+    for kernels in decorated.values():
+        for name, node in kernels.items():
+            opts = options(node)
+            fast = "fastmath" in opts and not (isinstance(opts["fastmath"], ast.Constant)
+                                               and opts["fastmath"].value is False)
+            inlined = isinstance(opts.get("inline"), ast.Constant) and \
+                opts["inline"].value == "always"
+            if fast and not inlined:
+                hazardous.add(name)
+    pairs = set()
+    for kernels in decorated.values():
+        for name, node in kernels.items():
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                        and call.func.id in hazardous:
+                    pairs.add((name, call.func.id))
+    return pairs
+
+
+def test_fast_math_kernels_called_by_kernels_are_the_ones_checked_for_equal_rounding():
+    """A new kernel calling a fast-math kernel without inlining it must be added to the check
+    above (and here), or inlined: its copy of the callee may round otherwise."""
+    assert _kernels_called_by_kernels() == {
+        ("_market_shares", "_market_probabilities"),
+        ("shares_jacobian_nb", "_market_probabilities"),
+        ("mean_probabilities_nb", "_market_shares"),
+        ("node_probabilities_nb", "_market_shares"),
+        ("shares_jacobian_nb", "_dot_nt"),
+        ("mxl_resjac", "shares_jacobian_nb"),
+    }

@@ -1349,8 +1349,10 @@ MUTANTS: list[Mutant] = [
     Mutant("demand/_shares_nb.py", "@cached_njit(error_model=\"numpy\", fastmath=_FM, inline=\"always\")\ndef _node_rows(",
            "@cached_njit(error_model=\"numpy\", fastmath=_FM)\ndef _node_rows(",
            "the truth's field rows called (two copies that round apart), not inlined",
-           ("tests/test_kernel_cache.py::test_fresh_and_cached_kernels_give_the_same_demand_truth_"
-            "and_fits",)),
+           ("tests/test_kernel_cache.py::test_fast_math_kernels_called_by_kernels_are_the_ones_"
+            "checked_for_equal_rounding",
+            "tests/test_kernel_cache.py::test_fresh_and_cached_kernels_give_the_same_demand_truth_"
+            "and_fits")),
     Mutant("eligible/domains.py", "        A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack",
            "        A, c = self.equations[:, :-1], self.equations[:, -1]",
            "ConvexHull refuses the data's own points on its facets (rounding)",
