@@ -1358,6 +1358,10 @@ MUTANTS: list[Mutant] = [
            "ConvexHull refuses the data's own points on its facets (rounding)",
            ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
             "covers",)),
+    Mutant("eligible/domains.py", "            ok[alive[~inside]] = False\n",
+           "            pass\n", "ConvexHull keeps the points a facet block rejects",
+           ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
+            "covers",)),
     Mutant("eligible/domains.py", "        for w in self.where:\n            ok &= w.satisfied(X, self.columns)\n        A, c",
            "        A, c", "ConvexHull ignores its further inequalities (where)",
            ("tests/test_eligible_sets.py::test_a_convex_hull_from_data_with_further_"
