@@ -174,8 +174,9 @@ def test_fresh_and_cached_kernels_give_the_same_demand_truth_and_fits(tmp_path):
     compiled in this process) or the caller's (when it is loaded from the disk cache). With
     fast-math contraction the copies can round differently: the demand truth's field rows did,
     by one ulp, and the mixed-logit fits amplified it, so a first run on a new machine printed
-    other r̂ than every later run of the same command (MXL 0.190 against 0.189 at M = 2). The
-    truth's helpers are now inlined into it; the fits' kernels are checked here too."""
+    other r̂ than every later run of the same command (MXL 0.190 against 0.189 at M = 2). That
+    helper (_node_rows) is now inlined into the truth's kernel; its other helpers and the fits'
+    kernels are checked here."""
     script = tmp_path / "demand.py"
     script.write_text(_DEMAND_SCRIPT)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), OPENBLAS_NUM_THREADS="1")
@@ -229,8 +230,11 @@ def _kernels_called_by_kernels() -> set[tuple[str, str]]:
 
 def test_fast_math_kernels_called_by_kernels_are_the_ones_checked_for_equal_rounding():
     """A new kernel calling a fast-math kernel without inlining it must be added to the check
-    above (and here), or inlined: its copy of the callee may round otherwise."""
+    above (and here), or inlined: its copy of the callee may round otherwise. (The truth's
+    field-row helper _node_rows did, and is inlined.)"""
     assert _kernels_called_by_kernels() == {
+        ("shares_nb", "_row"),
+        ("shares_nb", "_subtract_integral"),
         ("_market_shares", "_market_probabilities"),
         ("shares_jacobian_nb", "_market_probabilities"),
         ("mean_probabilities_nb", "_market_shares"),

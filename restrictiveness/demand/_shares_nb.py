@@ -32,10 +32,11 @@ Why the compiled kernel is fast:
   chain of dependent operations, so the pass evaluates four rows at once (independent chains);
 * Gauss–Legendre nodes come in pairs ``±x``, so a product's feature sines and cosines at both
   nodes of a pair follow from one sine and cosine by angle addition (:func:`_node_rows`);
-* the helpers (:func:`_row`, :func:`_node_rows`, :func:`_subtract_integral`) are inlined
-  into :func:`shares_nb` by numba: called, their fast-math code existed twice, and which copy ran
-  depended on whether the kernel was compiled or loaded from the cache (one ulp apart, see
-  :mod:`restrictiveness.shared._jit`);
+* :func:`_node_rows` is inlined into :func:`shares_nb` by numba: called, its fast-math code
+  existed twice, and which copy ran depended on whether the kernel was compiled or loaded from
+  the cache (one ulp apart, see :mod:`restrictiveness.shared._jit`); the other helpers, called,
+  round alike in both copies (checked by ``tests/test_kernel_cache.py``) and compile faster so
+  (a cold compile of the kernel takes 12 s of CPU; 19 s with every helper inlined);
 * a price perturbation of product ``k`` changes only ``V_k``: its integral is split as
   ``∫_0^{z'} = ∫_0^{z} + ∫_z^{z'}`` with a short Gauss rule on the small piece (steps can be
   4e-5 near a hull edge, where differencing two 64-node integrals would lose digits), and the
@@ -88,7 +89,7 @@ def _type_matrices(nu_half, fields, f):
     return cb, sb
 
 
-@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _row(P, fc, fi, v, s, m, left_c, left_s, row, tmp):
     """Fill ``left_c[row]``, ``left_s[row]`` with the type-dependent field's ``W cos α`` and
     ``W sin α`` at (v, s, m) and return the type-free field at the same point. ``P`` is
@@ -150,7 +151,7 @@ def _node_rows(P, mid, half, s, m, x, left_c, left_s, const, row0, trig, tmp_p, 
         const[hi] = acc_m
 
 
-@cached_njit(error_model="numpy", fastmath=_FM, inline="always")
+@cached_njit(error_model="numpy", fastmath=_FM)
 def _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, out):
     """``out[t] -= Σ_r weight[r] softplus(Λ_r(ν_t))`` over rows ``rows0 ...``, where
     ``Λ_r(±ν_t) = const[r] + lam_c[r, t] ∓ lam_s[r, t]`` for the H type pairs (``out`` has 2H
