@@ -199,6 +199,12 @@ def test_a_convex_hull_refuses_what_has_no_volume_or_is_not_data():
         rx.ConvexHull(np.zeros((4, 3)), ["a", "b"])
     with pytest.raises(DomainError, match="distinct names"):
         rx.ConvexHull(np.eye(3), ["a", "a", "b"])
+    with pytest.raises(DomainError, match="distinct names"):
+        rx.ConvexHull(np.eye(3), [0, 1, 2])
+    with pytest.raises(DomainError, match=r"fewer than 4"):  # 3 points in 3 columns
+        rx.ConvexHull(np.eye(3), np.array(["a", "b", "c"]))
+    named = rx.ConvexHull(np.array([[0, 0], [1, 0], [0, 1]]), np.array(["a", "b"]))
+    assert named.columns == ("a", "b") and type(named.columns[0]) is str
     with pytest.raises(DomainError, match="not a domain column"):
         rx.ConvexHull(np.eye(3), ["a", "b", "c"], where=["a <= d"])
 

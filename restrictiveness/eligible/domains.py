@@ -540,8 +540,10 @@ class ConvexHull(Domain):
 
     def __init__(self, points: np.ndarray, columns: Sequence[str],
                  where: Sequence[str | LinearInequality] = ()) -> None:
-        if isinstance(columns, str) or len(set(columns)) != len(columns) or not columns:
+        if isinstance(columns, str) or len(set(columns)) != len(columns) or len(columns) == 0 \
+                or not all(isinstance(c, str) for c in columns):
             raise DomainError(f"ConvexHull: columns must be distinct names, got {columns!r}")
+        columns = tuple(str(c) for c in columns)  # numpy's str_ prints as np.str_('a')
         points = np.asarray(points, dtype=float)
         d = len(columns)
         if points.ndim != 2 or points.shape[1] != d:
@@ -581,7 +583,7 @@ class ConvexHull(Domain):
         reach = np.abs(self.equations[:, :-1]) @ np.abs(points).max(axis=0)
         slack = 1e-12 + 64 * np.finfo(float).eps * (reach + np.abs(self.equations[:, -1]))
         # Facets that cut off most of the bounding box first: most Sobol points of a hull in
-        # several dimensions lie outside it (97% for 300 normal points in 6-D, with 7,879
+        # several dimensions lie outside it (97% for 300 normal points in 6-D, with 7,301
         # facets), and a point is dropped at the first facet block it violates.
         pilot = self.lower + qmc.Sobol(d, scramble=False).random_base2(10) * (hi - lo)
         E = self.equations
