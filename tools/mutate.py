@@ -1362,8 +1362,8 @@ MUTANTS: list[Mutant] = [
            "            pass\n", "ConvexHull keeps the points a facet block rejects",
            ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
             "covers",)),
-    Mutant("eligible/domains.py", "        for w in self.where:\n            ok &= w.satisfied(X, self.columns)\n        A, c",
-           "        A, c", "ConvexHull ignores its further inequalities (where)",
+    Mutant("eligible/domains.py", "        ok = self._box.admissible(X)\n",
+           "        ok = np.ones(len(X), dtype=bool)\n", "ConvexHull ignores its further inequalities (where)",
            ("tests/test_eligible_sets.py::test_a_convex_hull_from_data_with_further_"
             "inequalities_and_one_column",)),
     Mutant("eligible/domains.py", "            self.equations = np.array([[-1.0, lo[0]], [1.0, -hi[0]]])",

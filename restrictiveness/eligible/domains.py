@@ -560,6 +560,7 @@ class ConvexHull(Domain):
         box = Box({c: (float(a), float(b)) for c, a, b in zip(columns, lo, hi, strict=True)},
                   where=where)
         self.columns, self.lower, self.upper, self.where = box.columns, lo, hi, box.where
+        self._box = box
         self.points = points
         if d == 1:  # Qhull needs two dimensions; the hull of points on a line is their range
             self.vertices = np.array([lo, hi])
@@ -636,9 +637,7 @@ class ConvexHull(Domain):
         array([ True, False, False])
         """
         X = np.asarray(X, dtype=float)
-        ok = np.ones(len(X), dtype=bool)
-        for w in self.where:
-            ok &= w.satisfied(X, self.columns)
+        ok = self._box.admissible(X)
         A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack
         alive = np.flatnonzero(ok)
         start, block = 0, 32
