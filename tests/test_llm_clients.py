@@ -1148,6 +1148,54 @@ def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(
         assert len(server.requests) - sent <= 2 and sent < 1000
 
 
+def _io_threads_after_ctrl_c(study, started) -> float:
+    """Seconds from a Ctrl-C in ``study.run(concurrency=2)`` (sent once ``started()``) until
+    none of the run's I/O threads is left (at most 20)."""
+    import os
+    import threading
+
+    def interrupt():
+        while not started():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        study.run(progress=False, concurrency=2)
+    stopped = time.monotonic()
+    while any(t.name.startswith("rx-io") for t in threading.enumerate()) and \
+            time.monotonic() - stopped < 20:
+        time.sleep(0.05)
+    return time.monotonic() - stopped
+
+
+def test_a_request_in_flight_ends_once_the_run_is_interrupted(ctrl_c_raises):
+    """A fit on a run's thread blocked in its request (a slow endpoint) went on waiting for the
+    reply, or for the attempt's timeout (120 s by default, 600 s for Anthropic), after Ctrl-C,
+    and the interpreter's exit waited for it (measured: 33 s for a reply 40 s away). The
+    run's stop now shuts the attempt's socket down."""
+    with ChatServer("openai", _mean_reply, delay=30) as server:
+        llm = adapter(server, "mean-model", timeout=60, max_retries=0)
+        study = gp_study({"asked": AskedMean(llm)}, replications=2)
+        seconds = _io_threads_after_ctrl_c(study, lambda: len(server.requests) == 2)
+    assert seconds < 2.0, seconds
+
+
+def test_a_program_running_ends_once_the_run_is_interrupted(ctrl_c_raises):
+    """A Completion fit on a run's thread ran its program to its end (up to its wall limit,
+    600 s by default) after Ctrl-C, and the interpreter's exit waited for it (measured: 94 s,
+    for a program that sleeps 50 s and is run twice). The sandbox now stops it."""
+    program = "import time\ntime.sleep(30)\n" + MEAN_PROGRAM
+    with ChatServer("openai", lambda body: fenced(program)) as server:
+        study = gp_study({"C": rx.Completion(adapter(server), limits=LIMITS)},
+                         replications=2)
+        asked = time.monotonic()
+        # the programs have started, or are about to: either way they must not run on
+        seconds = _io_threads_after_ctrl_c(
+            study, lambda: len(server.requests) == 2 and time.monotonic() - asked > 3)
+    assert seconds < 2.0, seconds
+
+
 def test_a_stopped_runs_fit_counts_no_request_against_its_budget():
     # the budget counted a request (its message says "sent") that the stop then refused
     import threading

@@ -1265,6 +1265,15 @@ MUTANTS: list[Mutant] = [
            "                True:", "an unset key variable the user named sends a placeholder",
            ("tests/test_llm_clients.py::test_an_unset_key_variable_named_by_the_user_is_an_error_"
             "at_any_endpoint",)),
+    Mutant("ai/clients.py", "        self._unhook = when_stopped(self._expire)",
+           "        self._unhook = lambda: None",
+           "a request in flight runs on to its reply after the run stops (Ctrl-C waits)",
+           ("tests/test_llm_clients.py::test_a_request_in_flight_ends_once_the_run_is_"
+            "interrupted",)),
+    Mutant("ai/sandbox/runner.py", "            if run_stopped():", "            if False:",
+           "a sandboxed program runs on to its end after the run stops (Ctrl-C waits)",
+           ("tests/test_llm_clients.py::test_a_program_running_ends_once_the_run_is_"
+            "interrupted",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..engine.concurrency import pause, request_slot
+from ..engine.concurrency import pause, request_slot, when_stopped
 from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.forksafe import ForkSafeLock
@@ -618,6 +618,9 @@ class _Attempt:
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
+        # a stopped run (Ctrl-C, an error) ends the attempt at once: its thread, blocked in a
+        # receive, held the interpreter's exit until the reply or the timeout (up to 600 s)
+        self._unhook = when_stopped(self._expire)
 
     def left(self, error: type[Exception]) -> float:
         """Seconds left, or ``error`` when none are."""
@@ -650,6 +653,7 @@ class _Attempt:
             self._done = True
             self._sockets.clear()
         self._timer.cancel()
+        self._unhook()
         if getattr(_ATTEMPT, "current", None) is self:
             _ATTEMPT.current = None
 
@@ -1234,6 +1238,7 @@ class ChatAdapter:
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ClientError
+                pause(0.0)  # ended by the run's stop: the run's end, not the endpoint's failure
                 if isinstance(exc.__cause__, ReplyTooLarge):  # wrapped by the anthropic SDK
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ...engine.concurrency import RunStopped, run_stopped
 from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
@@ -496,6 +497,12 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
             if remaining <= 0:
                 killed = "timeout"
                 break
+            if run_stopped():
+                # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
+                # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
+                # the interpreter's exit waited for it
+                killed = "stopped"
+                break
             if time.monotonic() >= next_disk_check:
                 next_disk_check = time.monotonic() + 0.25
                 killed = over_disk()
@@ -513,7 +520,7 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         if killed is None:
             # pipes closed; the child may still run (it can close its own stdout)
             while not _exited(proc.pid) and time.monotonic() < deadline:
-                killed = over_disk()
+                killed = over_disk() or ("stopped" if run_stopped() else None)
                 if killed:
                     break
                 time.sleep(0.02)
@@ -531,6 +538,8 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         for stream, name in channels:
             _drain(stream, name, watch)
             stream.close()
+    if killed == "stopped":
+        raise RunStopped
     setup, ended = watch.setup(), watch.ended()
     if ended is None and setup and isinstance(setup.get("pidns"), int) and \
             setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
