@@ -912,6 +912,32 @@ def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
         "Not run: call the run_python tool with a string argument 'code'."]
 
 
+def test_openai_tool_arguments_sent_as_an_object_are_run():
+    """A compatible server sending a tool call's arguments as the JSON object itself (Hugging
+    Face's TGI), not as the JSON text the API specifies: every native agent fit failed as a
+    malformed reply (reason "client"). The object is now read as the arguments."""
+    def reply(body):
+        return fenced(GP_PROGRAM, final=True)
+
+    with ChatServer("openai", reply) as server:
+        payload = server.protocol_reply({"messages": []}, {"text": ""})
+        payload["choices"][0]["message"]["tool_calls"] = [
+            {"id": "c1", "type": "function",
+             "function": {"name": "run_python", "arguments": {"code": "print(6 * 7)"}}}]
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        direct = adapter(server).chat([{"role": "user", "content": "hi"}])
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+        rule = rx.Agent(adapter(server), rounds=3, limits=LIMITS).fit(
+            sample, np.random.default_rng(1))
+    assert direct.tool_calls == (rx.llm.ToolCall("c1", "run_python", {"code": "print(6 * 7)"}),)
+    assert rule.info["reason"] is None and rule.info["rounds_used"] == 1
+    assert tool_results(server.requests[2]["body"]) == ["Run finished.\n[output]\n42\n"]
+    # the call goes back to the endpoint as the API specifies: arguments as JSON text
+    sent = server.requests[2]["body"]["messages"][1]["tool_calls"][0]["function"]
+    assert json.loads(sent["arguments"]) == {"code": "print(6 * 7)"}
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)

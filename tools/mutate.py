@@ -1274,6 +1274,10 @@ MUTANTS: list[Mutant] = [
            "a sandboxed program runs on to its end after the run stops (Ctrl-C waits)",
            ("tests/test_llm_clients.py::test_a_program_running_ends_once_the_run_is_"
             "interrupted",)),
+    Mutant("ai/clients.py", "        calls = tuple(ToolCall(c.id, c.function.name, _tool_input(c.function.arguments))",
+           "        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))",
+           "OpenAI tool arguments sent as an object fail the fit as a malformed reply",
+           ("tests/test_llm_clients.py::test_openai_tool_arguments_sent_as_an_object_are_run",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

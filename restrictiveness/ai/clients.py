@@ -1315,9 +1315,18 @@ def _json_arguments(text: str | None) -> dict:
 
 
 def _tool_input(value) -> dict:
-    """An Anthropic tool_use block's ``input`` as arguments: an object as is; anything else
-    (a string, a list) as the OpenAI path treats arguments that are no JSON object, so that the
-    Agent answers "Not run" instead of the whole fit failing as a malformed reply."""
+    """A tool call's arguments (an Anthropic tool_use block's ``input``, an OpenAI call's
+    ``arguments``): an object as is, a JSON text decoded; anything else (a list, a text that is
+    no JSON object) as ``{"_unparsed": text}``, so that the Agent answers "Not run" instead of
+    the whole fit failing as a malformed reply.
+
+    Examples
+    --------
+    >>> _tool_input('{"code": "print(1)"}'), _tool_input({"code": "print(1)"})
+    ({'code': 'print(1)'}, {'code': 'print(1)'})
+    >>> _tool_input("[1]"), _tool_input(None)
+    ({'_unparsed': '[1]'}, {})
+    """
     if isinstance(value, dict):
         return dict(value)
     if value is None:
@@ -1439,7 +1448,9 @@ class OpenAIChat(ChatAdapter):
         message = choice.message
         if message is None:  # read as an empty answer, it looked like a model saying nothing
             raise ValueError("the reply's choice has no message")
-        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
+        # arguments are a JSON string in the API; some compatible servers (Hugging Face's
+        # TGI) send the object itself, and every native agent fit failed as a malformed reply
+        calls = tuple(ToolCall(c.id, c.function.name, _tool_input(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)
