@@ -1278,6 +1278,9 @@ MUTANTS: list[Mutant] = [
            "        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))",
            "OpenAI tool arguments sent as an object fail the fit as a malformed reply",
            ("tests/test_llm_clients.py::test_openai_tool_arguments_sent_as_an_object_are_run",)),
+    Mutant("ai/llm.py", "    if modules is None or set(modules) == set(default):", "    if True:",
+           "the task names the default modules whatever allowed_modules / tool_modules admit",
+           ("tests/test_llm.py::test_the_task_names_the_modules_the_sandbox_admits",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
