@@ -1370,6 +1370,32 @@ def test_table_2_command_line(tmp_path, capsys):
     assert "total: 0 calls (12 cached" in rerun
 
 
+def test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_compute(tmp_path, capsys):
+    """A dry run given --checkpoint counted every replication: 3 calls for a resumed run that
+    made none. It now counts those the checkpoint does not hold, and creates nothing."""
+    ck = tmp_path / "ck"
+    with ChatServer("openai", lambda body: fenced(GP_PROGRAM)) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "-M", "3", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress", "--checkpoint", str(ck)]
+
+        def dry() -> str:
+            assert main([*argv, "--dry-run"]) == 0
+            return capsys.readouterr().out
+
+        before = dry()
+        assert "model calls: 3 to 3 " in before and not ck.exists()
+        assert main(argv) == 0 and len(server.requests) == 3
+        capsys.readouterr()
+        after = dry()
+        assert "model calls: 0 to 0 " in after
+        assert "Dry run: 3 of 3 replications to compute, n = [20]" in before
+        assert "Dry run: 0 of 3 replications to compute (3 finished in the checkpoint)" in after
+        (ck / "replication-000001.npz").unlink()
+        assert "model calls: 1 to 1 " in dry()
+        assert main(argv) == 0 and len(server.requests) == 4   # the one the dry run counted
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--agent"], "--agent: only with --llm"),
     (["--llm", "mistral:x"], "--llm: expected openai:MODEL"),

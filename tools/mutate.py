@@ -1281,6 +1281,11 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/llm.py", "    if modules is None or set(modules) == set(default):", "    if True:",
            "the task names the default modules whatever allowed_modules / tool_modules admit",
            ("tests/test_llm.py::test_the_task_names_the_modules_the_sandbox_admits",)),
+    Mutant("cli/replicate.py", "    plan = plan_calls(study, _prices(args), replications=todo)",
+           "    plan = plan_calls(study, _prices(args))",
+           "a dry run counts the replications its checkpoint already holds",
+           ("tests/test_llm_clients.py::test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_"
+            "compute",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

@@ -179,8 +179,15 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
     """What the run would spend on model calls (nothing is sent)."""
     from ..ai.budget import plan_calls
 
-    plan = plan_calls(study, _prices(args))
-    print(f"Dry run: {study.replications} replications, n = {study.n}; no model was called.")
+    # a run given a checkpoint computes only the replications it does not hold: the dry run
+    # counted all of them (3 calls for a resumed run that made none)
+    done = [] if args.checkpoint is None else study.finished(args.checkpoint,
+                                                             args.resume_other_versions)
+    todo = [m for m in range(study.replications) if m not in set(done)]
+    plan = plan_calls(study, _prices(args), replications=todo)
+    held = f" ({len(done)} finished in the checkpoint)" if done else ""
+    print(f"Dry run: {len(todo)} of {study.replications} replications to compute{held}, "
+          f"n = {study.n}; no model was called.")
     print(plan.to_string())
     print(f"\nmodel calls: {int(plan['calls_min'].sum())} to {int(plan['calls_max'].sum())} "
           f"({int(plan['cached'].sum())} fits answered by the cache); estimated input tokens "
