@@ -957,6 +957,34 @@ def test_failing_endpoint_gives_counted_client_failures():
     assert res.usage()["failed_calls"].sum() == 4
 
 
+def test_a_cached_agent_rerun_asks_nothing_of_a_server_giving_tool_calls_no_id(tmp_path):
+    """A server that leaves out tool-call ids (null ids): the cache stored the id None and
+    read it back as the text "None", so the rerun's next request (quoting it) missed the cache
+    and was sent again (1 of the agent's 2 calls)."""
+    class NoIds(ChatServer):
+        def protocol_reply(self, body, out):
+            payload = super().protocol_reply(body, out)
+            for call in payload["choices"][0]["message"].get("tool_calls") or ():
+                del call["id"]
+            return payload
+
+    def reply(body):
+        if not tool_results(body):
+            return {"text": "", "tool_calls": [{"id": "-", "name": "run_python",
+                                                "arguments": {"code": "print(1)"}}]}
+        return fenced(GP_PROGRAM, final=True)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with NoIds("openai", reply) as server:
+        rules = [rx.Agent(adapter(server), rounds=3, limits=LIMITS, cache=tmp_path).fit(
+            sample, np.random.default_rng(1)) for _ in range(2)]
+    assert [r.info["usage"]["calls"] for r in rules] == [2, 0] and len(server.requests) == 2
+    assert rules[1].info["usage"]["cached_calls"] == 2 and rules[1].info["reason"] is None
+    assert tool_results(server.requests[1]["body"]) == ["Run finished.\n[output]\n1\n"]
+    call = rx.llm.ChatReply("", (rx.llm.ToolCall(None, None, {"code": "x"}),))
+    assert rx.llm.ChatReply.from_json(call.to_json()) == call
+
+
 def test_cached_rerun_makes_no_requests_and_models_never_share_entries(protocol, tmp_path):
     def by_model(body):
         return fenced(GP_PROGRAM if body["model"] == "gp-model" else MEAN_PROGRAM)

@@ -1286,6 +1286,10 @@ MUTANTS: list[Mutant] = [
            "a dry run counts the replications its checkpoint already holds",
            ("tests/test_llm_clients.py::test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_"
             "compute",)),
+    Mutant("ai/clients.py", "    return None if value is None else str(value)", "    return str(value)",
+           "a cached tool call without an id reads back as 'None' (a cached rerun asks again)",
+           ("tests/test_llm_clients.py::test_a_cached_agent_rerun_asks_nothing_of_a_server_giving_"
+            "tool_calls_no_id",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

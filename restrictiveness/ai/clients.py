@@ -172,10 +172,11 @@ class ToolCall:
 
     Parameters
     ----------
-    id : str
-        The call's id, which the tool's result message quotes (``tool_call_id``).
-    name : str
-        The tool called.
+    id : str or None
+        The call's id, which the tool's result message quotes (``tool_call_id``); None when
+        the endpoint gave none.
+    name : str or None
+        The tool called (None when the endpoint named none).
     arguments : dict
         The arguments, decoded from the model's JSON.
 
@@ -186,8 +187,8 @@ class ToolCall:
     {'id': 'call_1', 'name': 'run_python', 'arguments': {'code': 'print(1)'}}
     """
 
-    id: str
-    name: str
+    id: str | None
+    name: str | None
     arguments: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -359,12 +360,20 @@ class ChatReply:
         >>> r.tool_calls, r.input_tokens, r.seconds
         ((ToolCall(id='c1', name='stop', arguments={}),), None, 0.0)
         """
-        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+        # an id (or name) the endpoint left out stays None: read as "None" it changed the
+        # conversation's next request, whose key then missed the cache (a cached rerun of an
+        # agent asked a server that gives tool calls no ids again)
+        calls = tuple(ToolCall(_text_or_none(c["id"]), _text_or_none(c["name"]),
+                               dict(c.get("arguments") or {}))
                       for c in data.get("tool_calls") or ())
         return cls(str(data["text"]), calls, data.get("input_tokens"),
                    data.get("output_tokens"), float(data.get("seconds") or 0.0),
                    int(data.get("retries") or 0), data.get("stop_reason"),
                    tuple(dict(b) for b in data.get("thinking") or ()))
+
+
+def _text_or_none(value) -> str | None:
+    return None if value is None else str(value)
 
 
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> float:
