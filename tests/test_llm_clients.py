@@ -1424,6 +1424,37 @@ def test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_compute(tmp_path, cap
         assert main(argv) == 0 and len(server.requests) == 4   # the one the dry run counted
 
 
+def test_a_price_that_cannot_price_every_model_loses_no_paid_run(tmp_path, capsys):
+    """--price prices the --llm model; a --procedures file asking another model ran the whole
+    study (4 paid requests), then failed on the price with status 2 before --out was written:
+    the results were lost. A language-model procedure of another model is now refused before
+    any request, and a usage record under a model the price does not cover costs nothing to
+    the results (the cost is left out, saying why)."""
+    file = tmp_path / "procs.py"
+    out = tmp_path / "res.nc"
+    with ChatServer("openai", lambda body: fenced(GP_PROGRAM)) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "-M", "2", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress", "--procedures", str(file), "--price", "1", "4",
+                "--out", str(out)]
+        file.write_text("import restrictiveness as rx\nPROCEDURES = {'Other': rx.Completion("
+                        f"rx.llm.OpenAIChat('other-model', base_url={server.base_url!r}))}}\n")
+        assert main(argv) == 2 and not server.requests and not out.exists()
+        assert "procedure 'Other' asks 'other-model'" in capsys.readouterr().err
+        file.write_text(
+            "import numpy as np\nimport restrictiveness as rx\n"
+            "from restrictiveness.engine.protocol import FunctionRule, Procedure\n"
+            "class Billed(Procedure):\n"
+            "    def fit(self, sample, rng):\n"
+            "        return FunctionRule(lambda X: np.zeros(len(X)), info={'model': 'x', "
+            "'usage': {'calls': 1, 'input_tokens': 7, 'output_tokens': 2}})\n"
+            "PROCEDURES = {'Billed': Billed()}\n")
+        assert main(argv) == 0 and out.exists() and len(server.requests) == 2
+    printed = capsys.readouterr().out
+    assert "cost not computed: prices: no price for model 'x'" in printed
+    assert re.search(r"^Billed\s+20\s+2\s+2\s", printed, re.M)   # fits, calls: no cost
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--agent"], "--agent: only with --llm"),
     (["--llm", "mistral:x"], "--llm: expected openai:MODEL"),

@@ -1290,6 +1290,15 @@ MUTANTS: list[Mutant] = [
            "a cached tool call without an id reads back as 'None' (a cached rerun asks again)",
            ("tests/test_llm_clients.py::test_a_cached_agent_rerun_asks_nothing_of_a_server_giving_"
             "tool_calls_no_id",)),
+    Mutant("cli/replicate.py", "    check_prices(study, args)", "    pass",
+           "a --price missing a procedure's model fails the CLI after the paid run",
+           ("tests/test_llm_clients.py::test_a_price_that_cannot_price_every_model_loses_no_"
+            "paid_run",)),
+    Mutant("cli/replicate.py", "    except ConfigurationError as exc:\n        # a model the price",
+           "    except KeyError as exc:\n        # a model the price",
+           "a usage record the price cannot cover loses the finished run's --out",
+           ("tests/test_llm_clients.py::test_a_price_that_cannot_price_every_model_loses_no_"
+            "paid_run",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

@@ -197,9 +197,33 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
               "agent turns add to it)")
 
 
+def check_prices(study, args: argparse.Namespace) -> None:
+    """Refuse, before anything is spent, a --price that cannot price every language-model
+    procedure's model (a --procedures file may add models other than --llm's)."""
+    from ..engine.usage import price_per_token
+
+    prices = _prices(args)
+    if prices is None:
+        return
+    for label, proc in study.procedures.items():
+        if hasattr(proc, "first_request"):
+            try:
+                price_per_token(prices, proc.model)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"--price prices the --llm model only, and procedure "
+                                         f"{label!r} asks {proc.model!r} ({exc}); leave --price "
+                                         "out, or run that procedure apart") from None
+
+
 def print_usage(res, args: argparse.Namespace) -> None:
     """Calls, tokens and cost of the language-model procedures of a finished run."""
-    usage = res.usage(_prices(args))
+    try:
+        usage = res.usage(_prices(args))
+    except ConfigurationError as exc:
+        # a model the price does not cover (a procedure recording usage under its own model):
+        # the run is done and its results are still to be written, so no cost, and why
+        print(f"\ncost not computed: {exc}")
+        usage = res.usage()
     if usage.empty:
         return
     print("\nLanguage-model usage (calls made; cached replies are free):")
@@ -485,6 +509,7 @@ def run(args: argparse.Namespace) -> int:
     procedures, has_llm = _procedures(args, app)
     study = app.study(procedures=procedures, n=args.n, replications=replications,
                       seed=args.seed, draws=args.draws)
+    check_prices(study, args)
     if args.dry_run:
         print_dry_run(study, args)
         return 0
