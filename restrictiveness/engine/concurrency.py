@@ -154,7 +154,7 @@ class _RunStop(threading.Event):
     def __init__(self) -> None:
         super().__init__()
         self._callbacks: dict[int, Callable[[], None]] = {}
-        self._guard = threading.Lock()
+        self._guard = ForkSafeLock()
         self._count = 0
 
     def register(self, callback: Callable[[], None]) -> Callable[[], None]:
