@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pickle
 import re
 import signal
@@ -1084,6 +1085,34 @@ def test_concurrent_language_model_studies_equal_serial_ones(tmp_path):
         assert strip.sub("", str(a)) == strip.sub("", str(b))
     ours, gp = gp_losses(mixed, "Agent")
     np.testing.assert_allclose(ours, gp, rtol=1e-6)
+
+
+def test_sandboxed_programs_on_a_runs_threads_run_no_more_at_once_than_cpus(monkeypatch):
+    """Fits on a run's I/O threads ran their programs all at once: at concurrency=8 on 2 cores
+    every program sharing a quarter of a core, their wall-clock limit failed all 8 fits that
+    a serial run completes. Programs now take one of the slots, one per usable CPU (2 here),
+    and their wall clock starts with it."""
+    import threading
+
+    from restrictiveness.ai.sandbox import run_python, runner
+
+    assert runner._SLOTS._value == len(os.sched_getaffinity(0))   # one per usable CPU
+    monkeypatch.setattr(runner, "_SLOTS", threading.BoundedSemaphore(2), raising=False)
+    spans = []
+
+    def one():
+        result = run_python("import time\nprint(time.time())\ntime.sleep(1.5)\n"
+                            "print(time.time())", limits=LIMITS)
+        spans.append([float(t) for t in result.stdout.split()])
+
+    threads = [threading.Thread(target=one) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(spans) == 5 and all(b - a >= 1.5 for a, b in spans)
+    # the most programs running at any one start: at most 2, not up to 5
+    assert max(sum(a <= start < b for a, b in spans) for start, _ in spans) <= 2
 
 
 def test_requests_per_minute_spaces_requests(monkeypatch):

@@ -1299,6 +1299,10 @@ MUTANTS: list[Mutant] = [
            "a usage record the price cannot cover loses the finished run's --out",
            ("tests/test_llm_clients.py::test_a_price_that_cannot_price_every_model_loses_no_"
             "paid_run",)),
+    Mutant("ai/sandbox/runner.py", "            with _program_slot():", "            with contextlib.nullcontext():",
+           "sandboxed programs of a run's threads all run at once (wall limits fail them)",
+           ("tests/test_llm_clients.py::test_sandboxed_programs_on_a_runs_threads_run_no_more_at_"
+            "once_than_cpus",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"
