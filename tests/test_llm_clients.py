@@ -1484,6 +1484,31 @@ def test_a_price_that_cannot_price_every_model_loses_no_paid_run(tmp_path, capsy
     assert re.search(r"^Billed\s+20\s+2\s+2\s", printed, re.M)   # fits, calls: no cost
 
 
+def test_the_command_line_runs_the_agent_in_text_for_a_server_without_tools(tmp_path):
+    """A server without tool support (vLLM without --enable-auto-tool-choice) refuses every
+    request offering tools (HTTP 400), and the command line had no way to the text protocol:
+    every agent fit failed (reason client). --tool-protocol text asks in fenced code blocks."""
+    def tools_refused(body):
+        return 400 if body.get("tools") else None
+
+    with ChatServer("openai", lambda body: "FINAL PROGRAM\n" + fenced(GP_PROGRAM),
+                    refuse=tools_refused) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "--agent", "-M", "2", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress"]
+        failed = {}
+        for protocol in ("auto", "text"):
+            out = tmp_path / f"{protocol}.nc"
+            assert main([*argv, "--out", str(out), "--tool-protocol", protocol]) == 0
+            res = rx.load(out)
+            failed[protocol] = int(res.dataset["failed"].sel(procedure="Agent").sum())
+            info = json.loads(str(res.dataset["fit_info"].sel(procedure="Agent").values[0, 0]))
+            assert info["tool_protocol"] == ("native" if protocol == "auto" else "text")
+    assert failed == {"auto": 2, "text": 0}
+    ours, gp = gp_losses(res, "Agent")
+    np.testing.assert_allclose(ours, gp, rtol=1e-6)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--agent"], "--agent: only with --llm"),
     (["--llm", "mistral:x"], "--llm: expected openai:MODEL"),
@@ -1491,6 +1516,9 @@ def test_a_price_that_cannot_price_every_model_loses_no_paid_run(tmp_path, capsy
      "unknown design"),
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--rounds", "3"],
      "--rounds: only with --agent"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tool-protocol", "text"],
+     "--tool-protocol: only with --agent"),
+    (["--tool-protocol", "text"], "--tool-protocol: only with --llm"),
     # a design named twice ran once without a word; 'all' beside a design was "unknown
     # design(s) ['all']; choose from [...] or all"
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "neutral",

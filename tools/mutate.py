@@ -1303,6 +1303,11 @@ MUTANTS: list[Mutant] = [
            "sandboxed programs of a run's threads all run at once (wall limits fail them)",
            ("tests/test_llm_clients.py::test_sandboxed_programs_on_a_runs_threads_run_no_more_at_"
             "once_than_cpus",)),
+    Mutant("cli/replicate.py", "                                                tool_protocol=args.tool_protocol or \"auto\")",
+           "                                                tool_protocol=\"auto\")",
+           "--tool-protocol text ignored: the agent offers tools to a server without them",
+           ("tests/test_llm_clients.py::test_the_command_line_runs_the_agent_in_text_for_a_"
+            "server_without_tools",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

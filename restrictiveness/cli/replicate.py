@@ -90,6 +90,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
     g.add_argument("--rounds", type=count(1), default=None, metavar="R",
                    help="the Agent's tool-round budget (default 20, the paper's)")
+    g.add_argument("--tool-protocol", choices=("auto", "native", "text"), default=None,
+                   help="how the Agent runs code: the endpoint's tool calls (native; auto, "
+                        "the default, uses them), or fenced code blocks (text), for a server "
+                        "without tool support")
     g.add_argument("--temperature", type=real(0.0), default=None,
                    help="sampling temperature (0 to 2; anthropic: 0 to 1)")
     g.add_argument("--max-tokens", type=count(1), default=None, metavar="N",
@@ -107,8 +111,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                         "stop (nothing is sent to the model)")
 
 
-_LLM_ONLY = ("base_url", "api_key_env", "prompts", "agent", "rounds", "temperature",
-             "max_tokens", "cache", "price", "dry_run")
+_LLM_ONLY = ("base_url", "api_key_env", "prompts", "agent", "rounds", "tool_protocol",
+             "temperature", "max_tokens", "cache", "price", "dry_run")
 
 
 def llm_procedures(args: argparse.Namespace, application: str) -> dict:
@@ -154,8 +158,9 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
     if application == "demand" and designs != ["neutral"]:
         raise ConfigurationError("--prompts: the designs of Table 2 speak of risk preferences; "
                                  "the demand application uses the neutral prompt only")
-    if args.rounds is not None and not args.agent:
-        raise ConfigurationError("--rounds: only with --agent")
+    for option in ("rounds", "tool_protocol"):
+        if getattr(args, option) is not None and not args.agent:
+            raise ConfigurationError(f"--{option.replace('_', '-')}: only with --agent")
     target = LLM_TARGETS[application]
     procs: dict[str, Procedure] = {}
     for design in designs:
@@ -163,9 +168,12 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
         procs[f"Completion{suffix}"] = llm.Completion(client, design, target=target,
                                                       cache=args.cache)
         if args.agent:
+            # a server without tool support refused every native request (HTTP 400), and
+            # the command line had no way to the text protocol
             procs[f"Agent{suffix}"] = llm.Agent(client, design, target=target, cache=args.cache,
                                                 rounds=20 if args.rounds is None
-                                                else args.rounds)
+                                                else args.rounds,
+                                                tool_protocol=args.tool_protocol or "auto")
     return procs
 
 
