@@ -14,7 +14,9 @@ its script if any is left:
 * ``("trickle_head", seconds)`` — the same with the status line and headers (the body follows
   at once, if the client is still there).
 
-``fail_with=code`` answers every request with that status; ``delay`` delays every answer.
+``fail_with=code`` answers every request with that status; ``refuse(body) -> code | None``
+answers the requests it names with that status (a server refusing tools, say); ``delay``
+delays every answer.
 Token counts are deterministic functions of the request and the reply, so tests can check the
 totals: input = characters of the JSON messages // 4, output = characters of the text // 4.
 """
@@ -51,6 +53,9 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.fail_with is not None:
             return self._send(owner.fail_with, {"error": {"message": "scripted failure",
                                                           "type": "server_error"}})
+        refused = owner.refuse(body) if owner.refuse is not None else None
+        if refused is not None:
+            return self._send(refused, {"error": {"message": "refused", "type": "refused"}})
         if step is not None:
             kind = step[0]
             if kind == "drop":
@@ -110,10 +115,12 @@ class ChatServer:
     """A scripted chat endpoint (``protocol`` "openai" or "anthropic") in a thread."""
 
     def __init__(self, protocol: str, reply: Reply, script=(), delay: float = 0.0,
-                 fail_with: int | None = None) -> None:
+                 fail_with: int | None = None,
+                 refuse: Callable[[dict], int | None] | None = None) -> None:
         assert protocol in ("openai", "anthropic")
         self.protocol, self.reply = protocol, reply
         self.script, self.delay, self.fail_with = list(script), delay, fail_with
+        self.refuse = refuse
         self.requests: list[dict] = []
         self.times: list[float] = []
         self._lock = threading.Lock()

@@ -649,6 +649,33 @@ def test_language_model_options_it_cannot_honour_are_refused(option, value, mess
     assert Agent(lambda m: "", run_at_fit=np.bool_(False)).run_at_fit is False
 
 
+def test_the_task_names_the_modules_the_sandbox_admits():
+    """allowed_modules and tool_modules were enforced by the sandbox but never told: the task
+    said "only numpy, math and the Python standard library" and the agent's "numpy, scipy,
+    pandas and scikit-learn" whatever they were, so the model never used a module added for
+    it, and used ones refused to it (each such fit failed as "forbidden")."""
+    s = Sample(np.zeros((2, 1)), np.array([1.0, 3.0]), ("x",))
+
+    def task(proc):
+        return proc.first_request(s)[0][-1]["content"]
+
+    program = "The program is run in a new Python interpreter with the training data passed " \
+        "to predict; it may use {}, has no network access"
+    tools = "Code you run may use {}; each run"
+    assert program.format("only the modules numpy and scipy") in task(
+        Completion(print, allowed_modules={"numpy", "scipy"}))
+    assert program.format("only numpy, scipy and the Python standard library") in task(
+        Completion(print, allowed_modules=DEFAULT_ALLOWED_MODULES | {"scipy"}))
+    agent = task(Agent(print, allowed_modules={"numpy", "math", "json"},
+                       tool_modules=["numpy", "pandas"]))
+    assert program.format("only the modules json, math and numpy") in agent
+    assert tools.format("only the modules numpy and pandas") in agent
+    # the defaults read as before (the paper's design; reply caches keep their keys)
+    assert program.format("only numpy, math and the Python standard library") in task(
+        Completion(print, allowed_modules=DEFAULT_ALLOWED_MODULES))
+    assert tools.format("numpy, scipy, pandas and scikit-learn") in task(Agent(print))
+
+
 def test_a_timeout_beside_limits_is_refused_not_ignored():
     """timeout=5 beside limits=SandboxLimits(...) ran with the limits' wall clock (600 s by
     default), the timeout ignored; a timeout the limits do not share is refused."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pickle
 import re
 import signal
@@ -912,6 +913,32 @@ def test_a_tool_call_whose_input_is_no_object_is_answered_not_run(protocol):
         "Not run: call the run_python tool with a string argument 'code'."]
 
 
+def test_openai_tool_arguments_sent_as_an_object_are_run():
+    """A compatible server sending a tool call's arguments as the JSON object itself (Hugging
+    Face's TGI), not as the JSON text the API specifies: every native agent fit failed as a
+    malformed reply (reason "client"). The object is now read as the arguments."""
+    def reply(body):
+        return fenced(GP_PROGRAM, final=True)
+
+    with ChatServer("openai", reply) as server:
+        payload = server.protocol_reply({"messages": []}, {"text": ""})
+        payload["choices"][0]["message"]["tool_calls"] = [
+            {"id": "c1", "type": "function",
+             "function": {"name": "run_python", "arguments": {"code": "print(6 * 7)"}}}]
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        direct = adapter(server).chat([{"role": "user", "content": "hi"}])
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+        rule = rx.Agent(adapter(server), rounds=3, limits=LIMITS).fit(
+            sample, np.random.default_rng(1))
+    assert direct.tool_calls == (rx.llm.ToolCall("c1", "run_python", {"code": "print(6 * 7)"}),)
+    assert rule.info["reason"] is None and rule.info["rounds_used"] == 1
+    assert tool_results(server.requests[2]["body"]) == ["Run finished.\n[output]\n42\n"]
+    # the call goes back to the endpoint as the API specifies: arguments as JSON text
+    sent = server.requests[2]["body"]["messages"][1]["tool_calls"][0]["function"]
+    assert json.loads(sent["arguments"]) == {"code": "print(6 * 7)"}
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)
@@ -929,6 +956,34 @@ def test_failing_endpoint_gives_counted_client_failures():
         assert info["usage"]["retries"] == 2 and info["calls"][0]["status"] == 500
         assert "client: openai gp-model" in str(ds["error"].sel(procedure=label).values[0, 0])
     assert res.usage()["failed_calls"].sum() == 4
+
+
+def test_a_cached_agent_rerun_asks_nothing_of_a_server_giving_tool_calls_no_id(tmp_path):
+    """A server that leaves out tool-call ids (null ids): the cache stored the id None and
+    read it back as the text "None", so the rerun's next request (quoting it) missed the cache
+    and was sent again (1 of the agent's 2 calls)."""
+    class NoIds(ChatServer):
+        def protocol_reply(self, body, out):
+            payload = super().protocol_reply(body, out)
+            for call in payload["choices"][0]["message"].get("tool_calls") or ():
+                del call["id"]
+            return payload
+
+    def reply(body):
+        if not tool_results(body):
+            return {"text": "", "tool_calls": [{"id": "-", "name": "run_python",
+                                                "arguments": {"code": "print(1)"}}]}
+        return fenced(GP_PROGRAM, final=True)
+
+    sample = gp_study({}).evaluation.draw([20], np.random.default_rng(0)).sample(20, 0)
+    with NoIds("openai", reply) as server:
+        rules = [rx.Agent(adapter(server), rounds=3, limits=LIMITS, cache=tmp_path).fit(
+            sample, np.random.default_rng(1)) for _ in range(2)]
+    assert [r.info["usage"]["calls"] for r in rules] == [2, 0] and len(server.requests) == 2
+    assert rules[1].info["usage"]["cached_calls"] == 2 and rules[1].info["reason"] is None
+    assert tool_results(server.requests[1]["body"]) == ["Run finished.\n[output]\n1\n"]
+    call = rx.llm.ChatReply("", (rx.llm.ToolCall(None, None, {"code": "x"}),))
+    assert rx.llm.ChatReply.from_json(call.to_json()) == call
 
 
 def test_cached_rerun_makes_no_requests_and_models_never_share_entries(protocol, tmp_path):
@@ -1030,6 +1085,34 @@ def test_concurrent_language_model_studies_equal_serial_ones(tmp_path):
         assert strip.sub("", str(a)) == strip.sub("", str(b))
     ours, gp = gp_losses(mixed, "Agent")
     np.testing.assert_allclose(ours, gp, rtol=1e-6)
+
+
+def test_sandboxed_programs_on_a_runs_threads_run_no_more_at_once_than_cpus(monkeypatch):
+    """Fits on a run's I/O threads ran their programs all at once: at concurrency=8 on 2 cores
+    every program sharing a quarter of a core, their wall-clock limit failed all 8 fits that
+    a serial run completes. Programs now take one of the slots, one per usable CPU (2 here),
+    and their wall clock starts with it."""
+    import threading
+
+    from restrictiveness.ai.sandbox import run_python, runner
+
+    assert runner._SLOTS._value == len(os.sched_getaffinity(0))   # one per usable CPU
+    monkeypatch.setattr(runner, "_SLOTS", threading.BoundedSemaphore(2), raising=False)
+    spans = []
+
+    def one():
+        result = run_python("import time\nprint(time.time())\ntime.sleep(1.5)\n"
+                            "print(time.time())", limits=LIMITS)
+        spans.append([float(t) for t in result.stdout.split()])
+
+    threads = [threading.Thread(target=one) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(spans) == 5 and all(b - a >= 1.5 for a, b in spans)
+    # the most programs running at any one start: at most 2, not up to 5
+    assert max(sum(a <= start < b for a, b in spans) for start, _ in spans) <= 2
 
 
 def test_requests_per_minute_spaces_requests(monkeypatch):
@@ -1146,6 +1229,54 @@ def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(
         sent = len(server.requests)
         time.sleep(1.0)  # about 50 more turns each, were they still running
         assert len(server.requests) - sent <= 2 and sent < 1000
+
+
+def _io_threads_after_ctrl_c(study, started) -> float:
+    """Seconds from a Ctrl-C in ``study.run(concurrency=2)`` (sent once ``started()``) until
+    none of the run's I/O threads is left (at most 20)."""
+    import os
+    import threading
+
+    def interrupt():
+        while not started():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        study.run(progress=False, concurrency=2)
+    stopped = time.monotonic()
+    while any(t.name.startswith("rx-io") for t in threading.enumerate()) and \
+            time.monotonic() - stopped < 20:
+        time.sleep(0.05)
+    return time.monotonic() - stopped
+
+
+def test_a_request_in_flight_ends_once_the_run_is_interrupted(ctrl_c_raises):
+    """A fit on a run's thread blocked in its request (a slow endpoint) went on waiting for the
+    reply, or for the attempt's timeout (120 s by default, 600 s for Anthropic), after Ctrl-C,
+    and the interpreter's exit waited for it (measured: 33 s for a reply 40 s away). The
+    run's stop now shuts the attempt's socket down."""
+    with ChatServer("openai", _mean_reply, delay=30) as server:
+        llm = adapter(server, "mean-model", timeout=60, max_retries=0)
+        study = gp_study({"asked": AskedMean(llm)}, replications=2)
+        seconds = _io_threads_after_ctrl_c(study, lambda: len(server.requests) == 2)
+    assert seconds < 2.0, seconds
+
+
+def test_a_program_running_ends_once_the_run_is_interrupted(ctrl_c_raises):
+    """A Completion fit on a run's thread ran its program to its end (up to its wall limit,
+    600 s by default) after Ctrl-C, and the interpreter's exit waited for it (measured: 94 s,
+    for a program that sleeps 50 s and is run twice). The sandbox now stops it."""
+    program = "import time\ntime.sleep(30)\n" + MEAN_PROGRAM
+    with ChatServer("openai", lambda body: fenced(program)) as server:
+        study = gp_study({"C": rx.Completion(adapter(server), limits=LIMITS)},
+                         replications=2)
+        asked = time.monotonic()
+        # the programs have started, or are about to: either way they must not run on
+        seconds = _io_threads_after_ctrl_c(
+            study, lambda: len(server.requests) == 2 and time.monotonic() - asked > 3)
+    assert seconds < 2.0, seconds
 
 
 def test_a_stopped_runs_fit_counts_no_request_against_its_budget():
@@ -1296,6 +1427,88 @@ def test_table_2_command_line(tmp_path, capsys):
     assert "total: 0 calls (12 cached" in rerun
 
 
+def test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_compute(tmp_path, capsys):
+    """A dry run given --checkpoint counted every replication: 3 calls for a resumed run that
+    made none. It now counts those the checkpoint does not hold, and creates nothing."""
+    ck = tmp_path / "ck"
+    with ChatServer("openai", lambda body: fenced(GP_PROGRAM)) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "-M", "3", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress", "--checkpoint", str(ck)]
+
+        def dry() -> str:
+            assert main([*argv, "--dry-run"]) == 0
+            return capsys.readouterr().out
+
+        before = dry()
+        assert "model calls: 3 to 3 " in before and not ck.exists()
+        assert main(argv) == 0 and len(server.requests) == 3
+        capsys.readouterr()
+        after = dry()
+        assert "model calls: 0 to 0 " in after
+        assert "Dry run: 3 of 3 replications to compute, n = [20]" in before
+        assert "Dry run: 0 of 3 replications to compute (3 finished in the checkpoint)" in after
+        (ck / "replication-000001.npz").unlink()
+        assert "model calls: 1 to 1 " in dry()
+        assert main(argv) == 0 and len(server.requests) == 4   # the one the dry run counted
+
+
+def test_a_price_that_cannot_price_every_model_loses_no_paid_run(tmp_path, capsys):
+    """--price prices the --llm model; a --procedures file asking another model ran the whole
+    study (4 paid requests), then failed on the price with status 2 before --out was written:
+    the results were lost. A language-model procedure of another model is now refused before
+    any request, and a usage record under a model the price does not cover costs nothing to
+    the results (the cost is left out, saying why)."""
+    file = tmp_path / "procs.py"
+    out = tmp_path / "res.nc"
+    with ChatServer("openai", lambda body: fenced(GP_PROGRAM)) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "-M", "2", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress", "--procedures", str(file), "--price", "1", "4",
+                "--out", str(out)]
+        file.write_text("import restrictiveness as rx\nPROCEDURES = {'Other': rx.Completion("
+                        f"rx.llm.OpenAIChat('other-model', base_url={server.base_url!r}))}}\n")
+        assert main(argv) == 2 and not server.requests and not out.exists()
+        assert "procedure 'Other' asks 'other-model'" in capsys.readouterr().err
+        file.write_text(
+            "import numpy as np\nimport restrictiveness as rx\n"
+            "from restrictiveness.engine.protocol import FunctionRule, Procedure\n"
+            "class Billed(Procedure):\n"
+            "    def fit(self, sample, rng):\n"
+            "        return FunctionRule(lambda X: np.zeros(len(X)), info={'model': 'x', "
+            "'usage': {'calls': 1, 'input_tokens': 7, 'output_tokens': 2}})\n"
+            "PROCEDURES = {'Billed': Billed()}\n")
+        assert main(argv) == 0 and out.exists() and len(server.requests) == 2
+    printed = capsys.readouterr().out
+    assert "cost not computed: prices: no price for model 'x'" in printed
+    assert re.search(r"^Billed\s+20\s+2\s+2\s", printed, re.M)   # fits, calls: no cost
+
+
+def test_the_command_line_runs_the_agent_in_text_for_a_server_without_tools(tmp_path):
+    """A server without tool support (vLLM without --enable-auto-tool-choice) refuses every
+    request offering tools (HTTP 400), and the command line had no way to the text protocol:
+    every agent fit failed (reason client). --tool-protocol text asks in fenced code blocks."""
+    def tools_refused(body):
+        return 400 if body.get("tools") else None
+
+    with ChatServer("openai", lambda body: "FINAL PROGRAM\n" + fenced(GP_PROGRAM),
+                    refuse=tools_refused) as server:
+        argv = ["replicate", "lottery", "--llm", "openai:gp-model", "--base-url",
+                server.base_url, "--agent", "-M", "2", "--n", "20", "--only", "GP regression",
+                "--jobs", "1", "--no-progress"]
+        failed = {}
+        for protocol in ("auto", "text"):
+            out = tmp_path / f"{protocol}.nc"
+            assert main([*argv, "--out", str(out), "--tool-protocol", protocol]) == 0
+            res = rx.load(out)
+            failed[protocol] = int(res.dataset["failed"].sel(procedure="Agent").sum())
+            info = json.loads(str(res.dataset["fit_info"].sel(procedure="Agent").values[0, 0]))
+            assert info["tool_protocol"] == ("native" if protocol == "auto" else "text")
+    assert failed == {"auto": 2, "text": 0}
+    ours, gp = gp_losses(res, "Agent")
+    np.testing.assert_allclose(ours, gp, rtol=1e-6)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--agent"], "--agent: only with --llm"),
     (["--llm", "mistral:x"], "--llm: expected openai:MODEL"),
@@ -1303,6 +1516,9 @@ def test_table_2_command_line(tmp_path, capsys):
      "unknown design"),
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--rounds", "3"],
      "--rounds: only with --agent"),
+    (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tool-protocol", "text"],
+     "--tool-protocol: only with --agent"),
+    (["--tool-protocol", "text"], "--tool-protocol: only with --llm"),
     # a design named twice ran once without a word; 'all' beside a design was "unknown
     # design(s) ['all']; choose from [...] or all"
     (["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--prompts", "neutral",

@@ -1265,6 +1265,49 @@ MUTANTS: list[Mutant] = [
            "                True:", "an unset key variable the user named sends a placeholder",
            ("tests/test_llm_clients.py::test_an_unset_key_variable_named_by_the_user_is_an_error_"
             "at_any_endpoint",)),
+    Mutant("ai/clients.py", "        self._unhook = when_stopped(self._expire)",
+           "        self._unhook = lambda: None",
+           "a request in flight runs on to its reply after the run stops (Ctrl-C waits)",
+           ("tests/test_llm_clients.py::test_a_request_in_flight_ends_once_the_run_is_"
+            "interrupted",)),
+    Mutant("ai/sandbox/runner.py", "            if run_stopped():", "            if False:",
+           "a sandboxed program runs on to its end after the run stops (Ctrl-C waits)",
+           ("tests/test_llm_clients.py::test_a_program_running_ends_once_the_run_is_"
+            "interrupted",)),
+    Mutant("ai/clients.py", "        calls = tuple(ToolCall(c.id, c.function.name, _tool_input(c.function.arguments))",
+           "        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))",
+           "OpenAI tool arguments sent as an object fail the fit as a malformed reply",
+           ("tests/test_llm_clients.py::test_openai_tool_arguments_sent_as_an_object_are_run",)),
+    Mutant("ai/llm.py", "    if modules is None or set(modules) == set(default):", "    if True:",
+           "the task names the default modules whatever allowed_modules / tool_modules admit",
+           ("tests/test_llm.py::test_the_task_names_the_modules_the_sandbox_admits",)),
+    Mutant("cli/replicate.py", "    plan = plan_calls(study, _prices(args), replications=todo)",
+           "    plan = plan_calls(study, _prices(args))",
+           "a dry run counts the replications its checkpoint already holds",
+           ("tests/test_llm_clients.py::test_a_dry_run_counts_only_what_a_checkpoint_leaves_to_"
+            "compute",)),
+    Mutant("ai/clients.py", "    return None if value is None else str(value)", "    return str(value)",
+           "a cached tool call without an id reads back as 'None' (a cached rerun asks again)",
+           ("tests/test_llm_clients.py::test_a_cached_agent_rerun_asks_nothing_of_a_server_giving_"
+            "tool_calls_no_id",)),
+    Mutant("cli/replicate.py", "    check_prices(study, args)", "    pass",
+           "a --price missing a procedure's model fails the CLI after the paid run",
+           ("tests/test_llm_clients.py::test_a_price_that_cannot_price_every_model_loses_no_"
+            "paid_run",)),
+    Mutant("cli/replicate.py", "    except ConfigurationError as exc:\n        # a model the price",
+           "    except KeyError as exc:\n        # a model the price",
+           "a usage record the price cannot cover loses the finished run's --out",
+           ("tests/test_llm_clients.py::test_a_price_that_cannot_price_every_model_loses_no_"
+            "paid_run",)),
+    Mutant("ai/sandbox/runner.py", "            with _program_slot():", "            with contextlib.nullcontext():",
+           "sandboxed programs of a run's threads all run at once (wall limits fail them)",
+           ("tests/test_llm_clients.py::test_sandboxed_programs_on_a_runs_threads_run_no_more_at_"
+            "once_than_cpus",)),
+    Mutant("cli/replicate.py", "                                                tool_protocol=args.tool_protocol or \"auto\")",
+           "                                                tool_protocol=\"auto\")",
+           "--tool-protocol text ignored: the agent offers tools to a server without them",
+           ("tests/test_llm_clients.py::test_the_command_line_runs_the_agent_in_text_for_a_"
+            "server_without_tools",)),
     Mutant("ai/sandbox/limits.py", "    return ModuleNames(names)", "    return names",
            "allow-lists shown in hash-seed order: an Agent's checkpoint never resumes",
            ("tests/test_llm.py::test_a_study_of_agents_has_the_same_configuration_in_every_"

@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..engine.concurrency import pause, request_slot
+from ..engine.concurrency import pause, request_slot, when_stopped
 from ..shared.checks import is_positive, is_whole, whole_number
 from ..shared.exceptions import ConfigurationError, RestrictivenessError
 from ..shared.forksafe import ForkSafeLock
@@ -172,10 +172,11 @@ class ToolCall:
 
     Parameters
     ----------
-    id : str
-        The call's id, which the tool's result message quotes (``tool_call_id``).
-    name : str
-        The tool called.
+    id : str or None
+        The call's id, which the tool's result message quotes (``tool_call_id``); None when
+        the endpoint gave none.
+    name : str or None
+        The tool called (None when the endpoint named none).
     arguments : dict
         The arguments, decoded from the model's JSON.
 
@@ -186,8 +187,8 @@ class ToolCall:
     {'id': 'call_1', 'name': 'run_python', 'arguments': {'code': 'print(1)'}}
     """
 
-    id: str
-    name: str
+    id: str | None
+    name: str | None
     arguments: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -359,12 +360,20 @@ class ChatReply:
         >>> r.tool_calls, r.input_tokens, r.seconds
         ((ToolCall(id='c1', name='stop', arguments={}),), None, 0.0)
         """
-        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+        # an id (or name) the endpoint left out stays None: read as "None" it changed the
+        # conversation's next request, whose key then missed the cache (a cached rerun of an
+        # agent asked a server that gives tool calls no ids again)
+        calls = tuple(ToolCall(_text_or_none(c["id"]), _text_or_none(c["name"]),
+                               dict(c.get("arguments") or {}))
                       for c in data.get("tool_calls") or ())
         return cls(str(data["text"]), calls, data.get("input_tokens"),
                    data.get("output_tokens"), float(data.get("seconds") or 0.0),
                    int(data.get("retries") or 0), data.get("stop_reason"),
                    tuple(dict(b) for b in data.get("thinking") or ()))
+
+
+def _text_or_none(value) -> str | None:
+    return None if value is None else str(value)
 
 
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random) -> float:
@@ -618,6 +627,9 @@ class _Attempt:
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
+        # a stopped run (Ctrl-C, an error) ends the attempt at once: its thread, blocked in a
+        # receive, held the interpreter's exit until the reply or the timeout (up to 600 s)
+        self._unhook = when_stopped(self._expire)
 
     def left(self, error: type[Exception]) -> float:
         """Seconds left, or ``error`` when none are."""
@@ -650,6 +662,7 @@ class _Attempt:
             self._done = True
             self._sockets.clear()
         self._timer.cancel()
+        self._unhook()
         if getattr(_ATTEMPT, "current", None) is self:
             _ATTEMPT.current = None
 
@@ -1234,6 +1247,7 @@ class ChatAdapter:
             try:
                 response = self._request(client, list(messages), tools, tool_choice)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ClientError
+                pause(0.0)  # ended by the run's stop: the run's end, not the endpoint's failure
                 if isinstance(exc.__cause__, ReplyTooLarge):  # wrapped by the anthropic SDK
                     exc = exc.__cause__
                 retry, wait, status = self._classify(exc)
@@ -1310,9 +1324,18 @@ def _json_arguments(text: str | None) -> dict:
 
 
 def _tool_input(value) -> dict:
-    """An Anthropic tool_use block's ``input`` as arguments: an object as is; anything else
-    (a string, a list) as the OpenAI path treats arguments that are no JSON object, so that the
-    Agent answers "Not run" instead of the whole fit failing as a malformed reply."""
+    """A tool call's arguments (an Anthropic tool_use block's ``input``, an OpenAI call's
+    ``arguments``): an object as is, a JSON text decoded; anything else (a list, a text that is
+    no JSON object) as ``{"_unparsed": text}``, so that the Agent answers "Not run" instead of
+    the whole fit failing as a malformed reply.
+
+    Examples
+    --------
+    >>> _tool_input('{"code": "print(1)"}'), _tool_input({"code": "print(1)"})
+    ({'code': 'print(1)'}, {'code': 'print(1)'})
+    >>> _tool_input("[1]"), _tool_input(None)
+    ({'_unparsed': '[1]'}, {})
+    """
     if isinstance(value, dict):
         return dict(value)
     if value is None:
@@ -1434,7 +1457,9 @@ class OpenAIChat(ChatAdapter):
         message = choice.message
         if message is None:  # read as an empty answer, it looked like a model saying nothing
             raise ValueError("the reply's choice has no message")
-        calls = tuple(ToolCall(c.id, c.function.name, _json_arguments(c.function.arguments))
+        # arguments are a JSON string in the API; some compatible servers (Hugging Face's
+        # TGI) send the object itself, and every native agent fit failed as a malformed reply
+        calls = tuple(ToolCall(c.id, c.function.name, _tool_input(c.function.arguments))
                       for c in (getattr(message, "tool_calls", None) or ())
                       if getattr(c, "function", None) is not None)
         usage = getattr(response, "usage", None)

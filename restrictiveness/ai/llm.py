@@ -321,7 +321,36 @@ def sample_csv(sample: Sample) -> str:
     return buf.getvalue()
 
 
-def _requirements(sample: Sample, program_seconds: float, agent: bool) -> str:
+def _libraries(modules: Iterable[str] | None, default: frozenset[str], default_words: str
+               ) -> str:
+    """What the task says code may import: ``default_words`` for the default allow-list, else
+    the list given (its packages beside "the Python standard library" when it holds the
+    default's standard-library modules, else every module by name). The model was told the
+    default's libraries whatever the allow-list: its code used modules refused to it, or never
+    those added for it.
+
+    Examples
+    --------
+    >>> _libraries(None, DEFAULT_ALLOWED_MODULES, "the defaults")
+    'the defaults'
+    >>> _libraries(DEFAULT_ALLOWED_MODULES | {"scipy"}, DEFAULT_ALLOWED_MODULES, "the defaults")
+    'only numpy, scipy and the Python standard library'
+    >>> _libraries({"numpy", "math"}, DEFAULT_ALLOWED_MODULES, "the defaults")
+    'only the modules math and numpy'
+    """
+    if modules is None or set(modules) == set(default):
+        return default_words
+    chosen = set(modules)
+    stdlib = DEFAULT_ALLOWED_MODULES - {"numpy"}
+    if stdlib <= chosen:
+        return "only " + ", ".join(sorted(chosen - stdlib)) + " and the Python standard library"
+    names = sorted(chosen)
+    return "only the modules " + (" and ".join(names) if len(names) < 3
+                                  else ", ".join(names[:-1]) + " and " + names[-1])
+
+
+def _requirements(sample: Sample, program_seconds: float, agent: bool,
+                  allowed_modules: Iterable[str] | None = None) -> str:
     X, y = np.shape(sample.X), np.shape(sample.y)
     d = ", ".join(sample.columns)
     shape_x = "(n, " + ", ".join(str(s) for s in X[1:]) + ")"
@@ -339,19 +368,27 @@ def _requirements(sample: Sample, program_seconds: float, agent: bool) -> str:
         f"values. predict must return a numpy array of shape {shape_p} with the predicted "
         f"{sample.response} for every {'row' if len(X) == 2 else 'market'} of X. The program "
         "is run in a new Python "
-        "interpreter with the training data passed to predict; it may use only numpy, math "
-        "and the Python standard library, has no network access, and must finish within "
+        "interpreter with the training data passed to predict; it may use "
+        f"{_libraries(allowed_modules, DEFAULT_ALLOWED_MODULES, _PROGRAM_LIBRARIES)}, "
+        "has no network access, and must finish within "
         f"{program_seconds:g} seconds.{files} Put the whole program in one ```python code "
         "block.")
 
 
-def _agent_instructions(rounds: int, tool_seconds: float, chars: int, native: bool) -> str:
+#: What the task says by default of the modules the returned program and tool code may use.
+_PROGRAM_LIBRARIES = "only numpy, math and the Python standard library"
+_TOOL_LIBRARIES = "numpy, scipy, pandas and scikit-learn"
+
+
+def _agent_instructions(rounds: int, tool_seconds: float, chars: int, native: bool,
+                        tool_modules: Iterable[str] | None = None) -> str:
+    tools = _libraries(tool_modules, DEFAULT_ALLOWED_MODULES | SCIENTIFIC_MODULES,
+                       _TOOL_LIBRARIES)
     env = ("It runs in a new interpreter whose working directory contains "
            "train.csv (the table above), X_train.npy and y_train.npy (the same data as numpy "
            "arrays) and any files saved by your earlier runs; you receive its printed output "
-           f"(at most {chars} characters). Code you run may use numpy, scipy, pandas and "
-           f"scikit-learn; each run may take at most {tool_seconds:g} seconds, and you have at "
-           f"most {rounds} runs.")
+           f"(at most {chars} characters). Code you run may use {tools}; each run may take at "
+           f"most {tool_seconds:g} seconds, and you have at most {rounds} runs.")
     if native:
         return ("Tools: you can run Python code on the data before answering by calling the "
                 f"{RUN_PYTHON.name} tool with the code. {env} When you are done, reply without "
@@ -385,7 +422,8 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
                    target: str = "certainty equivalents", description: str | None = None,
                    program_seconds: float = 600.0, agent: bool = False, rounds: int = 20,
                    tool_seconds: float = 120.0, tool_chars: int = 8000,
-                   tool_protocol: str = "text") -> list[dict]:
+                   tool_protocol: str = "text", allowed_modules: Iterable[str] | None = None,
+                   tool_modules: Iterable[str] | None = None) -> list[dict]:
     """The chat messages of a Completion or Agent task on ``sample``.
 
     Parameters
@@ -407,6 +445,9 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
         Tool budget stated to the agent.
     tool_protocol : {"text", "native"}
         How the agent is told to run code: fenced blocks, or the ``run_python`` tool.
+    allowed_modules, tool_modules : iterable of str, optional
+        The modules the returned program and the agent's tool code may import, as the task
+        states them (default: the sandbox's defaults).
 
     Returns
     -------
@@ -429,13 +470,13 @@ def build_messages(sample: Sample, prompt: str | PromptDesign = "neutral", *,
     parts = [description if description is not None else _describe(sample),
              design.instruction_for(target),
              f"Training data ({_size(sample)}, CSV):\n```csv\n{sample_csv(sample)}```",
-             _requirements(sample, program_seconds, agent)]
+             _requirements(sample, program_seconds, agent, allowed_modules)]
     if tool_protocol not in ("text", "native"):
         raise ConfigurationError(f"tool_protocol must be 'text' or 'native', got "
                                  f"{tool_protocol!r}")
     if agent:
         parts.append(_agent_instructions(rounds, tool_seconds, tool_chars,
-                                         tool_protocol == "native"))
+                                         tool_protocol == "native", tool_modules))
     messages = [] if design.role is None else [{"role": "system", "content": design.role}]
     messages.append({"role": "user", "content": "\n\n".join(parts)})
     return messages
@@ -977,7 +1018,8 @@ class Completion(_LanguageModelProcedure):
         """
         return build_messages(sample, self.prompt, target=self.target,
                               description=self.description,
-                              program_seconds=self.limits.wall_seconds), None
+                              program_seconds=self.limits.wall_seconds,
+                              allowed_modules=self.allowed_modules), None
 
     def fit(self, sample: Sample, rng: np.random.Generator) -> Fitted:
         """Ask the model once and return its program as the fitted rule.
@@ -1214,7 +1256,9 @@ class Agent(_LanguageModelProcedure):
                                   program_seconds=self.limits.wall_seconds, agent=True,
                                   rounds=self.rounds,
                                   tool_seconds=self.tool_limits.wall_seconds,
-                                  tool_chars=self.tool_chars, tool_protocol=self.tool_protocol)
+                                  tool_chars=self.tool_chars, tool_protocol=self.tool_protocol,
+                                  allowed_modules=self.allowed_modules,
+                                  tool_modules=self.tool_modules)
         native = self.tool_protocol == "native"
         return messages, _request((RUN_PYTHON,), "none" if self.rounds == 0 else "auto") \
             if native else None

@@ -90,6 +90,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--agent", action="store_true", help="also run the Agent for each design")
     g.add_argument("--rounds", type=count(1), default=None, metavar="R",
                    help="the Agent's tool-round budget (default 20, the paper's)")
+    g.add_argument("--tool-protocol", choices=("auto", "native", "text"), default=None,
+                   help="how the Agent runs code: the endpoint's tool calls (native; auto, "
+                        "the default, uses them), or fenced code blocks (text), for a server "
+                        "without tool support")
     g.add_argument("--temperature", type=real(0.0), default=None,
                    help="sampling temperature (0 to 2; anthropic: 0 to 1)")
     g.add_argument("--max-tokens", type=count(1), default=None, metavar="N",
@@ -107,8 +111,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                         "stop (nothing is sent to the model)")
 
 
-_LLM_ONLY = ("base_url", "api_key_env", "prompts", "agent", "rounds", "temperature",
-             "max_tokens", "cache", "price", "dry_run")
+_LLM_ONLY = ("base_url", "api_key_env", "prompts", "agent", "rounds", "tool_protocol",
+             "temperature", "max_tokens", "cache", "price", "dry_run")
 
 
 def llm_procedures(args: argparse.Namespace, application: str) -> dict:
@@ -154,8 +158,9 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
     if application == "demand" and designs != ["neutral"]:
         raise ConfigurationError("--prompts: the designs of Table 2 speak of risk preferences; "
                                  "the demand application uses the neutral prompt only")
-    if args.rounds is not None and not args.agent:
-        raise ConfigurationError("--rounds: only with --agent")
+    for option in ("rounds", "tool_protocol"):
+        if getattr(args, option) is not None and not args.agent:
+            raise ConfigurationError(f"--{option.replace('_', '-')}: only with --agent")
     target = LLM_TARGETS[application]
     procs: dict[str, Procedure] = {}
     for design in designs:
@@ -163,9 +168,12 @@ def llm_procedures(args: argparse.Namespace, application: str) -> dict:
         procs[f"Completion{suffix}"] = llm.Completion(client, design, target=target,
                                                       cache=args.cache)
         if args.agent:
+            # a server without tool support refused every native request (HTTP 400), and
+            # the command line had no way to the text protocol
             procs[f"Agent{suffix}"] = llm.Agent(client, design, target=target, cache=args.cache,
                                                 rounds=20 if args.rounds is None
-                                                else args.rounds)
+                                                else args.rounds,
+                                                tool_protocol=args.tool_protocol or "auto")
     return procs
 
 
@@ -179,8 +187,15 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
     """What the run would spend on model calls (nothing is sent)."""
     from ..ai.budget import plan_calls
 
-    plan = plan_calls(study, _prices(args))
-    print(f"Dry run: {study.replications} replications, n = {study.n}; no model was called.")
+    # a run given a checkpoint computes only the replications it does not hold: the dry run
+    # counted all of them (3 calls for a resumed run that made none)
+    done = [] if args.checkpoint is None else study.finished(args.checkpoint,
+                                                             args.resume_other_versions)
+    todo = [m for m in range(study.replications) if m not in set(done)]
+    plan = plan_calls(study, _prices(args), replications=todo)
+    held = f" ({len(done)} finished in the checkpoint)" if done else ""
+    print(f"Dry run: {len(todo)} of {study.replications} replications to compute{held}, "
+          f"n = {study.n}; no model was called.")
     print(plan.to_string())
     print(f"\nmodel calls: {int(plan['calls_min'].sum())} to {int(plan['calls_max'].sum())} "
           f"({int(plan['cached'].sum())} fits answered by the cache); estimated input tokens "
@@ -190,9 +205,33 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
               "agent turns add to it)")
 
 
+def check_prices(study, args: argparse.Namespace) -> None:
+    """Refuse, before anything is spent, a --price that cannot price every language-model
+    procedure's model (a --procedures file may add models other than --llm's)."""
+    from ..engine.usage import price_per_token
+
+    prices = _prices(args)
+    if prices is None:
+        return
+    for label, proc in study.procedures.items():
+        if hasattr(proc, "first_request"):
+            try:
+                price_per_token(prices, proc.model)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"--price prices the --llm model only, and procedure "
+                                         f"{label!r} asks {proc.model!r} ({exc}); leave --price "
+                                         "out, or run that procedure apart") from None
+
+
 def print_usage(res, args: argparse.Namespace) -> None:
     """Calls, tokens and cost of the language-model procedures of a finished run."""
-    usage = res.usage(_prices(args))
+    try:
+        usage = res.usage(_prices(args))
+    except ConfigurationError as exc:
+        # a model the price does not cover (a procedure recording usage under its own model):
+        # the run is done and its results are still to be written, so no cost, and why
+        print(f"\ncost not computed: {exc}")
+        usage = res.usage()
     if usage.empty:
         return
     print("\nLanguage-model usage (calls made; cached replies are free):")
@@ -478,6 +517,7 @@ def run(args: argparse.Namespace) -> int:
     procedures, has_llm = _procedures(args, app)
     study = app.study(procedures=procedures, n=args.n, replications=replications,
                       seed=args.seed, draws=args.draws)
+    check_prices(study, args)
     if args.dry_run:
         print_dry_run(study, args)
         return 0

@@ -39,7 +39,8 @@ from ..shared.exceptions import ConfigurationError
 from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["RateLimiter", "request_slot", "pause", "RunStopped", "rate_limited",
-           "check_picklable", "KeyedOnce", "run_with_threads", "on_io_thread"]
+           "check_picklable", "KeyedOnce", "run_with_threads", "on_io_thread", "run_stopped",
+           "when_stopped"]
 
 #: Marks the threads of :func:`run_with_threads`'s pool.
 _io_thread = threading.local()
@@ -143,6 +144,73 @@ class RunStopped(BaseException):
     caller): a thread cannot be killed, so the fit ends at its next request or wait instead of
     running on unseen, and holding up the interpreter's exit, to its end. A BaseException, so
     that a procedure's ``except Exception`` does not swallow it and go on."""
+
+
+class _RunStop(threading.Event):
+    """A run's stop: an event that also calls, once, what :func:`when_stopped` registered
+    (an HTTP attempt in flight shuts its sockets down: a thread blocked in a receive would
+    otherwise hold the run, and the interpreter's exit, until its reply or its timeout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._guard = ForkSafeLock()
+        self._count = 0
+
+    def register(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` when the run stops (now, if it has); returns its unregistration."""
+        with self._guard:
+            if not self.is_set():
+                self._count += 1
+                key = self._count
+                self._callbacks[key] = callback
+
+                def unregister() -> None:
+                    with self._guard:
+                        self._callbacks.pop(key, None)
+
+                return unregister
+        callback()
+        return lambda: None
+
+    def set(self) -> None:
+        with self._guard:
+            super().set()
+            callbacks, self._callbacks = list(self._callbacks.values()), {}
+        for callback in callbacks:
+            callback()
+
+
+def run_stopped() -> bool:
+    """Whether the run this thread works for has stopped (False outside a run).
+
+    Examples
+    --------
+    >>> run_stopped()
+    False
+    """
+    stop = _STOP.get()
+    return stop is not None and stop.is_set()
+
+
+def when_stopped(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` (from the stopping thread) when the run this thread works for stops;
+    at once if it has. Returns a function that unregisters it; outside a run nothing is
+    registered.
+
+    Examples
+    --------
+    >>> unregister = when_stopped(lambda: print("stopped"))  # outside a run: never called
+    >>> unregister()
+    """
+    stop = _STOP.get()
+    if stop is None:
+        return lambda: None
+    if not isinstance(stop, _RunStop):  # a plain event: nothing to notify, only to ask
+        if stop.is_set():
+            callback()
+        return lambda: None
+    return stop.register(callback)
 
 
 def request_slot() -> None:
@@ -270,7 +338,7 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
         Applied to the requests of the thread tasks.
     """
     events: queue.Queue = queue.Queue()
-    stop = threading.Event()
+    stop = _RunStop()
     keys = {m: list(tasks(m)) for m in replications}
     outcomes: dict[int, dict] = {m: {} for m in replications}
     cpu_records: dict[int, Any] = {}

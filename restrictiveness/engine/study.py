@@ -332,6 +332,54 @@ class Study:
             "draws": self.draws, "fit_on": self.fit_on,
         }
 
+    def _open_checkpoint(self, checkpoint, resume_other_versions: bool):
+        from .checkpoint import Checkpoint
+
+        # the code of every object the run names, not only their reprs (an edited fit under
+        # an unchanged repr would mix two codes' replications)
+        return Checkpoint(checkpoint, self.configuration(), resume_other_versions,
+                          code=[self.evaluation, self.baseline, *self.procedures.values(),
+                                *self.discrepancies])
+
+    def finished(self, checkpoint, resume_other_versions: bool = False) -> list[int]:
+        """The replications ``checkpoint`` already holds for this study: those a run given it
+        does not compute again (a dry run counts the others).
+
+        Parameters
+        ----------
+        checkpoint : str or Path
+            A checkpoint directory; one that does not exist yet (or holds no ``study.json``)
+            holds none, and is not created.
+        resume_other_versions : bool
+            As for :meth:`run`.
+
+        Returns
+        -------
+        list of int
+            Finished replications, in order.
+
+        Raises
+        ------
+        CheckpointError
+            The checkpoint was written by another study (or other versions or code), as
+            :meth:`run` would raise.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> study.finished(tempfile.mkdtemp() + "/not-yet")
+        []
+        """
+        from pathlib import Path
+
+        if not (Path(checkpoint) / "study.json").exists():
+            return []
+        store = self._open_checkpoint(checkpoint, resume_other_versions)
+        try:
+            return sorted(m for m in store.done() if 0 <= m < self.replications)
+        finally:
+            store.close()
+
     def memory_estimate(self) -> int:
         """Lower bound on the bytes one replication needs.
 
@@ -485,7 +533,6 @@ class Study:
         ...       == res.dataset["loss"].sel(procedure="linear", replication=[0, 1])).all())
         True
         """
-        from .checkpoint import Checkpoint
         from .results import Results
 
         reps = list(range(self.replications)) if replications is None \
@@ -503,11 +550,7 @@ class Study:
         store = None
         try:
             if checkpoint is not None:
-                # the code of every object the run names, not only their reprs (an edited
-                # fit under an unchanged repr would mix two codes' replications)
-                store = Checkpoint(checkpoint, self.configuration(), resume_other_versions,
-                                   code=[self.evaluation, self.baseline,
-                                         *self.procedures.values(), *self.discrepancies])
+                store = self._open_checkpoint(checkpoint, resume_other_versions)
                 _warn_hidden_state(self, store.path)
                 wanted = set(reps)
                 finished.update({m: r for m, r in store.done().items() if m in wanted})

@@ -161,7 +161,9 @@ class SandboxLimits:
     Parameters
     ----------
     wall_seconds : float
-        Wall-clock deadline, after which the parent kills the child ("timeout").
+        Wall-clock deadline, after which the parent kills the child ("timeout"); counted
+        from the program's start (programs of one process run one per usable CPU at a time,
+        and a wait for a free CPU does not count).
     cpu_seconds : float, optional
         CPU-time limit enforced by the kernel ("cpu"); default: the wall-clock limit.
     memory_bytes : int

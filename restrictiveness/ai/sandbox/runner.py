@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,6 +24,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ...engine.concurrency import RunStopped, run_stopped
 from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
@@ -169,7 +171,8 @@ def run_python(source: str, *, driver: str | None = None,
         # control directory and put a link to anywhere on this machine in its place
         control_fd = open_directory(str(control))
         try:
-            result = _supervise(control, control_fd, limits, config, isolate_network)
+            with _program_slot():
+                result = _supervise(control, control_fd, limits, config, isolate_network)
         finally:
             os.close(control_fd)
         # the temporary directory's random name in a traceback made the same failure read
@@ -180,6 +183,43 @@ def run_python(source: str, *, driver: str | None = None,
         if not (owned.remove() if owned is not None else remove_tree(control)):
             warnings.warn(f"run_python: could not delete {control if owned is None else root}",
                           RuntimeWarning, stacklevel=2)
+
+
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+#: Sandboxed programs running at once in this process: one per usable CPU. The programs of
+#: fits on a run's I/O threads (``Study.run(concurrency=N)``) ran all at once, N of them on a
+#: few cores, and their wall-clock limit then failed programs a serial run completes (8 of 8
+#: timed out at concurrency=8 on 2 cores, 0 of 8 serially): results depended on the thread
+#: count. A program's wall clock starts once it has a slot.
+_SLOTS = threading.BoundedSemaphore(_usable_cpus())
+
+
+def _renew_slots() -> None:
+    # a fork copies the count with the slots of threads that do not exist in the child
+    global _SLOTS
+    _SLOTS = threading.BoundedSemaphore(_usable_cpus())
+
+
+os.register_at_fork(after_in_child=_renew_slots)
+
+
+@contextlib.contextmanager
+def _program_slot() -> Iterator[None]:
+    """Hold one of :data:`_SLOTS` while a program runs; waiting ends if the run stops."""
+    slots = _SLOTS
+    while not slots.acquire(timeout=0.25):
+        if run_stopped():
+            raise RunStopped
+    try:
+        yield
+    finally:
+        slots.release()
 
 
 def relative_paths(text: str, workdir: str) -> str:
@@ -496,6 +536,12 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
             if remaining <= 0:
                 killed = "timeout"
                 break
+            if run_stopped():
+                # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
+                # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
+                # the interpreter's exit waited for it
+                killed = "stopped"
+                break
             if time.monotonic() >= next_disk_check:
                 next_disk_check = time.monotonic() + 0.25
                 killed = over_disk()
@@ -513,7 +559,7 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         if killed is None:
             # pipes closed; the child may still run (it can close its own stdout)
             while not _exited(proc.pid) and time.monotonic() < deadline:
-                killed = over_disk()
+                killed = over_disk() or ("stopped" if run_stopped() else None)
                 if killed:
                     break
                 time.sleep(0.02)
@@ -531,6 +577,8 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         for stream, name in channels:
             _drain(stream, name, watch)
             stream.close()
+    if killed == "stopped":
+        raise RunStopped
     setup, ended = watch.setup(), watch.ended()
     if ended is None and setup and isinstance(setup.get("pidns"), int) and \
             setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
