@@ -939,6 +939,22 @@ def test_openai_tool_arguments_sent_as_an_object_are_run():
     assert json.loads(sent["arguments"]) == {"code": "print(6 * 7)"}
 
 
+@pytest.mark.parametrize("tool_calls", [
+    {"id": "c1", "type": "function", "function": {"name": "run_python", "arguments": "{}"}},
+    [{"id": "c1", "type": "custom", "custom": {"name": "run_python", "input": "print(1)"}}],
+])
+def test_openai_tool_calls_the_adapter_cannot_read_are_a_malformed_reply(tool_calls):
+    """A tool_calls object instead of a list, or a call that is not a function call, read as a
+    reply with no call and no text: an empty answer, with nothing said."""
+    with ChatServer("openai", lambda body: "x") as server:
+        payload = server.protocol_reply({"messages": []}, {"text": ""})
+        payload["choices"][0]["message"]["tool_calls"] = tool_calls
+        server.script = [("raw", 200, json.dumps(payload).encode())]
+        with pytest.raises(rx.llm.ClientError, match="malformed reply .*tool.call"):
+            adapter(server, max_retries=3).chat([{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 1  # not retried: the same server would send the same
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)

@@ -1401,6 +1401,10 @@ MUTANTS: list[Mutant] = [
            "ConvexHull refuses the data's own points on its facets (rounding)",
            ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
             "covers",)),
+    Mutant("ai/clients.py", "        if any(getattr(c, \"function\", None) is None for c in raw_calls):",
+           "        if False:", "an OpenAI tool call that is not a function call dropped unread",
+           ("tests/test_llm_clients.py::test_openai_tool_calls_the_adapter_cannot_read_are_a_"
+            "malformed_reply",)),
     Mutant("eligible/domains.py", "            ok[alive[~inside]] = False\n",
            "            pass\n", "ConvexHull keeps the points a facet block rejects",
            ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"

@@ -1459,9 +1459,15 @@ class OpenAIChat(ChatAdapter):
             raise ValueError("the reply's choice has no message")
         # arguments are a JSON string in the API; some compatible servers (Hugging Face's
         # TGI) send the object itself, and every native agent fit failed as a malformed reply
+        raw_calls = getattr(message, "tool_calls", None) or ()
+        if not isinstance(raw_calls, list | tuple):  # a dict's keys were read as no call
+            raise ValueError(f"the reply's tool_calls is a {type(raw_calls).__name__}, not a "
+                             "list")
+        if any(getattr(c, "function", None) is None for c in raw_calls):
+            # only function tools are offered; a call of another kind was dropped unread
+            raise ValueError("a tool call of the reply is not a function call")
         calls = tuple(ToolCall(c.id, c.function.name, _tool_input(c.function.arguments))
-                      for c in (getattr(message, "tool_calls", None) or ())
-                      if getattr(c, "function", None) is not None)
+                      for c in raw_calls)
         usage = getattr(response, "usage", None)
         content = getattr(message, "content", None)
         if isinstance(content, list):
