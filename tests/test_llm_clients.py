@@ -939,18 +939,20 @@ def test_openai_tool_arguments_sent_as_an_object_are_run():
     assert json.loads(sent["arguments"]) == {"code": "print(6 * 7)"}
 
 
-@pytest.mark.parametrize("tool_calls", [
-    {"id": "c1", "type": "function", "function": {"name": "run_python", "arguments": "{}"}},
-    [{"id": "c1", "type": "custom", "custom": {"name": "run_python", "input": "print(1)"}}],
+@pytest.mark.parametrize(("tool_calls", "said"), [
+    ({"id": "c1", "type": "function", "function": {"name": "run_python", "arguments": "{}"}},
+     "the reply's tool_calls is a dict, not a list"),
+    ([{"id": "c1", "type": "custom", "custom": {"name": "run_python", "input": "print(1)"}}],
+     "a tool call of the reply is not a function call"),
 ])
-def test_openai_tool_calls_the_adapter_cannot_read_are_a_malformed_reply(tool_calls):
+def test_openai_tool_calls_the_adapter_cannot_read_are_a_malformed_reply(tool_calls, said):
     """A tool_calls object instead of a list, or a call that is not a function call, read as a
     reply with no call and no text: an empty answer, with nothing said."""
     with ChatServer("openai", lambda body: "x") as server:
         payload = server.protocol_reply({"messages": []}, {"text": ""})
         payload["choices"][0]["message"]["tool_calls"] = tool_calls
         server.script = [("raw", 200, json.dumps(payload).encode())]
-        with pytest.raises(rx.llm.ClientError, match="malformed reply .*tool.call"):
+        with pytest.raises(rx.llm.ClientError, match=f"malformed reply \\({said}\\)"):
             adapter(server, max_retries=3).chat([{"role": "user", "content": "hi"}])
     assert len(server.requests) == 1  # not retried: the same server would send the same
 
