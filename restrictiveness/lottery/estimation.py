@@ -38,8 +38,9 @@ class LotteryNLS:
     ----------
     endog : array_like
         ``(N,)`` certainty equivalents.
-    exog : array_like
-        ``(N, 3)`` lotteries ``(z_hi, z_lo, p)``.
+    exog : array_like or DataFrame
+        ``(N, 3)`` lotteries ``(z_hi, z_lo, p)``, or a DataFrame with the columns ``names``
+        gives for them.
     model : RDU
         The model (e.g. ``CPT(free=("alpha", "delta"))``), which also does the fit.
     data : DataFrame, optional
@@ -65,14 +66,19 @@ class LotteryNLS:
         if not (hasattr(model, "fit_arrays") and hasattr(model, "utility")):
             raise ConfigurationError("model must be an RDU-family model such as CPT(...)")
         self.model = model
-        self.exog = lottery_matrix(exog, shift=model.utility.shift)
+        names = tuple(names)
+        if len(names) != 4:
+            raise ConfigurationError(f"names must be the response and the three lottery "
+                                     f"covariates, got {names!r}")
+        # a DataFrame (from_formula's) is read by the names, and errors name its rows' labels
+        self.exog = lottery_matrix(exog, names=names[1:], shift=model.utility.shift)
         self.endog = np.ascontiguousarray(endog, dtype=float)
         if self.endog.shape != (self.exog.shape[0],):
             raise DataError(f"endog must have shape ({self.exog.shape[0]},), "
                             f"got {self.endog.shape}")
         if not np.isfinite(self.endog).all():
             raise DataError("endog contains NaN or infinite values")
-        self.data, self.formula, self.names = data, formula, tuple(names)
+        self.data, self.formula, self.names = data, formula, names
 
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame, model) -> LotteryNLS:
@@ -118,8 +124,8 @@ class LotteryNLS:
         if data[cols].isna().any().any():
             raise DataError(f"formula {formula!r}: the data contain missing values (NaN); "
                             "drop or impute them first")
-        return cls(data[f.response].to_numpy(float), data[list(f.covariates)].to_numpy(float),
-                   model, data=data, formula=formula, names=cols)
+        return cls(data[f.response].to_numpy(float), data[list(f.covariates)], model, data=data,
+                   formula=formula, names=cols)
 
     @property
     def nobs(self) -> int:
