@@ -129,12 +129,19 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
                                           "(rank-dependent weights would go to the wrong prize)"),
                       ((X[:, :2] + shift < 0).any(axis=1), f"prizes {hi} or {lo} {below}")):
         if bad.any():
-            raise DataError(f"lottery covariates: {what} in {_which(bad, rows)}")
+            raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
     return np.ascontiguousarray(X)
 
 
-def _which(bad, rows: pd.Index | None) -> str:
-    """``"2 row(s) (index [3, 7])"``: the count and up to five labels (positions without any)."""
+def describe_rows(bad, rows: pd.Index | None) -> str:
+    """``"2 row(s) (index [3, 7])"``: the count of rows ``bad`` marks and up to five of their
+    labels (their positions when ``rows`` is None).
+
+    Examples
+    --------
+    >>> describe_rows(np.array([False, True, True]), pd.Index(["a", "b", "c"]))
+    "2 row(s) (index ['b', 'c'])"
+    """
     at = np.flatnonzero(bad)
     shown = [rows[i] for i in at[:5]] if rows is not None else at[:5].tolist()
     listed = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in shown)
