@@ -868,3 +868,20 @@ def test_lottery_data_errors_name_the_rows_and_columns():
     with pytest.raises(DataError, match=r"'prob' \(p\) outside \[0, 1\] in 1 row\(s\) "
                                         r"\(index \['b'\]\)"):
         res.predict(df.iloc[:2].set_axis(["a", "b"]).assign(prob=[0.5, -0.1]))
+
+
+def test_the_fitted_rule_of_an_estimate_reads_new_data_by_the_formula_columns():
+    """``res.fitted`` ("the fitted rule: predict at new lotteries") read a DataFrame by the
+    model's default columns z_hi, z_lo, p: after ``CPT.from_formula("y ~ hi + lo + prob")`` it
+    refused the very data it was estimated on, asking for columns they never had."""
+    df = pd.DataFrame({"hi": [1.0, 0.6, 0.9, 0.5, 0.8], "lo": [0.0, 0.2, 0.1, 0.0, 0.3],
+                       "prob": [0.5, 0.3, 0.8, 0.1, 0.6], "y": [0.45, 0.3, 0.7, 0.12, 0.5]},
+                      index=list("abcde"))
+    res = CPT.from_formula("y ~ hi + lo + prob", df, free=("alpha",)).fit()
+    a = res.params["alpha"]
+    hand = (df["prob"] * df["hi"] ** a + (1 - df["prob"]) * df["lo"] ** a) ** (1 / a)
+    np.testing.assert_allclose(res.fitted.predict(df), hand, rtol=1e-12)
+    np.testing.assert_allclose(res.fitted.predict(df[["prob", "lo", "hi"]]), hand, rtol=1e-12)
+    np.testing.assert_allclose(res.fitted.predict(df[["hi", "lo", "prob"]].to_numpy()), hand,
+                               rtol=1e-12)
+    np.testing.assert_array_equal(res.fitted.predict(df), res.predict(df))

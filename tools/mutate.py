@@ -983,6 +983,10 @@ MUTANTS: list[Mutant] = [
            LOTTERY_ORDER),
     Mutant("lottery/lotteries.py", "        rows = X.index if rows is None else rows\n", "",
            "a DataFrame's bad rows named by position, not by its index labels", LOTTERY_ORDER),
+    Mutant("lottery/estimation.py", "        fitted.names = self.names[1:]\n", "",
+           "an estimate's fitted rule reads new frames by z_hi, z_lo, p, not the formula's columns",
+           ("tests/test_lottery_models.py::test_the_fitted_rule_of_an_estimate_reads_new_data_by_"
+            "the_formula_columns", "tests/test_lottery_models.py")),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",

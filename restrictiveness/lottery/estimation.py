@@ -173,6 +173,9 @@ class LotteryNLS:
             raise DataError(f"estimation needs more observations ({self.nobs}) than parameters "
                             f"({k}) to compute standard errors")
         fitted = self.model.fit_arrays(self.exog, self.endog)
+        # the rule reads a new frame by the columns estimated on (the model's own formula, or
+        # z_hi, z_lo, p, asked "ce ~ hi + lo + prob"'s data for columns they never had)
+        fitted.names = self.names[1:]
         return LotteryNLSResults(self, fitted, cov_type, codes)
 
 
