@@ -885,3 +885,21 @@ def test_the_fitted_rule_of_an_estimate_reads_new_data_by_the_formula_columns():
     np.testing.assert_allclose(res.fitted.predict(df[["hi", "lo", "prob"]].to_numpy()), hand,
                                rtol=1e-12)
     np.testing.assert_array_equal(res.fitted.predict(df), res.predict(df))
+
+
+def test_disappointment_aversion_takes_a_grid_on_the_bounds_of_eta():
+    """η ∈ [−29/30, 99] is δ ∈ [0.01, 30], but 1 / (1 − 29/30) is 30.000000000000007 in floating
+    point, so a grid holding the documented lower bound of η was refused as beyond its bounds
+    (which the message did not state)."""
+    da = DisappointmentAversion(grid={"eta": [-29 / 30, 0.0, 99.0]})
+    assert da.grid["delta"] == (30.0, 1.0, 0.01)
+    X = lotteries(np.random.default_rng(3), 40)
+    # optimistic (δ = 30 at the bound, η = −29/30) labels: the grid's bound point is a start
+    y = CPT(free=("alpha", "delta")).fit_arrays(X, X[:, 0]).params
+    fit = da.fit_arrays(X, X[:, 0])
+    assert fit.params["eta"] == 1 / y["delta"] - 1 == 1 / 30 - 1
+    with pytest.raises(ConfigurationError, match=r"grid for 'eta' must be nonempty values "
+                                                 r"within its bounds \[-0.966667, 99\]"):
+        DisappointmentAversion(grid={"eta": [0.0, 200.0]})
+    with pytest.raises(ConfigurationError, match=r"within its bounds \[0.01, 1\]"):
+        CPT(grid={"alpha": [0.0, 0.5]})

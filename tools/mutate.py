@@ -987,6 +987,11 @@ MUTANTS: list[Mutant] = [
            "an estimate's fitted rule reads new frames by z_hi, z_lo, p, not the formula's columns",
            ("tests/test_lottery_models.py::test_the_fitted_rule_of_an_estimate_reads_new_data_by_"
             "the_formula_columns", "tests/test_lottery_models.py")),
+    Mutant("lottery/models.py", "        if abs(delta - bound) <= 1e-12 * bound:\n            return bound",
+           "        if abs(delta - bound) <= 1e-12 * bound:\n            return delta",
+           "a DA grid on eta's documented bound -29/30 refused (delta 30.000000000000007)",
+           ("tests/test_lottery_models.py::test_disappointment_aversion_takes_a_grid_on_the_"
+            "bounds_of_eta", "tests/test_lottery_models.py")),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
