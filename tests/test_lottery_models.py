@@ -858,6 +858,12 @@ def test_lottery_data_errors_name_the_rows_and_columns():
             CPT.from_formula(f, bad, free=("alpha",))
         with pytest.raises(DataError, match=message):
             ExpectedValue(f).fit(bad)
+    nan = df.copy()
+    nan.loc[[11, 13], ["ce", "lo"]] = np.nan, np.nan
+    nan.loc[14, "ce"] = np.nan
+    with pytest.raises(DataError, match=r"missing values \(NaN\) in column\(s\) \['ce', 'lo'\] "
+                                        r"in 3 row\(s\) \(index \[11, 13, 14\]\)"):
+        CPT.from_formula(f, nan, free=("alpha",))
     # an array has no labels: positions, and the roles' names
     X = df[["hi", "lo", "prob"]].to_numpy(copy=True)
     X[[0, 1, 2, 3, 4, 5], 2] = 2.0

@@ -26,7 +26,7 @@ from ..shared.checks import numeric_columns
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
-from .lotteries import lottery_columns, lottery_matrix
+from .lotteries import describe_rows, lottery_columns, lottery_matrix
 
 __all__ = ["LotteryNLS", "LotteryNLSResults"]
 
@@ -121,9 +121,12 @@ class LotteryNLS:
         cols = [f.response, *f.covariates]
         # text was parsed as numbers, complex cut to its real part, a repeated column misread
         numeric_columns(data, cols, f"formula {formula!r}")
-        if data[cols].isna().any().any():
-            raise DataError(f"formula {formula!r}: the data contain missing values (NaN); "
-                            "drop or impute them first")
+        missing = data[cols].isna()
+        if missing.any().any():
+            which = [c for c in cols if missing[c].any()]
+            rows = describe_rows(missing.any(axis=1).to_numpy(), data.index)
+            raise DataError(f"formula {formula!r}: the data contain missing values (NaN) in "
+                            f"column(s) {which} in {rows}; drop or impute them first")
         return cls(data[f.response].to_numpy(float), data[list(f.covariates)], model, data=data,
                    formula=formula, names=cols)
 
