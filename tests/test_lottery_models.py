@@ -909,3 +909,16 @@ def test_disappointment_aversion_takes_a_grid_on_the_bounds_of_eta():
         DisappointmentAversion(grid={"eta": [0.0, 200.0]})
     with pytest.raises(ConfigurationError, match=r"within its bounds \[0.01, 1\]"):
         CPT(grid={"alpha": [0.0, 0.5]})
+
+
+def test_parameters_the_data_barely_inform_get_no_small_standard_error():
+    """One lottery with 0 < p < 1 among sure ones: α and δ cannot be told apart. Rounding gives
+    the Jacobian a second singular value of 3e-13 (of 0.14), which the identification check
+    kept and pinv(JᵀJ) dropped, so α and δ got standard errors of 0.12 and 0.26 that the data
+    do not carry. statsmodels' OLS of the residuals on the same Jacobian gives 4e10 and 2e10."""
+    df = pd.DataFrame({"z_hi": [1.0, 0.6, 0.9, 0.5, 0.8], "z_lo": [0.0, 0.2, 0.1, 0.0, 0.3],
+                       "p": [0.0, 1.0, 0.0, 1.0, 0.5], "ce": [0.01, 0.55, 0.1, 0.5, 0.5]})
+    res = CPT().fit(df)
+    with pytest.warns(RuntimeWarning, match=r"\['gamma'\] are not identified"):
+        assert np.isnan(res.bse["gamma"])
+    assert res.bse["alpha"] > 1e9 and res.bse["delta"] > 1e9

@@ -992,6 +992,12 @@ MUTANTS: list[Mutant] = [
            "a DA grid on eta's documented bound -29/30 refused (delta 30.000000000000007)",
            ("tests/test_lottery_models.py::test_disappointment_aversion_takes_a_grid_on_the_"
             "bounds_of_eta", "tests/test_lottery_models.py")),
+    Mutant("procedures/estimation.py", "        bread = (Vt[kept].T / S[kept] ** 2) @ Vt[kept]  # (JᵀJ)⁺ from J's SVD, not JᵀJ's",
+           "        bread = np.linalg.pinv(J.T @ J)",
+           "standard errors from pinv(JᵀJ): small ones for barely identified parameters",
+           ("tests/test_nls.py::test_standard_errors_of_a_nearly_collinear_model_equal_"
+            "statsmodels", "tests/test_lottery_models.py::test_parameters_the_data_barely_"
+            "inform_get_no_small_standard_error", *LSQ)),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",

@@ -13,7 +13,9 @@ fitted values with respect to the estimated parameters and the residuals ``e`` a
   (statsmodels' and Stata's factor).
 
 These are the OLS formulas applied to the linearised model, so they equal statsmodels' OLS of
-``e`` on ``J`` at an interior optimum. Parameters reported on another scale than the one
+``e`` on ``J`` at an interior optimum; ``(JᵀJ)⁻¹`` is computed from the singular value
+decomposition of ``J`` itself (as statsmodels' pseudo-inverse of the design), not by inverting
+``JᵀJ``, whose condition number is J's squared. Parameters reported on another scale than the one
 estimated (δ from log δ) are carried over by the delta method, ``V = D V_est Dᵀ``.
 
 Inference uses Student-t: ``N − k`` degrees of freedom for ``nonrobust`` and ``HC1``, ``G − 1``
@@ -175,10 +177,8 @@ class LeastSquaresResults:
         """
         if self.df_model == 0:
             return np.zeros(0, dtype=bool)
-        J = self._J_finite
-        _, S, Vt = np.linalg.svd(J, full_matrices=False)
-        tol = S.max(initial=0.0) * max(J.shape) * np.finfo(float).eps  # matrix_rank's
-        lost = (np.abs(Vt[S <= tol]) > 1e-8).any(axis=0)
+        S, Vt, kept = self._spectrum
+        lost = (np.abs(Vt[~kept]) > 1e-8).any(axis=0)
         infinite = ~np.isfinite(self._J).all(axis=0)
         if infinite.any():
             names = [q for q, bad in zip(self._names, infinite, strict=True) if bad]
@@ -194,6 +194,23 @@ class LeastSquaresResults:
                           RuntimeWarning, stacklevel=4)
         return lost | infinite
 
+    @cached_property
+    def _spectrum(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Singular values ``S`` (k, zeros past N) and right singular vectors ``Vt`` (k × k) of
+        the Jacobian, and which directions its rank keeps (``S`` above matrix_rank's tolerance).
+
+        One rank decision serves :attr:`_unidentified` and the covariance: the covariance was
+        ``pinv(JᵀJ)``, whose cutoff (1e-15 on the squared singular values, 3e-8 on J's) dropped
+        directions the identification check kept, so a parameter that is all but unidentified
+        (J's condition number 3e9) got a small finite standard error (13, where statsmodels'
+        OLS of the same linear model gives 1.3e7).
+        """
+        J = self._J_finite
+        _, S, Vt = np.linalg.svd(J, full_matrices=True)
+        S = np.concatenate([S, np.zeros(Vt.shape[0] - S.shape[0])])
+        tol = S.max(initial=0.0) * max(J.shape) * np.finfo(float).eps  # matrix_rank's
+        return S, Vt, S > tol
+
     @property
     def _J_finite(self) -> np.ndarray:
         """The Jacobian with its non-finite columns zeroed: those parameters are held fixed
@@ -205,7 +222,8 @@ class LeastSquaresResults:
         J, e, N, k = self._J_finite, self.resid, self.nobs, self.df_model
         if k == 0:
             return np.zeros((0, 0))
-        bread = np.linalg.pinv(J.T @ J)
+        S, Vt, kept = self._spectrum
+        bread = (Vt[kept].T / S[kept] ** 2) @ Vt[kept]  # (JᵀJ)⁺ from J's SVD, not JᵀJ's
         if self.cov_type == "nonrobust":
             s2 = self.ssr / self.df_resid if self.df_resid > 0 else np.nan
             return s2 * bread
