@@ -118,18 +118,25 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
     elif X.shape[1] != 3:
         raise DataError(f"lottery covariates X must have 3 columns (z_hi, z_lo, p), "
                         f"got {X.shape[1]}")
-    hi, lo, p = (f"{c!r}" if c == role else f"{c!r} ({role})"
-                 for c, role in zip(names, LOTTERY_COLUMNS, strict=True))
-    # each names its rows (by the data's labels) and columns: "row 2" of a participant's
-    # subset was a position, not the label df.loc finds
+    finite = np.isfinite(X).all()
+    zh, zl, p = X[:, 0], X[:, 1], X[:, 2]
+    if finite and p.min(initial=0.0) >= 0 and p.max(initial=0.0) <= 1 and (zl <= zh).all() \
+            and zl.min(initial=0.0) + shift >= 0:  # zl <= zh: the low prizes bound both
+        return np.ascontiguousarray(X)
+    # name the rows (by the data's labels) and the columns: "row 2" of a participant's subset
+    # was a position, not the label df.loc finds
+    hi_, lo_, p_ = (f"{c!r}" if c == role else f"{c!r} ({role})"
+                    for c, role in zip(names, LOTTERY_COLUMNS, strict=True))
     below = f"below {-shift:g}" if shift else "below 0 (the models are for gains)"
-    for bad, what in ((~np.isfinite(X).all(axis=1), f"NaN or infinite values in {hi}, {lo} or {p}"),
-                      ((X[:, 2] < 0) | (X[:, 2] > 1), f"probabilities {p} outside [0, 1]"),
-                      (X[:, 1] > X[:, 0], f"the low prize {lo} above the high prize {hi} "
-                                          "(rank-dependent weights would go to the wrong prize)"),
-                      ((X[:, :2] + shift < 0).any(axis=1), f"prizes {hi} or {lo} {below}")):
-        if bad.any():
-            raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
+    with np.errstate(invalid="ignore"):
+        for bad, what in ((~np.isfinite(X).all(axis=1),
+                           f"NaN or infinite values in {hi_}, {lo_} or {p_}"),
+                          ((p < 0) | (p > 1), f"probabilities {p_} outside [0, 1]"),
+                          (zl > zh, f"the low prize {lo_} above the high prize {hi_} "
+                                    "(rank-dependent weights would go to the wrong prize)"),
+                          ((X[:, :2] + shift < 0).any(axis=1), f"prizes {hi_} or {lo_} {below}")):
+            if bad.any():
+                raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
     return np.ascontiguousarray(X)
 
 
