@@ -88,7 +88,7 @@ class LotteryNLS:
         ----------
         formula : str
             Response, then the high outcome, the low outcome and the probability of the high
-            one, in that order.
+            one, in that order (by position: ``"ce ~ z_lo + z_hi + p"`` is refused).
         data : DataFrame
             One row per observation, with the formula's columns.
         model : RDU

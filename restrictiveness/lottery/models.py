@@ -276,7 +276,8 @@ class RDU(_LotteryProcedure):
         must stay positive and γ nonnegative.
     formula : str, optional
         Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
-        (default: the columns named ``z_hi``, ``z_lo``, ``p``).
+        (default: the columns named ``z_hi``, ``z_lo``, ``p``); a column named like one role in
+        another's position (``"ce ~ z_lo + z_hi + p"``) is refused.
     n_starts : int
         Number of grid-local minima refined (the best grid point of each face of the parameter
         box is refined as well).
