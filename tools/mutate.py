@@ -1001,6 +1001,10 @@ MUTANTS: list[Mutant] = [
            ("tests/test_nls.py::test_standard_errors_of_a_nearly_collinear_model_equal_"
             "statsmodels", "tests/test_lottery_models.py::test_parameters_the_data_barely_"
             "inform_get_no_small_standard_error", *LSQ)),
+    Mutant("procedures/estimation.py", "        rows = data.index if data is not None and len(data.index) == nobs else None",
+           "        rows = None",
+           "missing cluster identifiers named by position, not the data's labels",
+           ("tests/test_cluster_groups.py",)),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",

@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults, cluster_codes
-from ..shared.checks import numeric_columns
+from ..shared.checks import describe_rows, numeric_columns
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
-from .lotteries import describe_rows, lottery_columns, lottery_matrix
+from .lotteries import lottery_columns, lottery_matrix
 
 __all__ = ["LotteryNLS", "LotteryNLSResults"]
 

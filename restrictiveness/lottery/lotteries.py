@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..shared.checks import numeric_columns
+from ..shared.checks import describe_rows, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 
@@ -139,18 +139,3 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
                 raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
     return np.ascontiguousarray(X)
 
-
-def describe_rows(bad, rows: pd.Index | None) -> str:
-    """``"2 row(s) (index [3, 7])"``: the count of rows ``bad`` marks and up to five of their
-    labels (their positions when ``rows`` is None).
-
-    Examples
-    --------
-    >>> describe_rows(np.array([False, True, True]), pd.Index(["a", "b", "c"]))
-    "2 row(s) (index ['b', 'c'])"
-    """
-    at = np.flatnonzero(bad)
-    shown = [rows[i] for i in at[:5]] if rows is not None else at[:5].tolist()
-    listed = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in shown)
-    more = ", ..." if at.size > 5 else ""
-    return f"{at.size} row(s) ({'index' if rows is not None else 'rows'} [{listed}{more}])"

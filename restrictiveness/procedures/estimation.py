@@ -42,7 +42,7 @@ import scipy.stats
 from statsmodels.iolib.summary import Summary, fmt_2cols, fmt_params
 from statsmodels.iolib.table import SimpleTable
 
-from ..shared.checks import aligned_by_label, probability
+from ..shared.checks import aligned_by_label, describe_rows, probability
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 
 __all__ = ["CovType", "COV_TYPES", "LeastSquaresResults", "cluster_codes"]
@@ -106,8 +106,10 @@ def cluster_codes(cov_type: str, groups, nobs: int, data: pd.DataFrame | None = 
     if groups.shape != (nobs,):
         raise DataError(f"groups must have one entry per observation ({nobs}), "
                         f"got shape {groups.shape}")
-    if pd.isna(groups).any():
-        raise DataError("groups contains missing values")
+    missing = pd.isna(groups)
+    if missing.any():  # named by the data's labels, as df.loc finds them
+        rows = data.index if data is not None and len(data.index) == nobs else None
+        raise DataError(f"groups contains missing values in {describe_rows(missing, rows)}")
     codes = pd.factorize(groups)[0]
     if codes.max(initial=0) < 1:  # no rows at all was numpy's ValueError
         raise DataError("cov_type='cluster' needs at least two clusters")
