@@ -870,6 +870,8 @@ def test_lottery_data_errors_name_the_rows_and_columns():
     with pytest.raises(DataError, match=r"probabilities 'p' outside \[0, 1\] in 6 row\(s\) "
                                         r"\(rows \[0, 1, 2, 3, 4, \.\.\.\]\)"):
         CPT(free=("alpha",)).fit_arrays(X, df["ce"].to_numpy())
+    with pytest.raises(ConfigurationError, match="names must be the response and the three"):
+        LotteryNLS(df["ce"], X, CPT(), names=("ce", "hi", "lo"))   # was accepted as it was
     res = CPT.from_formula(f, df, free=("alpha",)).fit()   # and predict on new data
     with pytest.raises(DataError, match=r"'prob' \(p\) outside \[0, 1\] in 1 row\(s\) "
                                         r"\(index \['b'\]\)"):
