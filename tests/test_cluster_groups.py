@@ -63,3 +63,17 @@ def test_groups_series_that_cannot_be_aligned_is_refused(name):
     repeated = df["id"].set_axis(np.r_[101, 101, np.arange(102, 100 + len(df))])
     with pytest.raises(rx.DataError, match="index differs from the data's and is not unique"):
         estimate(df, repeated)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_missing_cluster_identifiers_are_refused_naming_their_rows(name):
+    """The message named no row ("groups contains missing values"): now the count and the
+    data's row labels, as df.loc finds them; an array without data's labels: positions."""
+    estimate, df = ESTIMATORS[name], _data()
+    holes = df.assign(id=df["id"].astype(float))
+    holes.loc[[102, 117], "id"] = np.nan
+    with pytest.raises(rx.DataError, match=r"groups contains missing values in 2 row\(s\) "
+                                           r"\(index \[102, 117\]\)"):
+        estimate(holes, "id")
+    with pytest.raises(rx.DataError, match=r"in 2 row\(s\) \(index \[102, 117\]\)"):
+        estimate(holes, holes["id"].to_numpy())

@@ -705,6 +705,25 @@ def test_inference_equals_statsmodels_ols_on_a_linear_model(cov_type):
     assert res.df_inference == (df["g"].nunique() - 1 if cov_type == "cluster" else 58)
 
 
+@pytest.mark.parametrize("spread", [3e-7, 1e-7])
+def test_standard_errors_of_a_nearly_collinear_model_equal_statsmodels(spread):
+    """(JᵀJ)⁺ was computed as pinv(JᵀJ), which squares J's condition number and cuts its
+    singular values below 3e-8 of the largest: on x2 = x1 + spread·z (cond(J) 1e7 and 3e7) the
+    standard errors were 0.6% and 5.9% below statsmodels' OLS (42,262 for 42,522; 120,043 for
+    127,565), and beyond a condition number of 3e7 a direction the data barely inform was
+    dropped, leaving small finite standard errors. They now come from J's own SVD."""
+    rng = np.random.default_rng(0)
+    x1 = rng.uniform(1, 2, 60)
+    x2, u = x1 + spread * rng.standard_normal(60), rng.standard_normal(60)
+    df = pd.DataFrame({"x1": x1, "x2": x2, "y": x1 + 2 * x2 + 0.1 * u})
+    res = rx.NLS.from_formula("y ~ a * x1 + b * x2", df,
+                              bounds={"a": (-1e12, 1e12), "b": (-1e12, 1e12)}).fit()
+    ols = sm.OLS(df["y"], df[["x1", "x2"]]).fit()
+    assert res.ssr == pytest.approx(ols.ssr, rel=1e-6)   # the fit reaches the optimum
+    assert np.linalg.cond(df[["x1", "x2"]]) == pytest.approx(3e-7 / spread * 1.01e7, rel=0.02)
+    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-6)
+
+
 def _decay(data, a, b):
     return a * np.exp(-b * data["x"])
 

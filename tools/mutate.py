@@ -64,6 +64,9 @@ LSQ = ("tests/test_nls.py::test_inference_equals_statsmodels_ols_on_a_linear_mod
        "tests/test_nls.py::test_standard_errors_match_statsmodels_on_the_jacobian_and_curve_fit",
        *LOTTERY_SE, "tests/test_nls.py", "tests/test_lottery_models.py")
 LOTTERY = ("tests/test_lottery_models.py", "tests/test_formulas.py")
+LOTTERY_ORDER = ("tests/test_lottery_models.py::test_a_lottery_formula_with_its_roles_out_of_"
+                 "order_is_refused_up_front", "tests/test_lottery_models.py::test_lottery_data_"
+                 "errors_name_the_rows_and_columns", "tests/test_lottery_models.py")
 RESPONSE = ("tests/test_formulas.py::test_a_fit_to_a_sample_refuses_a_formula_naming_another_"
             "response",)
 DEMAND = ("tests/test_demand_models.py",)
@@ -973,6 +976,35 @@ MUTANTS: list[Mutant] = [
     Mutant("lottery/models.py", "            if getattr(part, \"kind\", None) != kind or part.parameters != parameters:",
            "            if part.parameters != parameters:",
            "a weighting code the kernel lacks computed as Prelec's", LOTTERY_BOUNDS),
+    # -- lottery/lotteries.py: roles by position, errors naming rows ------------------------------
+    Mutant("lottery/lotteries.py", "                 if c in LOTTERY_COLUMNS and c != role]",
+           "                 if c in LOTTERY_COLUMNS and c != role and False]",
+           "a role's name in another role's position accepted (ce ~ z_lo + z_hi + p)",
+           LOTTERY_ORDER),
+    Mutant("lottery/lotteries.py", "p.max(initial=0.0) <= 1 and (zl <= zh).all() \\",
+           "p.max(initial=0.0) <= 1 \\",
+           "swapped prizes pass the lotteries' fast check", LOTTERY_ORDER),
+    Mutant("lottery/lotteries.py", "        rows = X.index if rows is None else rows\n", "",
+           "a DataFrame's bad rows named by position, not by its index labels", LOTTERY_ORDER),
+    Mutant("lottery/estimation.py", "        fitted.names = self.names[1:]\n", "",
+           "an estimate's fitted rule reads new frames by z_hi, z_lo, p, not the formula's columns",
+           ("tests/test_lottery_models.py::test_the_fitted_rule_of_an_estimate_reads_new_data_by_"
+            "the_formula_columns", "tests/test_lottery_models.py")),
+    Mutant("lottery/models.py", "        if abs(delta - bound) <= 1e-12 * bound:\n            return bound",
+           "        if abs(delta - bound) <= 1e-12 * bound:\n            return delta",
+           "a DA grid on eta's documented bound -29/30 refused (delta 30.000000000000007)",
+           ("tests/test_lottery_models.py::test_disappointment_aversion_takes_a_grid_on_the_"
+            "bounds_of_eta", "tests/test_lottery_models.py")),
+    Mutant("procedures/estimation.py", "        bread = (Vt[kept].T / S[kept] ** 2) @ Vt[kept]  # (JᵀJ)⁺ from J's SVD, not JᵀJ's",
+           "        bread = np.linalg.pinv(J.T @ J)",
+           "standard errors from pinv(JᵀJ): small ones for barely identified parameters",
+           ("tests/test_nls.py::test_standard_errors_of_a_nearly_collinear_model_equal_"
+            "statsmodels", "tests/test_lottery_models.py::test_parameters_the_data_barely_"
+            "inform_get_no_small_standard_error", *LSQ)),
+    Mutant("procedures/estimation.py", "        rows = data.index if data is not None and len(data.index) == nobs else None",
+           "        rows = None",
+           "missing cluster identifiers named by position, not the data's labels",
+           ("tests/test_cluster_groups.py",)),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import LeastSquaresResults, cluster_codes
-from ..shared.checks import numeric_columns
+from ..shared.checks import describe_rows, numeric_columns
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import parse_formula
 from . import _rdu_nb
@@ -38,8 +38,9 @@ class LotteryNLS:
     ----------
     endog : array_like
         ``(N,)`` certainty equivalents.
-    exog : array_like
-        ``(N, 3)`` lotteries ``(z_hi, z_lo, p)``.
+    exog : array_like or DataFrame
+        ``(N, 3)`` lotteries ``(z_hi, z_lo, p)``, or a DataFrame with the columns ``names``
+        gives for them.
     model : RDU
         The model (e.g. ``CPT(free=("alpha", "delta"))``), which also does the fit.
     data : DataFrame, optional
@@ -65,14 +66,19 @@ class LotteryNLS:
         if not (hasattr(model, "fit_arrays") and hasattr(model, "utility")):
             raise ConfigurationError("model must be an RDU-family model such as CPT(...)")
         self.model = model
-        self.exog = lottery_matrix(exog, shift=model.utility.shift)
+        names = tuple(names)
+        if len(names) != 4:
+            raise ConfigurationError(f"names must be the response and the three lottery "
+                                     f"covariates, got {names!r}")
+        # a DataFrame (from_formula's) is read by the names, and errors name its rows' labels
+        self.exog = lottery_matrix(exog, names=names[1:], shift=model.utility.shift)
         self.endog = np.ascontiguousarray(endog, dtype=float)
         if self.endog.shape != (self.exog.shape[0],):
             raise DataError(f"endog must have shape ({self.exog.shape[0]},), "
                             f"got {self.endog.shape}")
         if not np.isfinite(self.endog).all():
             raise DataError("endog contains NaN or infinite values")
-        self.data, self.formula, self.names = data, formula, tuple(names)
+        self.data, self.formula, self.names = data, formula, names
 
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame, model) -> LotteryNLS:
@@ -82,7 +88,7 @@ class LotteryNLS:
         ----------
         formula : str
             Response, then the high outcome, the low outcome and the probability of the high
-            one, in that order.
+            one, in that order (by position: ``"ce ~ z_lo + z_hi + p"`` is refused).
         data : DataFrame
             One row per observation, with the formula's columns.
         model : RDU
@@ -115,11 +121,14 @@ class LotteryNLS:
         cols = [f.response, *f.covariates]
         # text was parsed as numbers, complex cut to its real part, a repeated column misread
         numeric_columns(data, cols, f"formula {formula!r}")
-        if data[cols].isna().any().any():
-            raise DataError(f"formula {formula!r}: the data contain missing values (NaN); "
-                            "drop or impute them first")
-        return cls(data[f.response].to_numpy(float), data[list(f.covariates)].to_numpy(float),
-                   model, data=data, formula=formula, names=cols)
+        missing = data[cols].isna()
+        if missing.any().any():
+            which = [c for c in cols if missing[c].any()]
+            rows = describe_rows(missing.any(axis=1).to_numpy(), data.index)
+            raise DataError(f"formula {formula!r}: the data contain missing values (NaN) in "
+                            f"column(s) {which} in {rows}; drop or impute them first")
+        return cls(data[f.response].to_numpy(float), data[list(f.covariates)], model, data=data,
+                   formula=formula, names=cols)
 
     @property
     def nobs(self) -> int:
@@ -167,6 +176,9 @@ class LotteryNLS:
             raise DataError(f"estimation needs more observations ({self.nobs}) than parameters "
                             f"({k}) to compute standard errors")
         fitted = self.model.fit_arrays(self.exog, self.endog)
+        # the rule reads a new frame by the columns estimated on (the model's own formula, or
+        # z_hi, z_lo, p, asked "ce ~ hi + lo + prob"'s data for columns they never had)
+        fitted.names = self.names[1:]
         return LotteryNLSResults(self, fitted, cov_type, codes)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..shared.checks import numeric_columns
+from ..shared.checks import describe_rows, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 
@@ -25,12 +25,19 @@ def lottery_columns(formula: str | None) -> tuple[str, str, str]:
     """The columns a lottery model's formula names for ``(z_hi, z_lo, p)``, in order.
 
     Lottery models read three columns as they are: a transform (``np.log(z_hi)``) or any other
-    term cannot be honoured and is refused.
+    term cannot be honoured and is refused. The covariates play their roles by position, since
+    a data set may name its prizes anything; a column named like a role (``z_hi``, ``z_lo``,
+    ``p``) in another role's position (``"ce ~ z_lo + z_hi + p"``) contradicts itself and is
+    refused too (it failed every fit, or fitted the prizes as probabilities).
 
     Examples
     --------
     >>> lottery_columns("ce ~ hi + lo + prob")
     ('hi', 'lo', 'prob')
+    >>> lottery_columns("ce ~ p + z_hi + z_lo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    restrictiveness.shared.exceptions.FormulaError: formula 'ce ~ p + z_hi + z_lo' puts ...
     """
     if formula is None:
         return LOTTERY_COLUMNS
@@ -39,11 +46,22 @@ def lottery_columns(formula: str | None) -> tuple[str, str, str]:
         raise FormulaError(f"formula {formula!r} must name three covariates playing "
                            "(z_hi, z_lo, p), in that order, as bare column names (lottery "
                            "models cannot honour transforms or other terms)")
+    misplaced = [f"{c!r} in the position of {role!r}"
+                 for c, role in zip(f.covariates, LOTTERY_COLUMNS, strict=True)
+                 if c in LOTTERY_COLUMNS and c != role]
+    if misplaced:
+        hint = (f", '{f.response or 'ce'} ~ z_hi + z_lo + p'"
+                if set(f.covariates) == set(LOTTERY_COLUMNS) else "")
+        raise FormulaError(f"formula {formula!r} puts {', '.join(misplaced)}: a lottery "
+                           "formula's covariates play (z_hi, z_lo, p) by position; write the "
+                           "high prize, the low prize and the high prize's probability in that "
+                           f"order{hint}")
     return f.covariates
 
 
 def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None = None,
-                   names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0) -> np.ndarray:
+                   names: Sequence[str] = LOTTERY_COLUMNS, shift: float = 0.0,
+                   rows: pd.Index | None = None) -> np.ndarray:
     """Validated contiguous ``(n, 3)`` array of ``(z_hi, z_lo, p)`` from named covariates.
 
     Parameters
@@ -56,10 +74,18 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
         The columns that play ``z_hi``, ``z_lo`` and ``p``, in that order.
     shift : float
         Utility shift: prizes must satisfy ``z + shift ≥ 0``.
+    rows : Index, optional
+        Labels of the rows, for the errors (default: a DataFrame's index, else positions).
 
     Returns
     -------
     ndarray
+
+    Raises
+    ------
+    DataError
+        Naming the offending rows and columns: a probability outside [0, 1], a low prize above
+        the high prize, a prize below ``-shift``, or a value that is not finite.
 
     Examples
     --------
@@ -75,6 +101,7 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
             raise FormulaError(f"the lottery covariates need column(s) {missing}; available "
                                f"columns: {list(X.columns)}")
         numeric_columns(X, names, "lottery covariates")  # a repeated one: the first was read
+        rows = X.index if rows is None else rows
         X, columns = X[list(names)].to_numpy(dtype=float), list(names)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
@@ -91,15 +118,24 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
     elif X.shape[1] != 3:
         raise DataError(f"lottery covariates X must have 3 columns (z_hi, z_lo, p), "
                         f"got {X.shape[1]}")
-    if not np.isfinite(X).all():
-        raise DataError("lottery covariates X contain NaN or infinite values")
-    if (X[:, 2] < 0).any() or (X[:, 2] > 1).any():
-        raise DataError("lottery probabilities p must lie in [0, 1]")
-    swapped = np.flatnonzero(X[:, 1] > X[:, 0])
-    if swapped.size:  # rank-dependent weights would go to the wrong prize, silently
-        raise DataError(f"lottery low prizes z_lo exceed high prizes z_hi in {swapped.size} "
-                        f"row(s) (first: row {swapped[0]}); give z_hi >= z_lo")
-    if (X[:, :2] + shift < 0).any():
-        raise DataError("lottery prizes must be nonnegative (z + shift >= 0); normalise them "
-                        "to [0, 1]")
+    finite = np.isfinite(X).all()
+    zh, zl, p = X[:, 0], X[:, 1], X[:, 2]
+    if finite and p.min(initial=0.0) >= 0 and p.max(initial=0.0) <= 1 and (zl <= zh).all() \
+            and zl.min(initial=0.0) + shift >= 0:  # zl <= zh: the low prizes bound both
+        return np.ascontiguousarray(X)
+    # name the rows (by the data's labels) and the columns: "row 2" of a participant's subset
+    # was a position, not the label df.loc finds
+    hi_, lo_, p_ = (f"{c!r}" if c == role else f"{c!r} ({role})"
+                    for c, role in zip(names, LOTTERY_COLUMNS, strict=True))
+    below = f"below {-shift:g}" if shift else "below 0 (the models are for gains)"
+    with np.errstate(invalid="ignore"):
+        for bad, what in ((~np.isfinite(X).all(axis=1),
+                           f"NaN or infinite values in {hi_}, {lo_} or {p_}"),
+                          ((p < 0) | (p > 1), f"probabilities {p_} outside [0, 1]"),
+                          (zl > zh, f"the low prize {lo_} above the high prize {hi_} "
+                                    "(rank-dependent weights would go to the wrong prize)"),
+                          ((X[:, :2] + shift < 0).any(axis=1), f"prizes {hi_} or {lo_} {below}")):
+            if bad.any():
+                raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
     return np.ascontiguousarray(X)
+

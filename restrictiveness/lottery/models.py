@@ -276,7 +276,8 @@ class RDU(_LotteryProcedure):
         must stay positive and γ nonnegative.
     formula : str, optional
         Selects the covariates playing ``(z_hi, z_lo, p)`` in a study's samples, in order
-        (default: the columns named ``z_hi``, ``z_lo``, ``p``).
+        (default: the columns named ``z_hi``, ``z_lo``, ``p``); a column named like one role in
+        another's position (``"ce ~ z_lo + z_hi + p"``) is refused.
     n_starts : int
         Number of grid-local minima refined (the best grid point of each face of the parameter
         box is refined as well).
@@ -372,7 +373,8 @@ class RDU(_LotteryProcedure):
             lo, hi = self.bounds[q]
             if not self.grid[q] or min(self.grid[q]) < lo or max(self.grid[q]) > hi:
                 raise ConfigurationError(f"grid for {self._reported_label(q)!r} must be "
-                                         "nonempty values within its bounds")
+                                         f"nonempty values within its bounds "
+                                         f"{self._reported_bounds(q)}")
         if label is not None:
             self.label = label
         elif type(self) is RDU:
@@ -433,6 +435,10 @@ class RDU(_LotteryProcedure):
 
     def _reported_label(self, q: str) -> str:
         return self._reported_names.get(q, q)
+
+    def _reported_bounds(self, q: str) -> str:
+        """The bounds of ``q`` on its reported scale, for messages."""
+        return "[{:g}, {:g}]".format(*self.bounds[q])
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -677,12 +683,18 @@ class DisappointmentAversion(RDU):
             etas = grid.pop("eta")
             if any(not e > -1 for e in etas):
                 raise ConfigurationError("grid for 'eta' must have values above -1")
-            grid["delta"] = [1.0 / (1.0 + e) for e in etas]
+            grid["delta"] = [_delta_of_eta(e) for e in etas]
             options["grid"] = grid
         cpt_free = tuple("delta" if q == "eta" else q for q in free)
         super().__init__(PowerUtility(), OddsWeighting(), free=cpt_free, **options)
         if options.get("label") is None:
             self.label = "DA(" + ",".join(q for q in ("alpha", "eta") if q in free) + ")"
+
+    def _reported_bounds(self, q: str) -> str:
+        if q != "delta":
+            return super()._reported_bounds(q)
+        lo, hi = self.bounds["delta"]
+        return f"[{1.0 / hi - 1.0:g}, {1.0 / lo - 1.0:g}]"  # η = 1/δ − 1 reverses them
 
     def _reported(self, theta):
         natural = {"alpha": theta[0], "delta": 1.0 / self._delta(theta[2]) - 1.0}  # η
@@ -691,6 +703,16 @@ class DisappointmentAversion(RDU):
     def _reported_jacobian(self, theta):
         d = {"alpha": 1.0, "delta": -float(np.exp(-theta[2]))}  # dη/d log δ = −1/δ
         return np.diag([d[q] for q in self.free])
+
+
+def _delta_of_eta(eta: float) -> float:
+    """δ = 1 / (1 + η), exactly on a bound of δ where η is on its bound: the documented
+    η = −29/30 gives 1 / (1 − 29/30) = 30.000000000000007 in floating point, beyond δ ≤ 30."""
+    delta = 1.0 / (1.0 + eta)
+    for bound in _DEFAULT_BOUNDS["delta"]:
+        if abs(delta - bound) <= 1e-12 * bound:
+            return bound
+    return delta
 
 
 class _EVRule(Fitted):

@@ -19,7 +19,7 @@ from .exceptions import ConfigurationError, DataError
 __all__ = ["MAX_SEED", "whole_number", "is_whole", "is_positive", "flag", "probability",
            "labelled", "repeated",
            "keywords_of", "known_keywords", "numeric_column", "numeric_columns",
-           "aligned_by_label", "real_predictions", "ids_of_one_type"]
+           "aligned_by_label", "real_predictions", "ids_of_one_type", "describe_rows"]
 
 #: The largest root seed of a study: results store it as a 64-bit NetCDF attribute.
 MAX_SEED = 2**63 - 1
@@ -114,6 +114,22 @@ def repeated(values: Iterable[Hashable]) -> list:
             again[v] = None
         seen.add(v)
     return list(again)
+
+
+def describe_rows(bad, rows: pd.Index | None) -> str:
+    """``"2 row(s) (index [3, 7])"``: the count of rows ``bad`` marks and up to five of their
+    labels (their positions when ``rows`` is None).
+
+    Examples
+    --------
+    >>> describe_rows(np.array([False, True, True]), pd.Index(["a", "b", "c"]))
+    "2 row(s) (index ['b', 'c'])"
+    """
+    at = np.flatnonzero(bad)
+    shown = [rows[i] for i in at[:5]] if rows is not None else at[:5].tolist()
+    listed = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in shown)
+    more = ", ..." if at.size > 5 else ""
+    return f"{at.size} row(s) ({'index' if rows is not None else 'rows'} [{listed}{more}])"
 
 
 def is_positive(value: object) -> bool:
