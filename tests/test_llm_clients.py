@@ -957,6 +957,21 @@ def test_openai_tool_calls_the_adapter_cannot_read_are_a_malformed_reply(tool_ca
     assert len(server.requests) == 1  # not retried: the same server would send the same
 
 
+@pytest.mark.parametrize(("provider", "body"), [
+    ("openai", {"error": {"message": "model overloaded, try later", "code": 503}}),
+    ("anthropic", {"type": "error", "error": {"type": "overloaded_error",
+                                              "message": "model overloaded, try later"}}),
+])
+def test_an_error_sent_with_status_200_is_reported_by_its_message(provider, body):
+    """The message said "no choices" and showed the SDK object's repr."""
+    with ChatServer(provider, lambda b: "x") as server:
+        server.script = [("raw", 200, json.dumps(body).encode())]
+        with pytest.raises(rx.llm.ClientError, match=r"malformed reply \(the endpoint answered "
+                                                     r"with an error: model overloaded, try "
+                                                     r"later\)"):
+            adapter(server, max_retries=1).chat([{"role": "user", "content": "hi"}])
+
+
 def test_failing_endpoint_gives_counted_client_failures():
     with ChatServer("openai", lambda body: "x", fail_with=500) as server:
         llm = adapter(server, max_retries=2)

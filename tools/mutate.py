@@ -1433,6 +1433,10 @@ MUTANTS: list[Mutant] = [
            "ConvexHull refuses the data's own points on its facets (rounding)",
            ("tests/test_eligible_sets.py::test_a_convex_hull_is_the_set_qhulls_triangulation_"
             "covers",)),
+    Mutant("ai/clients.py", "    text = error.get(\"message\") if isinstance(error, dict) else None\n",
+           "    text = None\n", "an error sent with status 200 reported as its dict, not its message",
+           ("tests/test_llm_clients.py::test_an_error_sent_with_status_200_is_reported_by_its_"
+            "message",)),
     Mutant("ai/clients.py", "        if any(getattr(c, \"function\", None) is None for c in raw_calls):",
            "        if False:", "an OpenAI tool call that is not a function call dropped unread",
            ("tests/test_llm_clients.py::test_openai_tool_calls_the_adapter_cannot_read_are_a_"

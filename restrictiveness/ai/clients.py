@@ -1452,7 +1452,7 @@ class OpenAIChat(ChatAdapter):
 
     def _parse(self, response) -> ChatReply:
         if not response.choices:
-            raise ValueError("the reply has no choices")
+            raise ValueError(_error_body(response) or "the reply has no choices")
         choice = response.choices[0]
         message = choice.message
         if message is None:  # read as an empty answer, it looked like a model saying nothing
@@ -1611,7 +1611,7 @@ class AnthropicChat(ChatAdapter):
 
     def _parse(self, response) -> ChatReply:
         if response.content is None:
-            raise ValueError("the reply has no content")
+            raise ValueError(_error_body(response) or "the reply has no content")
         text, calls, thinking = [], [], []
         for block in response.content:
             if block.type == "text":
@@ -1628,6 +1628,16 @@ class AnthropicChat(ChatAdapter):
                          _tokens(getattr(usage, "output_tokens", None)),
                          stop_reason=getattr(response, "stop_reason", None),
                          thinking=tuple(thinking))
+
+
+def _error_body(response) -> str | None:
+    """The error a reply with status 200 carries instead of an answer (``{"error": {...}}``, as
+    some compatible servers send it), as text; ``None`` when it carries none."""
+    error = getattr(response, "error", None)
+    if error is None:
+        return None
+    text = error.get("message") if isinstance(error, dict) else None
+    return f"the endpoint answered with an error: {text if isinstance(text, str) else error}"
 
 
 def call_client(client: Callable, messages: Sequence[Mapping], tools: Sequence[Tool] | None = None,
