@@ -818,3 +818,77 @@ def test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it(tmp_path):
     with pytest.raises(rx.CheckpointError, match=r"discrepancies: .*KL\(name='kl'\).* in the "
                                                  r"checkpoint, .*outside=False"):
         Checkpoint(tmp_path, config(rx.KL(outside=False)))
+
+
+def _two_orders(labels):
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    procs = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
+    return rx.Study(rx.MonotoneGP(F, n_eval=20), {k: procs[k] for k in labels}, rx.Constant(),
+                    n=[5], replications=4, seed=2)
+
+
+def _copy_records(source, target, replications):
+    for m in replications:
+        _record(target, m).write_bytes(_record(source, m).read_bytes())
+
+
+def test_a_record_copied_from_a_checkpoint_with_the_procedures_in_another_order_is_rejected(
+        tmp_path):
+    """Records hold the procedures by position and the configuration hash ignores their
+    order: replications 2 and 3 copied from a checkpoint of {linear, quadratic} into one of
+    {quadratic, linear} were used with the rows swapped (linear's losses 0.0003 and 0.0117
+    where a fresh run has 0.00013 and 0.0064)."""
+    fresh = _two_orders(["quadratic", "linear"]).run(progress=False)
+    _two_orders(["linear", "quadratic"]).run(progress=False, checkpoint=tmp_path / "a")
+    _two_orders(["quadratic", "linear"]).run(progress=False, checkpoint=tmp_path / "b",
+                                             replications=[0, 1])
+    _copy_records(tmp_path / "a", tmp_path / "b", [2, 3])
+    for allow in (False, True):  # resuming under other versions does not excuse the order
+        _copy_records(tmp_path / "a", tmp_path / "b", [2, 3])
+        with pytest.warns(rx.CheckpointWarning,
+                          match=r"replication-00000[23].npz does not match this checkpoint's "
+                                r"order of the procedures \(copied.*recomputed"):
+            res = _two_orders(["quadratic", "linear"]).run(
+                progress=False, checkpoint=tmp_path / "b", resume_other_versions=allow)
+        assert res.dataset["loss"].values.tolist() == fresh.dataset["loss"].values.tolist()
+
+
+@pytest.mark.parametrize("other", ["package versions", "code"])
+def test_a_record_copied_from_a_checkpoint_of_other_versions_is_rejected_unless_asked_for(
+        tmp_path, monkeypatch, uninterrupted, other):
+    """Resuming a checkpoint written under other package versions (or other code) is refused,
+    but its records copied into a checkpoint of this environment were used without a word."""
+    from restrictiveness.engine import checkpoint as ck_module
+    from restrictiveness.engine.records import _digest
+    from restrictiveness.shared import _versions
+
+    if other == "code":
+        monkeypatch.setattr(ck_module, "_package_digest", lambda: "0" * 64)
+    else:
+        fake = {**_versions.package_versions(), "numpy": "0.0.1"}
+        monkeypatch.setattr(ck_module, "package_versions", lambda: fake)
+    _study().run(progress=False, checkpoint=tmp_path / "old", replications=[4, 5])
+    monkeypatch.undo()
+    # the old records' losses, made different so that using them would show
+    for m in (4, 5):
+        file = _record(tmp_path / "old", m)
+        with np.load(file, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+        meta = json.loads(str(arrays.pop("__meta__")))
+        arrays["loss"] = arrays["loss"] * 2
+        meta.pop("sha256")
+        meta["sha256"] = _digest(arrays, meta)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays, __meta__=np.array(json.dumps(meta)))
+        file.write_bytes(buf.getvalue())
+    ck = tmp_path / "ck"
+    _study().run(progress=False, checkpoint=ck, replications=[0, 1, 2, 3])
+    _copy_records(tmp_path / "old", ck, [4, 5])
+    with pytest.warns(rx.CheckpointWarning, match=r"replication-00000[45].npz does not match "
+                                                  rf"this checkpoint's {other} \(copied"):
+        res = _study().run(progress=False, checkpoint=ck)
+    _same(res, uninterrupted)
+    _copy_records(tmp_path / "old", ck, [4, 5])  # asked for: taken as they are
+    res = _study().run(progress=False, checkpoint=ck, resume_other_versions=True)
+    assert res.dataset["loss"].sel(replication=[4, 5]).values.tolist() == (
+        2 * uninterrupted.dataset["loss"].sel(replication=[4, 5])).values.tolist()

@@ -1073,6 +1073,17 @@ MUTANTS: list[Mutant] = [
            "the procedure order kept sorted, as the hash reads it: a reordered study resumed",
            ("tests/test_checkpoint.py::test_a_checkpoint_resumed_with_the_procedures_reordered_is_"
             "refused_not_relabelled",)),
+    Mutant("engine/checkpoint.py", "                          if k == \"procedure_order\" or not allow_other_versions}",
+           "                          if k == \"procedure_order\"}",
+           "a record copied from a checkpoint of other versions or code used",
+           ("tests/test_checkpoint.py::test_a_record_copied_from_a_checkpoint_of_other_versions_"
+            "is_rejected_unless_asked_for",)),
+    Mutant("engine/checkpoint.py", "                          if k == \"procedure_order\" or not allow_other_versions}",
+           "                          if not allow_other_versions}",
+           "a record copied from a checkpoint in another procedure order used when resuming "
+           "other versions",
+           ("tests/test_checkpoint.py::test_a_record_copied_from_a_checkpoint_with_the_"
+            "procedures_in_another_order_is_rejected",)),
     Mutant("shared/files.py", "        if entry.is_file(follow_symlinks=False) and not alive(pid):",
            "        if entry.is_file(follow_symlinks=False):",
            "a live writer's temporary file of an output removed",

@@ -12,10 +12,13 @@ A checkpoint is a directory holding
 
 Safety rules:
 
-* Records are never unpickled. A record that is unreadable, fails its checksum or carries
-  another configuration hash is named in a :class:`~restrictiveness.CheckpointWarning`, moved
-  to ``rejected/`` and recomputed. Records without ``study.json`` are refused (nothing says
-  which study wrote them), and so are checkpoints of the old pickle format.
+* Records are never unpickled. A record that is unreadable, fails its checksum, carries
+  another configuration hash, holds the procedures in another order or (unless resuming
+  under other versions is asked for) was written under other package versions or other code
+  (a record copied from another checkpoint directory) is named in a
+  :class:`~restrictiveness.CheckpointWarning`, moved to ``rejected/`` and recomputed.
+  Records without ``study.json`` are refused (nothing says which study wrote them), and so
+  are checkpoints of the old pickle format.
 * Opening is atomic under the directory's lock: of any number of processes opening one new
   directory with different configurations, exactly one is accepted. The refusal names the
   configuration fields that differ.
@@ -314,6 +317,18 @@ class Checkpoint:
         self.order = list(procedures) if isinstance(procedures, dict) else None
         self.versions = package_versions()
         self.code = code_fingerprint(code)
+        # What every record carries besides the configuration hash, and must match when read:
+        # a record copied from another directory of the same configuration was used although
+        # it held the procedures in another order (their rows swapped) or came from other
+        # versions or code, which that directory's study.json would have refused
+        self.identity = {"procedure_order": self.order, "versions": self.versions,
+                         "code_sha256": hashlib.sha256(
+                             json.dumps(self.code, sort_keys=True).encode()).hexdigest()}
+        # (resumed under other versions or code, as asked, records written before they
+        # carried their order are taken at the study.json's order, checked on opening)
+        self._required = {k: v for k, v in self.identity.items()
+                          if k == "procedure_order" or not allow_other_versions}
+        self._legacy = ("procedure_order",) if allow_other_versions else ()
         self._claims: dict[int, FileLock] = {}
         if self.path.exists() and not self.path.is_dir():
             raise CheckpointError(f"checkpoint {self.path} is a file, not a directory; pass a "
@@ -440,7 +455,9 @@ class Checkpoint:
     def save(self, record: ReplicationRecord) -> None:
         """Record one finished replication (atomically) and release its claim."""
         atomic_write_bytes(self._file(record.replication),
-                           encode_record(record, self.hash, self.versions))
+                           encode_record(record, self.hash, self.versions,
+                                         {k: v for k, v in self.identity.items()
+                                          if k != "versions"}))
         self.release(record.replication)
 
     def load(self, replication: int) -> ReplicationRecord | None:
@@ -451,7 +468,7 @@ class Checkpoint:
         except FileNotFoundError:
             return None
         try:
-            record = decode_record(data, self.hash)
+            record = decode_record(data, self.hash, self._required, self._legacy)
             if record.replication != replication:
                 raise RecordError(f"holds replication {record.replication}")
         except RecordError as exc:
