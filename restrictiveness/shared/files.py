@@ -51,6 +51,10 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     of ``target`` removes the temporary files of ``target`` whose writer is dead (a killed
     ``--out`` left one in the output folder for ever, as big as the results).
 
+    A symbolic link is written through (the file it names is replaced, the link kept), as
+    ``open(target, "w")`` would; a target that exists and is not a regular file (a device such
+    as ``/dev/null``, a pipe) is refused rather than replaced.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -60,9 +64,17 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     >>> out.read_text()
     'done'
     """
-    target = Path(target)
+    target = given = Path(target)
+    if target.is_symlink():
+        # written through, as open(target, "w") writes: the rename replaced the link itself
+        # with a file, and the file it names kept the previous results
+        target = Path(os.path.realpath(target))
     if target.is_dir():
-        raise ConfigurationError(f"cannot write {str(target)!r}: it is a folder; give a file name")
+        raise ConfigurationError(f"cannot write {str(given)!r}: it is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        # run as root, the rename replaced /dev/null itself with a regular file
+        raise ConfigurationError(f"cannot write {str(given)!r}: it is not a regular file (a "
+                                 "device, pipe or socket); give a file name")
     if target.parent.exists() and not target.parent.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: {str(target.parent)!r} is "
                                  f"a file, not a folder")
