@@ -471,6 +471,21 @@ def test_fit_timeout_must_be_a_positive_number_of_seconds(bad):
         run_in_child(lambda key: key, [1], bad, lambda key, s: None)
 
 
+def test_a_fit_timeout_longer_than_a_single_wait_gives_the_numbers_of_no_limit(monkeypatch):
+    """fit_timeout=1e308 is a finite number, accepted, and the run failed with "timestamp out
+    of range for platform time_t" (select's limit): a long limit now waits in slices, and a
+    fit is stopped only once the limit itself has passed."""
+    from restrictiveness.engine import timeouts
+
+    study = _timeout_study({"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")})
+    reference = study.run(progress=False).dataset["loss"].values
+    assert study.run(fit_timeout=1e308, progress=False).dataset["loss"].values.tolist() == \
+        reference.tolist()
+    monkeypatch.setattr(timeouts, "_WAIT_SLICE", 1e-4)  # every wait longer than one slice
+    assert study.run(fit_timeout=60, progress=False).dataset["loss"].values.tolist() == \
+        reference.tolist()
+
+
 def test_fit_timeout_is_refused_for_fits_on_threads():
     slow = rx.OLS("y ~ x")
     slow.io_bound = True

@@ -974,6 +974,10 @@ MUTANTS: list[Mutant] = [
            "            if part.parameters != parameters:",
            "a weighting code the kernel lacks computed as Prelec's", LOTTERY_BOUNDS),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
+    Mutant("engine/timeouts.py", "                if wait is not None and wait > _WAIT_SLICE:\n                    continue\n", "",
+           "a fit that outlasts one wait slice is stopped before its limit",
+           ("tests/test_runner.py::test_a_fit_timeout_longer_than_a_single_wait_gives_the_numbers_"
+            "of_no_limit",)),
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
            "a timed-out unit's seconds include the clean-up's grace", TIMEOUTS),
