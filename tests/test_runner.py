@@ -209,6 +209,38 @@ def test_memory_estimate_refuses_sizes_that_cannot_fit():
         lottery.run(progress=False)  # refused before any work
 
 
+def test_a_run_whose_results_cannot_fit_in_memory_is_refused_before_any_work():
+    """``-M 10**12`` failed with a bare MemoryError (the CLI: "unexpected MemoryError ... a
+    bug") while listing the replications; every record is held until the results are
+    assembled, so M bounds the memory as n does."""
+    from restrictiveness.engine.memory import RECORD_OVERHEAD, results_bytes
+
+    study = rx.Study(_prior(), {"a": rx.OLS("y ~ x"), "b": rx.Constant()}, rx.Constant(),
+                     discrepancies=[rx.MSE(), rx.MSE(name="mse2")], n=[5, 10, 20], draws=2,
+                     replications=10**12)
+    # (P, D, N, K) = (2, 2, 3, 2): losses 24, the baseline's 12, failures, replaced rows and
+    # seconds 18, the baseline's seconds 3, the truth's scale 6 numbers; twice (records and
+    # the assembled results)
+    assert results_bytes(study, 1000) == 1000 * (RECORD_OVERHEAD + 2 * 8 * 63)
+    per, need = RECORD_OVERHEAD + 2 * 8 * 63, study.memory_estimate()
+    free = 1000 * per + need  # one worker's replication and the results of M = 1,000
+    assert check_memory(study, workers=1, available=free, replications=1000) == need
+    with pytest.raises(rx.ConfigurationError,
+                       match=rf"the results of M=1,001 replications need at least "
+                             rf"{format_bytes(1001 * per)} of memory \({format_bytes(per)} "
+                             rf"each\), more than the {format_bytes(free)} available; use "
+                             r"fewer replications \(-M\)"):
+        check_memory(study, workers=1, available=free, replications=1001)
+    with pytest.raises(rx.ConfigurationError, match=r"2 workers need about .* beside the "
+                                                    r"results' .*use fewer workers"):
+        check_memory(study, workers=2, available=free, replications=1000)
+    start = time.process_time()
+    with pytest.raises(rx.ConfigurationError, match=r"the results of M=1,000,000,000,000 "
+                                                    r"replications need at least 2.7 PiB"):
+        study.run(progress=False)
+    assert time.process_time() - start < 5
+
+
 def test_available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room(monkeypatch):
     """/proc/meminfo counts in KiB; a container's room is its limit less what it uses."""
     from restrictiveness.engine import memory

@@ -232,7 +232,8 @@ PLAN = ("restrictiveness/ai/budget.py",
         "tests/test_llm.py::test_plan_calls_counts_fits_calls_tokens_and_cost")
 MEMORY = ("restrictiveness/engine/memory.py",
           RUNNER + "available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room",
-          RUNNER + "memory_estimate_refuses_sizes_that_cannot_fit")
+          RUNNER + "memory_estimate_refuses_sizes_that_cannot_fit",
+          RUNNER + "a_run_whose_results_cannot_fit_in_memory_is_refused_before_any_work")
 LLM = ("restrictiveness/ai/llm.py", "tests/test_llm.py::test_a_cached_reply_adds_no_usage",
        "tests/test_llm.py")
 PROGRAMS = ("restrictiveness/ai/programs.py",
@@ -1237,8 +1238,15 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/budget.py", "price_per_token(prices, llm[label].model)[0]",
            "price_per_token(prices, llm[label].model)[1]", "input tokens priced as output", PLAN),
     # -- engine/memory.py ------------------------------------------------------------------------------
-    Mutant("engine/memory.py", "    if not need or free is None or need * workers <= free:",
-           "    if not need or free is None or need <= free:", "memory check ignores the workers", MEMORY),
+    Mutant("engine/memory.py", "    if free is None or need * workers + held <= free:",
+           "    if free is None or need + held <= free:", "memory check ignores the workers", MEMORY),
+    Mutant("engine/memory.py", "    if free is None or need * workers + held <= free:",
+           "    if free is None or need * workers <= free:",
+           "memory check ignores the results of M replications", MEMORY),
+    Mutant("engine/study.py", "        check_memory(self, workers if local else 0, replications=len(reps))",
+           "        check_memory(self, workers if local else 0)",
+           "a run's M not checked against the memory (MemoryError listing 10**12 replications)",
+           MEMORY),
     Mutant("engine/memory.py", "                limits.append(int(line.split()[1]) * 1024)",
            "                limits.append(int(line.split()[1]))", "MemAvailable read as bytes, not KiB", MEMORY),
     Mutant("engine/memory.py", "    return min(limits) if limits else None",
