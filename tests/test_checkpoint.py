@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import multiprocessing
 import os
 import pickle
 import re
+import signal
 import time
 import warnings
 import zipfile
@@ -139,6 +141,52 @@ def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
     assert fits == 3  # replications 1, 4 and 5
     assert any(str(file) in m and "holds replication 3" in m for m in messages)
     _same(res, uninterrupted)
+
+
+@contextlib.contextmanager
+def _within(seconds):
+    """Fail, rather than hang, if the block takes longer."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder", "link"])
+def test_a_record_that_is_not_a_regular_file_is_moved_aside_not_read(tmp_path, partial,
+                                                                      uninterrupted, kind):
+    """Before: a pipe named as a record blocked the resume for ever, a folder stopped it with
+    "Is a directory", and a link was followed (to /dev/zero: until the memory ran out). The
+    package writes only regular files there, and does not write through a link either."""
+    file = _record(partial, 2)
+    outside = tmp_path / "outside"
+    good = file.read_bytes()
+    outside.write_bytes(good)  # a good record, but not where records live
+    file.unlink()
+    {"pipe": lambda: os.mkfifo(file), "folder": file.mkdir,
+     "link": lambda: file.symlink_to(outside)}[kind]()
+    with _within(60):
+        res, fits, messages = _resume_and_count(partial)
+    assert fits == 4  # replications 1, 4 and 5, and 2
+    assert any(str(file) in m and "not a regular file" in m for m in messages)
+    _same(res, uninterrupted)
+    # the recomputed record is a regular file in the checkpoint; the link's target untouched
+    assert file.is_file() and not file.is_symlink()
+    assert outside.read_bytes() == good
+
+
+def test_a_study_json_that_is_not_a_regular_file_is_refused_not_read(partial):
+    (partial / "study.json").unlink()
+    os.mkfifo(partial / "study.json")
+    with _within(60), pytest.raises(rx.CheckpointError, match=r"study.json is unreadable \(is "
+                                                               r"not a regular file\)"):
+        _study().run(progress=False, checkpoint=partial)
 
 
 def test_a_record_of_another_configuration_is_not_used(tmp_path, partial, uninterrupted):

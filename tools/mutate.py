@@ -1078,6 +1078,15 @@ MUTANTS: list[Mutant] = [
            "the procedure order kept sorted, as the hash reads it: a reordered study resumed",
            ("tests/test_checkpoint.py::test_a_checkpoint_resumed_with_the_procedures_reordered_is_"
             "refused_not_relabelled",)),
+    Mutant("engine/checkpoint.py", "        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)",
+           "        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)",
+           "a record that is a symbolic link followed (to /dev/zero: until the memory runs out)",
+           ("tests/test_checkpoint.py::test_a_record_that_is_not_a_regular_file_is_moved_aside_"
+            "not_read",)),
+    Mutant("engine/checkpoint.py", "    if not regular:", "    if False:",
+           "a record that is a pipe or folder read as a file",
+           ("tests/test_checkpoint.py::test_a_record_that_is_not_a_regular_file_is_moved_aside_"
+            "not_read",)),
     Mutant("engine/checkpoint.py", "                          if k == \"procedure_order\" or not allow_other_versions}",
            "                          if k == \"procedure_order\"}",
            "a record copied from a checkpoint of other versions or code used",

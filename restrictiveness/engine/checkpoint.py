@@ -48,12 +48,14 @@ uninterrupted run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import inspect
 import json
 import os
 import re
+import stat
 import sys
 import time
 import warnings
@@ -239,6 +241,28 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     return out
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``; ValueError if it is not a regular file (a symbolic link is not
+    followed): a pipe named as a record blocked the run for ever, and a link to /dev/zero
+    filled the memory. The package writes only regular files there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError("is a symbolic link, not a regular file") from None
+        raise
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:  # (before fdopen, which refuses a directory naming the descriptor)
+        os.close(fd)
+        raise ValueError("is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
 def _short(value, width: int = 70) -> str:
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= width else text[:width - 3] + "..."
@@ -364,10 +388,10 @@ class Checkpoint:
                 "configuration_sha256": self.hash, "versions": self.versions,
                 "code": self.code, "configuration": self.configuration,
                 "procedure_order": self.order},
-                sort_keys=True, indent=1).encode())
+                sort_keys=True, indent=1).encode(), follow_symlinks=False)
             return
         try:
-            stored = json.loads(meta.read_text())
+            stored = json.loads(_read_regular(meta).decode())
             if not isinstance(stored, dict):
                 raise ValueError("not a JSON object")
         except (ValueError, UnicodeDecodeError) as exc:
@@ -457,20 +481,22 @@ class Checkpoint:
         atomic_write_bytes(self._file(record.replication),
                            encode_record(record, self.hash, self.versions,
                                          {k: v for k, v in self.identity.items()
-                                          if k != "versions"}))
+                                          if k != "versions"}), follow_symlinks=False)
         self.release(record.replication)
 
     def load(self, replication: int) -> ReplicationRecord | None:
         """The stored record of ``replication``, or None if there is none or it is rejected."""
         file = self._file(replication)
         try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
+            try:
+                data = _read_regular(file)
+            except ValueError as exc:
+                raise RecordError(str(exc)) from None
             record = decode_record(data, self.hash, self._required, self._legacy)
             if record.replication != replication:
                 raise RecordError(f"holds replication {record.replication}")
+        except FileNotFoundError:
+            return None
         except RecordError as exc:
             self._reject(file, str(exc))
             return None
