@@ -101,6 +101,9 @@ def _err_line(capsys) -> str:
      "--repeats applies to completeness demand only"),
     (["completeness", "demand", "--data", "{files}/plain"], "--data applies to completeness"),
     (["sensitivity", "{files}/nope.nc"], "no file"),
+    # a device was "a directory, not a file"
+    (["sensitivity", "/dev/null"], "'/dev/null' is not a regular file (a device, pipe or"),
+    (["completeness", "lottery", "--data", "/dev/null"], "is not a regular file"),
     (["sensitivity", "{files}/text.nc"], "is not a readable NetCDF file"),
     (["sensitivity", "{files}/truncated.nc"], "is not a readable NetCDF file"),
     (["sensitivity", "{files}/kappa.nc"], "it holds completeness results"),

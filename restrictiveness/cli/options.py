@@ -135,8 +135,11 @@ def input_file(text: str) -> Path:
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"no file {text!r}")
-    if not path.is_file():
+    if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    if not path.is_file():  # /dev/null was called a directory
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or "
+                                         "socket)")
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not readable (permission denied)")
     return path
