@@ -161,7 +161,8 @@ def output_file(text: str) -> Path:
     path = Path(text)
     if not text or path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
-    real = Path(os.path.realpath(path))  # a symbolic link is written through
+    # a symbolic link is written through
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
     if real.exists() and not real.is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or "
                                          "socket): the results are written by replacing the "
