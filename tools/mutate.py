@@ -1252,6 +1252,11 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/memory.py", "    if free is None or need * workers + held <= free:",
            "    if free is None or need * workers <= free:",
            "memory check ignores the results of M replications", MEMORY),
+    Mutant("analysis/completeness/estimate.py", "    if free is not None and need > free:",
+           "    if False:",
+           "completeness repetitions whose folds cannot fit in memory run until killed",
+           ("tests/test_completeness.py::test_repetitions_whose_folds_cannot_fit_in_memory_are_"
+            "refused_before_any_work",)),
     Mutant("engine/study.py", "        check_memory(self, workers if local else 0, replications=len(reps))",
            "        check_memory(self, workers if local else 0)",
            "a run's M not checked against the memory (MemoryError listing 10**12 replications)",
