@@ -635,3 +635,24 @@ def test_out_to_a_device_or_pipe_is_refused_before_the_run(tmp_path, capsys):
     with pytest.raises(rx.ConfigurationError, match="is not a regular file"):
         atomic_write_bytes(pipe, b"data")
     assert pipe.is_fifo()
+
+
+def test_ctrl_c_while_the_package_imports_prints_one_line_and_exits_130():
+    """The command line's handler is installed once the package is imported (a second or more,
+    and several on a loaded machine): a Ctrl-C before it printed the 30-line traceback of the
+    import under way. The signal is sent once numpy has been imported, which happens inside
+    the package's import (``-X importtime`` reports each module as it finishes)."""
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "restrictiveness", "demo",
+                             "-M", "4", "--n", "10", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.split("|")[-1].strip() == "numpy":
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(seen) + err
+    assert (proc.returncode, err.splitlines()[-1], out) == (130, "interrupted", "")
+    assert "Traceback" not in err
