@@ -9,7 +9,14 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-# The public names of every layer (the layer order is in tests/test_layout.py).
+# first: a Ctrl-C during the imports below leaves in one line (under python -m restrictiveness)
+from .shared import startup as _startup
+
+_startup.install()
+
+# The public names of every layer (the layer order is in tests/test_layout.py), imported after
+# the start-up handler above on purpose:
+# ruff: noqa: E402
 from . import datasets, demand, lottery
 from .ai import llm
 from .ai.llm import PROMPTS, Agent, Completion, ResponseCache, extract_code

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import multiprocessing
 import os
 import pickle
 import re
+import signal
 import time
 import warnings
 import zipfile
@@ -139,6 +141,52 @@ def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
     assert fits == 3  # replications 1, 4 and 5
     assert any(str(file) in m and "holds replication 3" in m for m in messages)
     _same(res, uninterrupted)
+
+
+@contextlib.contextmanager
+def _within(seconds):
+    """Fail, rather than hang, if the block takes longer."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder", "link"])
+def test_a_record_that_is_not_a_regular_file_is_moved_aside_not_read(tmp_path, partial,
+                                                                      uninterrupted, kind):
+    """Before: a pipe named as a record blocked the resume for ever, a folder stopped it with
+    "Is a directory", and a link was followed (to /dev/zero: until the memory ran out). The
+    package writes only regular files there, and does not write through a link either."""
+    file = _record(partial, 2)
+    outside = tmp_path / "outside"
+    good = file.read_bytes()
+    outside.write_bytes(good)  # a good record, but not where records live
+    file.unlink()
+    {"pipe": lambda: os.mkfifo(file), "folder": file.mkdir,
+     "link": lambda: file.symlink_to(outside)}[kind]()
+    with _within(60):
+        res, fits, messages = _resume_and_count(partial)
+    assert fits == 4  # replications 1, 4 and 5, and 2
+    assert any(str(file) in m and "not a regular file" in m for m in messages)
+    _same(res, uninterrupted)
+    # the recomputed record is a regular file in the checkpoint; the link's target untouched
+    assert file.is_file() and not file.is_symlink()
+    assert outside.read_bytes() == good
+
+
+def test_a_study_json_that_is_not_a_regular_file_is_refused_not_read(partial):
+    (partial / "study.json").unlink()
+    os.mkfifo(partial / "study.json")
+    with _within(60), pytest.raises(rx.CheckpointError, match=r"study.json is unreadable \(is "
+                                                               r"not a regular file\)"):
+        _study().run(progress=False, checkpoint=partial)
 
 
 def test_a_record_of_another_configuration_is_not_used(tmp_path, partial, uninterrupted):
@@ -818,3 +866,77 @@ def test_kl_without_the_outside_share_is_not_resumed_as_kl_with_it(tmp_path):
     with pytest.raises(rx.CheckpointError, match=r"discrepancies: .*KL\(name='kl'\).* in the "
                                                  r"checkpoint, .*outside=False"):
         Checkpoint(tmp_path, config(rx.KL(outside=False)))
+
+
+def _two_orders(labels):
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    procs = {"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")}
+    return rx.Study(rx.MonotoneGP(F, n_eval=20), {k: procs[k] for k in labels}, rx.Constant(),
+                    n=[5], replications=4, seed=2)
+
+
+def _copy_records(source, target, replications):
+    for m in replications:
+        _record(target, m).write_bytes(_record(source, m).read_bytes())
+
+
+def test_a_record_copied_from_a_checkpoint_with_the_procedures_in_another_order_is_rejected(
+        tmp_path):
+    """Records hold the procedures by position and the configuration hash ignores their
+    order: replications 2 and 3 copied from a checkpoint of {linear, quadratic} into one of
+    {quadratic, linear} were used with the rows swapped (linear's losses 0.0003 and 0.0117
+    where a fresh run has 0.00013 and 0.0064)."""
+    fresh = _two_orders(["quadratic", "linear"]).run(progress=False)
+    _two_orders(["linear", "quadratic"]).run(progress=False, checkpoint=tmp_path / "a")
+    _two_orders(["quadratic", "linear"]).run(progress=False, checkpoint=tmp_path / "b",
+                                             replications=[0, 1])
+    _copy_records(tmp_path / "a", tmp_path / "b", [2, 3])
+    for allow in (False, True):  # resuming under other versions does not excuse the order
+        _copy_records(tmp_path / "a", tmp_path / "b", [2, 3])
+        with pytest.warns(rx.CheckpointWarning,
+                          match=r"replication-00000[23].npz does not match this checkpoint's "
+                                r"order of the procedures \(copied.*recomputed"):
+            res = _two_orders(["quadratic", "linear"]).run(
+                progress=False, checkpoint=tmp_path / "b", resume_other_versions=allow)
+        assert res.dataset["loss"].values.tolist() == fresh.dataset["loss"].values.tolist()
+
+
+@pytest.mark.parametrize("other", ["package versions", "code"])
+def test_a_record_copied_from_a_checkpoint_of_other_versions_is_rejected_unless_asked_for(
+        tmp_path, monkeypatch, uninterrupted, other):
+    """Resuming a checkpoint written under other package versions (or other code) is refused,
+    but its records copied into a checkpoint of this environment were used without a word."""
+    from restrictiveness.engine import checkpoint as ck_module
+    from restrictiveness.engine.records import _digest
+    from restrictiveness.shared import _versions
+
+    if other == "code":
+        monkeypatch.setattr(ck_module, "_package_digest", lambda: "0" * 64)
+    else:
+        fake = {**_versions.package_versions(), "numpy": "0.0.1"}
+        monkeypatch.setattr(ck_module, "package_versions", lambda: fake)
+    _study().run(progress=False, checkpoint=tmp_path / "old", replications=[4, 5])
+    monkeypatch.undo()
+    # the old records' losses, made different so that using them would show
+    for m in (4, 5):
+        file = _record(tmp_path / "old", m)
+        with np.load(file, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+        meta = json.loads(str(arrays.pop("__meta__")))
+        arrays["loss"] = arrays["loss"] * 2
+        meta.pop("sha256")
+        meta["sha256"] = _digest(arrays, meta)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays, __meta__=np.array(json.dumps(meta)))
+        file.write_bytes(buf.getvalue())
+    ck = tmp_path / "ck"
+    _study().run(progress=False, checkpoint=ck, replications=[0, 1, 2, 3])
+    _copy_records(tmp_path / "old", ck, [4, 5])
+    with pytest.warns(rx.CheckpointWarning, match=r"replication-00000[45].npz does not match "
+                                                  rf"this checkpoint's {other} \(copied"):
+        res = _study().run(progress=False, checkpoint=ck)
+    _same(res, uninterrupted)
+    _copy_records(tmp_path / "old", ck, [4, 5])  # asked for: taken as they are
+    res = _study().run(progress=False, checkpoint=ck, resume_other_versions=True)
+    assert res.dataset["loss"].sel(replication=[4, 5]).values.tolist() == (
+        2 * uninterrupted.dataset["loss"].sel(replication=[4, 5])).values.tolist()

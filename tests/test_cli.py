@@ -101,6 +101,9 @@ def _err_line(capsys) -> str:
      "--repeats applies to completeness demand only"),
     (["completeness", "demand", "--data", "{files}/plain"], "--data applies to completeness"),
     (["sensitivity", "{files}/nope.nc"], "no file"),
+    # a device was "a directory, not a file"
+    (["sensitivity", "/dev/null"], "'/dev/null' is not a regular file (a device, pipe or"),
+    (["completeness", "lottery", "--data", "/dev/null"], "is not a regular file"),
     (["sensitivity", "{files}/text.nc"], "is not a readable NetCDF file"),
     (["sensitivity", "{files}/truncated.nc"], "is not a readable NetCDF file"),
     (["sensitivity", "{files}/kappa.nc"], "it holds completeness results"),
@@ -594,3 +597,62 @@ def test_cli_runs_on_a_dask_scheduler_by_address_and_by_file(tmp_path, capsys, m
     assert main(["demo", "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1",
                  "--no-progress"]) == 2
     assert "cannot reach the dask scheduler tcp://127.0.0.1:1" in _err_line(capsys)
+
+
+def test_out_through_a_symbolic_link_writes_the_file_it_names(tmp_path, capsys):
+    """The atomic rename replaced the link itself with the new results, and the file it names
+    (say in a shared folder) kept the previous run's."""
+    (tmp_path / "shared").mkdir()
+    real = tmp_path / "shared" / "res.nc"
+    real.write_text("the previous results")
+    link = tmp_path / "res.nc"
+    link.symlink_to(real)
+    table = tmp_path / "t.csv"
+    table.symlink_to("shared/t.csv")  # a relative link, to a file not there yet
+    assert main(["demo", "-M", "3", "--n", "10", "--no-progress", "--out", str(link),
+                 "--table", "csv", str(table)]) == 0
+    printed = capsys.readouterr().out
+    assert link.is_symlink() and link.resolve() == real and table.is_symlink()
+    res = rx.load(real)
+    assert [float(v) for v in res.restrictiveness.sel(discrepancy="mse", n=10).values] == [
+        float(line.split(",")[3]) for line in (tmp_path / "shared" / "t.csv").read_text(
+            ).splitlines()[1:]]
+    assert f"linear {float(res.restrictiveness.sel(procedure='linear', n=10)[0]):.3f} (" in printed
+
+
+def test_out_to_a_device_or_pipe_is_refused_before_the_run(tmp_path, capsys):
+    """Run as root, ``--out /dev/null`` replaced the device itself with a regular file at the
+    end of the run (a pipe here, to leave /dev/null alone)."""
+    pipe = tmp_path / "pipe.nc"
+    os.mkfifo(pipe)
+    start = time.process_time()
+    assert main(["demo", "-M", "50", "--no-progress", "--out", str(pipe)]) == 2
+    assert time.process_time() - start < 2  # the run takes longer
+    assert f"'{pipe}' is not a regular file (a device, pipe or socket)" in _err_line(capsys)
+    assert pipe.is_fifo()
+    from restrictiveness.shared.files import atomic_write_bytes
+
+    with pytest.raises(rx.ConfigurationError, match="is not a regular file"):
+        atomic_write_bytes(pipe, b"data")
+    assert pipe.is_fifo()
+
+
+def test_ctrl_c_while_the_package_imports_prints_one_line_and_exits_130():
+    """The command line's handler is installed once the package is imported (a second or more,
+    and several on a loaded machine): a Ctrl-C before it printed the 30-line traceback of the
+    import under way. The signal is sent once numpy has been imported, which happens inside
+    the package's import (``-X importtime`` reports each module as it finishes)."""
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "restrictiveness", "demo",
+                             "-M", "4", "--n", "10", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.split("|")[-1].strip() == "numpy":
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(seen) + err
+    assert (proc.returncode, err.splitlines()[-1], out) == (130, "interrupted", "")
+    assert "Traceback" not in err

@@ -8,7 +8,9 @@ and error messages.
 
 from __future__ import annotations
 
+import re
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -1112,3 +1114,27 @@ def test_a_benchmark_no_better_than_the_baseline_to_rounding_gives_nan_not_1e16(
     # a benchmark that improves keeps its values: κ̂ of the baseline 0, of the benchmark 1
     good = lottery_run(baseline=Constant())
     assert good.kappa["baseline"] == 0 and good.kappa["GP regression"] == 1
+
+
+def test_repetitions_whose_folds_cannot_fit_in_memory_are_refused_before_any_work(monkeypatch):
+    """``completeness demand --repeats 100000`` took 9 GiB in 30 s (every fold's row indices
+    are made up front) and more until the process was killed; 10**9 could never fit. The folds
+    and losses are now sized first: at least 8 bytes a row and 300 a fold, per fold, and the
+    losses of every unit and procedure (plus the fold assignment) and 40 bytes of records per
+    fold and procedure, per repetition."""
+    from restrictiveness.engine import memory
+
+    data = market_data()
+    rows, units = len(data), data["city"].nunique()
+    # procedures: price only, the baseline and the benchmark
+    per_repeat = 4 * (8 * rows + 300) + 8 * units * 4 + 40 * 4 * 3
+    monkeypatch.setattr(memory, "available_memory", lambda: 2000 * per_repeat)
+    assert market_run(repeats=2).kappa["price only"] == market_run(repeats=2).kappa["price only"]
+    start = time.process_time()
+    with pytest.raises(ConfigurationError,
+                       match=rf"RepeatedGroupKFold\(repeats=2001, k=4, group='city'\): 2,001 "
+                             rf"repetitions of 4 folds need at least "
+                             rf"{re.escape(memory.format_bytes(2001 * per_repeat))} of memory "
+                             r".*use fewer repetitions \(--repeats\)"):
+        market_run(repeats=2001)
+    assert time.process_time() - start < 2  # 2,001 × 4 folds of fits take far longer

@@ -209,6 +209,38 @@ def test_memory_estimate_refuses_sizes_that_cannot_fit():
         lottery.run(progress=False)  # refused before any work
 
 
+def test_a_run_whose_results_cannot_fit_in_memory_is_refused_before_any_work():
+    """``-M 10**12`` failed with a bare MemoryError (the CLI: "unexpected MemoryError ... a
+    bug") while listing the replications; every record is held until the results are
+    assembled, so M bounds the memory as n does."""
+    from restrictiveness.engine.memory import RECORD_OVERHEAD, results_bytes
+
+    study = rx.Study(_prior(), {"a": rx.OLS("y ~ x"), "b": rx.Constant()}, rx.Constant(),
+                     discrepancies=[rx.MSE(), rx.MSE(name="mse2")], n=[5, 10, 20], draws=2,
+                     replications=10**12)
+    # (P, D, N, K) = (2, 2, 3, 2): losses 24, the baseline's 12, failures, replaced rows and
+    # seconds 18, the baseline's seconds 3, the truth's scale 6 numbers; twice (records and
+    # the assembled results)
+    assert results_bytes(study, 1000) == 1000 * (RECORD_OVERHEAD + 2 * 8 * 63)
+    per, need = RECORD_OVERHEAD + 2 * 8 * 63, study.memory_estimate()
+    free = 1000 * per + need  # one worker's replication and the results of M = 1,000
+    assert check_memory(study, workers=1, available=free, replications=1000) == need
+    with pytest.raises(rx.ConfigurationError,
+                       match=rf"the results of M=1,001 replications need at least "
+                             rf"{format_bytes(1001 * per)} of memory \({format_bytes(per)} "
+                             rf"each\), more than the {format_bytes(free)} available; use "
+                             r"fewer replications \(-M\)"):
+        check_memory(study, workers=1, available=free, replications=1001)
+    with pytest.raises(rx.ConfigurationError, match=r"2 workers need about .* beside the "
+                                                    r"results' .*use fewer workers"):
+        check_memory(study, workers=2, available=free, replications=1000)
+    start = time.process_time()
+    with pytest.raises(rx.ConfigurationError, match=r"the results of M=1,000,000,000,000 "
+                                                    r"replications need at least 2.7 PiB"):
+        study.run(progress=False)
+    assert time.process_time() - start < 5
+
+
 def test_available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room(monkeypatch):
     """/proc/meminfo counts in KiB; a container's room is its limit less what it uses."""
     from restrictiveness.engine import memory
@@ -469,6 +501,21 @@ def test_fit_timeout_must_be_a_positive_number_of_seconds(bad):
     from restrictiveness.engine.timeouts import run_in_child
     with pytest.raises(rx.ConfigurationError, match="fit_timeout must be a positive"):
         run_in_child(lambda key: key, [1], bad, lambda key, s: None)
+
+
+def test_a_fit_timeout_longer_than_a_single_wait_gives_the_numbers_of_no_limit(monkeypatch):
+    """fit_timeout=1e308 is a finite number, accepted, and the run failed with "timestamp out
+    of range for platform time_t" (select's limit): a long limit now waits in slices, and a
+    fit is stopped only once the limit itself has passed."""
+    from restrictiveness.engine import timeouts
+
+    study = _timeout_study({"linear": rx.OLS("y ~ x"), "quadratic": rx.OLS("y ~ x + I(x**2)")})
+    reference = study.run(progress=False).dataset["loss"].values
+    assert study.run(fit_timeout=1e308, progress=False).dataset["loss"].values.tolist() == \
+        reference.tolist()
+    monkeypatch.setattr(timeouts, "_WAIT_SLICE", 1e-4)  # every wait longer than one slice
+    assert study.run(fit_timeout=60, progress=False).dataset["loss"].values.tolist() == \
+        reference.tolist()
 
 
 def test_fit_timeout_is_refused_for_fits_on_threads():

@@ -235,7 +235,8 @@ PLAN = ("restrictiveness/ai/budget.py",
         "tests/test_llm.py::test_plan_calls_counts_fits_calls_tokens_and_cost")
 MEMORY = ("restrictiveness/engine/memory.py",
           RUNNER + "available_memory_is_the_smaller_of_memavailable_and_the_cgroups_room",
-          RUNNER + "memory_estimate_refuses_sizes_that_cannot_fit")
+          RUNNER + "memory_estimate_refuses_sizes_that_cannot_fit",
+          RUNNER + "a_run_whose_results_cannot_fit_in_memory_is_refused_before_any_work")
 LLM = ("restrictiveness/ai/llm.py", "tests/test_llm.py::test_a_cached_reply_adds_no_usage",
        "tests/test_llm.py")
 PROGRAMS = ("restrictiveness/ai/programs.py",
@@ -1006,6 +1007,10 @@ MUTANTS: list[Mutant] = [
            "missing cluster identifiers named by position, not the data's labels",
            ("tests/test_cluster_groups.py",)),
     # -- engine/timeouts.py: fits under fit_timeout ----------------------------------------------
+    Mutant("engine/timeouts.py", "                if wait is not None and wait > _WAIT_SLICE:\n                    continue\n", "",
+           "a fit that outlasts one wait slice is stopped before its limit",
+           ("tests/test_runner.py::test_a_fit_timeout_longer_than_a_single_wait_gives_the_numbers_"
+            "of_no_limit",)),
     Mutant("engine/timeouts.py", "                    seconds = time.monotonic() - started  # the limit, not the clean-up\n                    child.kill(grace=STOP_GRACE)",
            "                    child.kill(grace=STOP_GRACE)\n                    seconds = time.monotonic() - started",
            "a timed-out unit's seconds include the clean-up's grace", TIMEOUTS),
@@ -1105,6 +1110,26 @@ MUTANTS: list[Mutant] = [
            "the procedure order kept sorted, as the hash reads it: a reordered study resumed",
            ("tests/test_checkpoint.py::test_a_checkpoint_resumed_with_the_procedures_reordered_is_"
             "refused_not_relabelled",)),
+    Mutant("engine/checkpoint.py", "        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)",
+           "        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)",
+           "a record that is a symbolic link followed (to /dev/zero: until the memory runs out)",
+           ("tests/test_checkpoint.py::test_a_record_that_is_not_a_regular_file_is_moved_aside_"
+            "not_read",)),
+    Mutant("engine/checkpoint.py", "    if not regular:", "    if False:",
+           "a record that is a pipe or folder read as a file",
+           ("tests/test_checkpoint.py::test_a_record_that_is_not_a_regular_file_is_moved_aside_"
+            "not_read",)),
+    Mutant("engine/checkpoint.py", "                          if k == \"procedure_order\" or not allow_other_versions}",
+           "                          if k == \"procedure_order\"}",
+           "a record copied from a checkpoint of other versions or code used",
+           ("tests/test_checkpoint.py::test_a_record_copied_from_a_checkpoint_of_other_versions_"
+            "is_rejected_unless_asked_for",)),
+    Mutant("engine/checkpoint.py", "                          if k == \"procedure_order\" or not allow_other_versions}",
+           "                          if not allow_other_versions}",
+           "a record copied from a checkpoint in another procedure order used when resuming "
+           "other versions",
+           ("tests/test_checkpoint.py::test_a_record_copied_from_a_checkpoint_with_the_"
+            "procedures_in_another_order_is_rejected",)),
     Mutant("shared/files.py", "        if entry.is_file(follow_symlinks=False) and not alive(pid):",
            "        if entry.is_file(follow_symlinks=False):",
            "a live writer's temporary file of an output removed",
@@ -1114,6 +1139,16 @@ MUTANTS: list[Mutant] = [
            "                and exc.filename in (name, tmp):",
            "a full disk's error without a file name not given the file",
            ("tests/test_cli.py::test_a_disk_that_fills_midway_names_the_file_being_written",)),
+    Mutant("shared/files.py", "    if follow_symlinks and target.is_symlink():", "    if False:",
+           "an output through a symbolic link replaces the link, not the file it names",
+           ("tests/test_cli.py::test_out_through_a_symbolic_link_writes_the_file_it_names",)),
+    Mutant("shared/files.py", "    if not target.is_symlink() and target.exists() and not target.is_file():",
+           "    if False:",
+           "an output onto a device or pipe replaces it with a regular file",
+           ("tests/test_cli.py::test_out_to_a_device_or_pipe_is_refused_before_the_run",)),
+    Mutant("cli/options.py", "    if real.exists() and not real.is_file():", "    if False:",
+           "--out onto a device or pipe is found only after the run",
+           ("tests/test_cli.py::test_out_to_a_device_or_pipe_is_refused_before_the_run",)),
     Mutant("engine/study.py", "                                   None if checkpoint is None else str(checkpoint)) from None",
            "                                   None if store is None else str(store.path)) from None",
            "an interrupt while the checkpoint opens says to pass one",
@@ -1245,8 +1280,24 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/budget.py", "price_per_token(prices, llm[label].model)[0]",
            "price_per_token(prices, llm[label].model)[1]", "input tokens priced as output", PLAN),
     # -- engine/memory.py ------------------------------------------------------------------------------
-    Mutant("engine/memory.py", "    if not need or free is None or need * workers <= free:",
-           "    if not need or free is None or need <= free:", "memory check ignores the workers", MEMORY),
+    Mutant("engine/memory.py", "    if free is None or need * workers + held <= free:",
+           "    if free is None or need + held <= free:", "memory check ignores the workers", MEMORY),
+    Mutant("engine/memory.py", "    if free is None or need * workers + held <= free:",
+           "    if free is None or need * workers <= free:",
+           "memory check ignores the results of M replications", MEMORY),
+    Mutant("shared/startup.py", "        signal.signal(signal.SIGINT, interrupted_while_starting)", "        pass",
+           "a Ctrl-C while python -m restrictiveness imports prints the import's traceback",
+           ("tests/test_cli.py::test_ctrl_c_while_the_package_imports_prints_one_line_and_"
+            "exits_130",)),
+    Mutant("analysis/completeness/estimate.py", "    if free is not None and need > free:",
+           "    if False:",
+           "completeness repetitions whose folds cannot fit in memory run until killed",
+           ("tests/test_completeness.py::test_repetitions_whose_folds_cannot_fit_in_memory_are_"
+            "refused_before_any_work",)),
+    Mutant("engine/study.py", "        check_memory(self, workers if local else 0, replications=len(reps))",
+           "        check_memory(self, workers if local else 0)",
+           "a run's M not checked against the memory (MemoryError listing 10**12 replications)",
+           MEMORY),
     Mutant("engine/memory.py", "                limits.append(int(line.split()[1]) * 1024)",
            "                limits.append(int(line.split()[1]))", "MemAvailable read as bytes, not KiB", MEMORY),
     Mutant("engine/memory.py", "    return min(limits) if limits else None",

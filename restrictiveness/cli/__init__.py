@@ -84,8 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    from ..shared.startup import interrupted_while_starting
+
+    # (Python's handler, or the package's while `python -m restrictiveness` started; an
+    # ignored SIGINT, as in a background job or under nohup, stays ignored)
     previous_int = signal.signal(signal.SIGINT, on_sigint) \
-        if in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
+        if in_main and signal.getsignal(signal.SIGINT) in (
+            signal.default_int_handler, interrupted_while_starting) else None
     note_interrupt(False)
     try:
         with CompileNotice(), warnings.catch_warnings():

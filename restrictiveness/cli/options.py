@@ -135,8 +135,11 @@ def input_file(text: str) -> Path:
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"no file {text!r}")
-    if not path.is_file():
+    if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    if not path.is_file():  # /dev/null was called a directory
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or "
+                                         "socket)")
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not readable (permission denied)")
     return path
@@ -153,11 +156,19 @@ def _writable_folder(path: Path, text: str) -> None:
 
 
 def output_file(text: str) -> Path:
-    """A file this run may write: its folder exists and is writable; not a directory."""
+    """A file this run may write: its folder exists and is writable; a regular file if it
+    exists (a symbolic link: the file it names)."""
     path = Path(text)
     if not text or path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
-    _writable_folder(path, text)
+    # a symbolic link is written through
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if real.exists() and not real.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or "
+                                         "socket): the results are written by replacing the "
+                                         "file; give a file name, or leave the option out to "
+                                         "write nothing")
+    _writable_folder(real, text)
     if path.exists() and not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not writable")
     return path
@@ -337,7 +348,8 @@ class Outputs:
             if key in seen:
                 raise ConfigurationError(f"{option} and {seen[key]} name the same file {path}")
             seen[key] = option
-            lock = FileLock(path.parent / f".{path.name}.lock", remove=True)
+            # beside the file written (a link's target), whichever path names it
+            lock = FileLock(key.parent / f".{key.name}.lock", remove=True)
             try:
                 lock.acquire(blocking=False)
             except LockBusy:

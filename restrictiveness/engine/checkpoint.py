@@ -12,10 +12,13 @@ A checkpoint is a directory holding
 
 Safety rules:
 
-* Records are never unpickled. A record that is unreadable, fails its checksum or carries
-  another configuration hash is named in a :class:`~restrictiveness.CheckpointWarning`, moved
-  to ``rejected/`` and recomputed. Records without ``study.json`` are refused (nothing says
-  which study wrote them), and so are checkpoints of the old pickle format.
+* Records are never unpickled. A record that is unreadable, fails its checksum, carries
+  another configuration hash, holds the procedures in another order or (unless resuming
+  under other versions is asked for) was written under other package versions or other code
+  (a record copied from another checkpoint directory) is named in a
+  :class:`~restrictiveness.CheckpointWarning`, moved to ``rejected/`` and recomputed.
+  Records without ``study.json`` are refused (nothing says which study wrote them), and so
+  are checkpoints of the old pickle format.
 * Opening is atomic under the directory's lock: of any number of processes opening one new
   directory with different configurations, exactly one is accepted. The refusal names the
   configuration fields that differ.
@@ -45,12 +48,14 @@ uninterrupted run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import inspect
 import json
 import os
 import re
+import stat
 import sys
 import time
 import warnings
@@ -236,6 +241,28 @@ def code_fingerprint(objects: Iterable[object] = ()) -> dict[str, str]:
     return out
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``; ValueError if it is not a regular file (a symbolic link is not
+    followed): a pipe named as a record blocked the run for ever, and a link to /dev/zero
+    filled the memory. The package writes only regular files there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError("is a symbolic link, not a regular file") from None
+        raise
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:  # (before fdopen, which refuses a directory naming the descriptor)
+        os.close(fd)
+        raise ValueError("is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
 def _short(value, width: int = 70) -> str:
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= width else text[:width - 3] + "..."
@@ -314,6 +341,18 @@ class Checkpoint:
         self.order = list(procedures) if isinstance(procedures, dict) else None
         self.versions = package_versions()
         self.code = code_fingerprint(code)
+        # What every record carries besides the configuration hash, and must match when read:
+        # a record copied from another directory of the same configuration was used although
+        # it held the procedures in another order (their rows swapped) or came from other
+        # versions or code, which that directory's study.json would have refused
+        self.identity = {"procedure_order": self.order, "versions": self.versions,
+                         "code_sha256": hashlib.sha256(
+                             json.dumps(self.code, sort_keys=True).encode()).hexdigest()}
+        # (resumed under other versions or code, as asked, records written before they
+        # carried their order are taken at the study.json's order, checked on opening)
+        self._required = {k: v for k, v in self.identity.items()
+                          if k == "procedure_order" or not allow_other_versions}
+        self._legacy = ("procedure_order",) if allow_other_versions else ()
         self._claims: dict[int, FileLock] = {}
         if self.path.exists() and not self.path.is_dir():
             raise CheckpointError(f"checkpoint {self.path} is a file, not a directory; pass a "
@@ -349,10 +388,10 @@ class Checkpoint:
                 "configuration_sha256": self.hash, "versions": self.versions,
                 "code": self.code, "configuration": self.configuration,
                 "procedure_order": self.order},
-                sort_keys=True, indent=1).encode())
+                sort_keys=True, indent=1).encode(), follow_symlinks=False)
             return
         try:
-            stored = json.loads(meta.read_text())
+            stored = json.loads(_read_regular(meta).decode())
             if not isinstance(stored, dict):
                 raise ValueError("not a JSON object")
         except (ValueError, UnicodeDecodeError) as exc:
@@ -440,20 +479,24 @@ class Checkpoint:
     def save(self, record: ReplicationRecord) -> None:
         """Record one finished replication (atomically) and release its claim."""
         atomic_write_bytes(self._file(record.replication),
-                           encode_record(record, self.hash, self.versions))
+                           encode_record(record, self.hash, self.versions,
+                                         {k: v for k, v in self.identity.items()
+                                          if k != "versions"}), follow_symlinks=False)
         self.release(record.replication)
 
     def load(self, replication: int) -> ReplicationRecord | None:
         """The stored record of ``replication``, or None if there is none or it is rejected."""
         file = self._file(replication)
         try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
-            record = decode_record(data, self.hash)
+            try:
+                data = _read_regular(file)
+            except ValueError as exc:
+                raise RecordError(str(exc)) from None
+            record = decode_record(data, self.hash, self._required, self._legacy)
             if record.replication != replication:
                 raise RecordError(f"holds replication {record.replication}")
+        except FileNotFoundError:
+            return None
         except RecordError as exc:
             self._reject(file, str(exc))
             return None

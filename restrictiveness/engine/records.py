@@ -2,7 +2,8 @@
 
 A :class:`ReplicationRecord` is what one replication contributes to a study's results. On disk
 (a checkpoint) it is a NumPy ``.npz`` archive of its numeric arrays plus one JSON string holding
-the rest (the replication index, the failure messages, the fit records, the configuration hash)
+the rest (the replication index, the failure messages, the fit records, the configuration hash,
+the package versions, and what a checkpoint adds: the procedures' order and a digest of the code)
 and a SHA-256 of the whole content. Nothing is pickled: loading uses ``allow_pickle=False``, so
 a record written by someone else can at worst be rejected, never run code.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +26,9 @@ _ARRAYS = ("loss", "baseline_loss", "failed", "invalid", "seconds", "baseline_se
 _META = "__meta__"
 _DIAG = "diagnostics."
 _SCALE = "truth_scale"  # optional: records of earlier versions lack it and still load
+#: How a record's identity fields are named in a rejection.
+_IDENTITY = {"procedure_order": "order of the procedures", "versions": "package versions",
+             "code_sha256": "code"}
 
 
 @dataclass
@@ -58,8 +63,11 @@ def _digest(arrays: dict[str, np.ndarray], meta: dict) -> str:
 
 
 def encode_record(record: ReplicationRecord, configuration_hash: str,
-                  versions: dict[str, str]) -> bytes:
-    """The ``.npz`` bytes of ``record``, tagged with the study's configuration hash."""
+                  versions: dict[str, str], identity: Mapping[str, object] | None = None
+                  ) -> bytes:
+    """The ``.npz`` bytes of ``record``, tagged with the study's configuration hash and the
+    ``identity`` fields (JSON values: what else :func:`decode_record` may be asked to match,
+    such as the procedures' order)."""
     arrays = {name: np.asarray(getattr(record, name)) for name in _ARRAYS}
     arrays.update({_DIAG + k: np.asarray(v) for k, v in record.diagnostics.items()})
     if record.truth_scale is not None:
@@ -68,7 +76,7 @@ def encode_record(record: ReplicationRecord, configuration_hash: str,
             "configuration_sha256": configuration_hash, "versions": versions,
             "error": np.asarray(record.error, dtype=str).tolist(),
             "info": np.asarray(record.info, dtype=str).tolist(),
-            "error_shape": list(np.shape(record.error))}
+            "error_shape": list(np.shape(record.error)), **(identity or {})}
     meta["sha256"] = _digest(arrays, meta)
     buf = io.BytesIO()
     # The names are ours (never allow_pickle, a keyword only from numpy 2.1, which numpy's
@@ -77,9 +85,13 @@ def encode_record(record: ReplicationRecord, configuration_hash: str,
     return buf.getvalue()
 
 
-def decode_record(data: bytes, configuration_hash: str) -> ReplicationRecord:
-    """The record in ``data``; :class:`RecordError` if it is unreadable, fails its checksum or
-    was written under another configuration."""
+def decode_record(data: bytes, configuration_hash: str,
+                  identity: Mapping[str, object] | None = None,
+                  legacy: Collection[str] = ()) -> ReplicationRecord:
+    """The record in ``data``; :class:`RecordError` if it is unreadable, fails its checksum,
+    was written under another configuration, or differs in a field of ``identity`` (its
+    value as the record must hold it; the message names the field). A field named in
+    ``legacy`` may be absent (records written before it existed)."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             content = {name: z[name] for name in z.files}
@@ -95,6 +107,11 @@ def decode_record(data: bytes, configuration_hash: str) -> ReplicationRecord:
         raise RecordError(f"has record format {meta.get('format')!r}, not {RECORD_FORMAT}")
     if meta.get("configuration_sha256") != configuration_hash:
         raise RecordError("belongs to another study configuration")
+    differ = [_IDENTITY.get(key, key) for key, value in (identity or {}).items()
+              if meta.get(key, value if key in legacy else None) != value]
+    if differ:
+        raise RecordError(f"does not match this checkpoint's {' and '.join(differ)} (copied "
+                          "from another checkpoint directory?)")
     shape = tuple(meta["error_shape"])
     strings = {k: np.array(meta[k], dtype=object).reshape(shape) for k in ("error", "info")}
     diagnostics = {k[len(_DIAG):]: v for k, v in content.items() if k.startswith(_DIAG)}

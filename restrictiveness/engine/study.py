@@ -535,7 +535,8 @@ class Study:
         """
         from .results import Results
 
-        reps = list(range(self.replications)) if replications is None \
+        # a range until the memory is checked (M = 10**12 was a MemoryError listing it)
+        reps: Sequence[int] = range(self.replications) if replications is None \
             else self._replication_indices(replications)
         if not isinstance(resume_other_versions, bool | np.bool_):  # bool("no") is True
             raise ConfigurationError(f"resume_other_versions must be True or False, got "
@@ -544,8 +545,9 @@ class Study:
         self._check_shipping(n_jobs, backend, concurrency, requests_per_minute, client, progress,
                              fit_timeout, worker_timeout, warn=False)
         workers = _worker_count(n_jobs, len(reps))
-        if backend == "processes" or client is None:  # a user's cluster has its own memory
-            check_memory(self, workers)
+        # a user's cluster has its own memory; the results are held here whatever the backend
+        local = backend == "processes" or client is None
+        check_memory(self, workers if local else 0, replications=len(reps))
         finished: dict[int, ReplicationRecord] = {}
         store = None
         try:
@@ -575,7 +577,7 @@ class Study:
             warnings.warn(report, FailureWarning, stacklevel=2)
         return res
 
-    def _run_missing(self, reps: list[int], finished: dict, store, options: dict) -> None:
+    def _run_missing(self, reps: Sequence[int], finished: dict, store, options: dict) -> None:
         """Compute the replications not in ``finished``. With a checkpoint, each is claimed
         before it starts; those another run claimed are awaited and loaded (or computed here
         if that run stopped without them)."""

@@ -237,6 +237,8 @@ def end_stages() -> None:
 
 
 _TIMED_OUT = object()
+#: Longest single wait for a child's message (seconds); longer limits wait in slices.
+_WAIT_SLICE = 3600.0
 _UNTIMED = "<untimed>"
 
 
@@ -321,8 +323,13 @@ class _Child:
     def _read(self, size: int, deadline: float | None, key) -> Any:
         while len(self.buffer) < size:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.fd], [], [], wait)
+            # in slices: select takes at most about 292 years, and fit_timeout=1e308 (a
+            # finite number) failed with "timestamp out of range for platform time_t"
+            ready, _, _ = select.select([self.fd], [], [],
+                                        None if wait is None else min(wait, _WAIT_SLICE))
             if not ready:
+                if wait is not None and wait > _WAIT_SLICE:
+                    continue
                 return _TIMED_OUT
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:

@@ -41,7 +41,7 @@ class LockBusy(OSError):
 
 
 @contextlib.contextmanager
-def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
+def atomic_output(target: str | os.PathLike, follow_symlinks: bool = True) -> Iterator[Path]:
     """Path of a temporary file that replaces ``target`` when the block succeeds.
 
     The temporary file sits in ``target``'s folder (a rename across file systems would not be
@@ -50,6 +50,12 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     writer's process id: a writer killed outright (SIGKILL) cannot remove it, so the next write
     of ``target`` removes the temporary files of ``target`` whose writer is dead (a killed
     ``--out`` left one in the output folder for ever, as big as the results).
+
+    A symbolic link is written through (the file it names is replaced, the link kept), as
+    ``open(target, "w")`` would, unless ``follow_symlinks`` is false (then the link itself is
+    replaced: a checkpoint's own files, where a planted link must not redirect a write); a
+    target that exists and is not a regular file (a device such as ``/dev/null``, a pipe) is
+    refused rather than replaced.
 
     Examples
     --------
@@ -60,9 +66,17 @@ def atomic_output(target: str | os.PathLike) -> Iterator[Path]:
     >>> out.read_text()
     'done'
     """
-    target = Path(target)
+    target = given = Path(target)
+    if follow_symlinks and target.is_symlink():
+        # written through, as open(target, "w") writes: the rename replaced the link itself
+        # with a file, and the file it names kept the previous results
+        target = Path(os.path.realpath(target))
     if target.is_dir():
-        raise ConfigurationError(f"cannot write {str(target)!r}: it is a folder; give a file name")
+        raise ConfigurationError(f"cannot write {str(given)!r}: it is a folder; give a file name")
+    if not target.is_symlink() and target.exists() and not target.is_file():
+        # run as root, the rename replaced /dev/null itself with a regular file
+        raise ConfigurationError(f"cannot write {str(given)!r}: it is not a regular file (a "
+                                 "device, pipe or socket); give a file name")
     if target.parent.exists() and not target.parent.is_dir():
         raise ConfigurationError(f"cannot write {str(target)!r}: {str(target.parent)!r} is "
                                  f"a file, not a folder")
@@ -149,9 +163,10 @@ def alive(pid: int) -> bool:
     return True
 
 
-def atomic_write_bytes(target: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(target: str | os.PathLike, data: bytes,
+                       follow_symlinks: bool = True) -> None:
     """Write ``data`` to ``target`` atomically (see :func:`atomic_output`)."""
-    with atomic_output(target) as tmp:
+    with atomic_output(target, follow_symlinks) as tmp:
         tmp.write_bytes(data)
 
 
