@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import multiprocessing
 import os
 import pickle
 import re
-import signal
 import time
 import warnings
 import zipfile
@@ -18,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from deadlines import within
 
 import restrictiveness as rx
 import restrictiveness.engine.study as study_module
@@ -143,21 +142,6 @@ def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
     _same(res, uninterrupted)
 
 
-@contextlib.contextmanager
-def _within(seconds):
-    """Fail, rather than hang, if the block takes longer."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.mark.parametrize("kind", ["pipe", "folder", "link"])
 def test_a_record_that_is_not_a_regular_file_is_moved_aside_not_read(tmp_path, partial,
                                                                       uninterrupted, kind):
@@ -171,7 +155,7 @@ def test_a_record_that_is_not_a_regular_file_is_moved_aside_not_read(tmp_path, p
     file.unlink()
     {"pipe": lambda: os.mkfifo(file), "folder": file.mkdir,
      "link": lambda: file.symlink_to(outside)}[kind]()
-    with _within(60):
+    with within(60):
         res, fits, messages = _resume_and_count(partial)
     assert fits == 4  # replications 1, 4 and 5, and 2
     assert any(str(file) in m and "not a regular file" in m for m in messages)
@@ -184,7 +168,7 @@ def test_a_record_that_is_not_a_regular_file_is_moved_aside_not_read(tmp_path, p
 def test_a_study_json_that_is_not_a_regular_file_is_refused_not_read(partial):
     (partial / "study.json").unlink()
     os.mkfifo(partial / "study.json")
-    with _within(60), pytest.raises(rx.CheckpointError, match=r"study.json is unreadable \(is "
+    with within(60), pytest.raises(rx.CheckpointError, match=r"study.json is unreadable \(is "
                                                                r"not a regular file\)"):
         _study().run(progress=False, checkpoint=partial)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -13,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from deadlines import within
 from forking import held_by_another_thread
 
 import restrictiveness as rx
@@ -845,20 +845,6 @@ class HangingPrior(rx.MonotoneGP):
             time.sleep(1)
 
 
-@contextlib.contextmanager
-def _alarm(seconds):
-    """Raise in this thread after ``seconds`` (the old code hung the test for ever)."""
-    def ring(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw(n_jobs):
     """Before: fit_timeout bounded the procedures' fits only, and a user's baseline or
@@ -869,13 +855,13 @@ def test_fit_timeout_bounds_the_baseline_and_the_pseudo_truth_draw(n_jobs):
     study = rx.Study(_prior(), {"linear": rx.OLS("y ~ x")}, baseline=Hangs(20), n=[10, 20],
                      replications=2, seed=7)
     start = time.monotonic()
-    with _alarm(60), pytest.raises(rx.BaselineError, match=(
+    with within(60), pytest.raises(rx.BaselineError, match=(
             r"the baseline Hangs\(20\) did not finish within fit_timeout=1 s \(stopped after "
             r"1\.\d s; its process was killed\) in replication \d, n=20")):
         study.run(fit_timeout=1, n_jobs=n_jobs, progress=False)
     stuck = rx.Study(HangingPrior(F, n_eval=40), {"linear": rx.OLS("y ~ x")},
                      baseline=rx.Constant(), n=[10], replications=2, seed=7)
-    with _alarm(60), pytest.raises(rx.ExecutionError, match=(
+    with within(60), pytest.raises(rx.ExecutionError, match=(
             r"drawing the pseudo-truth of replication \d from HangingPrior\(.*\) did not "
             r"finish within fit_timeout=1 s")):
         stuck.run(fit_timeout=1, n_jobs=n_jobs, progress=False)
