@@ -40,7 +40,21 @@ from ..shared.forksafe import ForkSafeLock
 
 __all__ = ["RateLimiter", "request_slot", "pause", "RunStopped", "rate_limited",
            "check_picklable", "KeyedOnce", "run_with_threads", "on_io_thread", "run_stopped",
-           "when_stopped"]
+           "when_stopped", "usable_cpus"]
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one).
+
+    Examples
+    --------
+    >>> usable_cpus() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
 
 #: Marks the threads of :func:`run_with_threads`'s pool.
 _io_thread = threading.local()

@@ -65,6 +65,7 @@ from .concurrency import (
     on_io_thread,
     rate_limited,
     run_with_threads,
+    usable_cpus,
 )
 from .discrepancies import MSE, NEGATIVE_LOSS, Discrepancy
 from .failures import (
@@ -875,8 +876,7 @@ def _warn_hidden_state(study: Study, path) -> None:
 def _worker_count(n_jobs: int | None, units: int) -> int:
     """Workers for ``units`` replications: ``n_jobs`` (None or -1: the usable cores)."""
     if n_jobs is None or n_jobs == -1:
-        n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else os.cpu_count() or 1
+        n_jobs = usable_cpus()
     elif not isinstance(n_jobs, int | np.integer) or isinstance(n_jobs, bool) or n_jobs < 1:
         raise ConfigurationError(f"n_jobs must be a positive number of workers, or -1 (or None) "
                                  f"for all cores; got {n_jobs!r}")

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ...engine.concurrency import RunStopped, run_stopped
+from ...engine.concurrency import RunStopped, run_stopped, usable_cpus
 from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
@@ -185,25 +185,18 @@ def run_python(source: str, *, driver: str | None = None,
                           RuntimeWarning, stacklevel=2)
 
 
-def _usable_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 #: Sandboxed programs running at once in this process: one per usable CPU. The programs of
 #: fits on a run's I/O threads (``Study.run(concurrency=N)``) ran all at once, N of them on a
 #: few cores, and their wall-clock limit then failed programs a serial run completes (8 of 8
 #: timed out at concurrency=8 on 2 cores, 0 of 8 serially): results depended on the thread
 #: count. A program's wall clock starts once it has a slot.
-_SLOTS = threading.BoundedSemaphore(_usable_cpus())
+_SLOTS = threading.BoundedSemaphore(usable_cpus())
 
 
 def _renew_slots() -> None:
     # a fork copies the count with the slots of threads that do not exist in the child
     global _SLOTS
-    _SLOTS = threading.BoundedSemaphore(_usable_cpus())
+    _SLOTS = threading.BoundedSemaphore(usable_cpus())
 
 
 os.register_at_fork(after_in_child=_renew_slots)
