@@ -191,7 +191,8 @@ def print_dry_run(study, args: argparse.Namespace) -> None:
     # counted all of them (3 calls for a resumed run that made none)
     done = [] if args.checkpoint is None else study.finished(args.checkpoint,
                                                              args.resume_other_versions)
-    todo = [m for m in range(study.replications) if m not in set(done)]
+    held_set = set(done)
+    todo = [m for m in range(study.replications) if m not in held_set]
     plan = plan_calls(study, _prices(args), replications=todo)
     held = f" ({len(done)} finished in the checkpoint)" if done else ""
     print(f"Dry run: {len(todo)} of {study.replications} replications to compute{held}, "
