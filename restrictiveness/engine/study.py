@@ -58,6 +58,7 @@ from ..shared.exceptions import (
     user_stacklevel,
 )
 from ..shared.random_state import global_state_seed
+from . import timeouts
 from .concurrency import (
     KeyedOnce,
     RateLimiter,
@@ -884,6 +885,9 @@ def _worker_count(n_jobs: int | None, units: int) -> int:
 
 
 def _exit_worker(signum, frame) -> None:
+    # The first SIGTERM starts the unwind; a second one would interrupt the clean-up it runs
+    # (the executor sends every worker another when it sees the first one exit).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise WorkerTerminated(128 + signum)
 
 
@@ -960,7 +964,7 @@ def _init_worker() -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The parent stops the pool with SIGTERM (and SIGKILL a second later): the worker exits
+    # The parent stops the pool with SIGTERM (and SIGKILL seconds later): the worker exits
     # through its clean-up, so that, e.g., the sandbox removes the temporary directory of a
     # program it was running (the default action left one per worker on Ctrl-C). It replaces
     # the command line's handler, inherited through the fork.
@@ -1045,8 +1049,11 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         p.terminate()
+    # A worker unwinding under fit_timeout gives its fit's process up to twice STOP_GRACE for
+    # its clean-up (a staged child's own child); killed sooner, both would skip theirs.
+    until = time.monotonic() + 2 * timeouts.STOP_GRACE + 1.0
     for p in processes:
-        p.join(timeout=1.0)
+        p.join(timeout=max(0.0, until - time.monotonic()))
         if p.is_alive():
             p.kill()
 

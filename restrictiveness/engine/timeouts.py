@@ -77,6 +77,8 @@ class _Stopped(BaseException):
 
 
 def _stop(signum, frame) -> None:
+    # one request to stop unwinds once: a repeat must not interrupt the clean-up it runs
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise _Stopped
 
 
