@@ -287,19 +287,30 @@ class Stuck(rx.Procedure):
 
 def _processes_named(marker):
     import psutil
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        if marker in (p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE:
-            found.append(p)
-    return found
+    # the status read with the command line: a process that exits between two reads (the
+    # stuck fit's own process, being killed) raised NoSuchProcess from p.status()
+    return [p for p in psutil.process_iter(["cmdline", "status"])
+            if marker in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE]
 
 
 def _children():
     """This process's descendants, but multiprocessing's resource tracker (started once, e.g.
-    by dask's local cluster, and kept for the life of the process)."""
+    by dask's local cluster, and kept for the life of the process). One that has exited but is
+    not reaped yet still counts (a zombie's command line cannot be read: that raised, and
+    failed the tests polling for the stopped processes to go, under load); one gone by the
+    time it is read does not."""
     import psutil
-    return {p.pid for p in psutil.Process().children(recursive=True)
-            if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())}
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(p.cmdline())
+        except psutil.ZombieProcess:
+            command = ""
+        except psutil.NoSuchProcess:
+            continue
+        if "multiprocessing.resource_tracker" not in command:
+            found.add(p.pid)
+    return found
 
 
 def _timeout_study(procedures):
