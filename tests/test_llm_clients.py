@@ -484,19 +484,26 @@ def test_the_attempt_watchdog_wakes_a_blocked_receive_at_the_deadline():
     from restrictiveness.ai.clients import _Attempt
     ours, peer = socket.socketpair()
     with ours, peer:
+        # timed from before the attempt starts its clock: a thread descheduled between the
+        # two (0.3 s under load) saw the receive end at once, as it should, and failed
+        start = time.monotonic()
         attempt = _Attempt(0.3)
         attempt.watch(ours)
         ours.settimeout(None)
-        start = time.monotonic()
         assert ours.recv(10) == b"" and attempt.expired
         assert 0.25 < time.monotonic() - start < 2
         attempt.finish()
     ours, peer = socket.socketpair()
     with ours, peer:
-        late = _Attempt(0.05)  # a finished attempt leaves the sockets it watched alone
+        # a finished attempt leaves the sockets it watched alone: its timer is stopped, and a
+        # timer that fires all the same (finish() racing it) does nothing. Both checked
+        # directly: a 50 ms timer raced the test's own finish() on a loaded machine
+        late = _Attempt(60)
         late.watch(ours)
         late.finish()
-        time.sleep(0.1)
+        late._timer.join(5)
+        assert not late._timer.is_alive()
+        late._expire()  # what the timer does when it fires
         ours.sendall(b"ok")  # would be EPIPE had the watchdog shut it down
         assert peer.recv(10) == b"ok" and not late.expired
 
