@@ -130,20 +130,26 @@ def test_the_warnings_of_dask_workers_reach_the_caller(serial, processes):
 
 
 def test_the_order_is_the_serial_one_when_replications_finish_out_of_order(serial,
-                                                                           monkeypatch):
+                                                                           monkeypatch,
+                                                                           tmp_path):
     real = study_module.run_unit
     finished = []
 
-    def slow_first(study, m, *rest):  # the pool's workers are forked after the patch
-        if m == 0:
-            time.sleep(1.0)
+    def last_first(study, m, *rest):  # the pool's workers are forked after the patch
+        if m == 0:  # until the caller has the other worker's three (a 1 s sleep was outrun)
+            deadline = time.monotonic() + 60
+            while len(list(tmp_path.iterdir())) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
         return real(study, m, *rest)
 
-    monkeypatch.setattr(study_module, "run_unit", slow_first)
+    def received(record):
+        finished.append(record.replication)
+        (tmp_path / str(record.replication)).touch()
+
+    monkeypatch.setattr(study_module, "run_unit", last_first)
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
-        _study().run_units(range(4), n_jobs=2, progress=False,
-                           on_record=lambda r: finished.append(r.replication))
+        _study().run_units(range(4), n_jobs=2, progress=False, on_record=received)
     assert finished[-1] == 0  # replication 0 finished last...
     shown = [(w.category, str(w.message), w.filename, w.lineno) for w in log]
     assert shown == serial[0]  # ...and its warnings still come first
