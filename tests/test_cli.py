@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from deadlines import within
 
 import restrictiveness as rx
 from restrictiveness.cli import main
@@ -339,10 +340,12 @@ def test_cli_fit_timeout_stops_a_stuck_procedure_and_shows_it_failed(tmp_path, c
     path.write_text(STUCK)
     argv = ["replicate", "lottery", "-M", "2", "--n", "20", "--jobs", "1", "--no-progress",
             "--only", "CPT(delta)", "--procedures", str(path), "--fit-timeout", "2"]
-    start = time.monotonic()
-    # (2 s: the limit also bounds each pseudo-truth draw, 0.1-0.7 s for the lottery here)
-    assert main([*argv, "--strict"]) == 1
-    assert time.monotonic() - start < 4 + 30
+    # (2 s: the limit also bounds each pseudo-truth draw, 0.1-0.7 s for the lottery here.)
+    # Fail rather than hang: the run's time is no measure, as numba's compilation of the
+    # lottery kernels, which does not count against the limit, can be in it (a fresh
+    # install's first use: 98 s of fits under load, against a bound of 34 s)
+    with within(300):
+        assert main([*argv, "--strict"]) == 1
     captured = capsys.readouterr()
     rows = [line.split() for line in captured.out.splitlines() if line.strip().startswith("stuck")]
     assert rows[0] == ["stuck", "failed"]
