@@ -10,7 +10,6 @@ import time
 
 import numba
 import pytest
-from forking import held_by_another_thread
 from numba.core.compiler_lock import global_compiler_lock
 
 import restrictiveness
@@ -48,17 +47,30 @@ def test_a_fork_during_another_threads_compilation_waits_for_it_and_the_child_co
     # An I/O thread of a study compiling a kernel (holding numba's compiler lock for seconds)
     # while the CPU thread forks a process-pool worker: the worker inherited the lock held
     # and hung at its first compilation.
-    with held_by_another_thread(global_compiler_lock, release_after=0.5):
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the child: compile a kernel it has never seen
-            try:
-                os._exit(0 if numba.njit(lambda x: x + 1)(41) == 42 else 1)
-            finally:
-                os._exit(2)
-        waited = time.monotonic() - start
+    held, compiled = threading.Event(), threading.Event()
+
+    def compile_for_a_while():
+        with global_compiler_lock:
+            held.set()
+            time.sleep(0.5)
+            compiled.set()  # the last thing done holding the lock
+
+    thread = threading.Thread(target=compile_for_a_while)
+    thread.start()
+    held.wait(5)
+    pid = os.fork()
+    if pid == 0:  # the child: compile a kernel it has never seen
+        try:
+            os._exit(0 if numba.njit(lambda x: x + 1)(41) == 42 else 1)
+        finally:
+            os._exit(2)
+    waited = compiled.is_set()
+    thread.join()
     assert _exit_code(pid, within=20) == 0
-    assert waited > 0.2  # the fork waited for the compilation to end
+    # the fork waited for the compilation to end: it comes back after it, not merely late (a
+    # wait of over 0.2 s of 0.5 s was asked, and a test thread delayed between the lock's
+    # taking and its own clock's start under load measured less)
+    assert waited
 
 
 @pytest.mark.parametrize("reentrant", [False, True])
