@@ -452,13 +452,23 @@ def test_retry_after_waits_are_capped_and_garbage_falls_back_to_backoff(protocol
     assert 0.02 <= waits[2] <= 0.04 and 0.025 <= waits[3] <= 0.05
 
 
+def _warmed_up(server: ChatServer, **options):
+    """An adapter whose SDK client exists: it is made at the first call, with the SDK's import
+    (1 s of CPU for anthropic's, 20-30 s of wall clock on a loaded machine), which a timed
+    call must not include."""
+    llm = adapter(server, **options)
+    llm._sdk_client()
+    return llm
+
+
 def test_a_reply_trickled_byte_by_byte_times_out_in_all(protocol):
     # each read arrives within the timeout; the whole body would take over 20 s
     with ChatServer(protocol, lambda body: "x" * 100,
                     script=[("trickle", 0.05)] * 2) as server:
+        llm = _warmed_up(server, timeout=0.5, max_retries=1)
         start = time.monotonic()
         with pytest.raises(rx.llm.ClientError, match="APITimeoutError after 1 retry") as err:
-            adapter(server, timeout=0.5, max_retries=1).chat([{"role": "user", "content": "hi"}])
+            llm.chat([{"role": "user", "content": "hi"}])
         wall = time.monotonic() - start
     assert len(server.requests) == 2 and err.value.retries == 1 and wall < 10
 
@@ -467,10 +477,11 @@ def test_headers_trickled_byte_by_byte_time_out_in_all(protocol):
     # the status line and headers (about 150 bytes) a byte every 50 ms: each read is quick,
     # the head alone would take over 7 s; the whole attempt must end at the 0.5 s timeout
     with ChatServer(protocol, lambda body: "x", script=[("trickle_head", 0.05)] * 2) as server:
+        llm = _warmed_up(server, timeout=0.5, max_retries=1)
         start = time.monotonic()
         with pytest.raises(rx.llm.ClientError, match="APITimeoutError after 1 retry: "
                                                      "Request timed out") as err:
-            adapter(server, timeout=0.5, max_retries=1).chat([{"role": "user", "content": "hi"}])
+            llm.chat([{"role": "user", "content": "hi"}])
         wall = time.monotonic() - start
     # two attempts of 0.5 s and a backoff of at most 50 ms (QUICK), with slack for a busy machine
     assert len(server.requests) == 2 and err.value.retries == 1 and wall < 2.5

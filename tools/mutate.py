@@ -1177,6 +1177,10 @@ MUTANTS: list[Mutant] = [
            "    copy.__qualname__ = func.__qualname__",
            "the cache key without the digest", JIT),
     # -- ai/clients.py: retries and the call budget ----------------------------------------------------
+    Mutant("ai/clients.py", "            attempt = _ATTEMPT.current = _Attempt(timeout)",
+           "            attempt = _ATTEMPT.current = _Attempt(3600.0)",
+           "an HTTP attempt is not bounded in all, only each read (a trickled head runs on)",
+           ("tests/test_llm_clients.py::test_headers_trickled_byte_by_byte_time_out_in_all",)),
     Mutant("ai/clients.py", "            if not self._done:\n                self.expired = True",
            "            if True:\n                self.expired = True",
            "a watchdog timer firing after its attempt finished shuts the pooled sockets down",
