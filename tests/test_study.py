@@ -672,6 +672,31 @@ def test_dask_backend_gives_identical_results():
     xr.testing.assert_identical(serial, dask.drop_vars(timing).drop_attrs())
 
 
+def test_a_local_dask_cluster_does_not_warn_that_port_8787_is_taken():
+    """The study's own cluster served its scheduler's HTTP routes on dask's default port,
+    8787: with another cluster on the machine (a second study, a notebook's dashboard, a
+    parallel test run) every run warned "Port 8787 is already in use. Perhaps you already
+    have a cluster running?", which fails a run under warnings-as-errors. It now takes a free
+    port of the loopback interface."""
+    import socket
+
+    study = rx.Study(_lottery_like(), {"linear": rx.OLS("y ~ x1 + x2")}, rx.Constant(),
+                     n=[10], replications=2, seed=2)
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 8787))
+        taken.listen()
+    except OSError:
+        pass  # in use already, which is the case at hand
+    try:
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            study.run(backend="dask", n_jobs=1, progress=False)
+    finally:
+        taken.close()
+    assert [str(w.message) for w in log if "already in use" in str(w.message)] == []
+
+
 def test_profile_plot_draws_one_line_per_procedure():
     import matplotlib
 

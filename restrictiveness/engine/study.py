@@ -1071,10 +1071,13 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     if own:
         _check_main_guard()
         # no retries: a replication that ended its worker's process ends the next one's too,
-        # and dask's three retries (with restarts) took a minute to report it
+        # and dask's three retries (with restarts) took a minute to report it. The scheduler
+        # serves its HTTP routes even without a dashboard, on dask's port 8787 by default:
+        # with another cluster on the machine, every run warned that the port was taken.
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
                                      processes=True, dashboard_address=None,
-                                     scheduler_kwargs={"allowed_failures": 0}))
+                                     scheduler_kwargs={"allowed_failures": 0,
+                                                       "dashboard_address": "127.0.0.1:0"}))
         notes = tempfile.mkdtemp(prefix="rx-dask-steps-")
     futures = {}
     try:
