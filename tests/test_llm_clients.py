@@ -544,13 +544,18 @@ def test_the_proxy_environment_is_honoured_and_bounded(protocol, monkeypatch):
         host, port = server._server.server_address[:2]
         monkeypatch.setenv("HTTP_PROXY", f"http://{host}:{port}")
         cls = rx.llm.OpenAIChat if protocol == "openai" else rx.llm.AnthropicChat
+        # the plain request with room to spare: under load, its 0.5 s attempt (a new
+        # connection through the proxy, a lookup thread) once timed out before any trickle
+        plain = cls("gp-model", base_url="http://llm.invalid/v1", timeout=20, max_retries=0)
+        assert plain.chat([{"role": "user", "content": "hi"}]).text == "via the proxy"
         llm = cls("gp-model", base_url="http://llm.invalid/v1", timeout=0.5, max_retries=0)
-        assert llm.chat([{"role": "user", "content": "hi"}]).text == "via the proxy"
+        llm._sdk_client()  # made before the clock starts, as the timed call must not include
         start = time.monotonic()
         with pytest.raises(rx.llm.ClientError, match="Request timed out"):
             llm.chat([{"role": "user", "content": "hi"}])
         wall = time.monotonic() - start
-    assert server.requests[0]["path"].startswith("http://llm.invalid/v1/") and wall < 2
+    assert len(server.requests) == 2 and wall < 2
+    assert all(r["path"].startswith("http://llm.invalid/v1/") for r in server.requests)
 
 
 def _fake_resolver(monkeypatch, host: str, answer, delay: float = 0.0):

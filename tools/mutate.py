@@ -1181,6 +1181,10 @@ MUTANTS: list[Mutant] = [
            "    copy.__qualname__ = func.__qualname__",
            "the cache key without the digest", JIT),
     # -- ai/clients.py: retries and the call budget ----------------------------------------------------
+    Mutant("ai/clients.py", "    mounts = {pattern: None if url is None else Transport(url)",
+           "    mounts = {pattern: None if url is None else httpx.HTTPTransport(proxy=url)",
+           "requests through an environment proxy are not bounded in all",
+           ("tests/test_llm_clients.py::test_the_proxy_environment_is_honoured_and_bounded",)),
     Mutant("ai/clients.py", "            attempt = _ATTEMPT.current = _Attempt(timeout)",
            "            attempt = _ATTEMPT.current = _Attempt(3600.0)",
            "an HTTP attempt is not bounded in all, only each read (a trickled head runs on)",
