@@ -245,9 +245,28 @@ _UNTIMED = "<untimed>"
 
 
 class _Child:
-    """A forked child running ``work`` over ``keys``, sending each result as a message."""
+    """A forked child running ``work`` over ``keys``, sending each result as a message; the
+    fork is made as the ``with`` block is entered."""
 
     def __init__(self, work: Callable, keys: Sequence, staged: bool = False) -> None:
+        self.work, self.keys, self.staged = work, keys, staged
+        self.alive = False
+        # a staged child may be stopping a fit of its own child within STOP_GRACE
+        self.grace = 2 * STOP_GRACE if staged else STOP_GRACE
+
+    def __enter__(self) -> _Child:
+        # Forked here, and stopped here if a stop request or Ctrl-C arrives before the with
+        # block holds it: forked in __init__, a child made just before the request was left to
+        # die with its caller (SIGKILL, PR_SET_PDEATHSIG) without its clean-up, as __exit__ is
+        # not called for a with statement whose expression or __enter__ raised.
+        try:
+            self._fork()
+        except BaseException:
+            self.kill(grace=self.grace)
+            raise
+        return self
+
+    def _fork(self) -> None:
         for stream in (sys.stdout, sys.stderr):  # else the child would print them again
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -255,7 +274,9 @@ class _Child:
         filters = caller_filters()  # the caller's, not those of the fork's context below
         read, write = os.pipe()
         # a stop request or Ctrl-C arriving before the child has its own handlers would run
-        # the caller's handlers in the child: blocked until then (pending ones then arrive)
+        # the caller's handlers in the child: blocked until then (pending ones then arrive);
+        # in the caller, until the child is recorded, for __enter__ to stop it (a caller with
+        # other threads can still run its handler at once: the child is recorded first thing)
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         try:
             # Python >= 3.12 warns about forking a threaded process: the child only runs the
@@ -265,22 +286,17 @@ class _Child:
             if pid == 0:  # the child: never leaves this branch
                 try:
                     os.close(read)
-                    _child_main(work, keys, write, parent, staged, mask, filters)
+                    _child_main(self.work, self.keys, write, parent, self.staged, mask, filters)
                 finally:
                     os._exit(0)
+            self.pid, self.fd, self.buffer, self.alive, self.code = pid, read, b"", True, 0
+            os.close(write)
+            with contextlib.suppress(OSError):  # the child does it too; whichever runs first
+                os.setpgid(pid, pid)
+            self.stage: Any = None
+            self.stage_started = time.monotonic()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(write)
-        with contextlib.suppress(OSError):  # the child does it too; whichever runs first
-            os.setpgid(pid, pid)
-        self.pid, self.fd, self.buffer, self.alive, self.code = pid, read, b"", True, 0
-        # a staged child may be stopping a fit of its own child within STOP_GRACE
-        self.grace = 2 * STOP_GRACE if staged else STOP_GRACE
-        self.stage: Any = None
-        self.stage_started = time.monotonic()
-
-    def __enter__(self) -> _Child:
-        return self
 
     def __exit__(self, exc_type, *exc) -> None:
         # leaving on an exception (Ctrl-C, an error): let the unit's clean-up run
