@@ -1261,6 +1261,36 @@ def test_fits_asking_a_plain_callable_stop_at_their_next_call_once_the_run_is_in
     assert len(calls) - sent <= 2 and sent < 1000
 
 
+def test_an_interrupt_handled_on_another_thread_stops_a_threaded_run_at_once(ctrl_c_raises):
+    """The kernel gives a process's SIGINT to any of its threads that does not block it. When
+    the handler ran on another thread than the main one, it only flagged the interrupt, and the
+    main thread, waiting for the fits' events without a timeout, saw it at the next event, the
+    end of a whole conversation: a conversation test under load had 1,993 of its 2,000 requests
+    sent before the interrupt surfaced. Here the signal is sent to the interrupting thread
+    itself, so that its handler runs there."""
+    import threading
+
+    calls = []
+
+    def client(messages):
+        calls.append(1)
+        time.sleep(0.02)
+        return "[1.0]"
+
+    # 1000 turns each: 20 s before the first conversation ends, the first event
+    study = gp_study({"chatty": ChattyCallable(client, turns=1000)}, replications=2)
+
+    def interrupt_on_this_thread():
+        while len(calls) < 10:
+            time.sleep(0.01)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_on_this_thread, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        study.run(progress=False, concurrency=2)
+    assert len(calls) < 1000  # before: not before a conversation had ended
+
+
 def test_fits_on_threads_stop_at_their_next_request_once_the_run_is_interrupted(ctrl_c_raises):
     """Ctrl-C (or an error) in a run left the fits on its threads running unseen: an agent's
     conversation went on to its last turn, and the interpreter waited for it at exit. They now

