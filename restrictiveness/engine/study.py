@@ -487,7 +487,13 @@ class Study:
         ------
         StudyInterrupted
             On Ctrl-C: the workers are stopped at once and the finished replications are in
-            the checkpoint.
+            the checkpoint. Ctrl-C stops Python code: serially (``n_jobs=1``) without
+            ``fit_timeout`` the fits run in this process, and one stuck in compiled code that
+            never returns to the interpreter (a numba kernel's endless loop, a C extension's)
+            or that catches ``KeyboardInterrupt`` itself cannot be stopped (only killing the
+            process ends it). Run a procedure that may hang so with ``fit_timeout`` (its fits
+            run in a child process, which is killed) or ``n_jobs`` of 2 or more (a worker that
+            does not stop when asked is killed within about 5 s).
         BaselineError
             The baseline failed to fit a sample, or took longer than ``fit_timeout``.
         ExecutionError
