@@ -11,8 +11,9 @@ when the study used K > 1 training samples per pseudo-truth) and variables
   unknown; files written before it existed lack it;
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
 * ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's, over
-  every prediction the discrepancies asked for (the elasticities ask for each evaluation market
-  and its 48 perturbed copies, so a bad market counts many times);
+  the locations the discrepancies asked for, each set counted once however many discrepancies
+  asked for it (the elasticities ask for each evaluation market and its 48 perturbed copies, so
+  a bad market counts many times);
 * ``seconds`` (procedure, n, replication) — mean wall time of one fit;
 * ``error`` and ``fit_info`` (procedure, n, replication) — first failure message, JSON fit record;
 * ``truth_<name>`` (n, replication) — the evaluation distribution's diagnostics;
@@ -192,7 +193,8 @@ class Results(SensitivityMixin):
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
         ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
-                                              "all predictions the discrepancies requested")
+                                              "the locations the discrepancies requested, each "
+                                              "set counted once")
         ds.attrs.update({
             "Conventions": CONVENTIONS,
             "title": "restrictiveness study",

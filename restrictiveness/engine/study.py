@@ -1436,8 +1436,7 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
     if had_fit and guard.fitted is None:
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure; its rows are counted once, as for a
-        # failed fit (the calls before the recomputation counted them already)
-        guard.replaced = 0
+        # failed fit (the guard counts the locations the calls before asked for once)
         loss[:] = [loss_value(disc, guard, truth, n) for disc in discs]
     _check_losses(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,
