@@ -1708,6 +1708,33 @@ def test_tokens_an_endpoint_did_not_report_make_usage_unknown_not_zero(protocol,
                      "endpoint did not report the token counts of 2 calls")
 
 
+@pytest.mark.parametrize("value", [-5, 1e30, float("nan"), "many", True, 2.5])
+def test_a_usage_record_holding_what_is_not_a_count_is_refused_not_totalled(value):
+    """A procedure's own usage record (its fit_info) of -5 or 1e30 tokens was summed into
+    Results.usage() and priced (NaN gave a NaN cost, text a TypeError or a string)."""
+    import xarray as xr
+
+    study = rx.Study(rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)),
+                                                  rx.Increasing("x1", "x2"), rx.Between(0, 1)),
+                                   n_eval=60),
+                     {"llm": rx.OLS("y ~ x1 + x2")}, rx.Constant(), n=[10], replications=2)
+    res = study.run(progress=False)
+
+    def usage_of(input_tokens):
+        info = json.dumps({"model": "m", "usage": {"calls": 1, "input_tokens": input_tokens,
+                                                   "output_tokens": 3, "seconds": 0.25}})
+        return rx.Results(res.dataset.assign(fit_info=xr.full_like(
+            res.dataset["fit_info"], info, dtype=object))).usage(prices={"m": (2.0, 4.0)})
+
+    good = usage_of(1000).loc[("llm", 10)]
+    assert (good["input_tokens"], good["seconds"]) == (2000, 0.5)
+    assert good["cost"] == pytest.approx((2000 * 2.0 + 6 * 4.0) / 1e6, rel=1e-12)
+    with pytest.raises(rx.DataError, match=re.escape(
+            f"the usage record of procedure 'llm' (n=10, replication 0) says input_tokens = "
+            f"{value!r}, not a count")):
+        usage_of(value)
+
+
 def test_usage_totals_add_counts_not_flags():
     """A procedure's usage record may carry flags (True is an int to Python): they are not
     counts, and summed they would show as calls or tokens."""

@@ -1323,6 +1323,12 @@ MUTANTS: list[Mutant] = [
            "            others, last = [], addresses[0]",
            "only the host's first address tried", LOOKUP),
     # -- engine/usage.py, ai/budget.py: usage, prices and the call plan -------------------------------
+    Mutant("engine/results.py", "                    totals = {k: _usage_count(usage.get(k, 0), k, label, n, m)\n",
+           "                    totals = {k: usage.get(k, 0)\n",
+           "a usage record's -5, 1e30, NaN or text tokens totalled and priced", ("tests/test_llm_clients.py::test_a_usage_record_holding_what_is_not_a_count_is_refused_not_totalled",)),
+    Mutant("engine/results.py", "    if not 0 <= number <= _MAX_USAGE or (whole and not number.is_integer()):",
+           "    if not number <= _MAX_USAGE or (whole and not number.is_integer()):",
+           "a usage record's negative token count totalled", ("tests/test_llm_clients.py::test_a_usage_record_holding_what_is_not_a_count_is_refused_not_totalled",)),
     Mutant("engine/usage.py", "    return p_in / 1e6, p_out / 1e6", "    return p_in / 1e3, p_out / 1e3",
            "prices per 1k, not per 1M, tokens", USAGE),
     Mutant("ai/llm.py", "        self.model = None if self.identity is None else self.identity.get(\"model\") or None",
