@@ -1175,11 +1175,15 @@ MUTANTS: list[Mutant] = [
            "other versions",
            ("tests/test_checkpoint.py::test_a_record_copied_from_a_checkpoint_with_the_"
             "procedures_in_another_order_is_rejected",)),
-    Mutant("engine/checkpoint.py", "        fd, name = tempfile.mkstemp(prefix=f\"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}-\",\n                                    suffix=\".npz\", dir=folder)\n        os.close(fd)\n        target = Path(name)",
-           "        target = folder / f\"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}.npz\"",
+    Mutant("engine/checkpoint.py", "        if folder_record:\n            target = Path(tempfile.mkdtemp(prefix=prefix, suffix=\".npz\", dir=folder))\n        else:\n            fd, name = tempfile.mkstemp(prefix=prefix, suffix=\".npz\", dir=folder)\n            os.close(fd)\n            target = Path(name)",
+           "        target = folder / f\"{prefix[:-1]}.npz\"",
            "a rejected record named by the second replaces one rejected in that second",
            ("tests/test_checkpoint.py::test_two_rejections_of_a_record_within_a_second_keep_both_"
             "files",)),
+    Mutant("engine/checkpoint.py", "        if folder_record:\n            target = Path(tempfile.mkdtemp(", "        if False:\n            target = Path(tempfile.mkdtemp(",
+           "a folder in a record's place cannot be moved to rejected/ (a file holds its name)",
+           ("tests/test_checkpoint.py::test_a_record_that_is_not_a_regular_file_is_moved_aside_"
+            "not_read",)),
     Mutant("shared/files.py", "        if entry.is_file(follow_symlinks=False) and not alive(pid):",
            "        if entry.is_file(follow_symlinks=False):",
            "a live writer's temporary file of an output removed",

@@ -508,15 +508,26 @@ class Checkpoint:
         folder = self.path / "rejected"
         folder.mkdir(exist_ok=True)
         # A name of its own, reserved by creating it (O_EXCL): named by the second alone, a
-        # second rejection of the same replication within that second replaced the first
-        fd, name = tempfile.mkstemp(prefix=f"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}-",
-                                    suffix=".npz", dir=folder)
-        os.close(fd)
-        target = Path(name)
+        # second rejection of the same replication within that second replaced the first. A
+        # folder can only replace a folder, anything else only a file.
+        prefix = f"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}-"
+        try:
+            folder_record = stat.S_ISDIR(file.lstat().st_mode)
+        except FileNotFoundError:  # another run moved it first
+            return
+        if folder_record:
+            target = Path(tempfile.mkdtemp(prefix=prefix, suffix=".npz", dir=folder))
+        else:
+            fd, name = tempfile.mkstemp(prefix=prefix, suffix=".npz", dir=folder)
+            os.close(fd)
+            target = Path(name)
         try:
             file.replace(target)
         except FileNotFoundError:  # another run moved it first
-            target.unlink()
+            if folder_record:
+                target.rmdir()
+            else:
+                target.unlink()
             return
         warnings.warn(f"checkpoint record {file} {reason}; moved to {target} and recomputed",
                       CheckpointWarning, stacklevel=4)
