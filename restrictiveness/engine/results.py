@@ -1074,6 +1074,10 @@ READING = ("How to read r̂: near 0, the procedure approximates almost any eligi
            "(unrestrictive); near 1, it does no better than the baseline (restrictive).")
 
 
+#: More than any fit's calls, tokens or seconds (a reply may report up to 1e9 tokens).
+_MAX_USAGE = 1e15
+
+
 def _usage_count(value, key: str, label: str, n, m) -> float:
     """A count of a fit's usage record, refused unless a number >= 0 (whole, but for
     ``seconds``): a procedure's record of -5 or 1e30 tokens, NaN or text was summed into the
@@ -1087,10 +1091,6 @@ def _usage_count(value, key: str, label: str, n, m) -> float:
                         f"each must be a {'whole ' if whole else ''}number from 0 to "
                         f"{_MAX_USAGE:.0e}")
     return int(number) if whole else number
-
-
-#: More than any fit's calls, tokens or seconds (a reply may report up to 1e9 tokens).
-_MAX_USAGE = 1e15
 
 
 def _short(text: str, width: int = 60) -> str:
