@@ -130,6 +130,20 @@ def test_damaged_records_are_named_moved_aside_and_recomputed(partial, uninterru
     _same(res, uninterrupted)
 
 
+def test_two_rejections_of_a_record_within_a_second_keep_both_files(partial, monkeypatch):
+    """Rejected records were named by the second: a record damaged, recomputed and damaged
+    again within that second replaced the first one in rejected/ (one of them lost)."""
+    monkeypatch.setattr(time, "strftime", lambda *args: "20260101-000000")  # one second
+    file = _record(partial, 0)
+    for damage in [b"first damaged record", b"second damaged record"]:
+        file.write_bytes(damage)
+        _resume_and_count(partial)
+    kept = sorted(p.read_bytes() for p in (partial / "rejected").iterdir())
+    assert kept == [b"first damaged record", b"second damaged record"]
+    assert all(p.name.startswith("replication-000000-20260101-000000-")
+               for p in (partial / "rejected").iterdir())
+
+
 def test_a_record_under_another_replications_name_is_moved_aside_and_recomputed(
         partial, uninterrupted):
     """Replication 3's record copied to replication 1's name (by hand, or a bad restore):

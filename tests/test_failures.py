@@ -98,6 +98,45 @@ def test_replaced_rows_accumulate_over_prediction_calls():
     assert guard.replaced == 2 + 1 and not guard.failed
 
 
+def test_replaced_rows_at_the_same_locations_count_once_the_most_replaced():
+    """Every discrepancy asks for the predictions at the evaluation points: a failed fit's rows
+    were counted once per discrepancy. Locations asked for again count once (the call that
+    replaced the most rows, for a rule that changes its mind); other locations add theirs."""
+    calls = iter([[np.nan, 0.2, 0.3, 0.4], [np.nan, np.nan, 0.3, np.nan],
+                  [0.1, 0.2, 0.3, 0.4], [np.nan, 0.2, np.nan], [0.1, np.nan, 0.3, 0.4]])
+    guard = GuardedRule(FunctionRule(lambda X: np.array(next(calls))), BASE, [], COLUMNS)
+    for locations in [X, X.copy(), X, X[:3], X[::-1]]:
+        guard.predict(locations)
+    assert guard.replaced == 3 + 2 + 1
+    failed = GuardedRule(None, BASE, [], COLUMNS, error="fit: boom")
+    for locations in [X, X.copy(), X[:3], X[::-1]]:
+        failed.predict(locations)
+    assert failed.replaced == 4 + 3 + 4
+
+
+def test_a_failed_fit_counts_its_rows_once_whatever_the_number_of_discrepancies():
+    """40 evaluation points: a failed fit replaces 40 rows, a rule with every fourth prediction
+    NaN 10, under one discrepancy or two (before: 80 and 20 with two)."""
+    class Quarter(rx.Procedure):
+        def __repr__(self) -> str:
+            return "Quarter()"
+
+        def fit(self, sample, rng):
+            return FunctionRule(lambda X: np.where(np.arange(len(X)) % 4 == 0, np.nan,
+                                                   X[:, :2].mean(axis=1)))
+
+    one = rx.lottery.study({"fit": _Failing("fit"), "predict": _Failing("predict"),
+                            "quarter": Quarter()}, n=[10], replications=2, seed=0, n_eval=40)
+    two = rx.Study(one.evaluation, one.procedures, one.baseline, n=[10], replications=2, seed=0,
+                   discrepancies=[one.discrepancies[0], rx.MSE("mse again")])
+    for study in (one, two):
+        with pytest.warns(rx.FailureWarning):
+            res = study.run(progress=False)
+        invalid = res.dataset["invalid"].sel(n=10)
+        np.testing.assert_array_equal(invalid.values, [[40, 40], [40, 40], [10, 10]])
+        assert "quarter 20 invalid prediction rows replaced" in res.failure_report()
+
+
 def test_a_failed_fit_uses_the_baseline_everywhere_and_counts_every_row_of_every_call():
     guard = GuardedRule(None, BASE, [rx.Between(0, 1)], COLUMNS, error="fit: boom")
     np.testing.assert_array_equal(guard.predict(X), np.full(4, 0.5))

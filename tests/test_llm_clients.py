@@ -349,18 +349,45 @@ def test_a_malformed_reply_is_a_client_error_not_an_empty_answer(protocol, body,
     assert len(server.requests) == 1 and err.value.retries == 0
 
 
-def test_token_counts_that_are_not_counts_are_dropped(protocol):
+@pytest.mark.parametrize("count", [-5, 1e30, float("nan"), "many", True, 2.5],
+                         ids=["negative", "1e30", "nan", "text", "bool", "fraction"])
+def test_token_counts_that_are_not_counts_are_a_malformed_reply(protocol, count):
+    """A count that is not a count was dropped as unreported (-5, NaN, "many", True) or, as 1e30,
+    summed into the fit's usage and priced ($1e24 at $1 per million tokens). Either way the
+    reply is broken: it is a malformed reply, as any other the adapter cannot read."""
+    if protocol == "openai" and count is True:
+        pytest.skip("the OpenAI SDK reads a JSON true in an integer field as 1 before the "
+                    "adapter sees it")
     with ChatServer(protocol, lambda body: "hello world") as server:
         good = adapter(server).chat([{"role": "user", "content": "hi"}])
         payload = server.protocol_reply({"messages": []}, {"text": "hello world"})
-        names = ["prompt_tokens", "completion_tokens"] if protocol == "openai" \
-            else ["input_tokens", "output_tokens"]
-        payload["usage"] = {names[0]: -5, names[1]: "NaN"}
+        name = "completion_tokens" if protocol == "openai" else "output_tokens"
+        payload["usage"][name] = count
         server.script = [("raw", 200, json.dumps(payload).encode())]
-        bad = adapter(server).chat([{"role": "user", "content": "hi"}])
+        with pytest.raises(rx.llm.ClientError, match=rf"malformed reply \(the reply's "
+                                                     rf"usage\.{name} is .*, not a token count"):
+            adapter(server).chat([{"role": "user", "content": "hi"}])
     assert (good.input_tokens, good.output_tokens) == (input_tokens(
         server.requests[0]["body"]), len("hello world") // 4)
-    assert bad.text == "hello world" and (bad.input_tokens, bad.output_tokens) == (None, None)
+    with pytest.raises(ValueError, match=re.escape("input_tokens is 1e+30, not a token count")):
+        rx.llm.ChatReply("hi", input_tokens=1e30)  # a reply of one's own client too
+
+
+def test_anthropic_content_blocks_of_unknown_types_alone_are_a_malformed_reply():
+    """Blocks of types the adapter cannot read were skipped: a reply made only of them read as
+    an empty answer (the model saying nothing). Beside text they are still skipped."""
+    with ChatServer("anthropic", lambda body: "x") as server:
+        payload = server.protocol_reply({"messages": []}, {"text": "hello"})
+        alone = dict(payload, content=[{"type": "server_tool_use", "id": "s1"},
+                                       {"type": "web_search_tool_result", "content": []}])
+        beside = dict(payload, content=[{"type": "server_tool_use", "id": "s1"},
+                                        {"type": "text", "text": "hello"}])
+        server.script = [("raw", 200, json.dumps(p).encode()) for p in (alone, beside)]
+        with pytest.raises(rx.llm.ClientError, match=re.escape(
+                "only content blocks of types the adapter cannot read: ['server_tool_use', "
+                "'web_search_tool_result']")):
+            adapter(server).chat([{"role": "user", "content": "hi"}])
+        assert adapter(server).chat([{"role": "user", "content": "hi"}]).text == "hello"
 
 
 def test_anthropic_input_tokens_include_the_prompt_cache():
@@ -376,7 +403,9 @@ def test_anthropic_input_tokens_include_the_prompt_cache():
                                       "output_tokens": 7})
         garbage = dict(payload, usage={"input_tokens": 5, "cache_read_input_tokens": -1,
                                        "output_tokens": 7})
-        server.script = [("raw", 200, json.dumps(p).encode()) for p in (payload, absent, garbage)]
+        unreported = dict(payload, usage={"output_tokens": 7})
+        server.script = [("raw", 200, json.dumps(p).encode())
+                         for p in (payload, absent, garbage, unreported)]
         budget = rx.llm.CallBudget(max_tokens=1000)
         llm = adapter(server, budget=budget,
                       extra_body={"cache_control": {"type": "ephemeral"}})
@@ -386,6 +415,8 @@ def test_anthropic_input_tokens_include_the_prompt_cache():
         with pytest.raises(rx.llm.BudgetExhausted):
             llm.chat([{"role": "user", "content": "hi"}])
         plain = adapter(server).chat([{"role": "user", "content": "hi"}])
+        with pytest.raises(rx.llm.ClientError, match=r"usage\.cache_read_input_tokens is -1"):
+            adapter(server).chat([{"role": "user", "content": "hi"}])
         unknown = adapter(server).chat([{"role": "user", "content": "hi"}])
     assert (plain.input_tokens, unknown.input_tokens, unknown.output_tokens) == (5, None, 7)
     assert server.requests[0]["body"]["cache_control"] == {"type": "ephemeral"}
@@ -1728,6 +1759,33 @@ def test_tokens_an_endpoint_did_not_report_make_usage_unknown_not_zero(protocol,
     total = capsys.readouterr().out.splitlines()[-1]
     assert total == ("total: 4 calls (0 cached, 0 retries), tokens and cost unknown: the "
                      "endpoint did not report the token counts of 2 calls")
+
+
+@pytest.mark.parametrize("value", [-5, 1e30, float("nan"), "many", True, 2.5])
+def test_a_usage_record_holding_what_is_not_a_count_is_refused_not_totalled(value):
+    """A procedure's own usage record (its fit_info) of -5 or 1e30 tokens was summed into
+    Results.usage() and priced (NaN gave a NaN cost, text a TypeError or a string)."""
+    import xarray as xr
+
+    study = rx.Study(rx.MonotoneGP(rx.EligibleSet(rx.Box(x1=(0, 1), x2=(0, 1)),
+                                                  rx.Increasing("x1", "x2"), rx.Between(0, 1)),
+                                   n_eval=60),
+                     {"llm": rx.OLS("y ~ x1 + x2")}, rx.Constant(), n=[10], replications=2)
+    res = study.run(progress=False)
+
+    def usage_of(input_tokens):
+        info = json.dumps({"model": "m", "usage": {"calls": 1, "input_tokens": input_tokens,
+                                                   "output_tokens": 3, "seconds": 0.25}})
+        return rx.Results(res.dataset.assign(fit_info=xr.full_like(
+            res.dataset["fit_info"], info, dtype=object))).usage(prices={"m": (2.0, 4.0)})
+
+    good = usage_of(1000).loc[("llm", 10)]
+    assert (good["input_tokens"], good["seconds"]) == (2000, 0.5)
+    assert good["cost"] == pytest.approx((2000 * 2.0 + 6 * 4.0) / 1e6, rel=1e-12)
+    with pytest.raises(rx.DataError, match=re.escape(
+            f"the usage record of procedure 'llm' (n=10, replication 0) says input_tokens = "
+            f"{value!r}, not a count")):
+        usage_of(value)
 
 
 def test_usage_totals_add_counts_not_flags():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -836,6 +837,49 @@ def test_a_lottery_formula_with_its_roles_out_of_order_is_refused_up_front():
                          n=[20], replications=3, n_eval=100)
 
 
+def test_expected_value_takes_losses_the_utility_models_refuse():
+    """The expected value of a lottery with a negative prize is well defined; it was refused
+    ("below 0 (the models are for gains)") as the power utility's z^α must be."""
+    X = np.array([[10.0, -20.0, 0.25], [0.0, -5.0, 0.5], [-1.0, -3.0, 0.9]])
+    sample = Sample(X, np.array([-12.5, -2.5, -1.2]), ("z_hi", "z_lo", "p"), "ce")
+    rule = ExpectedValue().fit(sample)
+    np.testing.assert_allclose(rule.predict(X), [2.5 - 15.0, -2.5, -0.9 - 0.3], rtol=1e-15)
+    frame = pd.DataFrame(X, columns=["hi", "lo", "prob"], index=list("abc"))
+    np.testing.assert_allclose(ExpectedValue("ce ~ hi + lo + prob").fit(frame).predict(frame),
+                               [-12.5, -2.5, -1.2], rtol=1e-15)
+    for model in (CPT(), ExpectedUtility(), DisappointmentAversion()):
+        with pytest.raises(DataError, match=r"below 0 .* in 3 row\(s\)"):
+            model.fit(sample)
+    shifted = RDU(ShiftedPowerUtility(25.0), free=("alpha",))   # prizes down to -25
+    assert shifted.fit(sample).params["alpha"] == pytest.approx(1.0, abs=1e-6)  # the EVs
+
+
+def test_certainty_equivalents_outside_the_prizes_are_fitted_with_a_warning_naming_them():
+    """No model of the package predicts a certainty equivalent outside its lottery's prizes;
+    such responses (none in Bruhin et al.'s data; a swapped column or other units elsewhere)
+    were fitted without a word. The fit goes on (the subject may have chosen so) and a warning
+    names how many and which rows, by the data's labels; a response equal to a prize is in."""
+    df = pd.DataFrame({"hi": [1.0, 0.9, 0.95, 0.8, 1.0, 0.7], "lo": [0.1, 0.3, 0.2, 0.0, 0.4, 0.1],
+                       "prob": [0.5, 0.3, 0.8, 0.1, 0.6, 0.2],
+                       "ce": [1.0, 0.3, 0.7, 0.1, 0.7, 0.2]}, index=range(10, 16))
+    f = "ce ~ hi + lo + prob"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CPT.from_formula(f, df, free=("alpha",)).fit()   # ce at a prize (rows 10, 11) is in
+    bad = df.assign(ce=[1.2, 0.3, 0.7, -0.1, 0.7, 0.2])
+    with pytest.warns(UserWarning, match=r"^2 of 6 certainty equivalents lie outside their "
+                                         r"lottery's prizes \[z_lo, z_hi\]: 2 row\(s\) "
+                                         r"\(index \[10, 13\]\)") as caught:
+        res = CPT.from_formula(f, bad, free=("alpha",)).fit()
+    assert len(caught) == 1 and np.isfinite(res.params["alpha"])
+    X = bad[["hi", "lo", "prob"]].to_numpy()
+    for fit in (lambda: CPT(free=("alpha",)).fit_arrays(X, bad["ce"].to_numpy()),
+                lambda: CPT(free=("alpha",)).fit(Sample(X, bad["ce"].to_numpy(),
+                                                        ("z_hi", "z_lo", "p"), "ce"))):
+        with pytest.warns(UserWarning, match=r"2 of 6 .*: 2 row\(s\) \(rows \[0, 3\]\)"):
+            fit()
+
+
 def test_lottery_data_errors_name_the_rows_and_columns():
     """Bad lotteries are refused naming the rows by the data's labels (what df.loc finds) and
     the columns by the formula's names: the messages named no row (probabilities, prizes below
@@ -856,6 +900,9 @@ def test_lottery_data_errors_name_the_rows_and_columns():
         bad.loc[rows, column] = value
         with pytest.raises(DataError, match=message):
             CPT.from_formula(f, bad, free=("alpha",))
+        if value < 0:  # a loss has an expected value (0.2 * 0.7 + 0.8 * -0.2), not a z^α
+            assert ExpectedValue(f).fit(bad).predict(bad)[-1] == pytest.approx(-0.02, abs=1e-15)
+            continue
         with pytest.raises(DataError, match=message):
             ExpectedValue(f).fit(bad)
     nan = df.copy()

@@ -258,6 +258,48 @@ class Tool:
                 "parameters": self.parameters}
 
 
+#: More tokens than one reply can report truthfully (the largest context windows hold about
+#: 10**7): a larger count is a broken reply, not usage.
+_MAX_REPLY_TOKENS = 10**9
+
+
+def _token_count(value, what: str) -> int | None:
+    """A reported token count as an int; None when none was reported.
+
+    Parameters
+    ----------
+    value : object
+        The count as reported.
+    what : str
+        Its name, for the error.
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not a whole number from 0 to ``_MAX_REPLY_TOKENS`` (negative, NaN,
+        1e30, text, a bool): summed into usage and priced, it would be a wrong total.
+
+    Examples
+    --------
+    >>> _token_count(12.0, "output_tokens"), _token_count(None, "output_tokens")
+    (12, None)
+    >>> _token_count(-5, "output_tokens")
+    Traceback (most recent call last):
+    ...
+    ValueError: output_tokens is -5, not a token count (a whole number from 0 to 1,000,000,000)
+    """
+    if value is None:
+        return None
+    if not (is_whole(value) and 0 <= value <= _MAX_REPLY_TOKENS):
+        raise ValueError(f"{what} is {value!r}, not a token count (a whole number from 0 to "
+                         f"{_MAX_REPLY_TOKENS:,})")
+    return int(value)
+
+
 @dataclass
 class ChatReply:
     """A model's reply and what the call cost.
@@ -269,7 +311,8 @@ class ChatReply:
     tool_calls : tuple of ToolCall
         Tool calls the model requested (native tool protocol only).
     input_tokens, output_tokens : int, optional
-        Token counts reported by the endpoint (None when it reports none).
+        Token counts reported by the endpoint (None when it reports none); anything else than
+        a whole number from 0 to 10**9 is refused (``ValueError``).
     seconds : float
         Wall time of the call, retries and waits included.
     retries : int
@@ -300,6 +343,9 @@ class ChatReply:
 
     def __post_init__(self) -> None:
         self.text = _SURROGATE.sub("\ufffd", self.text)  # (see _SURROGATE)
+        # counts are summed into a fit's usage and priced: 1e30 or -5 there is a lie
+        self.input_tokens = _token_count(self.input_tokens, "input_tokens")
+        self.output_tokens = _token_count(self.output_tokens, "output_tokens")
 
     def message(self) -> dict:
         """The reply as a provider-neutral assistant message.
@@ -1292,27 +1338,22 @@ def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _tokens(value) -> int | None:
-    """A token count the endpoint reported, or None when it is not a count (negative, NaN,
-    a string): usage totals must not be poisoned by a misbehaving server."""
-    return int(value) if is_whole(value) and value >= 0 else None
+def _tokens(usage, name: str) -> int | None:
+    """The reply's ``usage.<name>``: None when the endpoint did not report it; a count that is
+    not a count (negative, NaN, 1e30, text, a bool) is a malformed reply (``ValueError``), not
+    usage: it was dropped as unreported, or, as 1e30, summed and priced."""
+    return _token_count(getattr(usage, name, None), f"the reply's usage.{name}")
 
 
 def _anthropic_input_tokens(usage) -> int | None:
     """All input tokens of a Messages API reply: ``input_tokens`` counts only those after the
     last cache breakpoint, and the prompt's cached part is reported apart, as cache writes and
     reads (a growing agent conversation with caching on reported a few tokens a turn, so usage
-    and a token budget missed nearly all of it). None when any count is not a count."""
-    parts = [getattr(usage, "input_tokens", None)] + [
-        getattr(usage, name, None) or 0
-        for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
-    total = 0
-    for part in parts:
-        count = _tokens(part)
-        if count is None:
-            return None
-        total += count
-    return total
+    and a token budget missed nearly all of it). None when ``input_tokens`` is not reported."""
+    cached = [_tokens(usage, name) or 0
+              for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    count = _tokens(usage, "input_tokens")
+    return None if count is None else count + sum(cached)
 
 
 def _json_arguments(text: str | None) -> dict:
@@ -1481,10 +1522,8 @@ class OpenAIChat(ChatAdapter):
             # a refusal read as an empty answer lost the model's reason (Anthropic's adapter
             # reports stop_reason "refusal" too)
             content, stop = refusal, "refusal"
-        return ChatReply(content or "", calls,
-                         _tokens(getattr(usage, "prompt_tokens", None)),
-                         _tokens(getattr(usage, "completion_tokens", None)),
-                         stop_reason=stop)
+        return ChatReply(content or "", calls, _tokens(usage, "prompt_tokens"),
+                         _tokens(usage, "completion_tokens"), stop_reason=stop)
 
 
 #: What an empty (or blank) assistant turn says in an Anthropic request: the Messages API
@@ -1612,7 +1651,7 @@ class AnthropicChat(ChatAdapter):
     def _parse(self, response) -> ChatReply:
         if response.content is None:
             raise ValueError(_error_body(response) or "the reply has no content")
-        text, calls, thinking = [], [], []
+        text, calls, thinking, unknown = [], [], [], []
         for block in response.content:
             if block.type == "text":
                 text.append(block.text)
@@ -1623,9 +1662,15 @@ class AnthropicChat(ChatAdapter):
                                  "signature": block.signature})
             elif block.type == "redacted_thinking":
                 thinking.append({"type": "redacted_thinking", "data": block.data})
+            else:
+                unknown.append(str(block.type))
+        if unknown and not text and not calls:
+            # skipped, they left an empty answer: the agent saw the model say nothing
+            raise ValueError(f"the reply holds no text or tool call, only content blocks of "
+                             f"types the adapter cannot read: {sorted(set(unknown))}")
         usage = getattr(response, "usage", None)
         return ChatReply("".join(text), tuple(calls), _anthropic_input_tokens(usage),
-                         _tokens(getattr(usage, "output_tokens", None)),
+                         _tokens(usage, "output_tokens"),
                          stop_reason=getattr(response, "stop_reason", None),
                          thinking=tuple(thinking))
 

@@ -16,7 +16,8 @@ Safety rules:
   another configuration hash, holds the procedures in another order or (unless resuming
   under other versions is asked for) was written under other package versions or other code
   (a record copied from another checkpoint directory) is named in a
-  :class:`~restrictiveness.CheckpointWarning`, moved to ``rejected/`` and recomputed.
+  :class:`~restrictiveness.CheckpointWarning`, moved to ``rejected/`` (under a name of its
+  own: the time to the second and a unique suffix) and recomputed.
   Records without ``study.json`` are refused (nothing says which study wrote them), and so
   are checkpoints of the old pickle format.
 * Opening is atomic under the directory's lock: of any number of processes opening one new
@@ -57,6 +58,7 @@ import os
 import re
 import stat
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterable
@@ -503,11 +505,29 @@ class Checkpoint:
         return record
 
     def _reject(self, file: Path, reason: str) -> None:
-        target = self.path / "rejected" / f"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}.npz"
-        target.parent.mkdir(exist_ok=True)
+        folder = self.path / "rejected"
+        folder.mkdir(exist_ok=True)
+        # A name of its own, reserved by creating it (O_EXCL): named by the second alone, a
+        # second rejection of the same replication within that second replaced the first. A
+        # folder can only replace a folder, anything else only a file.
+        prefix = f"{file.stem}-{time.strftime('%Y%m%d-%H%M%S')}-"
+        try:
+            folder_record = stat.S_ISDIR(file.lstat().st_mode)
+        except FileNotFoundError:  # another run moved it first
+            return
+        if folder_record:
+            target = Path(tempfile.mkdtemp(prefix=prefix, suffix=".npz", dir=folder))
+        else:
+            fd, name = tempfile.mkstemp(prefix=prefix, suffix=".npz", dir=folder)
+            os.close(fd)
+            target = Path(name)
         try:
             file.replace(target)
         except FileNotFoundError:  # another run moved it first
+            if folder_record:
+                target.rmdir()
+            else:
+                target.unlink()
             return
         warnings.warn(f"checkpoint record {file} {reason}; moved to {target} and recomputed",
                       CheckpointWarning, stacklevel=4)

@@ -10,6 +10,7 @@ Every replacement is counted, and studies record the counts and the first error 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import threading
@@ -291,7 +292,10 @@ class GuardedRule:
     Attributes
     ----------
     replaced : int
-        Prediction rows replaced by the baseline's so far.
+        Prediction rows replaced by the baseline's so far, each set of locations counted once:
+        every discrepancy asks for the predictions at the evaluation points, and a failed fit
+        scored by three discrepancies counted its rows three times (a rule whose repeated call
+        at the same locations replaces more rows counts its largest call).
     failed : bool
         True when the fit failed or a prediction call raised.
     last_replaced : ndarray of bool or None
@@ -309,7 +313,17 @@ class GuardedRule:
         self.constraints, self.columns = tuple(constraints), tuple(columns)
         self.error, self.failed, self.replaced = error, fitted is None, 0
         self.last_replaced: np.ndarray | None = None
+        self._counted: dict[tuple, int] = {}  # digest of the locations -> rows replaced there
         self.seed, self.baseline_seed = seed, baseline_seed
+
+    def _count(self, X: np.ndarray, rows: int) -> None:
+        # keyed on the locations themselves: only calls that replace rows pay for the digest
+        X = np.ascontiguousarray(X)
+        key = (X.shape, X.dtype.str, hashlib.blake2b(X.tobytes(), digest_size=16).digest())
+        before = self._counted.get(key, 0)
+        if rows > before:
+            self.replaced += rows - before
+            self._counted[key] = rows
 
     # predict gets its own copy of X: the caller's locations are shared by every procedure of
     # a replication and are read again by the repair (bounds named by column)
@@ -344,10 +358,10 @@ class GuardedRule:
                 bad = ~ok
                 if bad.any():
                     pred[bad] = base[bad]
-                    self.replaced += int(bad.sum())
+                    self._count(X, int(bad.sum()))
                     self.error = self.error or f"{int(bad.sum())} invalid prediction row(s)"
                 self.last_replaced = bad
                 return pred
-        self.replaced += base.shape[0]
+        self._count(X, base.shape[0])
         self.last_replaced = np.ones(base.shape[0], dtype=bool)
         return base

@@ -11,8 +11,9 @@ when the study used K > 1 training samples per pseudo-truth) and variables
   unknown; files written before it existed lack it;
 * ``failed`` (procedure, n, replication) — fits (over draws) that failed and used the baseline;
 * ``invalid`` (procedure, n, replication) — prediction rows replaced by the baseline's, over
-  every prediction the discrepancies asked for (the elasticities ask for each evaluation market
-  and its 48 perturbed copies, so a bad market counts many times);
+  the locations the discrepancies asked for, each set counted once however many discrepancies
+  asked for it (the elasticities ask for each evaluation market and its 48 perturbed copies, so
+  a bad market counts many times);
 * ``seconds`` (procedure, n, replication) — mean wall time of one fit;
 * ``error`` and ``fit_info`` (procedure, n, replication) — first failure message, JSON fit record;
 * ``truth_<name>`` (n, replication) — the evaluation distribution's diagnostics;
@@ -192,7 +193,8 @@ class Results(SensitivityMixin):
         ds["loss"].attrs["description"] = "discrepancy between the fitted rule and the truth"
         ds["failed"].attrs["description"] = "fits that failed (baseline used everywhere)"
         ds["invalid"].attrs["description"] = ("prediction rows replaced by the baseline's, over "
-                                              "all predictions the discrepancies requested")
+                                              "the locations the discrepancies requested, each "
+                                              "set counted once")
         ds.attrs.update({
             "Conventions": CONVENTIONS,
             "title": "restrictiveness study",
@@ -707,17 +709,18 @@ class Results(SensitivityMixin):
             cells = ds["fit_info"].sel(procedure=label).transpose("n", "replication").values
             counts = drawn.sel(procedure=label).transpose("n", "replication").values
             for n, row, fits in zip(self.ns, cells, counts, strict=True):
-                for text, count in zip(row, fits, strict=True):
+                for m, text, count in zip(ds["replication"].values, row, fits, strict=True):
                     info = json.loads(str(text) or "{}")
                     usage = info.get("usage") if isinstance(info, dict) else None
                     if not isinstance(usage, dict):
                         continue
-                    record = {"procedure": label, "n": n, "fits": int(count),
-                              **{k: usage.get(k, 0) for k in USAGE_KEYS}}
+                    totals = {k: _usage_count(usage.get(k, 0), k, label, n, m)
+                              for k in USAGE_KEYS}
+                    record = {"procedure": label, "n": n, "fits": int(count), **totals}
                     if prices is not None:
                         p_in, p_out = price_per_token(prices, info.get("model"))
-                        record["cost"] = record["input_tokens"] * p_in + \
-                            record["output_tokens"] * p_out
+                        record["cost"] = totals["input_tokens"] * p_in + \
+                            totals["output_tokens"] * p_out
                     rows.append(record)
         columns = ["fits", *USAGE_KEYS] + (["cost"] if prices is not None else [])
         if not rows:
@@ -1069,6 +1072,25 @@ def fitted_params(fit_info: xr.DataArray) -> xr.DataArray | None:
 #: How to read the estimates: the first note of every summary.
 READING = ("How to read r̂: near 0, the procedure approximates almost any eligible rule "
            "(unrestrictive); near 1, it does no better than the baseline (restrictive).")
+
+
+#: More than any fit's calls, tokens or seconds (a reply may report up to 1e9 tokens).
+_MAX_USAGE = 1e15
+
+
+def _usage_count(value, key: str, label: str, n, m) -> float:
+    """A count of a fit's usage record, refused unless a number >= 0 (whole, but for
+    ``seconds``): a procedure's record of -5 or 1e30 tokens, NaN or text was summed into the
+    totals and priced."""
+    whole = key != "seconds"
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        else math.nan
+    if not 0 <= number <= _MAX_USAGE or (whole and not number.is_integer()):
+        raise DataError(f"the usage record of procedure {label!r} (n={n}, replication {m}) "
+                        f"says {key} = {value!r}, not a {'count' if whole else 'time'}: "
+                        f"each must be a {'whole ' if whole else ''}number from 0 to "
+                        f"{_MAX_USAGE:.0e}")
+    return int(number) if whole else number
 
 
 def _short(text: str, width: int = 60) -> str:

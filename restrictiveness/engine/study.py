@@ -487,7 +487,13 @@ class Study:
         ------
         StudyInterrupted
             On Ctrl-C: the workers are stopped at once and the finished replications are in
-            the checkpoint.
+            the checkpoint. Ctrl-C stops Python code: serially (``n_jobs=1``) without
+            ``fit_timeout`` the fits run in this process, and one stuck in compiled code that
+            never returns to the interpreter (a numba kernel's endless loop, a C extension's)
+            or that catches ``KeyboardInterrupt`` itself cannot be stopped (only killing the
+            process ends it). Run a procedure that may hang so with ``fit_timeout`` (its fits
+            run in a child process, which is killed) or ``n_jobs`` of 2 or more (a worker that
+            does not stop when asked is killed within about 5 s).
         BaselineError
             The baseline failed to fit a sample, or took longer than ``fit_timeout``.
         ExecutionError
@@ -1433,8 +1439,7 @@ def _score(study: Study, ctx: ReplicationContext, label: str, c: int, guard: Gua
     if had_fit and guard.fitted is None:
         # The rule failed partway: every discrepancy of this fit uses the baseline,
         # not only those computed after the failure; its rows are counted once, as for a
-        # failed fit (the calls before the recomputation counted them already)
-        guard.replaced = 0
+        # failed fit (the guard counts the locations the calls before asked for once)
         loss[:] = [loss_value(disc, guard, truth, n) for disc in discs]
     _check_losses(discs, loss, f"procedure {label!r}", ctx.replication, n)
     return FitOutcome(loss, secs, bool(guard.failed), int(guard.replaced), guard.error,

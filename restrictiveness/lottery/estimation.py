@@ -175,7 +175,8 @@ class LotteryNLS:
         if self.nobs <= k:  # as NLS: every standard error was NaN, with no word of why
             raise DataError(f"estimation needs more observations ({self.nobs}) than parameters "
                             f"({k}) to compute standard errors")
-        fitted = self.model.fit_arrays(self.exog, self.endog)
+        fitted = self.model.fit_arrays(self.exog, self.endog,
+                                       rows=None if self.data is None else self.data.index)
         # the rule reads a new frame by the columns estimated on (the model's own formula, or
         # z_hi, z_lo, p, asked "ce ~ hi + lo + prob"'s data for columns they never had)
         fitted.names = self.names[1:]

@@ -6,6 +6,7 @@ normalised by the largest prize (150 in the experiment), so they lie in ``[0, 1]
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..shared.checks import describe_rows, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
 
-__all__ = ["LOTTERY_COLUMNS", "lottery_matrix", "lottery_columns"]
+__all__ = ["LOTTERY_COLUMNS", "lottery_matrix", "lottery_columns", "warn_outside_prizes"]
 
 LOTTERY_COLUMNS: tuple[str, str, str] = ("z_hi", "z_lo", "p")
 """Covariate names of a binary lottery, in the order the kernels read them."""
@@ -139,3 +140,50 @@ def lottery_matrix(X: np.ndarray | pd.DataFrame, columns: Sequence[str] | None =
                 raise DataError(f"lottery covariates: {what} in {describe_rows(bad, rows)}")
     return np.ascontiguousarray(X)
 
+
+
+def warn_outside_prizes(Z: np.ndarray, y: np.ndarray, rows: pd.Index | None = None) -> None:
+    """Warn when certainty equivalents ``y`` lie outside their lotteries' prizes.
+
+    Every model of the package predicts a certainty equivalent between a lottery's prizes
+    (an RDU or CPT value is a utility's inverse at a weighted mean of the prizes' utilities;
+    GP regression is clipped there), so such a response is one no model can reach: fitted to
+    it, a model only adds its distance to the residuals. It may be a choice the subject made
+    (Bruhin et al.'s Zurich 2003 data hold none), or a sign of columns swapped or of
+    responses in other units than the prizes; the fit goes on and the warning names the rows.
+
+    Parameters
+    ----------
+    Z : ndarray
+        ``(n, 3)`` lotteries ``(z_hi, z_lo, p)`` (from :func:`lottery_matrix`).
+    y : ndarray
+        ``(n,)`` certainty equivalents.
+    rows : Index, optional
+        Labels of the rows, for the warning (default: positions).
+
+    Warns
+    -----
+    UserWarning
+        Naming how many certainty equivalents lie outside and up to five of their rows.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> Z = np.array([[1.0, 0.0, 0.5], [0.6, 0.2, 0.3], [0.9, 0.1, 0.8]])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_outside_prizes(Z, np.array([0.5, 0.7, 0.05]))
+    >>> text = str(caught[0].message)
+    >>> text[:17], text.split(": ")[1].split(";")[0]
+    ('2 of 3 certainty ', '2 row(s) (rows [1, 2])')
+    """
+    # a relative margin: a response equal to a prize, rescaled like it, may differ by an ulp
+    margin = 1e-12 * np.maximum(1.0, np.abs(Z[:, :2]).max(axis=1))
+    outside = (y < Z[:, 1] - margin) | (y > Z[:, 0] + margin)
+    if outside.any():
+        warnings.warn(f"{int(outside.sum())} of {len(y)} certainty equivalents lie outside "
+                      f"their lottery's prizes [z_lo, z_hi]: {describe_rows(outside, rows)}; no "
+                      "model of this package predicts a value there (each predicts between "
+                      "the prizes), so these responses only add to the residuals. Check the "
+                      "data: prize columns swapped, or responses in other units than the "
+                      "prizes", UserWarning, stacklevel=3)

@@ -32,7 +32,7 @@ from ..shared.formula import check_study_columns, parse_formula
 from ..shared.sample import Sample
 from . import _rdu_nb
 from .estimation import LotteryNLS, LotteryNLSResults
-from .lotteries import lottery_columns, lottery_matrix
+from .lotteries import lottery_columns, lottery_matrix, warn_outside_prizes
 
 __all__ = [
     "PowerUtility",
@@ -447,7 +447,8 @@ class RDU(_LotteryProcedure):
 
     # -- fitting ------------------------------------------------------------------------------
     def fit_arrays(self, X: np.ndarray, y: np.ndarray,
-                   columns: Sequence[str] | None = None) -> RDUFitted:
+                   columns: Sequence[str] | None = None,
+                   rows: pd.Index | None = None) -> RDUFitted:
         """Least-squares fit to lotteries ``X`` and certainty equivalents ``y``.
 
         Parameters
@@ -458,10 +459,18 @@ class RDU(_LotteryProcedure):
             ``(n,)`` certainty equivalents.
         columns : sequence of str, optional
             Names of the columns of ``X``.
+        rows : Index, optional
+            Labels of the rows, for errors and warnings (default: positions).
 
         Returns
         -------
         RDUFitted
+
+        Warns
+        -----
+        UserWarning
+            Certainty equivalents outside their lottery's prizes, which no model predicts
+            (:func:`~restrictiveness.lottery.lotteries.warn_outside_prizes`).
 
         Examples
         --------
@@ -472,7 +481,7 @@ class RDU(_LotteryProcedure):
         1.0
         """
         names = self._names()
-        Z = lottery_matrix(X, columns, names, self.utility.shift)
+        Z = lottery_matrix(X, columns, names, self.utility.shift, rows)
         y = np.ascontiguousarray(y, dtype=float)
         if y.shape != (Z.shape[0],):
             raise DataError(f"y must have shape ({Z.shape[0]},), got {y.shape}")
@@ -480,6 +489,7 @@ class RDU(_LotteryProcedure):
             raise DataError("y contains NaN or infinite values")
         if Z.shape[0] == 0:
             raise DataError("cannot fit to an empty sample")
+        warn_outside_prizes(Z, y, rows)
         lo, hi, free, grids = self._kernel_setup()
         theta, ssr, starts = _rdu_nb.fit_rdu(Z, y, grids[0], grids[1], grids[2], lo, hi, free,
                                              float(self.utility.shift), self.weighting.kind,
@@ -715,18 +725,24 @@ def _delta_of_eta(eta: float) -> float:
     return delta
 
 
+#: The expected value needs no utility of a prize, so it takes losses too (``lottery_matrix``'s
+#: ``shift``: prizes may go down to -inf); the utility models cannot (z^α of a loss).
+_ANY_PRIZE = float("inf")
+
+
 class _EVRule(Fitted):
     def __init__(self, columns, names):
         self.columns, self.names = columns, names
         self.info = {"params": {}}
 
     def predict(self, X):
-        Z = lottery_matrix(X, self.columns, self.names)
+        Z = lottery_matrix(X, self.columns, self.names, _ANY_PRIZE)
         return Z[:, 2] * Z[:, 0] + (1.0 - Z[:, 2]) * Z[:, 1]
 
 
 class ExpectedValue(_LotteryProcedure):
     """The expected value ``p z_hi + (1 − p) z_lo``: no parameters; the lottery baseline.
+    Unlike the utility models it takes losses (negative prizes) too.
 
     Parameters
     ----------
@@ -775,7 +791,8 @@ class ExpectedValue(_LotteryProcedure):
         """
         names = lottery_columns(self.formula)
         if isinstance(sample, pd.DataFrame):
-            lottery_matrix(sample, None, names)
+            lottery_matrix(sample, None, names, _ANY_PRIZE)
             return _EVRule(None, names)
-        lottery_matrix(sample.X, sample.columns, names)  # validate now, not at predict time
+        # validate now, not at predict time
+        lottery_matrix(sample.X, sample.columns, names, _ANY_PRIZE)
         return _EVRule(tuple(sample.columns), names)
