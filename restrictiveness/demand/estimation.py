@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import CovType, LeastSquaresResults, cluster_codes
-from ..shared._lsq_nb import STATUS
+from ..shared._lsq_nb import CONVERGED, STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
@@ -313,7 +313,7 @@ class DemandResults(LeastSquaresResults):
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
         # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
         # was presented like an optimum, its standard errors included
-        self.converged = int(fitted.info.get("status", 0)) > 0
+        self.converged = int(fitted.info.get("status", 0)) in CONVERGED
         # y, the predictions and the Jacobian rows come grouped by market: put them back in the
         # data's row order (the cereal data's were not, and resid, fittedvalues and endog did
         # not line up with the rows they were assigned to); the covariance does not change

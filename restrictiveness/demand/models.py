@@ -43,7 +43,7 @@ import numpy as np
 import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared._lsq_nb import BOUND_RTOL
+from ..shared._lsq_nb import BOUND_RTOL, CONVERGED
 from ..shared.checks import is_whole, repeated, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import check_study_columns, parse_formula
@@ -1276,7 +1276,7 @@ class MixedLogit(_DemandProcedure):
         if self.starts == "adaptive":
             def enough(cost: float, status: int) -> bool:
                 # the first start converged strictly below MNL: the second is not needed
-                return status > 0 and cost < mnl.cost * (1 - FOLLOWUP_GAIN)
+                return status in CONVERGED and cost < mnl.cost * (1 - FOLLOWUP_GAIN)
         sol = self._solve(problem, starts, reflect, enough)
         info = sol.info()
         if mnl.cost < sol.cost:
