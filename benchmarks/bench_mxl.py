@@ -204,7 +204,7 @@ def profile_table(count, n):
                                             prob.data[5], prob.data[6], len(prob.data[3]))
         t_full = best_of(lambda x=x, prob=prob: nb.mxl_resjac_root(x, prob.data), 10)
         t_res = best_of(lambda d=d, nuT=nuT, prob=prob: nb.mean_probabilities_nb(
-            d, prob.data[1], nuT), 10)
+            d, prob.data[1], nuT, prob.data[7]), 10)
         rows.append({"replication": m, "fit cpu [s]": cpu, "evaluations": fit.info["nfev"],
                      "starts": len(fit.info["starts"]), "SPEC starts' evaluations": spec,
                      "accepted fraction": accepted / max(spec - 2, 1),

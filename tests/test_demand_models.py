@@ -361,12 +361,13 @@ def test_kernels_match_numpy_twins(scale):
     Wr = np.ascontiguousarray(W[:, :, ridx])
     nuT = np.ascontiguousarray(nu.T)
     S = np.full(Wr.shape[:2] + (2 * nuT.shape[1],), np.nan)   # every entry must be written
-    s = nb.node_probabilities_nb(delta, Wr, nuT, S)
-    S2, s2 = nb.node_probabilities_numpy(delta, Wr, nuT)
+    full = np.full(len(delta), delta.shape[1], dtype=np.int64)   # every market lists all J
+    s = nb.node_probabilities_nb(delta, Wr, nuT, full, S)
+    S2, s2 = nb.node_probabilities_numpy(delta, Wr, nuT, full)
     assert np.isfinite(S).all()
     np.testing.assert_allclose(S, S2, rtol=1e-11, atol=1e-300)
     np.testing.assert_allclose(s, s2, rtol=1e-11)
-    np.testing.assert_allclose(nb.mean_probabilities_nb(delta, Wr, nuT), s2, rtol=1e-11)
+    np.testing.assert_allclose(nb.mean_probabilities_nb(delta, Wr, nuT, full), s2, rtol=1e-11)
     np.testing.assert_allclose(nb.mxl_shares(delta, W, ridx, nu),
                                nb.mxl_shares_numpy(delta, W, ridx, nu), rtol=1e-11)
     sh, jac = nb.mxl_jacobian(delta, W, ridx, nu, z, lrow, lcol)
@@ -385,14 +386,15 @@ def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():
     delta, W, ridx, nu, z, lrow, lcol = kernel_inputs()
     Wr, nuT = np.ascontiguousarray(W[:, :, ridx]), np.ascontiguousarray(nu.T)
     wmu = np.abs(Wr).max(axis=1) @ np.abs(nuT).max(axis=1)   # the kernel's bound on max|μ|
+    full = np.full(len(delta), delta.shape[1], dtype=np.int64)
     for edge in (599.0, 601.0):
         # every δ near +edge − wmu (all positive), so max|δ| + wmu = edge exactly
         d = np.ascontiguousarray(delta - delta.max(axis=1, keepdims=True)
                                  + (edge - wmu)[:, None])
         np.testing.assert_allclose(np.abs(d).max(axis=1) + wmu, edge)
-        s = nb.mean_probabilities_nb(d, Wr, nuT)
+        s = nb.mean_probabilities_nb(d, Wr, nuT, full)
         assert np.isfinite(s).all()
-        np.testing.assert_allclose(s, nb.mean_probabilities_numpy(d, Wr, nuT), rtol=1e-11)
+        np.testing.assert_allclose(s, nb.mean_probabilities_numpy(d, Wr, nuT, full), rtol=1e-11)
 
 
 def test_the_overflow_bound_adds_the_random_terms():
@@ -402,12 +404,12 @@ def test_the_overflow_bound_adds_the_random_terms():
     clamps to e^700 and the two leading products tie)."""
     Wr = np.ascontiguousarray(np.array([[[1.0, 1.0], [1.0, 0.95], [0.0, 0.0]]]))
     nuT = np.ascontiguousarray(np.array([[375.0, 1.0], [375.0, -1.0]]))
-    delta = np.zeros((1, 3))
-    s = nb.mean_probabilities_nb(delta, Wr, nuT)
-    np.testing.assert_allclose(s, nb.mean_probabilities_numpy(delta, Wr, nuT), rtol=1e-11)
+    delta, three = np.zeros((1, 3)), np.array([3])
+    s = nb.mean_probabilities_nb(delta, Wr, nuT, three)
+    np.testing.assert_allclose(s, nb.mean_probabilities_numpy(delta, Wr, nuT, three), rtol=1e-11)
     # node +ν_0: utilities (750, 731.25, 0), the first product takes everything; node −ν_0 and
     # the small node pair spread the rest
-    S, _ = nb.node_probabilities_numpy(delta, Wr, nuT)
+    S, _ = nb.node_probabilities_numpy(delta, Wr, nuT, three)
     assert S[0, 0, 0] == pytest.approx(1.0, abs=1e-8) and S[0, 1, 0] < 1e-8
 
 
@@ -632,15 +634,11 @@ def test_a_fit_that_ran_out_of_evaluations_says_so(nevo):
     assert full.ssr < short.ssr
 
 
-def test_estimator_rejects_unbalanced_markets(nevo):
-    with pytest.raises(DataError, match="same number of products"):
-        MNL.from_formula("shares ~ prices", nevo.iloc[:-1]).fit()
-    # the refusals of a market's size and shares name the market, and of missing values the
-    # columns and rows (they said "market sizes range from 23 to 24", "sample.y: inside shares
-    # must be nonnegative and sum to less than 1 in every market" and "data contain missing
-    # values (NaN) in the columns the model uses")
-    with pytest.raises(DataError, match="most list 24, but market 'C03Q2' has 23 products$"):
-        MNL.from_formula("shares ~ prices", nevo.drop(index=[24 * 48 + 5]))
+def test_estimator_refuses_shares_and_values_it_cannot_use(nevo):
+    # (markets of different sizes are estimated: tests/test_demand_unbalanced.py)
+    # the refusals of a market's shares name the market, and of missing values the columns and
+    # rows (they said "sample.y: inside shares must be nonnegative and sum to less than 1 in
+    # every market" and "data contain missing values (NaN) in the columns the model uses")
     odd = nevo["market_ids"].isin(["C04Q1", "C07Q2"])
     with pytest.raises(DataError, match="but market 'C04Q1' sums to 1.00288, market 'C07Q2' "
                                         "sums to 1.04314$"):

@@ -988,3 +988,41 @@ def test_an_infinite_derivative_on_the_box_does_not_end_the_fit_or_fake_a_standa
     rising = rx.NLS.from_formula("y ~ sqrt(a) * x + b", df.assign(y=0.5 + 0.3 * x),
                                  bounds={"a": (0, 4), "b": (-2, 2)}).fit()
     np.testing.assert_allclose(rising.params, [0.09, 0.5], rtol=1e-9)
+
+
+def test_a_refinement_that_says_converged_is_at_a_stationary_point_of_a_badly_scaled_model():
+    # y = a e^{bx} + c with x in the thousands and a on the linear scale: cond(J) reaches 1e30
+    # along the way. The LM's scaling D² (the largest diag(JᵀJ) seen) kept the Jacobian of the
+    # start, where a e^{bx} was 1e17 times larger, so every later step was damped to nothing
+    # and the step test reported convergence at up to 1e25 times scipy's objective, with the
+    # residuals still along a Jacobian column (cosine 0.9999). Each start's refinement (what
+    # rx.NLS runs from every start it chooses) against scipy's trf from the same start.
+    import functools
+
+    from restrictiveness.shared._lsq_nb import CONVERGED, STATIONARY
+    from restrictiveness.shared._multistart_nb import multistart_for
+    from restrictiveness.shared.expression import callback_type
+
+    rng = np.random.default_rng(0)
+    x = np.linspace(1000, 5000, 60)
+    y = 0.05 * np.exp(1e-3 * x) + 3 + rng.normal(0, 0.5, x.size)
+    bounds = {"a": (1e-6, 1e3), "b": (-0.01, 0.01), "c": (-100.0, 100.0)}
+    model = rx.NLS("y ~ a * exp(b * x) + c", bounds=bounds, scale={"a": "linear"})
+    refine = functools.partial(multistart_for(callback_type()),
+                               compile_expression(model._formula).resjac)
+    lo, hi = model._box()
+    stalled = 0
+    for start in lo + rng.random((40, 3)) * (hi - lo):
+        _, ssr, rec, _ = refine((x[:, None], y, model.logscale), start[None, :],
+                                np.zeros(1, np.int64), lo, hi, np.ones(3, np.int64), 1, 0.1,
+                                model.max_nfev, model.gtol, model.xtol, model.ftol)
+        status, optimality = int(rec[0, 8]), rec[0, 9]
+        ref = scipy.optimize.least_squares(
+            lambda t: t[0] * np.exp(t[1] * x) + t[2] - y, start, bounds=(lo, hi), method="trf",
+            x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=10_000)
+        if status in CONVERGED:
+            assert optimality <= STATIONARY, (start, status, optimality)
+        if ssr > 2 * ref.cost * (1 + 1e-6):
+            stalled += 1
+    # the objective's optimum (14.564) from every start but local optima at a's bound
+    assert stalled <= 2

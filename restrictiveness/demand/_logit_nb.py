@@ -52,8 +52,10 @@ __all__ = ["node_probabilities_nb", "node_probabilities_numpy", "mean_probabilit
 
 
 @cached_njit(error_model="numpy", fastmath=_FM)
-def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
-    """Choice probabilities of one market at all 2H nodes, written to ``out_m (J, 2H)``.
+def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m, J):
+    """Choice probabilities of one market's first ``J`` products (the market's own; rows after
+    them pad a market with fewer products and are not touched) at all 2H nodes, written to
+    ``out_m (J, 2H)``.
 
     ``d (J,)`` are the mean utilities, ``Wr_m (J, Kr)`` the random-coefficient columns, ``nuT
     (Kr, H)`` the half nodes and ``numax (Kr,)`` their largest absolute values; ``mu (J, H)``
@@ -66,7 +68,7 @@ def _market_probabilities(d, Wr_m, nuT, numax, mu, den, out_m):
     :func:`~restrictiveness.shared._vecmath._exp_pair`; otherwise every node's utilities are shifted
     by their maximum (the outside good's 0 included).
     """
-    J, kr = Wr_m.shape
+    kr = Wr_m.shape[1]
     H = nuT.shape[1]
     bound = 0.0
     for a in range(kr):
@@ -141,12 +143,17 @@ def _abs_max_rows(nuT):
 
 
 @cached_njit(fastmath=True)
-def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m):
+def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m, J):
     """Node probabilities of one market into ``probs_m (J, 2H)`` and their means over nodes
-    into ``shares_m (J,)``; the other arguments as in :func:`_market_probabilities`."""
-    _market_probabilities(d, Wr_m, nuT, numax, mu, den, probs_m)
-    J, R = probs_m.shape
+    into ``shares_m (J,)``; the other arguments as in :func:`_market_probabilities`. Rows from
+    ``J`` on (absent products) get 0."""
+    _market_probabilities(d, Wr_m, nuT, numax, mu, den, probs_m, J)
+    R = probs_m.shape[1]
     inv = 1.0 / R
+    for j in range(J, probs_m.shape[0]):
+        shares_m[j] = 0.0
+        for r in range(R):
+            probs_m[j, r] = 0.0
     for j in range(J):
         acc = 0.0
         pj = probs_m[j]
@@ -156,7 +163,7 @@ def _market_shares(d, Wr_m, nuT, numax, mu, den, probs_m, shares_m):
 
 
 @cached_njit(fastmath=True)
-def mean_probabilities_nb(delta, Wr, nuT):
+def mean_probabilities_nb(delta, Wr, nuT, nprod):
     """Inside shares ``(n, J)``: choice probabilities averaged over the 2H antithetic nodes.
 
     Parameters
@@ -167,6 +174,9 @@ def mean_probabilities_nb(delta, Wr, nuT):
         The design columns with random coefficients.
     nuT : ndarray, shape (Kr, H)
         The first half of the taste-shock nodes, transposed (the other half is ``-nu``).
+    nprod : ndarray of int64, shape (n,)
+        Products of each market: the first ``nprod[m]`` rows of market ``m`` (the others pad
+        markets with fewer products than ``J`` and get share 0).
     """
     n, J, _ = Wr.shape
     H = nuT.shape[1]
@@ -174,12 +184,12 @@ def mean_probabilities_nb(delta, Wr, nuT):
     numax = _abs_max_rows(nuT)
     mu, den, probs = np.empty((J, H)), np.empty(2 * H), np.empty((J, 2 * H))
     for m in range(n):
-        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, probs, shares[m])
+        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, probs, shares[m], nprod[m])
     return shares
 
 
 @cached_njit(fastmath=True)
-def node_probabilities_nb(delta, Wr, nuT, out):
+def node_probabilities_nb(delta, Wr, nuT, nprod, out):
     """Choice probabilities at every node, written to ``out (n, J, 2H)`` (nodes ``+nu`` first,
     then ``-nu``); returns their mean over nodes, the inside shares ``(n, J)``.
 
@@ -191,35 +201,38 @@ def node_probabilities_nb(delta, Wr, nuT, out):
     numax = _abs_max_rows(nuT)
     mu, den = np.empty((J, H)), np.empty(2 * H)
     for m in range(n):
-        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, out[m], shares[m])
+        _market_shares(delta[m], Wr[m], nuT, numax, mu, den, out[m], shares[m], nprod[m])
     return shares
 
 
-def node_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray,
-                             nuT: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def node_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray,
+                             nprod: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`node_probabilities_nb`: ``(S (n, J, 2H), shares (n, J))``."""
     mu = np.einsum("mja,ah->mjh", Wr, nuT)
     U = delta[:, :, None] + np.concatenate([mu, -mu], axis=2)
+    absent = np.arange(delta.shape[1])[None, :] >= np.asarray(nprod)[:, None]
+    U[absent] = -np.inf                         # an absent product is never chosen
     top = np.maximum(U.max(axis=1, keepdims=True), 0.0)
     E = np.exp(U - top)
     S = E / (np.exp(-top) + E.sum(axis=1, keepdims=True))
     return S, S.mean(axis=2)
 
 
-def mean_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray) -> np.ndarray:
+def mean_probabilities_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray,
+                             nprod: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`mean_probabilities_nb`."""
-    return node_probabilities_numpy(delta, Wr, nuT)[1]
+    return node_probabilities_numpy(delta, Wr, nuT, nprod)[1]
 
 
 # --------------------------------------------------------------------------- Jacobian
 
 
 @cached_njit(fastmath=True)
-def _dot_nt(A, B, out):
-    """``out = A Bᵀ`` for row-major ``A (J, R)`` and ``B (Q, R)``, in blocks of 4 rows of A
-    and 2 of B: 8 running sums share each load, which beats BLAS at these small sizes
-    (24 × 512 times 512 × 19 per market: ~1.6× on Zen 3)."""
-    nj, R = A.shape
+def _dot_nt(A, B, out, nj):
+    """``out = A Bᵀ`` for the first ``nj`` rows of row-major ``A (J, R)`` and ``B (Q, R)``, in
+    blocks of 4 rows of A and 2 of B: 8 running sums share each load, which beats BLAS at these
+    small sizes (24 × 512 times 512 × 19 per market: ~1.6× on Zen 3)."""
+    R = A.shape[1]
     nq = B.shape[0]
     j = 0
     while j + 3 < nj:
@@ -263,7 +276,7 @@ def _dot_nt(A, B, out):
 
 
 @cached_njit(fastmath=True)
-def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
+def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod):
     """Shares and their (β, L) Jacobian, one market at a time.
 
     Parameters
@@ -278,11 +291,14 @@ def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
         Standard-normal half nodes, transposed (``nuT = L zT``).
     lrow, lcol : ndarray of int64, shape (nL,)
         Positions (a, b) of the free Cholesky entries among the random terms.
+    nprod : ndarray of int64, shape (n,)
+        Products of each market, as in :func:`mean_probabilities_nb`.
 
     Returns
     -------
     shares : ndarray, shape (n, J)
     jac : ndarray, shape (n, J, K + nL)
+        Rows of absent products are 0.
     """
     n, J, kr = Wr.shape
     H = nuT.shape[1]
@@ -306,13 +322,14 @@ def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
             B[zr + b, H + h] = -zT[b, h]
     inv = 1.0 / R
     for m in range(n):
-        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, Sm)
+        Jm = nprod[m]
+        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, Sm, Jm)
         Wm = W[m]
         for a in range(K):                               # w̄ = Wmᵀ S_m
             wa = B[1 + a]
             for r in range(R):
                 wa[r] = 0.0
-            for j in range(J):
+            for j in range(Jm):
                 c = Wm[j, a]
                 sj = Sm[j]
                 for r in range(R):
@@ -323,8 +340,12 @@ def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
             out = B[pr + q]
             for r in range(R):
                 out[r] = wc[r] * zb[r]
-        _dot_nt(Sm, B, P)                                # every node sum at once: (J, rows)
-        for j in range(J):
+        _dot_nt(Sm, B, P, Jm)                            # every node sum at once: (J, rows)
+        for j in range(Jm, J):                           # absent products
+            shares[m, j] = 0.0
+            for a in range(K + nL):
+                jac[m, j, a] = 0.0
+        for j in range(Jm):
             t = P[j, 0] * inv
             shares[m, j] = t
             for a in range(K):
@@ -337,10 +358,10 @@ def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol):
 
 def shares_jacobian_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray, W: np.ndarray,
                           ridx: np.ndarray, zT: np.ndarray, lrow: np.ndarray,
-                          lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                          lcol: np.ndarray, nprod: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`shares_jacobian_nb`, written from the definition
     ``∂s_j/∂θ = mean_r s_jr (∂u_jr/∂θ − Σ_k s_kr ∂u_kr/∂θ)``."""
-    S, shares = node_probabilities_numpy(delta, Wr, nuT)
+    S, shares = node_probabilities_numpy(delta, Wr, nuT, nprod)
     zf = np.concatenate([zT, -zT], axis=1)                            # (Kr, R)
     wbar = np.einsum("mkr,mka->mra", S, W)                            # (n, R, K)
     A = S[:, :, :, None] * (W[:, :, None, :] - wbar[:, None, :, :])   # (n, J, R, K)
@@ -351,14 +372,22 @@ def shares_jacobian_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray, W:
 # --------------------------------------------------------------------------- front ends
 
 
-def _prepare(delta, W, ridx, nu):
+def _prepare(delta, W, ridx, nu, nprod=None):
     delta = np.ascontiguousarray(delta, dtype=float)
     Wr = np.ascontiguousarray(W[:, :, np.asarray(ridx)], dtype=float)
     nuT = np.ascontiguousarray(np.asarray(nu, dtype=float).T)
-    return delta, Wr, nuT
+    return delta, Wr, nuT, _counts(nprod, delta.shape)
 
 
-def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray) -> np.ndarray:
+def _counts(nprod, shape) -> np.ndarray:
+    """Products of each market (int64): every row of every market by default."""
+    if nprod is None:
+        return np.full(shape[0], shape[1], dtype=np.int64)
+    return np.ascontiguousarray(nprod, dtype=np.int64)
+
+
+def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
+               nprod: np.ndarray | None = None) -> np.ndarray:
     """Mixed-logit inside shares ``(n, J)`` with the compiled kernels.
 
     Parameters
@@ -371,6 +400,9 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
         Columns of ``W`` with random coefficients.
     nu : ndarray, shape (H, Kr)
         Half of the antithetic taste-shock nodes (``z Lᵀ``); ``-nu`` is the other half.
+    nprod : ndarray of int, shape (n,), optional
+        Products of each market, its first rows (default: all ``J``); the other rows pad
+        markets with fewer products and get share 0.
 
     Returns
     -------
@@ -383,37 +415,38 @@ def mxl_shares(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarra
     >>> mxl_shares(np.zeros((1, 2)), W, np.array([0]), nu).round(4)
     array([[0.3333, 0.3333]])
     """
-    return mean_probabilities_nb(*_prepare(delta, W, ridx, nu))
+    return mean_probabilities_nb(*_prepare(delta, W, ridx, nu, nprod))
 
 
 def mxl_shares_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
-                     nu: np.ndarray) -> np.ndarray:
+                     nu: np.ndarray, nprod: np.ndarray | None = None) -> np.ndarray:
     """NumPy twin of :func:`mxl_shares`."""
-    return mean_probabilities_numpy(*_prepare(delta, W, ridx, nu))
+    return mean_probabilities_numpy(*_prepare(delta, W, ridx, nu, nprod))
 
 
 def mxl_probabilities(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray,
-                      nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                      nu: np.ndarray, nprod: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """Choice probabilities at all 2H nodes ``(n, J, 2H)`` and the shares ``(n, J)`` (compiled).
 
     Arguments as in :func:`mxl_shares`. The node array takes ``n · J · 2H`` doubles: callers
     with many markets pass them in blocks.
     """
-    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
+    delta, Wr, nuT, nprod = _prepare(delta, W, ridx, nu, nprod)
     S = np.empty(Wr.shape[:2] + (2 * nuT.shape[1],))
-    return S, node_probabilities_nb(delta, Wr, nuT, S)
+    return S, node_probabilities_nb(delta, Wr, nuT, nprod, S)
 
 
-def _jacobian_args(delta, W, ridx, nu, z, lrow, lcol):
-    delta, Wr, nuT = _prepare(delta, W, ridx, nu)
+def _jacobian_args(delta, W, ridx, nu, z, lrow, lcol, nprod):
+    delta, Wr, nuT, nprod = _prepare(delta, W, ridx, nu, nprod)
     return (delta, Wr, nuT, np.ascontiguousarray(W, dtype=float),
             np.asarray(ridx, dtype=np.int64), np.ascontiguousarray(np.asarray(z, dtype=float).T),
-            np.asarray(lrow, dtype=np.int64), np.asarray(lcol, dtype=np.int64))
+            np.asarray(lrow, dtype=np.int64), np.asarray(lcol, dtype=np.int64), nprod)
 
 
 def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
-                 z: np.ndarray, lrow: np.ndarray,
-                 lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 z: np.ndarray, lrow: np.ndarray, lcol: np.ndarray,
+                 nprod: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Mixed-logit shares and their Jacobian in (β, L) with the compiled kernels.
 
     Parameters
@@ -440,14 +473,14 @@ def mxl_jacobian(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndar
     >>> jac.shape
     (1, 2, 2)
     """
-    return shares_jacobian_nb(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol))
+    return shares_jacobian_nb(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol, nprod))
 
 
 def mxl_jacobian_numpy(delta: np.ndarray, W: np.ndarray, ridx: np.ndarray, nu: np.ndarray,
-                       z: np.ndarray, lrow: np.ndarray,
-                       lcol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                       z: np.ndarray, lrow: np.ndarray, lcol: np.ndarray,
+                       nprod: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`mxl_jacobian`."""
-    return shares_jacobian_numpy(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol))
+    return shares_jacobian_numpy(*_jacobian_args(delta, W, ridx, nu, z, lrow, lcol, nprod))
 
 
 # --------------------------------------------------------------------------- least squares
@@ -475,15 +508,16 @@ def mxl_resjac(theta, data):
     """Residuals ``s(θ) − y`` (flattened, ``n·J``) and their Jacobian ``(n·J, K + nL)`` in
     ``θ = (β, L[lrow, lcol])``, the callback of :data:`solve_mxl`.
 
-    ``data = (W, Wr, y, ridx, zT, lrow, lcol)``: the design ``(n, J, K)``, its random columns
-    ``(n, J, Kr)``, the inside shares ``(n, J)``, the random columns' indices, the standard-normal
-    half nodes transposed ``(Kr, H)`` and the free Cholesky entries' positions (as in
-    :func:`shares_jacobian_nb`; every array C-contiguous).
+    ``data = (W, Wr, y, ridx, zT, lrow, lcol, nprod)``: the design ``(n, J, K)``, its random
+    columns ``(n, J, Kr)``, the inside shares ``(n, J)``, the random columns' indices, the
+    standard-normal half nodes transposed ``(Kr, H)``, the free Cholesky entries' positions and
+    the products of each market (as in :func:`shares_jacobian_nb`; every array C-contiguous;
+    an absent product's share in ``y`` is 0, so its residual and Jacobian row are 0).
     """
-    W, Wr, y, ridx, zT, lrow, lcol = data
+    W, Wr, y, ridx, zT, lrow, lcol, nprod = data
     n, J, K = W.shape
     delta, nuT = _mean_utility_and_nodes(theta, W, zT, lrow, lcol, ridx.shape[0])
-    shares, jac = shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol)
+    shares, jac = shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod)
     r = np.empty(n * J)
     for m in range(n):
         for j in range(J):
@@ -493,11 +527,12 @@ def mxl_resjac(theta, data):
 
 def mxl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`mxl_resjac`."""
-    W, Wr, y, ridx, zT, lrow, lcol = data
+    W, Wr, y, ridx, zT, lrow, lcol, nprod = data
     K = W.shape[2]
     L = np.zeros((len(ridx), len(ridx)))
     L[lrow, lcol] = theta[K:]
-    shares, jac = shares_jacobian_numpy(W @ theta[:K], Wr, L @ zT, W, ridx, zT, lrow, lcol)
+    shares, jac = shares_jacobian_numpy(W @ theta[:K], Wr, L @ zT, W, ridx, zT, lrow, lcol,
+                                        nprod)
     return (shares - y).ravel(), jac.reshape(-1, jac.shape[2])
 
 

@@ -14,9 +14,11 @@ and, with the within-nest shares ``s_{j|m} = e^{u_j}/D_m`` and the nest shares
 ``ū_m = Σ_{k∈m} s_{k|m} u_k``.
 
 At ``ρ = 0`` these are the multinomial logit's shares and derivatives whatever the nests, so the
-MNL fit is this fit with ``ρ`` held at 0. Logarithms of the sums are taken after shifting by
-their maxima, so no utility overflows. :func:`nl_resjac` is the callback of the compiled
-least-squares solver :data:`solve_nl` (:mod:`restrictiveness.shared._lsq_nb`);
+MNL fit is this fit with ``ρ`` held at 0. A product with ``g_j = −1`` is absent (it pads a market
+with fewer products): it is in no nest, its share is 0 and its residual and Jacobian row are 0.
+Logarithms of the sums are taken after shifting by their maxima, so no utility overflows.
+:func:`nl_resjac` is the callback of the compiled least-squares solver :data:`solve_nl`
+(:mod:`restrictiveness.shared._lsq_nb`);
 :func:`nl_resjac_numpy` is its vectorised NumPy twin and :func:`nl_parts` the NumPy formulas the
 fitted models predict with.
 """
@@ -41,6 +43,7 @@ def nl_parts(delta: np.ndarray, g: np.ndarray, rho: np.ndarray):
     """Log shares and the pieces of their derivatives, for markets ``(n, J)``: ``(log s, u, λ,
     log D (n, 2), s_{j|g_j} (n, J), s_m (n, 2))``."""
     lam = 1.0 - rho                                     # (2,)
+    absent = g < 0
     u = delta / lam[g]                                  # δ_j / (1 − ρ_{m_j})
     logD = np.empty((delta.shape[0], 2))
     for m in (0, 1):
@@ -51,10 +54,13 @@ def nl_parts(delta: np.ndarray, g: np.ndarray, rho: np.ndarray):
             logD[:, m] = safe + np.log(np.exp(um - safe[:, None]).sum(axis=1))
     t = lam[None, :] * logD                             # log D_m^{1−ρ_m}; −inf when empty
     logden = np.logaddexp(0.0, np.logaddexp(t[:, 0], t[:, 1]))
-    logD_j = np.take_along_axis(logD, g, axis=1)
-    logs = u - rho[g] * logD_j - logden[:, None]
-    cond = np.exp(u - logD_j)                           # s_{j|m_j}
+    logD_j = np.take_along_axis(logD, np.where(absent, 0, g), axis=1)
+    with np.errstate(invalid="ignore"):     # an absent product's (replaced below) in an empty nest
+        logs = u - rho[g] * logD_j - logden[:, None]
+        cond = np.exp(u - logD_j)                       # s_{j|m_j}
     nest_share = np.exp(t - logden[:, None])            # s_m, 0 for an empty nest
+    if absent.any():
+        logs, cond = np.where(absent, -np.inf, logs), np.where(absent, 0.0, cond)
     return logs, u, lam, logD, cond, nest_share
 
 
@@ -78,6 +84,7 @@ def nl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndar
     W, g, y = data
     n, J, K = W.shape
     beta, rho = theta[:K], theta[K:]
+    present = g >= 0
     logs, u, lam, logD, cond, ns = nl_parts(W @ beta, g, rho)
     s = np.exp(logs)
     dd = nl_dlog_ddelta(s, g, rho, cond)                # (n, J, J)
@@ -90,8 +97,9 @@ def nl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndar
             outer = np.where(ns[:, m] > 0, ns[:, m] * (ubar - logD[:, m]), 0.0)
         own = np.where(inm, u / lam[m] - logD[:, [m]] - rho[m] * ubar[:, None] / lam[m], 0.0)
         jr[:, :, m] = s * (own - outer[:, None])
-    jac = np.concatenate([jb, jr], axis=2).reshape(n * J, K + 2)
-    return (s - y).ravel(), jac
+    jac = np.concatenate([jb, jr], axis=2)
+    jac[~present] = 0.0
+    return np.where(present, s - y, 0.0).ravel(), jac.reshape(n * J, K + 2)
 
 
 # --------------------------------------------------------------------------- compiled
@@ -103,7 +111,8 @@ def nl_resjac(theta, data):
     ``θ = (β, ρ_0, ρ_1)``.
 
     ``data = (W, g, y)``: the design ``(n, J, K)`` (C-contiguous float64), the nest of every
-    product ``(n, J)`` (int64, 0 or 1) and the inside shares ``(n, J)``.
+    product ``(n, J)`` (int64, 0 or 1; −1 for an absent product, whose residual and Jacobian row
+    are 0) and the inside shares ``(n, J)``.
     """
     W, g, y = data
     n, J, K = W.shape
@@ -127,6 +136,8 @@ def nl_resjac(theta, data):
         Wi = W[i]
         top = np.full(2, -np.inf)
         for j in range(J):
+            if g[i, j] < 0:
+                continue
             d = 0.0
             for a in range(K):
                 d += Wi[j, a] * theta[a]
@@ -160,6 +171,8 @@ def nl_resjac(theta, data):
             sbar[a] = 0.0
         for j in range(J):
             m = g[i, j]
+            if m < 0:
+                continue
             s[j] = math.exp(u[j] - rho[m] * logD[m] - logden)
             cond[j] = math.exp(u[j] - logD[m])
             ubar[m] += cond[j] * u[j]
@@ -169,6 +182,9 @@ def nl_resjac(theta, data):
         for j in range(J):
             m = g[i, j]
             row = i * J + j
+            if m < 0:           # absent: its Jacobian row stays 0
+                r[row] = 0.0
+                continue
             r[row] = s[j] - y[i, j]
             c = rho[m] / lam[m]
             for a in range(K):

@@ -2,8 +2,9 @@
 ``summary()``.
 
 The data are a long table with one row per product and market (``market_ids`` plus product
-columns and the shares), like pyblp's product data. Every market must list the same number of
-products; markets become the stacked array ``(n, J, C)`` the models take. Standard errors are
+columns and the shares), like pyblp's product data. Markets may list different numbers of
+products; they become the stacked array ``(n, J, C)`` the models take, ``J`` the largest market,
+a smaller market's absent products rows of NaN after its own (share 0). Standard errors are
 those of :class:`~restrictiveness.procedures.estimation.LeastSquaresResults` on ``J``, the
 Jacobian of the shares at the estimate (valid for interior estimates; a parameter at a bound is
 flagged in the summary notes): by default the classical nonlinear-least-squares ones,
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..procedures.estimation import CovType, LeastSquaresResults, cluster_codes
-from ..shared._lsq_nb import STATUS
+from ..shared._lsq_nb import CONVERGED, STATUS
 from ..shared.checks import ids_of_one_type, keywords_of, known_keywords, numeric_columns
 from ..shared.exceptions import DataError, FormulaError
 from ..shared.formula import parse_formula
@@ -38,6 +39,10 @@ __all__ = ["DemandModel", "DemandResults", "markets_from_frame"]
 def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | None,
                        market_ids: str = "market_ids"):
     """Long product data → markets ``X (n, J, C)``, shares ``y (n, J)`` and market labels.
+
+    ``J`` is the largest market's number of products; a market with fewer is padded with rows of
+    NaN in ``X`` and shares 0 in ``y`` after its products (the models read them as absent).
+    Within a market, products keep the data's row order.
 
     Examples
     --------
@@ -70,16 +75,23 @@ def markets_from_frame(data: pd.DataFrame, columns: list[str], response: str | N
         raise DataError("data have no rows; give one row per product and market")
     groups = data.groupby(market_ids, sort=True)
     sizes = groups.size()
-    if sizes.nunique() != 1:
-        usual = int(sizes.mode().iloc[0])
-        odd = sizes[sizes != usual]
-        raise DataError(f"every market must list the same number of products; most list "
-                        f"{usual}, but {_some(odd.index, odd.to_numpy(), 'has {:g} products')}")
-    J = int(sizes.iloc[0])
+    n, J = len(sizes), int(sizes.max())
     ordered = data.iloc[_market_order(data, market_ids)]
-    X = ordered[list(columns)].to_numpy(dtype=float).reshape(len(sizes), J, len(columns))
-    y = (ordered[response].to_numpy(dtype=float).reshape(len(sizes), J)
-         if response else None)
+    values = ordered[list(columns)].to_numpy(dtype=float)
+    shares = ordered[response].to_numpy(dtype=float) if response else None
+    if sizes.nunique() == 1:
+        X = values.reshape(n, J, len(columns))
+        y = shares.reshape(n, J) if shares is not None else None
+    else:   # rows of NaN after a smaller market's products: absent, with share 0
+        market = np.repeat(np.arange(n), sizes.to_numpy())
+        slot = np.arange(len(ordered)) - np.repeat(np.cumsum(sizes.to_numpy()) - sizes.to_numpy(),
+                                                   sizes.to_numpy())
+        X = np.full((n, J, len(columns)), np.nan)
+        X[market, slot] = values
+        y = None
+        if shares is not None:
+            y = np.zeros((n, J))
+            y[market, slot] = shares
     if y is not None:
         # named here by market: the models' own check says only that some market is wrong
         low = y.min(axis=1)
@@ -162,6 +174,9 @@ class DemandModel:
         # results report per-row arrays in the data's row order, as statsmodels does; X and y
         # are grouped by market, which reorders rows whenever markets are not sorted blocks
         self._rows = _market_order(data, market_ids)
+        # which entries of the flattened (n·J) market arrays are rows of the data (the others
+        # pad markets with fewer products)
+        self._present = ~np.isnan(self.X[:, :, 0]).ravel()
 
     @classmethod
     def from_formula(cls, procedure_class, formula: str, data: pd.DataFrame,
@@ -298,19 +313,20 @@ class DemandResults(LeastSquaresResults):
         self.params = pd.Series(fitted.params, index=fitted.names, name="params")
         # a fit that ran out of its evaluation budget (always so with the paper's MXL setting)
         # was presented like an optimum, its standard errors included
-        self.converged = int(fitted.info.get("status", 0)) > 0
+        self.converged = int(fitted.info.get("status", 0)) in CONVERGED
         # y, the predictions and the Jacobian rows come grouped by market: put them back in the
         # data's row order (the cereal data's were not, and resid, fittedvalues and endog did
         # not line up with the rows they were assigned to); the covariance does not change
-        rows = model._rows
-        self._set_fit(_data_order(self._jacobian, rows), _data_order(model.y.ravel(), rows),
-                      _data_order(fitted.predict(model.X).ravel(), rows), fitted.names,
+        rows, keep = model._rows, model._present
+        self._set_fit(_data_order(self._jacobian, rows), _data_order(model.y.ravel()[keep], rows),
+                      _data_order(fitted.predict(model.X).ravel()[keep], rows), fitted.names,
                       cov_type, codes, fitted.at_bounds())
 
     @cached_property
     def _jacobian(self) -> np.ndarray:
-        """Grouped by market, as ``model.X`` (the fit's order, not the data's)."""
-        return self.fitted.jacobian(self.model.X, self.model.y)
+        """Grouped by market, as ``model.X`` (the fit's order, not the data's); the rows of
+        the data only (no padding)."""
+        return self.fitted.jacobian(self.model.X, self.model.y)[self.model._present]
 
     def predict(self, exog: pd.DataFrame | np.ndarray | None = None
                 ) -> pd.Series | np.ndarray:
@@ -321,9 +337,10 @@ class DemandResults(LeastSquaresResults):
         ----------
         exog : DataFrame or ndarray, optional
             Long product data with the market column and the model's columns (any column
-            order; every market lists the same number of products, which may differ from the
-            estimation data's), or markets as an array ``(m, J, C)`` whose last axis follows
-            ``res.model.columns``. Default: the estimation data.
+            order; markets may list different numbers of products), or markets as an array
+            ``(m, J, C)`` whose last axis follows ``res.model.columns`` (a market with fewer
+            than ``J`` products padded with rows of NaN after them, which get share 0).
+            Default: the estimation data.
 
         Returns
         -------
@@ -354,7 +371,8 @@ class DemandResults(LeastSquaresResults):
         X, rows, index = self._markets(exog, "predict")
         if rows is None:
             return self.fitted.predict(X)
-        return pd.Series(_data_order(self.fitted.predict(X).ravel(), rows), index=index,
+        keep = ~np.isnan(X[:, :, 0]).ravel()
+        return pd.Series(_data_order(self.fitted.predict(X).ravel()[keep], rows), index=index,
                          name=self.model.response)
 
     def elasticities(self, exog: pd.DataFrame | np.ndarray | None = None
@@ -373,8 +391,11 @@ class DemandResults(LeastSquaresResults):
         -------
         DataFrame or ndarray
             For product data, indexed like the data's rows, in their order; columns
-            ``0 .. J − 1``. The own-price elasticity of a row is the column of its position in
-            its market. For an array of markets, ``E[m, j, k]`` ``(m, J, J)``.
+            ``0 .. J − 1``, ``J`` the largest market's number of products (a smaller market's
+            rows are NaN in the columns past its products, as pyblp's). The own-price
+            elasticity of a row is the column of its position in its market. For an array of
+            markets, ``E[m, j, k]`` ``(m, J, J)``, NaN in the rows and columns of absent
+            products.
 
         Examples
         --------
@@ -394,12 +415,15 @@ class DemandResults(LeastSquaresResults):
         X, rows, index = self._markets(exog, "elasticities")
         E = self.fitted.elasticities(X)  # which checks an array's shape first
         price = self.model.columns.index("prices") if "prices" in self.model.columns else None
-        if price is not None and not (np.asarray(X)[:, :, price] > 0).all():
-            raise DataError("elasticities: prices must be positive (elasticities are "
-                            "derivatives in log price)")
+        if price is not None:
+            p = np.asarray(X, dtype=float)[:, :, price]
+            if not (p[~np.isnan(p)] > 0).all():     # NaN: absent products of padded markets
+                raise DataError("elasticities: prices must be positive (elasticities are "
+                                "derivatives in log price)")
         if rows is None:
             return E
-        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2]), rows), index=index,
+        keep = ~np.isnan(X[:, :, 0]).ravel()
+        return pd.DataFrame(_data_order(E.reshape(-1, E.shape[2])[keep], rows), index=index,
                             columns=pd.RangeIndex(E.shape[2]))
 
     def _markets(self, exog, who: str) -> tuple[np.ndarray, np.ndarray | None, pd.Index | None]:
@@ -421,9 +445,11 @@ class DemandResults(LeastSquaresResults):
 
     def _summary_model(self) -> list[tuple[str, str]]:
         proc = self.model.procedure
+        sizes = (~np.isnan(self.model.X[:, :, 0])).sum(axis=1)
+        per = (str(sizes[0]) if sizes.min() == sizes.max()
+               else f"{sizes.min()} to {sizes.max()}")
         rows = [("Model:", _TITLES[proc.model]), ("Dep. Variable:", self.model.response),
-                ("Markets:", str(self.model.X.shape[0])),
-                ("Products per market:", str(self.model.X.shape[1]))]
+                ("Markets:", str(self.model.X.shape[0])), ("Products per market:", per)]
         if proc.model == "NL":
             rows.append(("Nests by:", proc.nest))
         if proc.model == "MXL":

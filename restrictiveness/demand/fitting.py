@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
-from ..shared._lsq_nb import STATUS, _snap
+from ..shared._lsq_nb import CONVERGED, STATUS, _snap
 from ..shared.blas import one_thread
 from ..shared.exceptions import ConfigurationError
 
@@ -123,8 +123,9 @@ class Solution:
 
     @property
     def converged(self) -> bool:
-        """Every start ran and stopped on a convergence test, not on the budget."""
-        return all(st > 0 for *_, st in self.starts)
+        """Every start ran and stopped on a convergence test, not on the budget (nor away from
+        a stationary point)."""
+        return all(st in CONVERGED for *_, st in self.starts)
 
     def info(self) -> dict:
         """JSON-ready summary for ``Fitted.info``."""
@@ -245,4 +246,4 @@ def solve(problem: Problem, starts: Sequence[tuple[str, np.ndarray]], budget: st
     return Solution(best[0], best[1], best[2], best[3], total, records)
 
 
-assert set(STATUS) == {0, 1, 2, 3, 4, 5, 6}   # the codes Solution.converged relies on
+assert set(STATUS) == CONVERGED | {0, 7}   # the codes Solution.converged relies on

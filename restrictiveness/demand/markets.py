@@ -407,14 +407,16 @@ def elasticities_from_shares(minus: np.ndarray, plus: np.ndarray, h: np.ndarray)
 
 
 def _nest_index(X: np.ndarray, columns: Sequence[str], nest: str) -> np.ndarray:
-    """The nest (0 or 1) of every product; another value is refused, naming those found."""
+    """The nest (0 or 1) of every product, −1 for the absent products of padded markets (rows
+    of NaN); another value is refused, naming those found."""
     g = X[:, :, list(columns).index(nest)]
-    if not np.isin(g, (0.0, 1.0)).all():
-        found = np.unique(g)
+    absent = np.isnan(X).all(axis=2)
+    if not np.isin(g[~absent], (0.0, 1.0)).all():
+        found = np.unique(g[~absent])
         shown = ", ".join(f"{v:g}" for v in found[:6]) + (", ..." if len(found) > 6 else "")
         raise DataError(f"the nest column {nest!r} must be 0 or 1 for every product "
                         f"(NestedLogit has two nests, with rho[{nest}=0] and rho[{nest}=1]); it "
                         f"holds {len(found)} distinct value(s): {shown}. Recode two nests as "
                         f"0/1 (e.g. df[{nest!r}] = (df[{nest!r}] == <second nest>).astype(float)); "
                         "more than two nests are not supported")
-    return g.astype(np.int64)
+    return np.where(absent, -1, g).astype(np.int64)

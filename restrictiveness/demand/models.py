@@ -43,7 +43,7 @@ import numpy as np
 import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared._lsq_nb import BOUND_RTOL
+from ..shared._lsq_nb import BOUND_RTOL, CONVERGED
 from ..shared.checks import is_whole, repeated, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import check_study_columns, parse_formula
@@ -116,8 +116,12 @@ _PAPER_SETTING = """The package default converges to the least-squares optimum. 
 # --------------------------------------------------------------------------- validation
 
 
-def check_markets(X, columns: Sequence[str], name: str = "X") -> np.ndarray:
+def check_markets(X, columns: Sequence[str], name: str = "X", padded: bool = False) -> np.ndarray:
     """Validate a stack of markets ``(n, J, C)`` and return it as a float array.
+
+    With ``padded=True`` (the logit-family models) markets may list fewer than ``J`` products:
+    a market's absent products are rows of NaN in every column, after its products
+    (:func:`present_products`); every market lists at least one product.
 
     Examples
     --------
@@ -130,13 +134,41 @@ def check_markets(X, columns: Sequence[str], name: str = "X") -> np.ndarray:
                         f"{len(columns)}) with columns {tuple(columns)}; got shape {X.shape}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise DataError(f"{name} has no markets or no products (shape {X.shape})")
-    if not np.isfinite(X).all():
+    if np.isfinite(X).all():
+        return X
+    if not padded:
         raise DataError(f"{name} contains NaN or infinite characteristics")
+    absent = np.isnan(X).all(axis=2)
+    if not np.isfinite(X[~absent]).all():
+        raise DataError(f"{name} contains NaN or infinite characteristics (a product absent "
+                        "from a market is a row of NaN in every column)")
+    later = np.cumsum(~absent[:, ::-1], axis=1)[:, ::-1] > 0   # a present product follows
+    if (absent & later).any():
+        m = np.flatnonzero((absent & later).any(axis=1))[:5].tolist()
+        raise DataError(f"{name}: the absent products of a market (rows of NaN) must come after "
+                        f"its products; markets {m} have absent rows before present ones")
+    if absent.all(axis=1).any():
+        m = np.flatnonzero(absent.all(axis=1))[:5].tolist()
+        raise DataError(f"{name}: markets {m} list no product (every row NaN)")
     return X
 
 
+def present_products(X: np.ndarray) -> np.ndarray:
+    """Which products of markets ``X (n, J, C)`` are present, ``(n, J)`` bool: markets with
+    fewer products than ``J`` are padded with rows of NaN (:func:`check_markets`).
+
+    Examples
+    --------
+    >>> X = np.ones((2, 3, 1)); X[1, 2] = np.nan
+    >>> present_products(X).sum(axis=1).tolist()
+    [3, 2]
+    """
+    return ~np.isnan(X).all(axis=2)
+
+
 def check_shares(y, X: np.ndarray, name: str = "y") -> np.ndarray:
-    """Validate inside shares ``(n, J)`` for markets ``X``: finite, nonnegative, sum below 1.
+    """Validate inside shares ``(n, J)`` for markets ``X``: finite, nonnegative, sum below 1,
+    and 0 for the absent products of padded markets.
 
     Examples
     --------
@@ -152,6 +184,9 @@ def check_shares(y, X: np.ndarray, name: str = "y") -> np.ndarray:
     if (y < 0).any() or (y.sum(axis=1) >= 1).any():
         raise DataError(f"{name}: inside shares must be nonnegative and sum to less than 1 in "
                         "every market (the outside good has the rest)")
+    if (y[~present_products(X)] != 0).any():
+        raise DataError(f"{name}: the share of a product absent from its market (a row of NaN "
+                        "in the markets) must be 0")
     return y
 
 
@@ -170,7 +205,7 @@ class _Design:
         if missing:
             raise FormulaError(f"formula {formula!r} names column(s) {missing} that the markets "
                                f"do not have; available columns: {list(self.columns)}")
-        frame = self._frame(X)
+        frame = self._frame(X[present_products(X)])    # absent products are no data
         D, self._build = f.design_builder(frame)
         self.names = f.column_names(frame)
         simple = all(nm == "Intercept" or nm in self.columns for nm in self.names)
@@ -188,16 +223,25 @@ class _Design:
     def _frame(self, X):
         import pandas as pd
 
-        return pd.DataFrame(X.reshape(-1, X.shape[2]), columns=list(self.columns))
+        return pd.DataFrame(X.reshape(-1, X.shape[-1]), columns=list(self.columns))
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
+        """Design rows ``(n, J, K)``; rows of absent products (padded markets) are 0."""
         n, J, _ = X.shape
+        absent = np.isnan(X[:, :, 0])
         if self._select is not None:
             W = np.empty((n, J, len(self._select)))
             for a, c in enumerate(self._select):
                 W[:, :, a] = 1.0 if c is None else X[:, :, c]
+            if absent.any():
+                W[absent] = 0.0
             return W
-        return self._build(self._frame(X)).reshape(n, J, -1)
+        if not absent.any():
+            return self._build(self._frame(X)).reshape(n, J, -1)
+        rows = self._build(self._frame(X[~absent]))
+        W = np.zeros((n, J, rows.shape[1]))
+        W[~absent] = rows
+        return W
 
     def price_derivative(self, X: np.ndarray) -> np.ndarray:
         """``∂w_j/∂p_j`` — exact for plain columns, central differences through patsy otherwise."""
@@ -208,14 +252,16 @@ class _Design:
             dW = np.zeros(X.shape[:2] + (len(self._select),))
             for a, c in enumerate(self._select):
                 if c is not None and self.columns[c] == self.price:
-                    dW[:, :, a] = 1.0
+                    dW[:, :, a] = np.where(np.isnan(X[:, :, 0]), 0.0, 1.0)
             return dW
         k = self.columns.index(self.price)
         h = 1e-6 * np.maximum(1.0, np.abs(X[:, :, k]))
         Xp, Xm = X.copy(), X.copy()
         Xp[:, :, k] += h
         Xm[:, :, k] -= h
-        return (self(Xp) - self(Xm)) / (2 * h[:, :, None])
+        dW = (self(Xp) - self(Xm)) / (2 * h[:, :, None])
+        dW[np.isnan(X[:, :, 0])] = 0.0      # absent products (padded markets)
+        return dW
 
 
 def market_design(formula: str, X: np.ndarray,
@@ -333,7 +379,7 @@ class DemandFit(Fitted):
         >>> float(Logit().fit(Sample(X, y, MARKET_COLUMNS, "shares")).predict(X[:1]).sum())
         0.48
         """
-        X = check_markets(X, self.columns)
+        X = check_markets(X, self.columns, padded=self.model != "logit")
         return _share_function(self.model)(self.params, X, self.design, self.extra)
 
     def elasticities(self, X: np.ndarray) -> np.ndarray:
@@ -363,7 +409,7 @@ class DemandFit(Fitted):
         >>> bool(np.allclose(E[:, 0, 1], 2.0 * X[:, 1, 0] * y[:, 1]))
         True
         """
-        X = check_markets(X, self.columns)
+        X = check_markets(X, self.columns, padded=self.model != "logit")
         if self.model == "logit":
             return np.zeros((X.shape[0], X.shape[1], X.shape[1]))
         return _elasticity_function(self.model)(self.params, X, self.design, self.extra)
@@ -399,12 +445,14 @@ class DemandFit(Fitted):
         >>> bool(np.allclose(fit.jacobian(X, y)[:, 0], (y * s0).ravel()))
         True
         """
-        X = check_markets(X, self.columns)
+        X = check_markets(X, self.columns, padded=True)
         assert self.design is not None  # only MNL, NL and MXL fits are estimated (DemandModel)
         extra = dict(self.extra)
         if self.model == "NL":
             extra["g"] = _nest_index(X, self.columns, self.extra["nest"])
-        return _residual_jacobian(self.model, self.params, self.design(X), y, extra)[1]
+        absent = _absent(X)
+        return _residual_jacobian(self.model, self.params, self.design(X), y, extra,
+                                  None if absent is None else ~absent)[1]
 
     def at_bounds(self, tol: float = 1e-8) -> list[str]:
         """Names of the parameters whose estimate sits on a bound (their SEs are not valid).
@@ -443,7 +491,23 @@ class DemandFit(Fitted):
 
 
 def _price(X, design):
-    return X[:, :, design.columns.index(design.price)]
+    p = X[:, :, design.columns.index(design.price)]
+    return np.where(np.isnan(p), 0.0, p)        # absent products (padded markets) have none
+
+
+def _absent(X: np.ndarray) -> np.ndarray | None:
+    """Absent products of padded markets ``(n, J)``, or None when every market is full."""
+    absent = np.isnan(X[:, :, 0])
+    return absent if absent.any() else None
+
+
+def _nan_absent(E: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Elasticities with the rows and columns of absent products NaN (there is no price to
+    change and no share to respond)."""
+    absent = _absent(X)
+    if absent is not None:
+        E[absent[:, :, None] | absent[:, None, :]] = np.nan
+    return E
 
 
 def _logit_predict(params, X, design, extra):
@@ -452,14 +516,18 @@ def _logit_predict(params, X, design, extra):
 
 
 def _mnl_predict(params, X, design, extra):
-    return _mnl_shares(design(X) @ params)
+    delta = design(X) @ params
+    absent = _absent(X)
+    if absent is not None:
+        delta[absent] = -np.inf         # never chosen: share 0
+    return _mnl_shares(delta)
 
 
 def _mnl_elasticities(params, X, design, extra):
     s = _mnl_predict(params, X, design, extra)
     g = design.price_derivative(X) @ params * _price(X, design)     # ∂δ_k/∂log p_k
     J = s.shape[1]
-    return (np.eye(J)[None] - s[:, None, :]) * g[:, None, :]
+    return _nan_absent((np.eye(J)[None] - s[:, None, :]) * g[:, None, :], X)
 
 
 def _nl_split(params, extra):
@@ -476,7 +544,8 @@ def _nl_elasticities(params, X, design, extra):
     g = _nest_index(X, design.columns, extra["nest"])
     logs, u, lam, logD, cond, _ = nl_parts(design(X) @ beta, g, rho)
     dd = nl_dlog_ddelta(np.exp(logs), g, rho, cond)
-    return dd * (design.price_derivative(X) @ beta * _price(X, design))[:, None, :]
+    return _nan_absent(dd * (design.price_derivative(X) @ beta * _price(X, design))[:, None, :],
+                       X)
 
 
 def _mxl_unpack(params, extra):
@@ -490,7 +559,7 @@ def _mxl_predict(params, X, design, extra):
     beta, L = _mxl_unpack(params, extra)
     W = design(X)
     nu = extra["z"] @ L.T
-    return _logit_nb.mxl_shares(W @ beta, W, extra["ridx"], nu)
+    return _logit_nb.mxl_shares(W @ beta, W, extra["ridx"], nu, _counts(X))
 
 
 def _mxl_elasticities(params, X, design, extra, block: int = 128):
@@ -501,7 +570,7 @@ def _mxl_elasticities(params, X, design, extra, block: int = 128):
     W = design(X)
     ridx = extra["ridx"]
     nu = extra["z"] @ L.T                                     # (H, Kr)
-    S, s = _logit_nb.mxl_probabilities(W @ beta, W, ridx, nu)    # (m, J, R), (m, J)
+    S, s = _logit_nb.mxl_probabilities(W @ beta, W, ridx, nu, _counts(X))  # (m,J,R), (m,J)
     dW = design.price_derivative(X)
     p = _price(X, design)
     nodes = np.concatenate([nu, -nu])                         # (R, Kr)
@@ -514,7 +583,15 @@ def _mxl_elasticities(params, X, design, extra, block: int = 128):
     J = s.shape[1]
     idx = np.arange(J)
     cross[:, idx, idx] += SG.mean(axis=2)
-    return cross / s[:, :, None]
+    if _absent(X) is None:
+        return cross / s[:, :, None]
+    with np.errstate(divide="ignore", invalid="ignore"):     # absent rows: 0 / 0
+        return _nan_absent(cross / s[:, :, None], X)
+
+
+def _counts(X: np.ndarray) -> np.ndarray:
+    """Products of each market (its first rows; the rest pad it), int64 ``(n,)``."""
+    return (~np.isnan(X[:, :, 0])).sum(axis=1).astype(np.int64)
 
 
 def _share_function(model):
@@ -529,16 +606,22 @@ def _elasticity_function(model):
 # --------------------------------------------------------------------------- problems
 
 
-def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict) -> Problem:
+def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict,
+             present: np.ndarray | None = None) -> Problem:
     """The least-squares problem of a model on markets ``W (n, J, K)`` with shares ``y``:
-    MNL is the nested-logit problem with ``ρ`` held at 0 (one nest)."""
+    MNL is the nested-logit problem with ``ρ`` held at 0 (one nest). ``present`` (n, J) marks
+    the products of padded markets (default: all; for NL the nests ``extra["g"]`` say it)."""
     W = np.ascontiguousarray(W, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
     K = W.shape[2]
     beta_lo, beta_hi = np.full(K, -BETA_BOUND), np.full(K, BETA_BOUND)
     if model in ("MNL", "NL"):
-        g = (np.zeros(W.shape[:2], dtype=np.int64) if model == "MNL"
-             else np.ascontiguousarray(extra["g"], dtype=np.int64))
+        if model == "NL":
+            g = np.ascontiguousarray(extra["g"], dtype=np.int64)
+        elif present is None:
+            g = np.zeros(W.shape[:2], dtype=np.int64)
+        else:                                   # −1: absent
+            g = np.where(present, 0, -1).astype(np.int64)
         free = np.r_[np.ones(K, np.int64), np.full(2, int(model == "NL"), np.int64)]
         return Problem(nl_resjac, solve_nl, (W, g, y), np.r_[beta_lo, 0.0, 0.0],
                        np.r_[beta_hi, RHO_MAX, RHO_MAX], free)
@@ -546,8 +629,10 @@ def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict) -> Problem:
     lrow = np.asarray(extra["lrow"], dtype=np.int64)
     lcol = np.asarray(extra["lcol"], dtype=np.int64)
     diag = lrow == lcol
+    nprod = (np.full(W.shape[0], W.shape[1], dtype=np.int64) if present is None
+             else present.sum(axis=1).astype(np.int64))
     data = (W, np.ascontiguousarray(W[:, :, ridx]), y, ridx,
-            np.ascontiguousarray(np.asarray(extra["z"], dtype=float).T), lrow, lcol)
+            np.ascontiguousarray(np.asarray(extra["z"], dtype=float).T), lrow, lcol, nprod)
     d = K + np.flatnonzero(diag)
     lo = np.r_[beta_lo, np.where(diag, 0.0, -CHOL_BOUND)]
     hi = np.r_[beta_hi, np.full(len(diag), CHOL_BOUND)]
@@ -569,9 +654,10 @@ def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict) -> Problem:
 
 
 def _residual_jacobian(model: str, theta: np.ndarray, W: np.ndarray, y: np.ndarray,
-                       extra: dict) -> tuple[np.ndarray, np.ndarray]:
+                       extra: dict, present: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """Residuals and Jacobian ``(n·J, len(θ))`` of a model at ``θ`` (MNL: in β only)."""
-    prob = _problem(model, W, y, extra)
+    prob = _problem(model, W, y, extra, present)
     if model == "MNL":
         r, J = prob.resjac(np.r_[theta, 0.0, 0.0], prob.data)
         return r, J[:, :len(theta)]
@@ -624,7 +710,8 @@ class _DemandProcedure(Procedure):
         formula : str
             ``"shares ~ prices + sugar + mushy"``: the shares on the left, utility terms right.
         data : DataFrame
-            Product data with a ``market_ids`` column; every market lists the same products count.
+            Product data with a ``market_ids`` column; markets may list different numbers of
+            products.
         market_ids : str
             The market column.
         **kwargs
@@ -679,12 +766,15 @@ class _DemandProcedure(Procedure):
         check_study_columns(self.formula, columns, response, covariates=False)
 
     def _prepare(self, sample: Sample):
+        """Markets, shares, design, design rows, columns, and which products are present
+        (None when every market lists all ``J``)."""
         columns = _market_columns(sample, type(self).__name__)
-        X = check_markets(sample.X, columns, "sample.X")
+        X = check_markets(sample.X, columns, "sample.X", padded=True)
         y = check_shares(sample.y, X, "sample.y")
         parse_formula(self.formula).check_response(sample.response)
         design = _Design(self.formula, X, columns)
-        return X, y, design, design(X), columns
+        absent = _absent(X)
+        return X, y, design, design(X), columns, None if absent is None else ~absent
 
     def _solve(self, problem: Problem, starts, followups=None, enough=None) -> Solution:
         return solve(problem, starts, self.budget, check_options(self.budget, self.max_nfev,
@@ -692,11 +782,13 @@ class _DemandProcedure(Procedure):
                      followups, enough)
 
     @staticmethod
-    def _baseline_beta(W, y, names):
-        b = float(y.mean())
+    def _baseline_beta(W, y, names, present=None):
+        # the common share b of the mean market's J̄ products (J̄ b is the mean inside share)
+        b = float(y.mean()) if present is None else float(y[present].mean())
+        J = W.shape[1] if present is None else present.sum() / len(present)
         beta = np.zeros(W.shape[2])
         if "Intercept" in names:
-            beta[names.index("Intercept")] = np.log(b / (1 - W.shape[1] * b))
+            beta[names.index("Intercept")] = np.log(b / (1 - J * b))
         return beta
 
     @staticmethod
@@ -707,11 +799,11 @@ class _DemandProcedure(Procedure):
         beta, *_ = np.linalg.lstsq(W[ok], lhs, rcond=None)
         return beta
 
-    def _mnl(self, W, y, names) -> Solution:
+    def _mnl(self, W, y, names, present=None) -> Solution:
         """The MNL fit (β with ρ = 0) from the baseline and Berry starts."""
-        starts = [("baseline", np.r_[self._baseline_beta(W, y, names), 0.0, 0.0]),
+        starts = [("baseline", np.r_[self._baseline_beta(W, y, names, present), 0.0, 0.0]),
                   ("berry", np.r_[self._berry_beta(W, y), 0.0, 0.0])]
-        sol = self._solve(_problem("MNL", W, y, {}), starts)
+        sol = self._solve(_problem("MNL", W, y, {}, present), starts)
         sol.x = sol.x[:W.shape[2]]
         return sol
 
@@ -778,7 +870,11 @@ class Logit(Procedure):
         (0.2, True)
         """
         columns = _market_columns(sample, "Logit")
-        X = check_markets(sample.X, columns, "sample.X")
+        X = check_markets(sample.X, columns, "sample.X", padded=True)
+        if _absent(X) is not None:
+            raise DataError("Logit is the common-intercept baseline of SPEC §7's studies, whose "
+                            "markets all list the same products; these markets list different "
+                            "numbers (rows of NaN)")
         y = check_shares(sample.y, X, "sample.y")
         b = float(y.mean())
         gamma = np.log(b / (1 - X.shape[1] * b)) if b > 0 else -np.inf
@@ -865,8 +961,8 @@ class MNL(_DemandProcedure):
         >>> fit.names, np.round(fit.params, 6).tolist()
         (['Intercept', 'prices', 'sugar', 'mushy'], [-1.0, -10.0, 0.05, 0.3])
         """
-        X, y, design, W, columns = self._prepare(sample)
-        sol = self._mnl(W, y, design.names)
+        X, y, design, W, columns, present = self._prepare(sample)
+        sol = self._mnl(W, y, design.names, present)
         return DemandFit("MNL", sol.x, design.names, design, columns, info=sol.info())
 
 
@@ -959,14 +1055,14 @@ class NestedLogit(_DemandProcedure):
         >>> fit.names[-2:], np.round(fit.params, 6).tolist()
         (['rho[mushy=0]', 'rho[mushy=1]'], [-1.0, -10.0, 0.05, 0.3, 0.0, 0.0])
         """
-        X, y, design, W, columns = self._prepare(sample)
+        X, y, design, W, columns, present = self._prepare(sample)
         if self.nest not in columns:
             raise FormulaError(f"nest column {self.nest!r} is not among the market columns "
                                f"{list(columns)}")
-        g = _nest_index(X, columns, self.nest)
-        mnl = self._mnl(W, y, design.names)
+        g = _nest_index(X, columns, self.nest)      # −1: absent
+        mnl = self._mnl(W, y, design.names, present)
         half = np.array([0.5, 0.5])
-        starts = [("baseline", np.r_[self._baseline_beta(W, y, design.names), half]),
+        starts = [("baseline", np.r_[self._baseline_beta(W, y, design.names, present), half]),
                   ("berry", np.r_[self._berry_beta(W, y), half]),
                   ("MNL", np.r_[mnl.x, 0.0, 0.0]),
                   ("MNL+rho", np.r_[mnl.x, half])]
@@ -1168,19 +1264,19 @@ class MixedLogit(_DemandProcedure):
         >>> fit.names[-1], np.round(fit.params, 6).tolist()
         ('L[prices,prices]', [-1.0, -10.0, 0.05, 0.3, 0.0])
         """
-        X, y, design, W, columns = self._prepare(sample)
+        X, y, design, W, columns, present = self._prepare(sample)
         ex = self._extra(design.names)
-        mnl = self._mnl(W, y, design.names)
+        mnl = self._mnl(W, y, design.names, present)
         diag = ex["lrow"] == ex["lcol"]
         starts = [(f"MNL+{c}I", np.r_[mnl.x, np.where(diag, c, 0.0)]) for c in (0.5, 1.0)]
-        problem = _problem("MXL", W, y, ex)
+        problem = _problem("MXL", W, y, ex, present)
         reflect = (functools.partial(_reflections, problem=problem, K=ex["K"], lrow=ex["lrow"],
                                      lcol=ex["lcol"]) if self.reflect else None)
         enough = None
         if self.starts == "adaptive":
             def enough(cost: float, status: int) -> bool:
                 # the first start converged strictly below MNL: the second is not needed
-                return status > 0 and cost < mnl.cost * (1 - FOLLOWUP_GAIN)
+                return status in CONVERGED and cost < mnl.cost * (1 - FOLLOWUP_GAIN)
         sol = self._solve(problem, starts, reflect, enough)
         info = sol.info()
         if mnl.cost < sol.cost:

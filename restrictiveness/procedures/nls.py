@@ -63,7 +63,7 @@ import pandas as pd
 from scipy.stats import qmc
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared._lsq_nb import STATUS
+from ..shared._lsq_nb import CONVERGED, STATUS
 from ..shared._multistart_nb import multistart_for, multistart_numpy
 from ..shared.checks import keywords_of, known_keywords, numeric_column, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError, ModelFunctionError
@@ -799,7 +799,7 @@ class NLSFitted(Fitted):
             "params": dict(self.params),
             "ssr": self.ssr,
             "at_bound": [q for q, v in self.params.items() if v in model.bounds[q]],
-            "converged": status != 0,
+            "converged": status in CONVERGED,
             "status": STATUS[status],
             "starts": starts,
             "evaluations": evaluations,

@@ -35,13 +35,24 @@ residuals are large (the NL2SOL idea; Dennis, Gay & Welsch 1981; Fletcher & Xu 1
   Jacobian column is at most ``gtol`` (MINPACK's gradient test; scale-free); or an accepted,
   lightly damped (``μ ≤ 1``) step that reached no new bound either moved θ by at most
   ``xtol (xtol + ‖θ‖)`` or reduced the objective by at most ``ftol`` relative, with a predicted
-  reduction as small (MINPACK's tests).
+  reduction as small (MINPACK's tests). Those two tests, and "no decrease at any damping", also
+  fire where steps are short because the scaling is stale: ``D²`` keeps the Jacobian of
+  iterations where it was orders of magnitude larger (``a e^{bx}`` with ``x`` in the thousands
+  from a large ``a``), so ``μD²`` damps every step to nothing far from the optimum (they
+  reported convergence at up to 1e25 times the optimal objective, the residuals still along a
+  Jacobian column). So such a stop counts only where the gradient cosine is at most
+  :data:`STATIONARY`; elsewhere ``D²``, ``μ`` and the second-order term start afresh from the
+  current point (at most :data:`MAX_RESTARTS` times). No decrease from there at a damping up to
+  :data:`PROBE_MU`, or a stop with no gain since that restart, is an optimum to rounding (a
+  degenerate one, where a Jacobian column vanishes: the mixed logit's at ``L = 0``) and keeps
+  its status; one that gained in every restart is status 7.
 * **budget** — at most ``max_nfev`` evaluations of the callback (the start included; each one
   also returns the Jacobian, since least-squares steps are accepted far more often than not).
 
 Status codes (:data:`STATUS`): 0 the evaluation budget ran out; 1 gradient test; 2 objective
 test; 3 step test; 4 exact fit; 5 nothing can move (no free entry, or every one held on a
-bound); 6 no decrease at any damping (optimal to rounding). Everything but 0 is convergence.
+bound); 6 no decrease at any damping (optimal to rounding); 7 stalled away from a stationary
+point. Everything but 0 and 7 is convergence (:data:`CONVERGED`).
 
 The NumPy twin of a compiled solver is the same source run as plain Python with a NumPy callback
 (:func:`python_lm`), so the twin tests check compilation and the callback rather than a second
@@ -62,12 +73,26 @@ import numpy as np
 from ._jit import cached_njit, kernel_digest
 from .exceptions import ConfigurationError
 
-__all__ = ["compile_lm", "python_lm", "STATUS", "BOUND_RTOL"]
+__all__ = ["compile_lm", "python_lm", "STATUS", "CONVERGED", "BOUND_RTOL"]
 
 #: Meaning of the status codes the solvers return.
 STATUS = {0: "evaluation budget exhausted", 1: "gradient test (gtol)",
           2: "objective test (ftol)", 3: "step test (xtol)", 4: "exact fit",
-          5: "every free parameter held on a bound", 6: "no decrease at any damping"}
+          5: "every free parameter held on a bound", 6: "no decrease at any damping",
+          7: "stalled away from a stationary point"}
+#: The status codes that are convergence (0 and 7 are not).
+CONVERGED = frozenset({1, 2, 3, 4, 5, 6})
+#: Largest residual–column cosine (the gradient test's measure) at which a stop by the step,
+#: objective or no-decrease test is convergence; stops there measured at most 3e-8, stops away
+#: from a stationary point at least 2e-2 (11 badly scaled problems × 60 starts).
+STATIONARY = 1e-4
+#: Fresh starts of the scaling and damping a solve may make after such a stop, and the
+#: relative gain since the last one that makes another stop away from a stationary point a
+#: stall rather than an optimum to rounding.
+MAX_RESTARTS, RESTART_GAIN = 3, 1e-9
+#: Damping (relative to the restarted scaling) beyond which steps after a restart that all
+#: failed make the stop an optimum to rounding.
+PROBE_MU = 1e4
 
 #: A parameter this close to a bound (relative to ``max(1, |bound|)``) is on it.
 BOUND_RTOL = 1e-9
@@ -133,6 +158,10 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
     dx = np.empty(p)
     mu, nu = MU0, 2.0
     status = 0
+    restarts = 0
+    restart_ssr = math.inf
+    probing = False               # the lightly damped steps after a restart (see below)
+    probed = 0                    # the status of the stop that restart questioned
     while math.isfinite(ssr):     # a non-finite start has nowhere to go
         if ssr == 0.0:
             status = 4
@@ -209,6 +238,7 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
                         mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
                         nu = 2.0
                         accepted = True
+                        probing = False
                         if near and small_f:
                             status = 2
                         elif near and small_x:
@@ -216,11 +246,40 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
                         continue
                     if nfev >= max_nfev:
                         break
+            if probing and mu >= PROBE_MU:
+                # the lightly damped steps after a restart failed as well: no decrease even on
+                # the current Jacobian's scale, so the stop was an optimum to rounding after all
+                status = probed
+                break
             mu *= nu
             nu *= 2.0
             if mu > 1e20:
                 status = 6
                 break
+        if status == 2 or status == 3 or status == 6:
+            # the step and objective tests (and no decrease) also fire where steps are short
+            # for another reason than an optimum: a scaling D² kept from iterations where the
+            # Jacobian was orders of magnitude larger damps every step to nothing. Away from a
+            # stationary point the scaling and damping start afresh; no decrease then at
+            # μ ≤ PROBE_MU, or a stop with no gain since, is an optimum to rounding (a
+            # degenerate one: a Jacobian column vanishing there, as the mixed logit's at
+            # L = 0), and a stop after a gain in every restart is not convergence
+            k = _moving(x, lo, hi, free, g, idx)
+            if (k > 0 and _optimality(G, g, ssr, idx, k) > STATIONARY
+                    and ssr < restart_ssr * (1.0 - RESTART_GAIN)):
+                if restarts < MAX_RESTARTS and nfev < max_nfev:
+                    restarts += 1
+                    restart_ssr = ssr
+                    probing, probed = True, status
+                    for a in range(p):
+                        d2[a] = 0.0
+                        for c in range(p):
+                            S[a, c] = 0.0
+                    second = False
+                    mu, nu = MU0, 2.0
+                    status = 0
+                    continue
+                status = 7
         if status != 0 or not accepted:
             break
     opt = 0.0
