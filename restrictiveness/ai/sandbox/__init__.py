@@ -68,11 +68,12 @@ limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hol
 limit: a run may hold up to ``memory_bytes + disk_bytes`` (plus about 1 KiB of kernel memory
 per file, extended attributes included, within ``max_files``); set the two so that their sum,
 times the programs run at once (one per usable CPU), fits the machine. Under
-``isolation="guard-only"`` there are no namespaces to mount a tmpfs in: the disk and
-file-count caps are then the parent's, which counts the working directory (and the deleted
-files the child holds) four times a second, so a fast writer passes them for that long (one
-200 MiB write was stopped at 74 to 194 MiB under a 50 MiB cap, and 20,000 hard links were made
-under a 3,000-file cap).
+``isolation="guard-only"`` there is no mount namespace to mount a tmpfs in (an unprivileged
+caller may not mount in its own), nor a seccomp filter: the disk and file-count caps are then
+the parent's, which counts the working directory (and the deleted files the child holds) four
+times a second, so a fast writer passes them for that long (under a 50 MiB cap with the guard
+switched off, one 200 MiB write was stopped at 104 MiB, ``posix_fallocate`` at 400 MiB, and
+10,341 hard links were made under a 3,000-file cap).
 Programs see the machine's public system libraries and Python installation, its CPU count,
 memory size and kernel version. The parent never unpickles anything the child wrote: data go in
 and out as ``.npy`` files (``allow_pickle=False``) and JSON.

@@ -5,9 +5,12 @@ The trusted bootstrap forks the program's process and stays behind as its relay 
 built-in backend, the namespace's init does), so the parent learns the program's true wait
 status and resource use whatever wraps it (bubblewrap reports a signal as an exit code).
 
-The first line written to the report channel (a socket inherited as ``cfg["report_fd"]``) is the
-setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or ``{"setup": "failed", "layer":
-..., "detail": ...}``; it is written before any untrusted code runs. Guard refusals follow.
+Under full isolation the first message on the report channel (a socket inherited as
+``cfg["report_fd"]``) carries the descriptor of the working directory's capped tmpfs
+(:mod:`.workspace`), and the parent answers once it has copied the files in. The next line
+(the first otherwise) is the setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or
+``{"setup": "failed", "layer": ..., "detail": ...}``; it is written before any untrusted code
+runs. Guard refusals follow.
 """
 
 from __future__ import annotations
