@@ -65,9 +65,10 @@ There is no memory cgroup: the address-space limit bounds the program's own memo
 memory it makes the kernel hold is bounded only by the descriptor cap and per-user kernel
 limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hold about
 64 MiB per user). The working directory's tmpfs pages are memory too, outside the address-space
-limit: a run may hold up to ``memory_bytes + disk_bytes`` (plus about 1 KiB of kernel memory
-per file, extended attributes included, within ``max_files``); set the two so that their sum,
-times the programs run at once (one per usable CPU), fits the machine. Under
+limit: a run may hold up to ``memory_bytes + disk_bytes``, plus the kernel's memory for at most
+``max_files`` inodes (user extended attributes, whose values are kernel memory on a tmpfs, were
+refused on it, EOPNOTSUPP, on Linux 6.18); set the two caps so that their sum, times the
+programs run at once (one per usable CPU), fits the machine. Under
 ``isolation="guard-only"`` there is no mount namespace to mount a tmpfs in (an unprivileged
 caller may not mount in its own), nor a seccomp filter: the disk and file-count caps are then
 the parent's, which counts the working directory (and the deleted files the child holds) four

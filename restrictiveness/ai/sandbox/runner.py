@@ -529,98 +529,99 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
                 proc.stdout.close()
                 proc.stderr.close()
                 raise
-    channels: tuple[tuple[IO[bytes], str], ...] = (
-        (proc.stdout, "stdout"), (proc.stderr, "stderr"),
-        (os.fdopen(read_fd, "rb", buffering=0), "report"),
-        (os.fdopen(exit_read, "rb", buffering=0), "exit"))
-    sel = selectors.DefaultSelector()
-    for stream, name in channels:
-        sel.register(stream, selectors.EVENT_READ, name)
-    deadline = start + limits.wall_seconds
-    next_disk_check = start
-    full_since: list[float] = []  # when the capped tmpfs was first seen full, if it still is
-
-    def over_disk(final: bool = False) -> str | None:
-        if tmpfs is not None:  # the kernel holds the caps: has the program reached one?
-            full = _full(tmpfs)
-            if final or full is None:
-                full_since.clear()
-                return full
-            # a cap reached for a moment is no failure: the program may catch ENOSPC and
-            # delete what it wrote (and report the refusal: killed at once, it could not)
-            full_since[:] = full_since or [time.monotonic()]
-            return full if time.monotonic() - full_since[0] >= _FULL_GRACE else None
-        usage = tree_usage(root, limits.disk_bytes, limits.max_files)
-        if usage is None:
-            return "moved"
-        size, count = usage
-        # files deleted while open or mapped hold their blocks out of the tree's sight
-        held = held_bytes(proc.pid)
-        if held is None:
-            return "moved"
-        size += held
-        return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
-            else None
-
-    try:
-        while killed is None and sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                killed = "timeout"
-                break
-            if run_stopped():
-                # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
-                # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
-                # the interpreter's exit waited for it
-                killed = "stopped"
-                break
-            if time.monotonic() >= next_disk_check:
-                next_disk_check = time.monotonic() + 0.25
-                killed = over_disk()
-                if killed:
-                    break
-            for key, _ in sel.select(timeout=min(remaining, 0.25)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                watch.feed(key.data, chunk)
-            if watch.total > limits.output_bytes:
-                killed = "output-limit"
-                break
-        if killed is None:
-            # pipes closed; the child may still run (it can close its own stdout)
-            while not _exited(proc.pid) and time.monotonic() < deadline:
-                killed = over_disk() or ("stopped" if run_stopped() else None)
-                if killed:
-                    break
-                time.sleep(0.02)
-            if killed is None and not _exited(proc.pid):
-                killed = "timeout"
-    finally:
-        sel.close()
-        # The child is unreaped (at worst a zombie), so its pid still names our process group:
-        # kill whatever of the group runs, then reap. Inside the PID namespace, the init dies
-        # with the group and takes every process of the namespace with it.
-        _kill_group(proc.pid)
-        _, status, usage = os.wait4(proc.pid, 0)
-        returncode = os.waitstatus_to_exitcode(status)
-        proc.returncode = returncode
+    try:  # the tmpfs's pages live as long as a descriptor of it: close ours, whatever ends
+        channels: tuple[tuple[IO[bytes], str], ...] = (
+            (proc.stdout, "stdout"), (proc.stderr, "stderr"),
+            (os.fdopen(read_fd, "rb", buffering=0), "report"),
+            (os.fdopen(exit_read, "rb", buffering=0), "exit"))
+        sel = selectors.DefaultSelector()
         for stream, name in channels:
-            _drain(stream, name, watch)
-            stream.close()
-    if killed == "stopped":
-        raise RunStopped
-    setup, ended = watch.setup(), watch.ended()
-    if ended is None and setup and isinstance(setup.get("pidns"), int) and \
-            setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
-        # stopped before its relay reaped it: the program may still be dying
-        _end_namespace(setup["pidns"])
-    if killed is None:  # once more at the end: the last check while it ran may be 0.25 s old,
-        killed = over_disk(final=True)  # and what it wrote since (sparse arrays) would be loaded
-    try:
-        if keep and tmpfs is not None and not _copy_out(tmpfs, root, limits) and \
-                killed is None:
+            sel.register(stream, selectors.EVENT_READ, name)
+        deadline = start + limits.wall_seconds
+        next_disk_check = start
+        full_since: list[float] = []  # when the capped tmpfs was first seen full, if it still is
+
+        def over_disk(final: bool = False) -> str | None:
+            if tmpfs is not None:  # the kernel holds the caps: has the program reached one?
+                full = _full(tmpfs)
+                if final or full is None:
+                    full_since.clear()
+                    return full
+                # a cap reached for a moment is no failure: the program may catch ENOSPC and
+                # delete what it wrote (and report the refusal: killed at once, it could not)
+                full_since[:] = full_since or [time.monotonic()]
+                return full if time.monotonic() - full_since[0] >= _FULL_GRACE else None
+            usage = tree_usage(root, limits.disk_bytes, limits.max_files)
+            if usage is None:
+                return "moved"
+            size, count = usage
+            # files deleted while open or mapped hold their blocks out of the tree's sight
+            held = held_bytes(proc.pid)
+            if held is None:
+                return "moved"
+            size += held
+            return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
+                else None
+
+        try:
+            while killed is None and sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    killed = "timeout"
+                    break
+                if run_stopped():
+                    # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
+                    # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
+                    # the interpreter's exit waited for it
+                    killed = "stopped"
+                    break
+                if time.monotonic() >= next_disk_check:
+                    next_disk_check = time.monotonic() + 0.25
+                    killed = over_disk()
+                    if killed:
+                        break
+                for key, _ in sel.select(timeout=min(remaining, 0.25)):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    watch.feed(key.data, chunk)
+                if watch.total > limits.output_bytes:
+                    killed = "output-limit"
+                    break
+            if killed is None:
+                # pipes closed; the child may still run (it can close its own stdout)
+                while not _exited(proc.pid) and time.monotonic() < deadline:
+                    killed = over_disk() or ("stopped" if run_stopped() else None)
+                    if killed:
+                        break
+                    time.sleep(0.02)
+                if killed is None and not _exited(proc.pid):
+                    killed = "timeout"
+        finally:
+            sel.close()
+            # The child is unreaped (at worst a zombie), so its pid still names our process group:
+            # kill whatever of the group runs, then reap. Inside the PID namespace, the init dies
+            # with the group and takes every process of the namespace with it.
+            _kill_group(proc.pid)
+            _, status, usage = os.wait4(proc.pid, 0)
+            returncode = os.waitstatus_to_exitcode(status)
+            proc.returncode = returncode
+            for stream, name in channels:
+                _drain(stream, name, watch)
+                stream.close()
+        if killed == "stopped":
+            raise RunStopped
+        setup, ended = watch.setup(), watch.ended()
+        if ended is None and setup and isinstance(setup.get("pidns"), int) and \
+                setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
+            # stopped before its relay reaped it: the program may still be dying
+            _end_namespace(setup["pidns"])
+        # once more at the end: the last check while it ran may be 0.25 s old, and what it
+        # wrote since (sparse arrays) would be loaded here
+        if killed is None:
+            killed = over_disk(final=True)
+        if keep and tmpfs is not None and not _copy_out(tmpfs, root, limits) and killed is None:
             killed = "disk"
         return _outcome(killed, watch, returncode, usage, ended, setup, limits,
                         control_fd if reading is None else reading, config, start, prefix)
