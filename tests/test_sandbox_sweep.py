@@ -279,7 +279,11 @@ def test_a_killed_run_python_leaves_nothing_for_the_next_run(tmp_root, backend, 
     started: list[Path] = []
     while not started and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-        started = list(Path(tmp_root).glob("rx-sandbox-*/started"))
+        # under full isolation the program writes into a tmpfs of its own mounted over the
+        # directory: seen through the current directory of its process
+        started = list(Path(tmp_root).glob("rx-sandbox-*/started")) + [
+            Path(f"/proc/{pid}/cwd/started") for pid in _processes_in(tmp_root)
+            if os.path.exists(f"/proc/{pid}/cwd/started")]
     _kill(proc.pid)
     _, err = proc.communicate()
     if not started and "SandboxUnavailableError" in err.decode():

@@ -259,6 +259,9 @@ SECCOMP = tuple(_ATTACK + name + "]" for name in (
     "high-bits-undumpable", "high-bits-socket-buffer-size", "high-bits-byte-range-locks",
     "socketpair-other-families", "xattr-values-on-tmpfs"))
 
+# the working directory's capped tmpfs: writers and entry floods past the caps, a kept directory
+CAPS = ("tests/test_sandbox_caps.py",)
+
 COPIES = ("tests/test_study.py::test_a_procedure_writing_into_its_inputs_changes_no_other_"
           "numbers", "tests/test_completeness.py::test_a_procedure_writing_into_its_inputs_"
           "changes_no_other_losses")
@@ -1025,6 +1028,37 @@ MUTANTS: list[Mutant] = [
     Mutant("ai/sandbox/runner.py", "            self.tails[name] = (self.tails[name] + chunk)[-self.keep:]",
            "            self.tails[name] = (self.tails[name] + chunk)[:self.keep]",
            "the head of a stream kept, not its tail", SANDBOX),
+    # -- ai/sandbox: the disk and file-count caps are the kernel's (a capped tmpfs) -------------
+    Mutant("ai/sandbox/_child/workspace.py", '    return f"mode=0700,size={int(disk_bytes)},nr_inodes={int(max_files) + 1}"',
+           '    return f"mode=0700,size={int(disk_bytes)}"',
+           "the working directory's tmpfs without an inode cap: files past max_files", CAPS),
+    Mutant("ai/sandbox/_child/workspace.py", "        os.chdir(fd)\n", "",
+           "the program left in the host's directory under its tmpfs, where no cap holds", CAPS),
+    Mutant("ai/sandbox/runner.py", '    return "disk" if free.f_bfree == 0 else "files" if free.f_ffree == 0 else None',
+           '    return "files" if free.f_ffree == 0 else None',
+           "a program that filled its capped tmpfs and carried on read as ok", CAPS),
+    Mutant("ai/sandbox/runner.py", '        return None, "no-room"',
+           '        return open_directory(".sandbox", tmpfs), None',
+           "a program run with only part of its files, those that fit its caps", CAPS),
+    Mutant("ai/sandbox/runner.py", "        if returncode == EXIT_NO_ROOM or f\"[Errno {errno.ENOSPC}]\" in err:",
+           "        if False:",
+           "a program whose status had no room in its full tmpfs read as a crash", CAPS),
+    Mutant("ai/sandbox/runner.py", '        return copy_tree(tmpfs, host, limits.disk_bytes, skip=frozenset({".sandbox"})) \\',
+           "        return copy_tree(tmpfs, host, limits.disk_bytes) \\",
+           "a kept directory's copy back out collides with its control directory", CAPS),
+    Mutant("ai/sandbox/workdir.py", "        while offset < size:\n            try:\n                start = os.lseek(fd_in, offset, os.SEEK_DATA)\n            except OSError as exc:\n                if exc.errno == errno.ENXIO:  # nothing but a hole to the end\n                    break\n                raise\n            end = min(os.lseek(fd_in, start, os.SEEK_HOLE), size)\n",
+           "        while offset < size:\n            start, end = offset, size\n",
+           "a sparse file copied out of the tmpfs with its holes written as zeros", CAPS),
+    Mutant("ai/sandbox/workdir.py", "        info = os.stat(name, dir_fd=src, follow_symlinks=False)",
+           "        info = os.stat(name, dir_fd=src)",
+           "a link in the program's tmpfs followed by the parent's copy", CAPS),
+    Mutant("ai/sandbox/workdir.py", "                         os.O_CLOEXEC, 0o600, dir_fd=dst)",
+           "                         os.O_CLOEXEC, stat.S_IMODE(info.st_mode), dir_fd=dst)",
+           "a file the program locked (mode 000) copied out locked", CAPS),
+    Mutant("ai/sandbox/runner.py", "                if total > limits.disk_bytes:",
+           "                if False:",
+           "sparse output arrays past the disk cap loaded whole by the parent",
+           ("tests/test_sandbox_attacks.py::test_what_the_child_leaves_at_its_end_is_counted",)),
     # -- lottery/models.py: bounds, grids and the reported δ ----------------------------------------
     Mutant("lottery/models.py", "        if ell <= np.log(lo):\n            return lo\n", "",
            "δ on its lower bound reported as exp(log δ), an ulp off", LOTTERY_BOUNDS),

@@ -18,7 +18,13 @@ layers that are each checked from inside the child before the program runs:
 * **filesystem** — a private root holding only the Python installation, the allowed packages
   and the system's shared libraries (read-only), five device nodes, its own ``/proc`` and the
   working directory (read-write); nothing else exists for the program, not even for
-  ``os.stat``;
+  ``os.stat``. The working directory is a tmpfs of its own, mounted over the host's with
+  ``size=disk_bytes`` and ``nr_inodes=max_files + 1`` (:mod:`._child.workspace`): the kernel
+  refuses the first byte or entry past either cap (``ENOSPC``, ``SIGBUS`` for a mapped page),
+  deleted files held open or mapped and hard links included. The parent copies the files in
+  before the program starts, reads the status and outputs through a descriptor of the tmpfs
+  that the trusted set-up hands it, and copies a kept directory's (an agent's) back out, links
+  never followed, holes kept, FIFOs and devices left behind;
 * **unprivileged-uid** — started by root, the child switches to an unused uid of its own
   (one per working directory); otherwise it keeps the caller's uid inside its user namespace;
 * **capabilities** — every set empty (bounding and ambient included);
@@ -27,8 +33,8 @@ layers that are each checked from inside the child before the program runs:
   also stops a dump piped to the host's helper, and may not be lowered), at most ``threads`` tasks
   and 1024 open descriptors (threads share one table: seccomp refuses any other), 4096
   queued signals and timers, no real-time priority nor a nice value below the caller's;
-  the parent adds a wall clock, caps on output, disk bytes and file count, and kills the
-  whole group at the end;
+  the parent adds a wall clock and a cap on output, stops a program that keeps its working
+  directory full for half a second, and kills the whole group at the end;
 * **landlock** — a second file rule set (read beneath the read-only roots, everything beneath
   the working directory), TCP bind/connect refused (ABI ≥ 4), signals and abstract sockets
   scoped to the sandbox (ABI ≥ 6);
@@ -58,8 +64,17 @@ writes into its own working directory (which an agent's later runs and returned 
 There is no memory cgroup: the address-space limit bounds the program's own memory, and kernel
 memory it makes the kernel hold is bounded only by the descriptor cap and per-user kernel
 limits (its 1024 descriptors filled as Unix socket pairs held 224 MiB; pipes hold about
-64 MiB per user); the disk and file-count caps are the parent's, checked four times a second,
-so a fast writer passes them for that long (a 50 MB cap was stopped at 32 to 112 MB written).
+64 MiB per user). The working directory's tmpfs pages are memory too, outside the address-space
+limit: a run may hold up to ``memory_bytes + disk_bytes``, plus the kernel's memory for at most
+``max_files`` inodes (user extended attributes, whose values are kernel memory on a tmpfs, were
+refused on it, EOPNOTSUPP, on Linux 6.18); set the two caps so that their sum, times the
+programs run at once (one per usable CPU), fits the machine. Under
+``isolation="guard-only"`` there is no mount namespace to mount a tmpfs in (an unprivileged
+caller may not mount in its own), nor a seccomp filter: the disk and file-count caps are then
+the parent's, which counts the working directory (and the deleted files the child holds) four
+times a second, so a fast writer passes them for that long (under a 50 MiB cap with the guard
+switched off, one 200 MiB write was stopped at 104 MiB, ``posix_fallocate`` at 400 MiB, and
+10,341 hard links were made under a 3,000-file cap).
 Programs see the machine's public system libraries and Python installation, its CPU count,
 memory size and kernel version. The parent never unpickles anything the child wrote: data go in
 and out as ``.npy`` files (``allow_pickle=False``) and JSON.

@@ -151,11 +151,14 @@ def command(python: list[str], cfg: dict) -> list[str]:
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-pid",
             "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "sandbox"]
+    # CAP_SYS_ADMIN: the child mounts the working directory's capped tmpfs itself (bwrap's
+    # --size has no nr_inodes), then drops it; CAP_SETPCAP lets it empty its bounding set
     if os.geteuid() != 0:
-        args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+        args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid()),
+                 "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
     else:  # bwrap runs privileged; the child switches to its own uid, then drops these
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add",
-                 "CAP_SETPCAP"]
+                 "CAP_SETPCAP", "--cap-add", "CAP_SYS_ADMIN"]
     flag = {"ro": "--ro-bind", "rw": "--bind", "dev": "--dev-bind"}
     entries = cfg["plan"]["entries"]
     bound = [e["path"] for e in entries if e["kind"] in ("ro", "rw")]

@@ -175,10 +175,14 @@ class SandboxLimits:
         Largest file the child may write (and largest output array).
     disk_bytes : int
         Most bytes the working directory may hold while the child runs, deleted files the
-        child still holds open or mapped included; the parent checks a few times a second
-        and kills the child beyond it ("output-limit").
+        child still holds open or mapped included ("output-limit"). Under full isolation
+        the working directory is a tmpfs of this size: the kernel refuses the first byte
+        past it, and the tmpfs's pages are memory outside ``memory_bytes`` (a run may hold
+        both). Under guard-only isolation the parent counts a few times a second and kills
+        the child beyond it.
     max_files : int
-        Most files and directories the working directory may hold ("output-limit").
+        Most files, directories and links the working directory may hold ("output-limit");
+        the tmpfs's inode count under full isolation.
     threads : int
         Most tasks (threads) the sandbox's user may run (``RLIMIT_NPROC``, full isolation).
     isolation : {"full", "guard-only"}

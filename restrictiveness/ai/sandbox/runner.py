@@ -8,12 +8,14 @@ private pipe, classifies how the run ended (:data:`~.limits.REASONS`) and delete
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -29,7 +31,8 @@ from ...shared import pyast
 from ...shared.exceptions import ConfigurationError, IsolationWarning
 from . import isolation
 from ._child.guard import admits
-from ._child.protocol import EXIT_SETUP, MARKER
+from ._child.protocol import EXIT_NO_ROOM, EXIT_SETUP, MARKER
+from ._child.workspace import GO, MOUNTED
 from .limits import (
     DEFAULT_ALLOWED_MODULES,
     REASONS,
@@ -40,6 +43,7 @@ from .limits import (
 )
 from .workdir import (
     OwnedDirectory,
+    copy_tree,
     held_bytes,
     load_array,
     open_directory,
@@ -157,6 +161,7 @@ def run_python(source: str, *, driver: str | None = None,
         # packages whose files the child needs: the top of each allowed or preloaded name
         names = frozenset(m.partition(".")[0] for m in [*allowed, *preload])
         config: dict[str, Any] = {  # the child's JSON configuration
+            "disk": int(limits.disk_bytes), "files": int(limits.max_files),
             "workdir": str(root), "program": str(root / "program.py"), "driver": driver,
             "allowed": allowed, "roots": list(_guard_roots(names)),
             "preload": [m for m in preload if admits(allowed, m)],
@@ -172,7 +177,8 @@ def run_python(source: str, *, driver: str | None = None,
         control_fd = open_directory(str(control))
         try:
             with _program_slot():
-                result = _supervise(control, control_fd, limits, config, isolate_network)
+                result = _supervise(control, control_fd, limits, config, isolate_network,
+                                    keep=owned is None)
         finally:
             os.close(control_fd)
         # the temporary directory's random name in a traceback made the same failure read
@@ -460,9 +466,14 @@ class _Watch:
 
 
 def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: dict,
-               isolate_network: bool) -> SandboxResult:
+               isolate_network: bool, keep: bool = False) -> SandboxResult:
     """Start the child, watch its output, clock and disk, and classify how it ended; what
-    the child wrote is read through ``control_fd``, never through a path it could redirect."""
+    the child wrote is read through ``control_fd``, never through a path it could redirect.
+
+    Under full isolation the program's working directory is a tmpfs capped by the kernel
+    (:mod:`._child.workspace`): the parent receives its descriptor, copies the working
+    directory's files in, reads the status and outputs through it, and with ``keep`` (a
+    directory kept across runs) copies its files back out at the end."""
     import selectors
     import subprocess
 
@@ -499,86 +510,132 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         os.close(write_fd)
         os.close(exit_write)
     assert proc.stdout is not None and proc.stderr is not None  # stdout=stderr=PIPE above
-    channels: tuple[tuple[IO[bytes], str], ...] = (
-        (proc.stdout, "stdout"), (proc.stderr, "stderr"),
-        (os.fdopen(read_fd, "rb", buffering=0), "report"),
-        (os.fdopen(exit_read, "rb", buffering=0), "exit"))
     watch, killed = _Watch(), None
-    sel = selectors.DefaultSelector()
-    for stream, name in channels:
-        sel.register(stream, selectors.EVENT_READ, name)
-    deadline = start + limits.wall_seconds
-    next_disk_check = start
-
-    def over_disk() -> str | None:
-        usage = tree_usage(root, limits.disk_bytes, limits.max_files)
-        if usage is None:
-            return "moved"
-        size, count = usage
-        # files deleted while open or mapped hold their blocks out of the tree's sight
-        held = held_bytes(proc.pid)
-        if held is None:
-            return "moved"
-        size += held
-        return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
-            else None
-
-    try:
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                killed = "timeout"
-                break
-            if run_stopped():
-                # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
-                # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
-                # the interpreter's exit waited for it
-                killed = "stopped"
-                break
-            if time.monotonic() >= next_disk_check:
-                next_disk_check = time.monotonic() + 0.25
-                killed = over_disk()
-                if killed:
-                    break
-            for key, _ in sel.select(timeout=min(remaining, 0.25)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                watch.feed(key.data, chunk)
-            if watch.total > limits.output_bytes:
-                killed = "output-limit"
-                break
-        if killed is None:
-            # pipes closed; the child may still run (it can close its own stdout)
-            while not _exited(proc.pid) and time.monotonic() < deadline:
-                killed = over_disk() or ("stopped" if run_stopped() else None)
-                if killed:
-                    break
-                time.sleep(0.02)
-            if killed is None and not _exited(proc.pid):
-                killed = "timeout"
-    finally:
-        sel.close()
-        # The child is unreaped (at worst a zombie), so its pid still names our process group:
-        # kill whatever of the group runs, then reap. Inside the PID namespace, the init dies
-        # with the group and takes every process of the namespace with it.
-        _kill_group(proc.pid)
-        _, status, usage = os.wait4(proc.pid, 0)
-        returncode = os.waitstatus_to_exitcode(status)
-        proc.returncode = returncode
+    tmpfs = reading = None  # the capped working directory and its control directory
+    if full:
+        tmpfs, early = _receive_workdir(read_fd, deadline=start + limits.wall_seconds)
+        watch.feed("report", early)
+        if tmpfs is not None:
+            try:
+                reading, killed = _fill_workdir(tmpfs, root, limits, config.get("uid"))
+                if killed is None:
+                    os.write(read_fd, GO)
+            except BaseException:
+                _kill_group(proc.pid)
+                os.wait4(proc.pid, 0)
+                for fd in (tmpfs, reading, read_fd, exit_read):
+                    if fd is not None:
+                        os.close(fd)
+                proc.stdout.close()
+                proc.stderr.close()
+                raise
+    try:  # the tmpfs's pages live as long as a descriptor of it: close ours, whatever ends
+        channels: tuple[tuple[IO[bytes], str], ...] = (
+            (proc.stdout, "stdout"), (proc.stderr, "stderr"),
+            (os.fdopen(read_fd, "rb", buffering=0), "report"),
+            (os.fdopen(exit_read, "rb", buffering=0), "exit"))
+        sel = selectors.DefaultSelector()
         for stream, name in channels:
-            _drain(stream, name, watch)
-            stream.close()
-    if killed == "stopped":
-        raise RunStopped
-    setup, ended = watch.setup(), watch.ended()
-    if ended is None and setup and isinstance(setup.get("pidns"), int) and \
-            setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
-        # stopped before its relay reaped it: the program may still be dying
-        _end_namespace(setup["pidns"])
-    if killed is None:  # once more at the end: the last check while it ran may be 0.25 s old,
-        killed = over_disk()  # and what it wrote since (sparse arrays) would be loaded here
+            sel.register(stream, selectors.EVENT_READ, name)
+        deadline = start + limits.wall_seconds
+        next_disk_check = start
+        full_since: list[float] = []  # when the capped tmpfs was first seen full, if it still is
+
+        def over_disk(final: bool = False) -> str | None:
+            if tmpfs is not None:  # the kernel holds the caps: has the program reached one?
+                full = _full(tmpfs)
+                if final or full is None:
+                    full_since.clear()
+                    return full
+                # a cap reached for a moment is no failure: the program may catch ENOSPC and
+                # delete what it wrote (and report the refusal: killed at once, it could not)
+                full_since[:] = full_since or [time.monotonic()]
+                return full if time.monotonic() - full_since[0] >= _FULL_GRACE else None
+            usage = tree_usage(root, limits.disk_bytes, limits.max_files)
+            if usage is None:
+                return "moved"
+            size, count = usage
+            # files deleted while open or mapped hold their blocks out of the tree's sight
+            held = held_bytes(proc.pid)
+            if held is None:
+                return "moved"
+            size += held
+            return "disk" if size > limits.disk_bytes else "files" if count > limits.max_files \
+                else None
+
+        try:
+            while killed is None and sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    killed = "timeout"
+                    break
+                if run_stopped():
+                    # a fit on a run's thread (Study.run(concurrency=N)) whose run was stopped
+                    # (Ctrl-C, an error): its program ran on to its end, up to its wall limit, and
+                    # the interpreter's exit waited for it
+                    killed = "stopped"
+                    break
+                if time.monotonic() >= next_disk_check:
+                    next_disk_check = time.monotonic() + 0.25
+                    killed = over_disk()
+                    if killed:
+                        break
+                for key, _ in sel.select(timeout=min(remaining, 0.25)):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    watch.feed(key.data, chunk)
+                if watch.total > limits.output_bytes:
+                    killed = "output-limit"
+                    break
+            if killed is None:
+                # pipes closed; the child may still run (it can close its own stdout)
+                while not _exited(proc.pid) and time.monotonic() < deadline:
+                    killed = over_disk() or ("stopped" if run_stopped() else None)
+                    if killed:
+                        break
+                    time.sleep(0.02)
+                if killed is None and not _exited(proc.pid):
+                    killed = "timeout"
+        finally:
+            sel.close()
+            # The child is unreaped (at worst a zombie), so its pid still names our process group:
+            # kill whatever of the group runs, then reap. Inside the PID namespace, the init dies
+            # with the group and takes every process of the namespace with it.
+            _kill_group(proc.pid)
+            _, status, usage = os.wait4(proc.pid, 0)
+            returncode = os.waitstatus_to_exitcode(status)
+            proc.returncode = returncode
+            for stream, name in channels:
+                _drain(stream, name, watch)
+                stream.close()
+        if killed == "stopped":
+            raise RunStopped
+        setup, ended = watch.setup(), watch.ended()
+        if ended is None and setup and isinstance(setup.get("pidns"), int) and \
+                setup["pidns"] != os.stat("/proc/self/ns/pid").st_ino:
+            # stopped before its relay reaped it: the program may still be dying
+            _end_namespace(setup["pidns"])
+        # once more at the end: the last check while it ran may be 0.25 s old, and what it
+        # wrote since (sparse arrays) would be loaded here
+        if killed is None:
+            killed = over_disk(final=True)
+        if keep and tmpfs is not None and not _copy_out(tmpfs, root, limits) and killed is None:
+            killed = "disk"
+        return _outcome(killed, watch, returncode, usage, ended, setup, limits,
+                        control_fd if reading is None else reading, config, start, prefix)
+    finally:
+        for fd in (reading, tmpfs):
+            if fd is not None:
+                os.close(fd)
+
+
+def _outcome(killed, watch: _Watch, returncode: int, usage, ended, setup: dict | None,
+             limits: SandboxLimits, control_fd: int, config: dict, start: float,
+             prefix) -> SandboxResult:
+    """The result of a run that has ended: its failure, or its status and outputs."""
+    full = config["isolation"] == "full"
     cpu, max_rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
     if ended is not None:  # the program's own end, not its wrappers'
         status, cpu, max_rss = ended
@@ -611,10 +668,17 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
         return SandboxResult(False, "invalid-output", f"the output directory is not a plain "
                                                       f"directory: {exc}", **common)
     try:
+        total = 0
         for name in sorted(os.listdir(out_fd)):
             if not name.endswith(".npy") or name.startswith("."):
                 continue
             try:
+                # sizes, not blocks: sparse files take no room in the capped tmpfs, but are
+                # loaded whole (20 of 10 MiB were read as 200 MiB past a 50 MiB cap)
+                total += os.stat(name, dir_fd=out_fd, follow_symlinks=False).st_size
+                if total > limits.disk_bytes:
+                    return SandboxResult(False, "output-limit", f"the program's outputs hold "
+                                         f"more than {limits.disk_bytes} bytes", **common)
                 outputs[name[:-4]] = load_array(name, limits.file_bytes, out_fd)
             except (ValueError, OSError, EOFError) as exc:
                 return SandboxResult(False, "invalid-output", f"output {name[:-4]!r} is not a "
@@ -622,6 +686,81 @@ def _supervise(control: Path, control_fd: int, limits: SandboxLimits, config: di
     finally:
         os.close(out_fd)
     return SandboxResult(True, None, "ok", outputs=outputs, value=message, **common)
+
+
+def _receive_workdir(read_fd: int, deadline: float) -> tuple[int | None, bytes]:
+    """The descriptor of the run's capped tmpfs, sent by the child's set-up as the first
+    message on the report channel (before any untrusted code runs), or None and what came
+    instead (a failed set-up's report; nothing when the child ended or the time ran out)."""
+    import select
+
+    sock = socket.socket(fileno=read_fd)
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or run_stopped():
+                return None, b""
+            if select.select([read_fd], [], [], min(remaining, 0.25))[0]:
+                break
+        data, fds, _, _ = socket.recv_fds(sock, 4096, 4)
+    finally:
+        sock.detach()
+    if data == MOUNTED and len(fds) == 1 and \
+            stat.S_ISDIR(os.fstat(fds[0]).st_mode):
+        return fds[0], b""
+    for fd in fds:
+        os.close(fd)
+    return None, data
+
+
+def _fill_workdir(tmpfs: int, root: Path, limits: SandboxLimits,
+                  uid: int | None) -> tuple[int | None, str | None]:
+    """Copy the working directory's files (the program, inputs, an agent's earlier files)
+    into the capped tmpfs, given to ``uid``; returns the tmpfs's control directory, or a
+    ``killed`` reason when they do not fit its caps."""
+    host = open_directory(str(root))
+    try:
+        if uid is not None:
+            os.fchown(tmpfs, uid, uid)
+        used = copy_tree(host, tmpfs, limits.disk_bytes, uid)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        used = None
+    finally:
+        os.close(host)
+    if used is None:
+        return None, "no-room"
+    return open_directory(".sandbox", tmpfs), None
+
+
+#: Seconds a program may keep its working directory full before it is stopped: time to catch
+#: the kernel's refusal and delete what it wrote. (A run that ends full fails all the same.)
+_FULL_GRACE = 0.5
+
+
+def _full(tmpfs: int) -> str | None:
+    """"disk" or "files" when the program has filled the tmpfs's bytes or entries (the
+    kernel refuses it any more), else None."""
+    free = os.fstatvfs(tmpfs)
+    return "disk" if free.f_bfree == 0 else "files" if free.f_ffree == 0 else None
+
+
+def _copy_out(tmpfs: int, root: Path, limits: SandboxLimits) -> bool:
+    """Replace the kept working directory's files by the tmpfs's (the control directory
+    aside); False when their copies take more than the disk cap (a directory's own blocks
+    count on the host: thousands of empty ones)."""
+    host = open_directory(str(root))
+    try:
+        for name in os.listdir(host):
+            if name != ".sandbox":
+                remove_tree(root / name)
+        return copy_tree(tmpfs, host, limits.disk_bytes, skip=frozenset({".sandbox"})) \
+            is not None
+    except OSError:
+        return False
+    finally:
+        os.close(host)
 
 
 def _end_namespace(inode: int, seconds: float = 10.0) -> None:
@@ -687,6 +826,10 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
                                       "file mapped), so their size could not be bounded"),
             "timeout": ("timeout", f"ran longer than {limits.wall_seconds:g} s (wall clock)"),
         }
+        if killed == "no-room":
+            return "output-limit", (f"the working directory's files take more than the "
+                                    f"program's {limits.disk_bytes} bytes or "
+                                    f"{limits.max_files} files and directories; it did not run")
         reason, what = stopped[killed]
         return reason, f"the program {what} and was stopped"
     if never_ready:
@@ -703,6 +846,12 @@ def _classify(killed, watch: _Watch, returncode: int, cpu: float, max_rss: int,
     status = read_status(control_fd)
     err = watch.tails["stderr"].decode("utf-8", "replace")
     if status is None:
+        if returncode == EXIT_NO_ROOM or f"[Errno {errno.ENOSPC}]" in err:
+            # its status had no room, or the refusal ended it (a thread's, say) before it
+            # could write one; a program may exit or print so too: it fails itself
+            return "output-limit", (f"the program filled its working directory (at most "
+                                    f"{limits.disk_bytes} bytes and {limits.max_files} files "
+                                    "and directories) and was stopped")
         if returncode == 0:
             return "crash", ("the program ended the interpreter before finishing "
                              "(os._exit or similar)")

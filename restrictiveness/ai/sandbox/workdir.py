@@ -25,7 +25,7 @@ from ._child.protocol import STATUS_BYTES
 from .isolation import sandbox_uid
 
 __all__ = ["OwnedDirectory", "reclaim_stale", "PREFIXES", "tree_usage", "held_bytes", "remove_tree",
-           "open_regular", "open_directory", "load_array", "read_status"]
+           "copy_tree", "open_regular", "open_directory", "load_array", "read_status"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Prefixes of the temporary directories the package makes (a run's, an Agent's workspace);
@@ -639,3 +639,158 @@ def read_status(control_fd: int) -> dict | None:
     except (OSError, ValueError, RecursionError):  # nested past the parser's depth
         return None
     return status if isinstance(status, dict) else None
+
+
+def copy_tree(src: int, dst: int, max_bytes: int, uid: int | None = None,
+              skip: frozenset = frozenset()) -> int | None:
+    """Copy what the directory ``src`` holds into the directory ``dst``; returns the bytes
+    the copies take in ``dst`` (data blocks and directories' own), or None once past
+    ``max_bytes`` (the copy stops there).
+
+    Used both ways across a run's capped tmpfs (:mod:`._child.workspace`): the working
+    directory's files in before the program starts, and a kept directory's (an agent's) back
+    out after its end, when the tree is the program's and nothing of it is trusted. So:
+    relative to directory descriptors without recursion and without following any link (a
+    tree thousands of levels deep goes like any other; the way back up is checked like
+    :func:`remove_tree`'s); regular files, directories and symbolic links only (a FIFO,
+    socket or device is left behind, never opened); holes stay holes (a file's size may be
+    any up to the file-size limit, its data no more than the tmpfs held); every name of a
+    hard-linked file becomes a copy of its own, counted as such; files get mode 0600 and
+    directories 0700 (a ``chmod 000`` of the program's is not carried over), owned by ``uid``
+    when given. ``skip``: names at the top of ``src`` not copied.
+    """
+    used = 0
+    s, d = os.dup(src), os.dup(dst)
+    mount = _mount(s) if hasattr(os, "O_PATH") else None
+    try:
+        pending = [e for e in _listing(s) if e[0] not in skip]
+        trail: list = []
+        while True:
+            if pending:
+                name, is_dir = pending.pop()
+                if is_dir:
+                    try:
+                        child_s = _enter(name, s, mount)
+                    except OSError:  # gone meanwhile, or a mount point
+                        continue
+                    try:
+                        os.mkdir(name, 0o700, dir_fd=d)
+                        child_d = os.open(name, _DIR_FLAGS, dir_fd=d)
+                    except BaseException:
+                        os.close(child_s)
+                        raise
+                    if uid is not None:
+                        os.fchown(child_d, uid, uid)
+                    used += os.fstat(child_d).st_blocks * 512
+                    if used > max_bytes:  # no more than the cap, not one entry past it
+                        os.close(child_s)
+                        os.close(child_d)
+                        os.rmdir(name, dir_fd=d)
+                        return None
+                    trail.append((pending, _identity(s), _identity(d)))
+                    os.close(s)
+                    os.close(d)
+                    s, d, pending = child_s, child_d, _listing(child_s)
+                else:
+                    copied = _copy_entry(name, s, d, max_bytes - used, uid)
+                    if copied is None:
+                        return None
+                    used += copied
+                continue
+            if not trail:
+                return used
+            for i, fd in enumerate((s, d)):
+                up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                if i == 0:
+                    s = up
+                else:
+                    d = up
+            pending, left_s, left_d = trail.pop()
+            if (_identity(s), _identity(d)) != (left_s, left_d):
+                raise OSError(errno.ESTALE, "a directory moved while it was copied")
+    finally:
+        os.close(s)
+        os.close(d)
+
+
+def _listing(fd: int) -> list[tuple[str, bool]]:
+    """(name, is a directory) of the entries of the directory ``fd``, no link followed."""
+    with os.scandir(fd) as it:
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
+
+
+def _copy_entry(name: str, src: int, dst: int, room: int, uid: int | None) -> int | None:
+    """Copy the non-directory ``name`` of ``src`` into ``dst``: bytes it takes there (None
+    once past ``room``); 0 for what is not copied (a FIFO, socket or device, or gone)."""
+    try:
+        info = os.stat(name, dir_fd=src, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0
+    if stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
+        if uid is not None:
+            os.chown(name, uid, uid, dir_fd=dst, follow_symlinks=False)
+        taken = os.stat(name, dir_fd=dst, follow_symlinks=False).st_blocks * 512
+        if taken > room:
+            os.unlink(name, dir_fd=dst)
+            return None
+        return taken
+    if not stat.S_ISREG(info.st_mode):
+        return 0
+    try:
+        fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                        dir_fd=src)
+    except PermissionError:  # its read right taken away (the owner's: give it back)
+        handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                return 0
+            os.chmod(f"/proc/self/fd/{handle}", 0o600)
+            fd_in = os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_NONBLOCK |
+                            os.O_CLOEXEC)
+        finally:
+            os.close(handle)
+    try:
+        size = os.fstat(fd_in).st_size
+        if not stat.S_ISREG(os.fstat(fd_in).st_mode):  # swapped since the stat
+            return 0
+        fd_out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                         os.O_CLOEXEC, 0o600, dir_fd=dst)
+        copied = _copy_data(fd_in, fd_out, size, room, uid)
+        if copied is None:  # no partial file past the cap left behind
+            os.unlink(name, dir_fd=dst)
+        return copied
+    finally:
+        os.close(fd_in)
+
+
+def _copy_data(fd_in: int, fd_out: int, size: int, room: int, uid: int | None) -> int | None:
+    """Copy the data ranges of ``fd_in`` (``size`` bytes long) into ``fd_out``, holes left
+    holes; the bytes it takes there, or None once past ``room``. Closes ``fd_out``."""
+    try:
+        if uid is not None:
+            os.fchown(fd_out, uid, uid)
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(fd_in, offset, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # nothing but a hole to the end
+                    break
+                raise
+            end = min(os.lseek(fd_in, start, os.SEEK_HOLE), size)
+            while start < end:
+                chunk = os.pread(fd_in, min(end - start, 2**20), start)
+                if not chunk:
+                    break
+                os.pwrite(fd_out, chunk, start)
+                start += len(chunk)
+                if os.fstat(fd_out).st_blocks * 512 > room:
+                    return None
+            offset = max(end, offset + 1)
+        os.ftruncate(fd_out, size)
+        taken = os.fstat(fd_out).st_blocks * 512
+        return taken if taken <= room else None
+    finally:
+        os.close(fd_out)

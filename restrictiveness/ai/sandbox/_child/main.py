@@ -5,9 +5,12 @@ The trusted bootstrap forks the program's process and stays behind as its relay 
 built-in backend, the namespace's init does), so the parent learns the program's true wait
 status and resource use whatever wraps it (bubblewrap reports a signal as an exit code).
 
-The first line written to the report channel (a socket inherited as ``cfg["report_fd"]``) is the
-setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or ``{"setup": "failed", "layer":
-..., "detail": ...}``; it is written before any untrusted code runs. Guard refusals follow.
+Under full isolation the first message on the report channel (a socket inherited as
+``cfg["report_fd"]``) carries the descriptor of the working directory's capped tmpfs
+(:mod:`.workspace`), and the parent answers once it has copied the files in. The next line
+(the first otherwise) is the setup report, JSON: ``{"setup": "ready", "layers": {...}}`` or
+``{"setup": "failed", "layer": ..., "detail": ...}``; it is written before any untrusted code
+runs. Guard refusals follow.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ import resource
 import sys
 import traceback
 
-from . import BASELINE, guard, landlock, namespaces, privileges, seccomp, syscalls
-from .protocol import EXIT_FAILURE, EXIT_SETUP, STATUS_BYTES, LayerError
+from . import BASELINE, guard, landlock, namespaces, privileges, seccomp, syscalls, workspace
+from .protocol import EXIT_FAILURE, EXIT_NO_ROOM, EXIT_SETUP, STATUS_BYTES, LayerError
 
 
 class _Failure(Exception):
@@ -72,6 +75,14 @@ def verify(cfg: dict, layers: dict[str, str]) -> dict[str, str]:
     check("filesystem", not visible, "only the Python installation (read-only) and the working "
                                      "directory visible" + (f"; visible: {visible}" if visible
                                                             else ""))
+    here = os.statvfs(cfg["workdir"])  # the capped tmpfs, not the host's directory under it
+    size = here.f_blocks * here.f_frsize
+    check("filesystem", cfg["disk"] <= size < cfg["disk"] + here.f_frsize and
+          here.f_files == cfg["files"] + 1,
+          f"the working directory a tmpfs of {size} bytes and {here.f_files - 1} entries")
+    layers["filesystem"] = ("only the Python installation (read-only) and the working "
+                            f"directory visible, a tmpfs of {cfg['disk']} bytes and "
+                            f"{cfg['files']} entries")
     uids = {int(u) for u in status["Uid"].split()}
     check("unprivileged-uid", 0 not in uids, f"uid {os.getuid()}")
     caps = {k: int(status[k], 16) for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
@@ -126,6 +137,9 @@ def main(config_path: str) -> None:
             seccomp.load_library(cfg["libseccomp"])
             if cfg["backend"] == "builtin":
                 namespaces.enter(cfg["plan"], cfg["workdir"])
+            workspace.mount_capped(cfg, report_fd)
+            if cfg["backend"] == "bwrap":  # given for that mount only
+                syscalls.drop_capability(syscalls.CAP_SYS_ADMIN)
         pid = os.fork()
         if pid:
             syscalls.prctl(syscalls.PR_SET_DUMPABLE, 0)  # the program may not trace its relay
@@ -250,7 +264,8 @@ def run(cfg: dict, report_fd: int) -> None:
     except MemoryError as exc:
         status = {"ok": False, "reason": "memory", "message": f"MemoryError: {exc}"}
     except OSError as exc:
-        reason = "output-limit" if exc.errno == errno.EFBIG else "crash"
+        # EFBIG: the file-size limit; ENOSPC: the working directory's capped tmpfs
+        reason = "output-limit" if exc.errno in (errno.EFBIG, errno.ENOSPC) else "crash"
         status = {"ok": False, "reason": reason, "message": _format_exc(exc)}
     except BaseException as exc:  # noqa: BLE001 - anything the program raises is a crash
         status = {"ok": False, "reason": "crash", "message": _format_exc(exc)}
@@ -263,7 +278,9 @@ def run(cfg: dict, report_fd: int) -> None:
         pass
     try:
         write_status(status)
-    except BaseException:  # noqa: BLE001 - nothing left to report with
+    except OSError as exc:  # nothing left to report with
+        os._exit(EXIT_NO_ROOM if exc.errno == errno.ENOSPC else EXIT_FAILURE)
+    except BaseException:  # noqa: BLE001
         os._exit(EXIT_FAILURE)
     os._exit(0 if status["ok"] else EXIT_FAILURE)
 

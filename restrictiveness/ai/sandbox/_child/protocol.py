@@ -7,6 +7,9 @@ MARKER = "\x1e[sandbox-violation] "
 EXIT_FAILURE = 86
 #: The child's exit status when a required isolation layer could not be set up.
 EXIT_SETUP = 87
+#: The child's exit status when its status file could not be written for want of room: the
+#: program filled its working directory's capped tmpfs (and may hold deleted files in it).
+EXIT_NO_ROOM = 88
 
 #: Most bytes of the status file the parent reads (the driver's value and message in it): the
 #: parser makes objects of up to 50 times the text's size (16 MiB of ``[{}, {}, ...]``, written

@@ -13,8 +13,9 @@ import platform
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _ARCH = {"x86_64": 0, "amd64": 0, "aarch64": 1, "arm64": 1}.get(platform.machine().lower())
 #: name: (x86-64, aarch64); the Landlock calls have one number on every architecture
-_NUMBERS = {"pivot_root": (155, 41), "capset": (126, 91), "landlock_create_ruleset": (444, 444),
-            "landlock_add_rule": (445, 445), "landlock_restrict_self": (446, 446)}
+_NUMBERS = {"pivot_root": (155, 41), "capset": (126, 91), "capget": (125, 90),
+            "landlock_create_ruleset": (444, 444), "landlock_add_rule": (445, 445),
+            "landlock_restrict_self": (446, 446)}
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = (0x08000000, 0x10000000, 0x20000000,
@@ -24,6 +25,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = (1024, 2048, 4096, 16384,
                                                                        1 << 18, 1 << 21)
 MNT_DETACH = 2
+CAP_SYS_ADMIN = 21
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 
@@ -89,6 +91,17 @@ class _CapHeader(ctypes.Structure):
 class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                 ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capability(cap: int) -> None:
+    """Remove ``cap`` from the effective, permitted and inheritable sets (capget, capset)."""
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    syscall("capget", ctypes.byref(header), ctypes.byref(data))
+    word, bit = divmod(cap, 32)
+    for field in ("effective", "permitted", "inheritable"):
+        setattr(data[word], field, getattr(data[word], field) & ~(1 << bit))
+    syscall("capset", ctypes.byref(header), ctypes.byref(data))
 
 
 def clear_capabilities() -> None:
