@@ -361,11 +361,11 @@ def test_node_rows_match_the_fields_at_every_node(truth):
 
 
 def test_softplus_pass_matches_numpy_for_any_row_count():
-    # Four rows per pass and the remainder one at a time: the count need not divide by four.
+    # Eight rows per pass, then four, then one at a time: the count need not divide by eight.
     rng = np.random.default_rng(3)
-    lam_c, lam_s = rng.normal(0, 4, (2, 9, 10))
-    const, weight = rng.normal(size=9), rng.uniform(size=9)
-    for rows0, nrows in ((0, 8), (1, 7), (2, 3), (0, 0)):
+    lam_c, lam_s = rng.normal(0, 4, (2, 15, 10))
+    const, weight = rng.normal(size=15), rng.uniform(size=15)
+    for rows0, nrows in ((0, 13), (2, 12), (0, 8), (1, 7), (2, 3), (0, 0)):
         start = rng.normal(size=20)
         out = start.copy()
         _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, out)
@@ -374,6 +374,20 @@ def test_softplus_pass_matches_numpy_for_any_row_count():
         expected = start - np.concatenate([weight[sl] @ np.logaddexp(0.0, lam - lam_s[sl]),
                                            weight[sl] @ np.logaddexp(0.0, lam + lam_s[sl])])
         np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
+
+
+def test_softplus_pass_sums_in_blocks_of_four_whatever_the_pass_length():
+    # A pass of eight rows subtracts its two sums of four in turn: the same bits as passes of
+    # four rows (the demand truth's numbers did not move when the pass grew to eight rows).
+    rng = np.random.default_rng(4)
+    lam_c, lam_s = rng.normal(0, 4, (2, 13, 16))
+    const, weight = rng.normal(size=13), rng.uniform(size=13)
+    start = rng.normal(size=32)
+    whole, pieces = start.copy(), start.copy()
+    _subtract_integral(lam_c, lam_s, 0, 13, const, weight, whole)
+    for rows0, nrows in ((0, 4), (4, 4), (8, 4), (12, 1)):
+        _subtract_integral(lam_c, lam_s, rows0, nrows, const, weight, pieces)
+    assert np.array_equal(whole, pieces)
 
 
 # --- prior ---------------------------------------------------------------------------------------

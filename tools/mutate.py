@@ -1650,6 +1650,16 @@ MUTANTS: list[Mutant] = [
             "checked_for_equal_rounding",
             "tests/test_kernel_cache.py::test_fresh_and_cached_kernels_give_the_same_demand_truth_"
             "and_fits")),
+    Mutant("demand/_shares_nb.py", "            plus[t] = (plus[t] - first) - second\n",
+           "            plus[t] -= first + second\n",
+           "the eight-row softplus pass sums its halves before subtracting (other bits)",
+           ("tests/test_demand_prior.py::test_softplus_pass_sums_in_blocks_of_four_whatever_the_"
+            "pass_length",)),
+    Mutant("demand/_shares_nb.py", "    if r + 4 <= end:\n        c0, c1",
+           "    if r + 5 <= end:\n        c0, c1",
+           "four rows left after the eight-row passes go one at a time (other bits)",
+           ("tests/test_demand_prior.py::test_softplus_pass_sums_in_blocks_of_four_whatever_the_"
+            "pass_length",)),
     Mutant("eligible/domains.py", "        A, c = self.equations[:, :-1], self.equations[:, -1] - self._slack",
            "        A, c = self.equations[:, :-1], self.equations[:, -1]",
            "ConvexHull refuses the data's own points on its facets (rounding)",
