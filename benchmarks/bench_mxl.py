@@ -183,8 +183,8 @@ def profile_table(count, n):
     rows = []
     for m, sample in prior_samples(count, n):
         fit, _, cpu = timed_fit(proc, sample)
-        X, y, design, W, _ = proc._prepare(sample)
-        prob = _problem("MXL", W, y, proc._extra(design.names))
+        X, y, design, W, _, present = proc._prepare(sample)
+        prob = _problem("MXL", W, y, proc._extra(design.names), present)
         diag = prob.lo[len(fit.info["mnl_params"]):] == 0.0     # Cholesky diagonals
         spec = accepted = 0
         reach = {tol: 0 for tol in TAIL_TOLERANCES}
