@@ -1262,12 +1262,11 @@ class ChattyCallable(Procedure):
         return FunctionRule(lambda X: np.full(len(X), 1.0))
 
 
-def test_fits_asking_a_plain_callable_stop_at_their_next_call_once_the_run_is_interrupted(
-        ctrl_c_raises):
-    """A plain callable client (``client(messages) -> str``) has no retry loop of its own: the
-    run's stop reaches its fits through the rate-limit slot each call takes, even without a
-    rate limit."""
-    import os
+def _interrupted_chatty_run(send_interrupt) -> list:
+    """Run two 1000-turn conversations of a plain callable client (20 ms a call) with
+    ``concurrency=2``; a thread calls ``send_interrupt()`` once 10 calls were made, and the run
+    must raise ``KeyboardInterrupt``. Returns the list that grows by one per call, so a caller
+    can see whether calls go on afterwards."""
     import threading
 
     calls = []
@@ -1277,16 +1276,28 @@ def test_fits_asking_a_plain_callable_stop_at_their_next_call_once_the_run_is_in
         time.sleep(0.02)
         return "[1.0]"
 
+    # 1000 turns each: 20 s before the first conversation ends, the first event
     study = gp_study({"chatty": ChattyCallable(client, turns=1000)}, replications=2)
 
     def interrupt_mid_conversation():
         while len(calls) < 10:
             time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGINT)
+        send_interrupt()
 
     threading.Thread(target=interrupt_mid_conversation, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         study.run(progress=False, concurrency=2)
+    return calls
+
+
+def test_fits_asking_a_plain_callable_stop_at_their_next_call_once_the_run_is_interrupted(
+        ctrl_c_raises):
+    """A plain callable client (``client(messages) -> str``) has no retry loop of its own: the
+    run's stop reaches its fits through the rate-limit slot each call takes, even without a
+    rate limit."""
+    import os
+
+    calls = _interrupted_chatty_run(lambda: os.kill(os.getpid(), signal.SIGINT))
     sent = len(calls)
     time.sleep(1.0)  # about 50 more calls each, were they still running
     assert len(calls) - sent <= 2 and sent < 1000
@@ -1301,24 +1312,8 @@ def test_an_interrupt_handled_on_another_thread_stops_a_threaded_run_at_once(ctr
     itself, so that its handler runs there."""
     import threading
 
-    calls = []
-
-    def client(messages):
-        calls.append(1)
-        time.sleep(0.02)
-        return "[1.0]"
-
-    # 1000 turns each: 20 s before the first conversation ends, the first event
-    study = gp_study({"chatty": ChattyCallable(client, turns=1000)}, replications=2)
-
-    def interrupt_on_this_thread():
-        while len(calls) < 10:
-            time.sleep(0.01)
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
-    threading.Thread(target=interrupt_on_this_thread, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        study.run(progress=False, concurrency=2)
+    calls = _interrupted_chatty_run(
+        lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT))
     assert len(calls) < 1000  # before: not before a conversation had ended
 
 
