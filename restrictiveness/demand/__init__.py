@@ -151,6 +151,14 @@ def market_sample(frame) -> Sample:
         ids_of_one_type(frame[ids], f"market_sample: {ids!r}")
     frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
     X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
+    # markets_from_frame pads a market with fewer products (the models take those), which
+    # per-product procedures cannot: a position would be no product in it
+    sizes = frame.groupby("market_ids", sort=True).size()
+    short = sizes.index[sizes.to_numpy() != sizes.iloc[0]].tolist()
+    if short:
+        raise DataError(f"market_sample: every market must list the same products; market(s) "
+                        f"{short[:5]} list {sizes[short[0]]} products, market "
+                        f"{sizes.index[0]!r} {sizes.iloc[0]}")
     # a position must be one product in every market: markets listing other products (or one
     # product twice) had their rows paired by rank, silently
     products = frame["product_ids"].to_numpy().reshape(X.shape[:2]).tolist()
