@@ -187,7 +187,8 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     ----------
     data : DataFrame, optional
         Long product data with ``market_ids``, ``city_ids``, ``product_ids``, ``shares``,
-        ``prices``, ``sugar``, ``mushy`` (default: the shipped cereal data).
+        ``prices``, ``sugar``, ``mushy`` (default: the shipped cereal data); every market lists
+        the same products (:func:`market_sample`; the benchmark is per product).
     procedures : mapping, optional
         Default: :func:`table3_procedures`.
     folds, repeats : int
