@@ -8,7 +8,9 @@ configuration of the paper's Tables 3–4. An application: may import every gene
 datasets, never the other application.
 
 Markets are arrays ``(J = 24, 3)`` with columns ``("prices", "sugar", "mushy")`` in the data's
-raw units; samples of n markets have ``X (n, 24, 3)`` and inside shares ``y (n, 24)``.
+raw units; samples of n markets have ``X (n, 24, 3)`` and inside shares ``y (n, 24)``. The
+models also estimate on markets that list fewer products (``MNL.from_formula`` on such data:
+a shorter market is padded with rows of NaN, which the models read as absent products).
 
 Examples
 --------
