@@ -40,6 +40,21 @@ def test_market_sample_refuses_markets_whose_positions_are_not_one_product():
         rx.demand.completeness(renamed, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
 
 
+def test_market_sample_refuses_markets_with_fewer_products_by_name():
+    # since the demand models take unbalanced markets, the product data are padded before
+    # market_sample compares positions: a market missing a product was a bare "ValueError:
+    # cannot reshape array" (here and in rx.demand.completeness)
+    data = rx.datasets.load_cereal()
+    first, second = sorted(data["market_ids"].unique())[:2]
+    short = data.drop(index=data.index[data["market_ids"] == second][0])
+    with pytest.raises(rx.DataError, match=rf"every market must list the same products; "
+                                           rf"market\(s\) \['{second}'\] list 23 products, "
+                                           rf"market '{first}' 24"):
+        rx.demand.market_sample(short)
+    with pytest.raises(rx.DataError, match="every market must list the same products"):
+        rx.demand.completeness(short, {"MNL": rx.demand.MNL()}, folds=2, repeats=1)
+
+
 def test_market_and_product_ids_of_mixed_types_are_refused_by_name():
     # a market id 1 beside '1' (a column read partly as text) was a bare TypeError from sorting
     data = rx.datasets.load_cereal()

@@ -663,6 +663,11 @@ MUTANTS: list[Mutant] = [
            "completeness's nested logit on a nest column of 1/2 runs (every fold fails)",
            ("tests/test_demand_app.py::test_a_nested_logit_on_a_column_that_is_not_0_1_is_"
             "refused_before_the_run",)),
+    Mutant("demand/__init__.py", "    if short:\n",
+           "    if False:\n",
+           "market_sample takes a market with fewer products (a bare reshape error)",
+           ("tests/test_demand_app.py::test_market_sample_refuses_markets_with_fewer_products_"
+            "by_name",)),
     # -- numba kernels (besides the projection's) -------------------------------------------------
     # (the softplus switch moved only to t > 0.5 is equivalent: |u| <= 0.2 keeps the series
     # error below 4e-18, and the results differ from the original in rounding only)

@@ -8,7 +8,9 @@ configuration of the paper's Tables 3–4. An application: may import every gene
 datasets, never the other application.
 
 Markets are arrays ``(J = 24, 3)`` with columns ``("prices", "sugar", "mushy")`` in the data's
-raw units; samples of n markets have ``X (n, 24, 3)`` and inside shares ``y (n, 24)``.
+raw units; samples of n markets have ``X (n, 24, 3)`` and inside shares ``y (n, 24)``. The
+models also estimate on markets that list fewer products (``MNL.from_formula`` on such data:
+a shorter market is padded with rows of NaN, which the models read as absent products).
 
 Examples
 --------
@@ -151,6 +153,14 @@ def market_sample(frame) -> Sample:
         ids_of_one_type(frame[ids], f"market_sample: {ids!r}")
     frame = frame.sort_values(["market_ids", "product_ids"], kind="stable")
     X, y, _ = markets_from_frame(frame, list(MARKET_COLUMNS), "shares")
+    # markets_from_frame pads a market with fewer products (the models take those), which
+    # per-product procedures cannot: a position would be no product in it
+    sizes = frame.groupby("market_ids", sort=True).size()
+    short = sizes.index[sizes.to_numpy() != sizes.iloc[0]].tolist()
+    if short:
+        raise DataError(f"market_sample: every market must list the same products; market(s) "
+                        f"{short[:5]} list {sizes[short[0]]} products, market "
+                        f"{sizes.index[0]!r} {sizes.iloc[0]}")
     # a position must be one product in every market: markets listing other products (or one
     # product twice) had their rows paired by rank, silently
     products = frame["product_ids"].to_numpy().reshape(X.shape[:2]).tolist()
@@ -179,7 +189,8 @@ def completeness(data=None, procedures: Mapping[str, Procedure] | None = None, f
     ----------
     data : DataFrame, optional
         Long product data with ``market_ids``, ``city_ids``, ``product_ids``, ``shares``,
-        ``prices``, ``sugar``, ``mushy`` (default: the shipped cereal data).
+        ``prices``, ``sugar``, ``mushy`` (default: the shipped cereal data); every market lists
+        the same products (:func:`market_sample`; the benchmark is per product).
     procedures : mapping, optional
         Default: :func:`table3_procedures`.
     folds, repeats : int

@@ -8,8 +8,9 @@ wins. :func:`solve` runs the starts under one of three budgets, counted in resid
 * ``"fit"`` — at most ``max_nfev`` evaluations for the model's starts together, spent in order:
   each start may use what the earlier ones left, and starts left without any are not run;
 * ``"start"`` — at most ``max_nfev`` for each start;
-* ``"converge"`` — every start runs until a convergence test holds (a safety cap of
-  :data:`CONVERGE_CAP` evaluations per start is reported as the budget status if ever reached).
+* ``"converge"`` — every start runs until a convergence test holds or it stalls away from a
+  stationary point (status 7, not convergence; a safety cap of :data:`CONVERGE_CAP`
+  evaluations per start is reported as the budget status if ever reached).
 
 Methods: ``"lm"``, the compiled bounded Levenberg–Marquardt of
 :mod:`restrictiveness.shared._lsq_nb` (no Python per iteration; tolerances :data:`GTOL`,

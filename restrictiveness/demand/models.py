@@ -24,7 +24,8 @@ fit (``budget="fit"``; Jacobian evaluations are not counted, as in scipy); the l
 wins. Starts: the baseline (``β = (γ, 0, …)``) and the Berry log-share regression (OLS of
 ``log(s_j/s_0)`` on ``w_j``); NL adds the fitted MNL with ``ρ = (0, 0)`` and ``(0.5, 0.5)``; MXL
 starts from the fitted MNL means with ``L = 0.5·I``, and with ``L = 1.0·I`` when that start
-ends out of budget or no lower than MNL (``MixedLogit(starts="both")``: always; with antithetic
+does not converge (out of budget, or stalled: status 7) or ends no lower than MNL
+(``MixedLogit(starts="both")``: always; with antithetic
 nodes ``L = 0`` is a stationary point, so the baseline and Berry starts, which have ``L = 0``,
 lead to the MNL fit; that fit with ``L = 0`` stays a candidate, so MXL never fits worse than MNL),
 and from the reflected Cholesky column when a diagonal ends at its bound 0 (:class:`MixedLogit`).
@@ -87,16 +88,17 @@ PAPER_MXL: dict[str, Any] = {"method": "dogbox", "budget": "fit", "reflect": Fal
 MXL_STARTS = ("adaptive", "both")
 _STARTS_CHOICE = """The fit starts from the fitted MNL means with ``L = 0.5·I``; the second
     start of SPEC §7's example, ``L = 1.0·I``, runs (under the same budget) only when the first
-    ends out of budget or no lower than the MNL objective (``starts="adaptive"``, the default;
-    under ``budget="fit"`` a first start out of budget has used the whole fit's 400
-    evaluations, so there only the second condition can run it); ``starts="both"`` always runs
+    does not converge (ends out of budget, or stalls away from a stationary point, status 7)
+    or ends no lower than the MNL objective (``starts="adaptive"``, the default; under
+    ``budget="fit"`` a first start out of budget has used the whole fit's 400 evaluations, so
+    there it cannot run after one); ``starts="both"`` always runs
     both, as SPEC §7's example reads. The objective is not convex
     in ``L``, so either start can end in the lower local minimum, but the second rarely gains
     much and doubles the cost: on the first 48 prior samples of seed 0 at n = 100
-    (``python benchmarks/bench_mxl.py --samples 48``), the adaptive fit took a median 0.22 s of
-    CPU against 0.39 s (90th percentile 0.43 s against 0.59 s; median 68 evaluations against
-    124); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 1
-    (by 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 2 (by at
+    (``python benchmarks/bench_mxl.py --samples 48``), the adaptive fit took a median 0.25 s of
+    CPU against 0.45 s (90th percentile 0.49 s against 0.67 s; median 82 evaluations against
+    144); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 2
+    (by up to 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 2 (by at
     most 7.7e-4; the two-start fit in 1, by 9.0e-3); at the MNL objective in none. At n = 50
     and 200 (12 samples each) it ended above the two-start fit in 1 (2.4e-4) and 0. Starts
     screened by one evaluation each (``c·I``, ``L_aa = c / sd(w_a)``, ``L_aa = c·|β_a|``)
@@ -1118,12 +1120,13 @@ class MixedLogit(_DemandProcedure):
         from the reflected start. The reflected starts count against the budget (the
         slope check that screens them, one evaluation per diagonal at 0, does not).
     budget : {"fit", "start", "converge"}
-        How ``max_nfev`` is counted: for the two starts together (the default), for each
-        start, or not at all (run both starts to convergence); see
+        How ``max_nfev`` is counted: for the starts together (the default), for each
+        start, or not at all (run the starts to convergence); see
         :mod:`restrictiveness.demand.fitting`.
     starts : {"adaptive", "both"}
-        Run the second start (``L = 1.0·I``) only when the first (``L = 0.5·I``) ends out of
-        budget or no lower than the MNL objective (default), or always (SPEC §7's example;
+        Run the second start (``L = 1.0·I``) only when the first (``L = 0.5·I``) does not
+        converge (out of budget, or stalled) or ends no lower than the MNL objective
+        (default), or always (SPEC §7's example;
         the fit before this option).
 
     Examples
@@ -1142,7 +1145,7 @@ class MixedLogit(_DemandProcedure):
         super().__init__(formula, max_nfev, method, budget)
         if starts not in MXL_STARTS:
             raise ConfigurationError(f"starts must be one of {MXL_STARTS} (the second start only "
-                                     f"when the first ends out of budget or at the MNL "
+                                     f"when the first does not converge or ends at the MNL "
                                      f"objective, or always), got {starts!r}")
         self.starts = starts
         if not isinstance(reflect, bool | np.bool_):  # bool("no") is True
