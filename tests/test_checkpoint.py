@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import pickle
 import re
+import signal
 import time
 import warnings
 import zipfile
@@ -466,6 +467,31 @@ def test_opening_removes_the_temporary_files_of_dead_writers_only(tmp_path):
     assert all(p.exists() for p in kept)
     assert link.is_symlink() and outside.read_text() == "keep me"
     assert sorted(p.name for p in (ck / ".claims").iterdir()) == []  # no claim left behind
+
+
+def test_waiting_for_a_lock_sees_an_interrupt_handled_on_another_thread(tmp_path, ctrl_c_raises):
+    """A run waiting for another's claim (or the checkpoint's lock, or an output's) blocked in
+    ``flock``; the kernel may give SIGINT to any thread that does not block it (tqdm's monitor
+    thread, a pool's threads), and handled there it only flags the interrupt for the main
+    thread, which slept on until the other run let go: here 10 s, were it never. The signal is
+    sent to the interrupting thread itself, so that its handler runs there."""
+    import threading
+
+    from restrictiveness.shared.files import FileLock
+    held = FileLock(tmp_path / "replication-000001").acquire()   # another run's claim
+    threading.Timer(10.0, held.release).start()                     # (so the old code ends)
+    sent = []
+
+    def interrupt_on_this_thread():
+        time.sleep(0.3)
+        sent.append(time.monotonic())
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_on_this_thread, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        FileLock(tmp_path / "replication-000001").acquire()
+    assert time.monotonic() - sent[0] < 3.0   # before: 10 s, when the holder let go
+    held.release()
 
 
 def test_temporary_files_carry_their_writers_pid(tmp_path):

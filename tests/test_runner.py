@@ -822,6 +822,47 @@ def test_workers_stopped_by_an_interrupt_run_their_clean_up(tmp_path, monkeypatc
     assert list(tmp_path.iterdir()) == []
 
 
+class SlowAfterSetUp(rx.Procedure):
+    """Makes a file, then takes ``seconds`` to fit a constant."""
+
+    def __init__(self, folder, seconds):
+        self.folder, self.seconds = folder, seconds
+
+    def __repr__(self):
+        return f"SlowAfterSetUp({self.folder!r}, {self.seconds!r})"
+
+    def fit(self, sample, rng):
+        open(os.path.join(self.folder, f"{os.getpid()}-{time.monotonic_ns()}"), "w").close()
+        time.sleep(self.seconds)
+        return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
+
+
+def test_an_interrupt_handled_on_another_thread_stops_a_pool_run_at_once(tmp_path,
+                                                                        ctrl_c_raises):
+    """The kernel gives a process's SIGINT to any of its threads that does not block it (the
+    executor's own threads included); handled there, it only flags the interrupt for the main
+    thread, which waited for the pool's next result without a timeout and saw it when a
+    replication ended: here 30 s after the Ctrl-C. The signal is sent to the interrupting
+    thread itself, so that its handler runs there."""
+    import threading
+
+    study = rx.Study(_prior(), {"slow": SlowAfterSetUp(str(tmp_path), 30.0)},
+                     baseline=rx.Constant(), n=[10], replications=4, seed=7)
+    sent = []
+
+    def interrupt_on_this_thread_when_both_workers_fit():
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sent.append(time.monotonic())
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_on_this_thread_when_both_workers_fit, daemon=True).start()
+    with pytest.raises(rx.StudyInterrupted):
+        study.run(n_jobs=2, progress=False)
+    assert time.monotonic() - sent[0] < 10.0   # before: 30 s, when the first fit ended
+
+
 class Asks(rx.Procedure):
     """An I/O-bound procedure whose fit sends ``requests`` model requests (it takes the rate
     limit's slots as the model clients do) and logs when each was asked for and when it goes

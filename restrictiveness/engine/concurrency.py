@@ -323,15 +323,19 @@ class _Stopped(Exception):
     """The run stopped (an error elsewhere); unwinds the CPU part."""
 
 
+#: Seconds the main thread waits for a run's next event before looking for Ctrl-C: the kernel
+#: gives a process's SIGINT to any of its threads that does not block it, and handled on another
+#: thread it only flags the interrupt for the main thread, which looks at the flag when it runs;
+#: a wait without a timeout slept on to the next event, the end of a fit (measured: the
+#: interrupt surfaced after 300 of 300 requests, 1,993 of 2,000 in a test under load).
+WAIT_SLICE = 0.1
+
+
 def _next_event(events: queue.Queue) -> Any:
-    """The next item of ``events``, waited for in slices: Ctrl-C whose handler the kernel ran on
-    another thread (any thread that does not block SIGINT may get it) only flags it for the
-    main thread, which looks at the flag when it runs, and a wait without a timeout slept on
-    to the next event, the end of a fit (measured: the interrupt surfaced after 300 of 300
-    requests, 1,993 of 2,000 in a test under load)."""
+    """The next item of ``events``, waited for in slices of :data:`WAIT_SLICE`."""
     while True:
         try:
-            return events.get(timeout=0.1)
+            return events.get(timeout=WAIT_SLICE)
         except queue.Empty:
             continue
 

@@ -60,6 +60,7 @@ from ..shared.exceptions import (
 from ..shared.random_state import global_state_seed
 from . import timeouts
 from .concurrency import (
+    WAIT_SLICE,
     KeyedOnce,
     RateLimiter,
     check_picklable,
@@ -1022,7 +1023,8 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
         for _ in range(2 * workers):
             submit_next()
         while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            # in slices, to see a Ctrl-C handled on another thread (WAIT_SLICE)
+            done, _ = wait(running, timeout=WAIT_SLICE, return_when=FIRST_COMPLETED)
             for fut in done:
                 m = running.pop(fut)
                 try:

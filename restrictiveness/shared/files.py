@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +171,19 @@ def atomic_write_bytes(target: str | os.PathLike, data: bytes,
         tmp.write_bytes(data)
 
 
+#: Seconds between attempts of a blocking :meth:`FileLock.acquire`.
+_LOCK_POLL = 0.1
+
+
+def _try_flock(fd: int) -> bool:
+    """Take an exclusive ``flock`` on ``fd`` if no other open file holds one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 class FileLock:
     """Exclusive advisory lock on a lock file (``fcntl.flock``), released by :meth:`release`,
     at the end of a ``with`` block, or by the kernel when the process dies.
@@ -208,10 +222,13 @@ class FileLock:
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                os.close(fd)
-                raise LockBusy(f"{self.path} is locked by another process") from None
+                # a blocking wait polls: flock sleeping in the main thread is woken by SIGINT
+                # only when the kernel gives the signal to that thread, and handled on another
+                # (tqdm's monitor, a pool's threads) Ctrl-C waited for the holder to let go
+                while not _try_flock(fd):
+                    if not blocking:
+                        raise LockBusy(f"{self.path} is locked by another process")
+                    time.sleep(_LOCK_POLL)
             except BaseException:
                 os.close(fd)
                 raise
