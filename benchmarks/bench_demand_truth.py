@@ -68,8 +68,11 @@ def _kernel_at(rev: str):
     (pkg / "__init__.py").write_text("")
     for path in ("restrictiveness/shared/_jit.py", "restrictiveness/shared/_vecmath.py",
                  "restrictiveness/demand/_shares_nb.py"):
-        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO,
-                              capture_output=True, text=True).stdout
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO,
+                               capture_output=True, text=True)
+        if shown.returncode and path.endswith("_shares_nb.py"):  # no git history, no such rev
+            raise subprocess.CalledProcessError(shown.returncode, shown.args, stderr=shown.stderr)
+        text = shown.stdout
         if not text:  # revisions before the cache keying (_jit.py) use numba.njit directly
             continue
         for module in ("_vecmath", "_jit"):
