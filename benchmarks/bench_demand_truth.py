@@ -21,7 +21,8 @@ Targets: kernel ≥ 10× the twin; truth < 1 s per demand system (one core; issu
 reported as CPU time of this process (and wall time), since the machine may be shared.
 
 Run: ``python benchmarks/bench_demand_truth.py [--systems 3] [--twin-markets 6] [--full]
-[--before c0f6736]``
+[--before c0f6736] [--no-split]`` (``--no-split`` leaves out the split of the kernel's time and the
+floor, for a quick check).
 """
 
 from __future__ import annotations
@@ -68,8 +69,11 @@ def _kernel_at(rev: str):
     (pkg / "__init__.py").write_text("")
     for path in ("restrictiveness/shared/_jit.py", "restrictiveness/shared/_vecmath.py",
                  "restrictiveness/demand/_shares_nb.py"):
-        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO,
-                              capture_output=True, text=True).stdout
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO,
+                               capture_output=True, text=True)
+        if shown.returncode and path.endswith("_shares_nb.py"):  # no git history, no such rev
+            raise subprocess.CalledProcessError(shown.returncode, shown.args, stderr=shown.stderr)
+        text = shown.stdout
         if not text:  # revisions before the cache keying (_jit.py) use numba.njit directly
             continue
         for module in ("_vecmath", "_jit"):
@@ -143,6 +147,25 @@ def _dgemm_peak(dtype, size=2000, reps=3):
     return 2.0 * size**3 * reps / (time.process_time() - c0) / 1e9
 
 
+def _split(J, D, T, Q, S, flops, kernel):
+    """Print where the kernel's ``kernel`` CPU seconds go, and the floor at these sizes."""
+    H = T // 2
+    n_sp = (200 + 100) * J * Q * T + 100 * 2 * J * S * T
+    t_mm = _products_seconds(200, 100, J, D, H, Q, S, np.float64)
+    t_mm32 = _products_seconds(200, 100, J, D, H, Q, S, np.float32)
+    t_sp = _softplus_seconds(n_sp, H, max(1, _shares_nb._BLOCK_ROWS // Q) * Q)
+    peak, peak32 = _dgemm_peak(np.float64), _dgemm_peak(np.float32)
+    print(f"split of the kernel's {kernel:.3f} s: matrix products {t_mm:.3f} s "
+          f"({flops / t_mm / 1e9:.1f} GFLOP/s), softplus pass {t_sp:.3f} s "
+          f"({n_sp / 1e6:.0f} M values, {t_sp / n_sp * 1e9:.2f} ns each), rest (field rows, "
+          f"shares) {kernel - t_mm - t_sp:.3f} s")
+    print(f"floor: {flops / 1e9:.1f} GFLOP / {peak:.1f} GFLOP/s one-thread dgemm peak = "
+          f"{flops / peak / 1e9:.3f} s, + softplus pass {t_sp:.3f} s = "
+          f"{flops / peak / 1e9 + t_sp:.3f} s; float32 products at the kernel's shapes "
+          f"{t_mm32:.3f} s ({flops / t_mm32 / 1e9:.1f} GFLOP/s, sgemm peak {peak32:.1f}) would "
+          f"save {t_mm - t_mm32:.3f} s (not used: shares needed to ~1e-12)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--systems", type=int, default=3, help="demand systems to time (median)")
@@ -152,6 +175,8 @@ def main() -> None:
     ap.add_argument("--before", default="c0f6736",
                     help="git revision of the kernel to compare with (issue 15's starting point)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-split", action="store_true",
+                    help="leave out the split of the kernel's time and the floor")
     args = ap.parse_args()
 
     prior = DemandPrior()
@@ -205,23 +230,8 @@ def main() -> None:
           f"{'met' if cpu < 1 else 'NOT met'} in CPU time; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    # where the time goes, and the floor at these sizes
-    H = T // 2
-    n_sp = (200 + 100) * J * Q * T + 100 * 2 * J * S * T
-    t_mm = _products_seconds(200, 100, J, D, H, Q, S, np.float64)
-    t_mm32 = _products_seconds(200, 100, J, D, H, Q, S, np.float32)
-    t_sp = _softplus_seconds(n_sp, H, max(1, _shares_nb._BLOCK_ROWS // Q) * Q)
-    peak, peak32 = _dgemm_peak(np.float64), _dgemm_peak(np.float32)
-    kernel = c_train + c_eval
-    print(f"split of the kernel's {kernel:.3f} s: matrix products {t_mm:.3f} s "
-          f"({flops / t_mm / 1e9:.1f} GFLOP/s), softplus pass {t_sp:.3f} s "
-          f"({n_sp / 1e6:.0f} M values, {t_sp / n_sp * 1e9:.2f} ns each), rest (field rows, "
-          f"shares) {kernel - t_mm - t_sp:.3f} s")
-    print(f"floor: {flops / 1e9:.1f} GFLOP / {peak:.1f} GFLOP/s one-thread dgemm peak = "
-          f"{flops / peak / 1e9:.3f} s, + softplus pass {t_sp:.3f} s = "
-          f"{flops / peak / 1e9 + t_sp:.3f} s; float32 products at the kernel's shapes "
-          f"{t_mm32:.3f} s ({flops / t_mm32 / 1e9:.1f} GFLOP/s, sgemm peak {peak32:.1f}) would "
-          f"save {t_mm - t_mm32:.3f} s (not used: shares needed to ~1e-12)")
+    if not args.no_split:
+        _split(J, D, T, Q, S, flops, c_train + c_eval)
 
     # the truth as a study asks for it (training shares, evaluation shares, elasticities)
     # against the same requests before issue 15, when the evaluation shares were a separate

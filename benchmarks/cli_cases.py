@@ -375,8 +375,10 @@ TYPO = "import restrictiveness as rx\nPROCEDURES = {'typo': rx.OLS('ce ~ np.lgo(
 def _row_of(label: str):
     def show(o: Outcome) -> str:
         rows = [line.strip() for line in o.out.splitlines() if line.strip().startswith(label)]
+        if not rows:  # refused before any fit: what the user sees is the error
+            return _message(o)
         warn = next((line for line in o.err.splitlines() if line.startswith("warning:")), "")
-        return f"row: {rows[0] if rows else '-'}; {warn[:60]}"
+        return f"row: {rows[0]}; {warn[:60]}"
     return show
 
 
@@ -536,7 +538,10 @@ CASES: list[tuple[str, str, object]] = [
     ("numbers", "--draws 0", lambda r: r.cli(*LOT, "--draws", "0")),
     ("numbers", "--gamma 0.5", _with(_res_file, "sensitivity", "res.nc", "--gamma", "0.5")),
     ("numbers", "--gamma-max 1", _with(_res_file, "sensitivity", "res.nc", "--gamma-max", "1")),
-    ("numbers", "--only unknown label", lambda r: r.cli(*LOT, "--only", "nope")),
+    # LOT's own --only would make this "--only given more than once"
+    ("numbers", "--only unknown label", lambda r: r.cli(
+        "replicate", "lottery", "--only", "nope", "--n", "20", "--no-progress", "-M", "3",
+        "--jobs", "1")),
     ("numbers", "sensitivity --compare unknown", _with(_res_file, "sensitivity", "res.nc",
                                                        "--compare", "nope")),
     ("numbers", "sensitivity --discrepancy unknown", _with(_res_file, "sensitivity", "res.nc",

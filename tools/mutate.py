@@ -1878,6 +1878,20 @@ MUTANTS: list[Mutant] = [
            "        _distinct(weights)  # 'C_a' and 'C_{a}' were two rows of one contribution\n", "",
            "the contributions table shows one contribution typed two ways twice",
            ("tests/test_sensitivity_results.py::test_a_contribution_reported_twice_is_refused_not_shown_twice_or_dropped",)),
+    # the benchmarks, run by tests/test_benchmarks.py and checked by the values they print
+    Mutant("demand/_logit_nb.py", "    nuT = np.ascontiguousarray(np.asarray(nu, dtype=float).T)\n",
+           "    nuT = np.ascontiguousarray(np.asarray(nu, dtype=float)[:, ::-1].T)\n",
+           "MXL taste shocks paired with the wrong random coefficients in both twins (bench_mxl: shares no longer pyblp's)",
+           ("tests/test_benchmarks.py::test_mxl_kernels_profile_and_fits",)),
+    Mutant("ai/sandbox/runner.py", "        status, cpu, max_rss = ended\n",
+           "        status, _, max_rss = ended\n",
+           "a sandbox result's CPU time is its wrapper's, not the program's its relay measured (under bubblewrap near 0: bench_llm_endpoints' CPU)",
+           ("tests/test_benchmarks.py::test_llm_endpoints_retries_concurrency_and_cache",)),
+    Mutant("lottery/_rdu_nb.py",
+           "    x, cost, nfev, _, _ = solve(theta0, lo, hi, free, (X, y, shift, kind), 2 * maxit, tol,",
+           "    x, cost, nfev, _, _ = solve(theta0, lo, hi, free, (X, y, shift, kind), maxit // 50, tol,",
+           "the CPT refinement stops after a few evaluations (bench_cpt_fit: our SSR above curve_fit's from the same starts)",
+           ("tests/test_benchmarks.py::test_cpt_fit_is_never_worse_than_curve_fit_and_kernels_beat_twins",)),
 ]
 
 
