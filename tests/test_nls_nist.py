@@ -157,6 +157,28 @@ def fit(name: str, start: int = 0) -> rx.NLSResults:
                                start=dict(zip(bounds, P.starts[start].tolist(), strict=True))).fit()
 
 
+def test_a_long_run_of_accepted_steps_does_not_underflow_the_damping():
+    # Kirby2 from a screening point of its box, max_nfev=5000: over 650 accepted steps took the
+    # damping μ below the smallest double, to 0; the next rejected step multiplied 0 by ν for
+    # ever (an endless loop of the compiled fit; here the solver's Python twin, which an alarm
+    # can stop)
+    P = problem("Kirby2")
+    model = rx.NLS(MODELS["Kirby2"][0], bounds=box("Kirby2"))
+    design = model._design(P.data, list(P.data.columns))
+    y = P.data["y"].to_numpy()
+    lo, hi = model._box()
+
+    def resjac(x, data):
+        f, J = model.values(design, model._natural(x), jacobian=True)
+        return f - y, J * np.where(model.logscale != 0, model._natural(x), 1.0)
+
+    x0 = np.array([832.20391721, -40.04861936, -2.39713624, -0.88538314, -14.93607953])
+    with within(60):
+        x, cost, nfev, status, _ = python_lm(resjac)(x0, lo, hi, np.ones(5, np.int64), None,
+                                                     5000, 1e-10, 1e-12, 1e-14)
+    assert nfev <= 5000 and math.isfinite(cost)
+
+
 def test_the_files_hold_nist_s_27_problems():
     assert sorted(p.stem for p in DATA.glob("*.dat")) == sorted(MODELS)
     P = problem("Misra1a")  # spot values, read off NIST's page
@@ -217,25 +239,3 @@ def test_nls_s_own_search_reaches_the_certified_values_from_the_box_alone(name):
     end = np.array(best[k:2 * k])
     assert lre(best[2 * k], P.ssr) >= ROUNDING.get(name, DIGITS)
     assert lre(canonical(name, end, end), P.certified).min() >= DIGITS - 1, end
-
-
-def test_a_long_run_of_accepted_steps_does_not_underflow_the_damping():
-    # Kirby2 from a screening point of its box, max_nfev=5000: over 650 accepted steps took the
-    # damping μ below the smallest double, to 0; the next rejected step multiplied 0 by ν for
-    # ever (an endless loop of the compiled fit; here the solver's Python twin, which an alarm
-    # can stop)
-    P = problem("Kirby2")
-    model = rx.NLS(MODELS["Kirby2"][0], bounds=box("Kirby2"))
-    design = model._design(P.data, list(P.data.columns))
-    y = P.data["y"].to_numpy()
-    lo, hi = model._box()
-
-    def resjac(x, data):
-        f, J = model.values(design, model._natural(x), jacobian=True)
-        return f - y, J * np.where(model.logscale != 0, model._natural(x), 1.0)
-
-    x0 = np.array([832.20391721, -40.04861936, -2.39713624, -0.88538314, -14.93607953])
-    with within(60):
-        x, cost, nfev, status, _ = python_lm(resjac)(x0, lo, hi, np.ones(5, np.int64), None,
-                                                     5000, 1e-10, 1e-12, 1e-14)
-    assert nfev <= 5000 and math.isfinite(cost)
