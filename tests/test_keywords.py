@@ -34,8 +34,8 @@ RDU_OPTIONS = r"\['formula', 'n_starts', 'grid', 'label'\]"
      r"NLS.fit: unknown keyword argument\(s\) \['cov'\]; accepted: " + ESTIMATION),
     (lambda: rx.NLS.from_formula(LINEAR, DF, bounds={"a": (0, 2)}, n_start=3),
      r"NLS.from_formula: unknown keyword argument\(s\) \['n_start'\]; accepted: \['params', "
-     r"'bounds', 'jac', 'response', 'scale', 'n_points', 'n_refine', 'seed', 'max_nfev', "
-     r"'gtol', 'xtol', 'ftol', 'label'\]"),
+     r"'bounds', 'jac', 'response', 'start', 'scale', 'n_points', 'n_refine', 'seed', "
+     r"'max_nfev', 'gtol', 'xtol', 'ftol', 'label'\]"),
     (lambda: rx.OLS("ce ~ p").fit(DF, cluster="p"),
      r"OLS.fit: unknown keyword argument\(s\) \['cluster'\]; accepted: " + ESTIMATION),
     (lambda: rx.OLS("ce ~ p").fit(rx.Sample(DF[["p"]].to_numpy(), DF["ce"].to_numpy(), ("p",),

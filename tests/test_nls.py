@@ -1026,3 +1026,30 @@ def test_a_refinement_that_says_converged_is_at_a_stationary_point_of_a_badly_sc
             stalled += 1
     # the objective's optimum (14.564) from every start but local optima at a's bound
     assert stalled <= 2
+
+
+@pytest.mark.parametrize("start, message", [
+    ({"a": 1.0}, r"start must give every parameter \['a', 'b'\]: missing \['b'\]"),
+    ({"a": 1.0, "b": 0.5, "c": 1.0}, r"unknown \['c'\]"),
+    ({"a": 1.0, "b": 9.0}, r"start\['b'\] = 9.0 is outside its bounds \(0.01, 5.0\)"),
+    ({"a": "x", "b": 0.5}, r"start\['a'\] must be a number, got 'x'"),
+    ({"a": float("nan"), "b": 0.5}, r"start\['a'\] = nan is outside its bounds"),
+    ("a=1", r"start must be a mapping"),
+])
+def test_a_start_must_name_every_parameter_inside_its_bounds(start, message):
+    with pytest.raises(rx.ConfigurationError, match=message):
+        rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)}, start=start)
+
+
+def test_the_user_s_starts_are_refined_last_and_a_non_finite_one_refused():
+    x = np.linspace(0, 3, 30)
+    model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0, 10), "b": (0.01, 5)},
+                   start=[{"a": 3.0, "b": 1.5}, {"a": 10.0, "b": 0.01}])
+    fit = model.fit_arrays(x[:, None], 2 * np.exp(-0.7 * x), columns=["x"])
+    assert [row[:2] for row in fit.info["starts"][-2:]] == [[3.0, 1.5], [10.0, 0.01]]
+    assert fit.info["starts"][-2][2:4] == pytest.approx([2.0, 0.7], rel=1e-9)
+    assert fit.info["screened"] == 262  # the doctest's 260 screening points and the two starts
+    logs = rx.NLS("y ~ a * log(x - b)", bounds={"a": (0, 10), "b": (-5, 5)},
+                  start={"a": 1.0, "b": 2.0})
+    with pytest.raises(rx.DataError, match=r"not finite at start \{'a': 1.0, 'b': 2.0\}"):
+        logs.fit_arrays(x[:, None] + 1, x, columns=["x"])

@@ -76,6 +76,9 @@ LM = ("tests/test_lsq.py",)
 STALE = ("tests/test_nls.py::test_a_refinement_that_says_converged_is_at_a_stationary_point_of_"
          "a_badly_scaled_model",)
 MULTI = ("tests/test_multistart.py",)
+# NIST StRD known answers (one file, about 25 s); the damping floor's test is first in it (an
+# alarm stops the endless loop in the solver's twin, before any compiled fit could loop)
+NIST = ("tests/test_nls_nist.py",)
 # the twin tests of the kernels first: the whole demand files take minutes
 MXL = ("tests/test_demand_models.py::test_kernels_match_numpy_twins",
        "tests/test_demand_fitting.py::test_residual_callbacks_match_their_numpy_twins",
@@ -756,6 +759,16 @@ MUTANTS: list[Mutant] = [
            "    tau = 1.0", "secant update without NL2SOL's sizing", LM),
     Mutant("shared/_lsq_nb.py", "                v2 -= M[c, e] * M[q, e]",
            "                v2 -= M[c, e] * M[c, e]", "Cholesky factor's off-diagonal update", LM),
+    Mutant("shared/_lsq_nb.py",
+           "                        mu = max(mu * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), MU_MIN)",
+           "                        mu = mu * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+           "damping without its floor underflows to 0 (an endless loop)", NIST),
+    Mutant("shared/_lsq_nb.py", "                second = False\n                for a in range(p):\n"
+           "                    for c in range(p):\n                        H[a, c] = G[a, c]\n"
+           "                continue\n",
+           "                pass\n",
+           "a failed step of the secant model is damped instead of retried as Gauss-Newton",
+           NIST),
     # -- shared/_multistart_nb.py ------------------------------------------------------------
     Mutant("shared/_multistart_nb.py",
            "                d += ((points[s, a] - points[chosen[c], a]) / width[a]) ** 2",
@@ -891,8 +904,9 @@ MUTANTS: list[Mutant] = [
            "                            pred -= g[a] * dx[a]",
            "predicted reduction with half the gradient term", LM),
     Mutant("shared/_lsq_nb.py", "MU0 = 1e-3", "MU0 = 1e-2", "initial damping 1e-2, not 1e-3", LM),
-    Mutant("shared/_lsq_nb.py", "                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
-           "                        mu *= min(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)",
+    Mutant("shared/_lsq_nb.py",
+           "                        mu = max(mu * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), MU_MIN)",
+           "                        mu = max(mu * min(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), MU_MIN)",
            "Nielsen's damping update with min, not max", LM),
     Mutant("shared/_lsq_nb.py", "                M[q, q] += mu * max(d2[idx[q]], floor)",
            "                M[q, q] += mu", "damping not scaled by D² (Levenberg, not Marquardt)", LM),

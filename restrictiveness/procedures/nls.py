@@ -36,6 +36,10 @@ the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima o
    :mod:`restrictiveness.shared._multistart_nb`) with the analytic Jacobian:
    parameters on a bound with an outward gradient are held there exactly, so estimates land on
    bounds rather than near them.
+   A start of your own (``start={name: value}``, or a list of them: R's ``nls(start=)``,
+   scipy's ``p0``) is refined as well, whatever its screening rank: from a wide box the
+   screening alone can miss a narrow basin of a many-parameter model (sums of exponentials or
+   Gaussians: NIST's Lanczos and Gauss problems) that a local start reaches.
 3. The best refinement wins. ``info`` records every start (start, end, SSR,
    evaluations, status), the evaluations spent, whether the winner converged and which
    parameters sit on a bound.
@@ -107,6 +111,9 @@ class NLS(Procedure):
         function (default: finite differences). Formula models are differentiated symbolically.
     response : str, optional
         For a function model: the response column (formulas name it on the left).
+    start : mapping of str to float, or a sequence of them, optional
+        Starting values of every parameter (inside the bounds), each refined in addition to the
+        screening's starts (module notes).
     scale : mapping of str to {"log", "linear"}, optional
         Search scale per parameter (default: log when ``0 < low`` and ``high/low > 100``).
     n_points : int, optional
@@ -140,6 +147,7 @@ class NLS(Procedure):
     def __init__(self, model: str | Callable, params: Sequence[str] | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None,
                  jac: Callable | None = None, *, response: str | None = None,
+                 start: Mapping[str, float] | Sequence[Mapping[str, float]] | None = None,
                  scale: Mapping[str, Literal["log", "linear"]] | None = None,
                  n_points: int | None = None, n_refine: int = 4, seed: int = 0,
                  max_nfev: int = 500, gtol: float = 1e-10, xtol: float = 1e-12,
@@ -241,8 +249,42 @@ class NLS(Procedure):
         if not min(self.gtol, self.xtol, self.ftol) > 0:
             raise ConfigurationError(f"gtol, xtol and ftol must be positive numbers, got "
                                      f"{(gtol, xtol, ftol)}")
+        self.start = self._check_start(start)
         if label is not None:
             self.label = label
+
+    def _check_start(self, start) -> tuple[dict[str, float], ...]:
+        """The user's starts as a tuple of ``{name: value}``, each naming every parameter with a
+        finite value inside its bounds."""
+        if start is None:
+            return ()
+        starts = [start] if isinstance(start, Mapping) else start
+        if isinstance(starts, str | bytes) or not isinstance(starts, Sequence) or not all(
+                isinstance(one, Mapping) for one in starts):
+            raise ConfigurationError(f"start must be a mapping {{parameter: value}} or a list "
+                                     f"of them, got {start!r}")
+        out = []
+        for one in starts:
+            missing = [q for q in self.params if q not in one]
+            extra = [q for q in one if q not in self.params]
+            if missing or extra:
+                raise ConfigurationError(
+                    f"start must give every parameter {list(self.params)}: "
+                    + (f"missing {missing}" if missing else f"unknown {extra}"))
+            values = {}
+            for q in self.params:
+                try:
+                    v = float(one[q])
+                except (TypeError, ValueError):
+                    raise ConfigurationError(f"start[{q!r}] must be a number, got "
+                                             f"{one[q]!r}") from None
+                lo, hi = self.bounds[q]
+                if not lo <= v <= hi:  # NaN too
+                    raise ConfigurationError(f"start[{q!r}] = {v!r} is outside its bounds "
+                                             f"{(lo, hi)}")
+                values[q] = v
+            out.append(values)
+        return tuple(out)
 
     # -- the parameter box ----------------------------------------------------------------
     @property
@@ -427,7 +469,8 @@ class NLS(Procedure):
         Raises
         ------
         DataError
-            ``y`` of the wrong shape or not finite, or a model not finite anywhere in the box.
+            ``y`` of the wrong shape or not finite, or a model not finite anywhere in the box
+            or at a ``start``.
 
         Examples
         --------
@@ -447,8 +490,12 @@ class NLS(Procedure):
             raise DataError(f"y must have shape ({n},), got {y.shape}")
         if not np.isfinite(y).all():
             raise DataError("NLS: the response contains NaN or infinite values")
+        for one in self.start:  # skipped by the search, silently, where it is not finite
+            f = self.values(design, np.array(list(one.values())))
+            if not np.isfinite(f).all():
+                raise DataError(f"the model is not finite at start {one} on these data")
         lo, hi = self._box()
-        points, group = _screening_points(tuple(lo), tuple(hi), self.n_points, self.seed)
+        points, group = self._starting_points(lo, hi)
         if self._formula is not None:
             driver = functools.partial(multistart_for(callback_type()),
                                        compile_expression(self._formula).resjac)
@@ -485,6 +532,20 @@ class NLS(Procedure):
                             "points of the parameter box on these data; check the formula's "
                             f"domain (e.g. log of a negative number) and the bounds{hint}")
         return NLSFitted(self, self._natural(x), float(ssr), records, int(evals), n, columns)
+
+    def _starting_points(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The screening points and their groups, then the user's starts, a group each (the
+        driver refines the best point of every group but the interior's)."""
+        points, group = _screening_points(tuple(lo), tuple(hi), self.n_points, self.seed)
+        if not self.start:
+            return points, group
+        logs = self.logscale.astype(bool)
+        mine = np.array([[one[q] for q in self.params] for one in self.start])
+        mine[:, logs] = np.log(mine[:, logs])
+        # exp∘log may put a start on a bound a hair outside the box
+        mine = np.clip(mine, lo, hi)
+        ids = group.max() + 1 + np.arange(len(mine), dtype=np.int64)
+        return np.ascontiguousarray(np.concatenate([points, mine])), np.concatenate([group, ids])
 
     def _function_residuals(self, x, args, want_jac):
         """Residuals and Jacobian of a function model (the interpreted callback)."""
@@ -632,8 +693,8 @@ class NLS(Procedure):
         params : sequence of str, optional
             Parameter names, in reporting order (default: the keys of ``bounds``).
         **options
-            Other arguments of :class:`NLS` (``scale``, ``n_points``, ``n_refine``, ``seed``,
-            ``max_nfev``, the tolerances, ``label``).
+            Other arguments of :class:`NLS` (``start``, ``scale``, ``n_points``, ``n_refine``,
+            ``seed``, ``max_nfev``, the tolerances, ``label``).
 
         Returns
         -------
@@ -660,9 +721,9 @@ class NLS(Procedure):
         extra = "" if self.jac is None else \
             f", jac={getattr(self.jac, '__module__', '?')}.{self.jac.__qualname__}"
         opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in
-                         ("scale", "n_points", "n_refine", "seed", "max_nfev", "gtol", "xtol",
-                          "ftol")
-                         if k != "scale" or self.scale)
+                         ("start", "scale", "n_points", "n_refine", "seed", "max_nfev", "gtol",
+                          "xtol", "ftol")
+                         if k not in ("start", "scale") or getattr(self, k))
         return (f"NLS({what}, params={self.params!r}, bounds={self.bounds!r}{extra}, "
                 f"response={self.response!r}, {opts})")
 
@@ -803,8 +864,7 @@ class NLSFitted(Fitted):
             "status": STATUS[status],
             "starts": starts,
             "evaluations": evaluations,
-            "screened": int(_screening_points(*map(tuple, model._box()), model.n_points,
-                                              model.seed)[0].shape[0]),
+            "screened": int(model._starting_points(*model._box())[0].shape[0]),
             "nobs": int(nobs),
             "underdetermined": nobs < k,
         }

@@ -17,7 +17,11 @@ residuals are large (the NL2SOL idea; Dennis, Gay & Welsch 1981; Fletcher & Xu 1
   mixed logit needed 300–3,000 evaluations). ``S`` is estimated from the Jacobians already
   computed by the Dennis–Gay–Welsch secant update (with NL2SOL's sizing factor), at no extra
   evaluation; a step uses ``JᵀJ + S`` when the previous accepted step reduced the objective by
-  less than :data:`SWITCH` (20%), and ``JᵀJ`` otherwise.
+  less than :data:`SWITCH` (20%), and ``JᵀJ`` otherwise; a step of ``JᵀJ + S`` that fails
+  (no decrease, or the model not positive definite) is retried as Gauss–Newton at the same
+  damping before the damping grows (NL2SOL's switch on a failed step: otherwise a poor ``S``
+  on a small-residual fit was damped to nothing and stopped by "no decrease" far from the
+  optimum, NIST's MGH17, MGH10 and Bennett5).
 * **bounds** — a free entry on a bound whose gradient points outwards is *held*; the damped
   step of the others, ``(H + μD²) s = −g`` with ``H`` the model Hessian and ``g = Jᵀr`` over the
   moving set, is projected onto the box, so estimates land exactly on bounds. A start or iterate
@@ -29,7 +33,8 @@ residuals are large (the NL2SOL idea; Dennis, Gay & Welsch 1981; Fletcher & Xu 1
 * **scaling** — ``D² = max`` over iterations of ``diag(JᵀJ)`` (MINPACK's ``mode=1``), so the
   steps are invariant to the parameters' units.
 * **damping** — ``μ`` starts at 1e-3; an accepted step (strict decrease) multiplies it by
-  ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the ratio of actual to predicted reduction; a rejected one
+  ``max(1/3, 1 − (2ρ − 1)³)`` with ρ the ratio of actual to predicted reduction (not below
+  :data:`MU_MIN`); a rejected one
   (or a model matrix that is not positive definite) by ``ν`` (2, doubling after each rejection).
 * **convergence** — on the moving set: the largest cosine between the residual vector and a
   Jacobian column is at most ``gtol`` (MINPACK's gradient test; scale-free); or an accepted,
@@ -98,6 +103,11 @@ PROBE_MU = 1e4
 BOUND_RTOL = 1e-9
 #: Initial damping, relative to the scaling D².
 MU0 = 1e-3
+#: Smallest damping. Without it, about 650 accepted steps in a row (a slow fit with a large
+#: max_nfev) underflowed μ to 0, and a rejection then never raised it (0·ν; NaN once ν
+#: overflowed): an endless loop. Not larger: with a stale scaling D² (up to 1e22·diag JᵀJ, module
+#: notes) a floor of 1e-20 damped steps and stalled fits.
+MU_MIN = 1e-300
 #: Relative reduction below which the next step uses the second-order term (Fletcher–Xu).
 SWITCH = 0.2
 
@@ -235,7 +245,7 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
                         x[:] = xn
                         r, J, ssr, g = rn, Jn, ssrn, gn
                         G = np.dot(J.T, J)
-                        mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                        mu = max(mu * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), MU_MIN)
                         nu = 2.0
                         accepted = True
                         probing = False
@@ -246,6 +256,16 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
                         continue
                     if nfev >= max_nfev:
                         break
+            if second:
+                # the step of the model with S failed (no decrease, or the model indefinite):
+                # retry it as Gauss–Newton at the same damping before damping more, as NL2SOL
+                # switches models on a failed step. Kept, S stalled small-residual fits far
+                # from the optimum (NIST's MGH17, Bennett5: no decrease at any damping)
+                second = False
+                for a in range(p):
+                    for c in range(p):
+                        H[a, c] = G[a, c]
+                continue
             if probing and mu >= PROBE_MU:
                 # the lightly damped steps after a restart failed as well: no decrease even on
                 # the current Jacobian's scale, so the stop was an optimum to rounding after all
