@@ -1095,7 +1095,10 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
                                       _this_process(), notes, pure=False)] = m
         _gather_dask(client, futures, finish, worker_timeout, notes)
     except BaseException:
-        client.cancel(list(futures))
+        # a client closed with its scheduler has nothing left to cancel, and refuses to: its
+        # ClosedClientError replaced the run's error, which says what happened
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures))
         raise
     finally:
         if own:
@@ -1199,10 +1202,12 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
                         "or with fewer workers or smaller n if memory is short "
                         f"(dask: {exc})") from None
             if fut.cancelled():  # the scheduler was lost, or another caller cancelled it
+                reason = getattr(result, "reason", None) or "none given"
+                msg = getattr(result, "msg", None)
                 raise ExecutionError(
-                    f"dask cancelled replication {m}: {getattr(result, 'msg', None) or result} "
-                    "Start the scheduler and its workers again if they are gone, and rerun (a "
-                    "checkpoint keeps the finished replications)")
+                    f"dask cancelled replication {m} (reason: {reason})"
+                    f"{': ' + msg if msg else '.'} Start the scheduler and its workers again "
+                    "if they are gone, and rerun (a checkpoint keeps the finished replications)")
             finish(m, result)
             alone_since = None
             continue
