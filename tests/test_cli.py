@@ -620,6 +620,60 @@ def test_a_dask_run_that_loses_its_scheduler_fails_naming_the_lost_connection(tm
     assert len(list(ck.glob("replication-*.npz"))) >= 2  # finished work kept
 
 
+_FROZEN = """
+import sys, time
+import distributed
+import restrictiveness as rx
+if __name__ == "__main__":
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"c": rx.Constant()}, rx.Constant(), n=[10],
+                     replications=3)
+    client = distributed.Client(sys.argv[1], timeout=120)
+    print("connected", flush=True)
+    sys.stdin.readline()  # the scheduler is frozen now
+    start = time.monotonic()
+    try:
+        study.run(backend="dask", client=client, progress=False, worker_timeout=2)
+    except rx.ExecutionError as exc:
+        print(f"{time.monotonic() - start:.3f} {exc}", flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="freezes the scheduler with SIGSTOP")
+def test_a_dask_run_whose_scheduler_stops_answering_fails_within_its_timeout():
+    """A scheduler that stops answering without closing its connection (its machine frozen or
+    swapping; here SIGSTOP): counting its workers waited for its answer for ever, and the run
+    hung (still running after 100 s with worker_timeout=5). In a process of its own: the hung
+    wait swallowed the test's alarm."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--dashboard-address", "127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen([sys.executable, "-c", _FROZEN, f"tcp://127.0.0.1:{port}"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert run.stdout.readline() == "connected\n"
+        scheduler.send_signal(signal.SIGSTOP)
+        out, _ = run.communicate("go\n", timeout=60)
+    finally:
+        run.kill()
+        scheduler.send_signal(signal.SIGCONT)
+        scheduler.kill()
+        run.wait()
+        scheduler.wait()
+    elapsed, message = out.strip().splitlines()[-1].split(" ", 1)
+    assert re.fullmatch(r"no dask worker has been connected to tcp://127\.0\.0\.1:\d+ for 2 s, "
+                        r"with 3 of 3 replications unfinished; start workers again and rerun "
+                        r"\(a checkpoint keeps the finished ones\), or allow longer with "
+                        r"worker_timeout \(--worker-timeout\)", message)
+    assert 2 <= float(elapsed) < 2 + 4
+
+
 def test_a_dask_client_that_is_not_the_default_one_runs_the_study():
     """``Client(..., set_as_default=False)`` (a library's own client beside the user's): the
     run waited on the default client, and failed with dask's "No clients found"."""

@@ -149,6 +149,7 @@ ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_i
 LOST = ("tests/test_runner.py::test_a_dask_result_lost_with_the_last_worker_as_it_is_delivered_does_not_hang",
         "tests/test_cli.py::test_a_dask_run_that_loses_its_scheduler_fails_naming_the_lost_connection",
         "tests/test_cli.py::test_a_dask_client_that_is_not_the_default_one_runs_the_study",
+        "tests/test_cli.py::test_a_dask_run_whose_scheduler_stops_answering_fails_within_its_timeout",
         "tests/test_cli.py::test_a_dask_run_that_loses_every_worker_fails_within_its_timeout")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
@@ -1825,6 +1826,9 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        with contextlib.suppress(Exception):\n            client.cancel(list(futures))",
            "        if True:\n            client.cancel(list(futures))",
            "the clean-up's cancel on a closed dask client replaces the run's error", LOST),
+    Mutant("engine/study.py", "        return len(client.nthreads(callback_timeout=timeout))",
+           "        return len(client.nthreads())",
+           "counting the workers of a dask scheduler that stopped answering waits for ever", LOST),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0,\n",
            "                                     scheduler_kwargs={\n",
