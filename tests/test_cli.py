@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 from deadlines import within
 
 import restrictiveness as rx
@@ -582,6 +584,113 @@ def test_a_dask_run_that_loses_every_worker_fails_within_its_timeout(tmp_path):
         cluster.close()
     assert 2 <= elapsed < 2 + 4  # before: waited for ever
     assert len(list(ck.glob("replication-*.npz"))) >= 2  # finished work kept
+
+
+def test_a_dask_run_that_loses_its_scheduler_fails_naming_the_lost_connection(tmp_path):
+    """The cluster closed mid-run (its scheduler gone): dask cancels every future, and the run
+    failed with dask's own ``FuturesCancelledError`` listing every future's key, and that with
+    ``ClosedClientError: Client is closed. Can't send cancel-keys message.`` from the clean-up,
+    not with the package's :class:`ExecutionError` saying what to do."""
+    import distributed
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
+                     replications=40)
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    ck = tmp_path / "ck"
+
+    def close():
+        while len(list(ck.glob("replication-*.npz"))) < 2:
+            time.sleep(0.05)
+        cluster.close()
+
+    threading.Thread(target=close, daemon=True).start()
+    try:
+        with within(60), pytest.raises(rx.ExecutionError) as failed:
+            study.run(backend="dask", client=client, progress=False, checkpoint=ck,
+                      worker_timeout=30)
+    finally:
+        client.close()
+    # the reason is "unknown" when the client is closed with the scheduler, and
+    # "scheduler-connection-lost" with a message when the connection breaks
+    assert re.fullmatch(r"dask cancelled replication \d+ \(reason: [a-z-]+\)(\.|: .+\.) Start "
+                        r"the scheduler and its workers again if they are gone, and rerun \(a "
+                        r"checkpoint keeps the finished replications\)", str(failed.value))
+    assert len(list(ck.glob("replication-*.npz"))) >= 2  # finished work kept
+
+
+_FROZEN = """
+import sys, time
+import distributed
+import restrictiveness as rx
+if __name__ == "__main__":
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"c": rx.Constant()}, rx.Constant(), n=[10],
+                     replications=3)
+    client = distributed.Client(sys.argv[1], timeout=120)
+    print("connected", flush=True)
+    sys.stdin.readline()  # the scheduler is frozen now
+    start = time.monotonic()
+    try:
+        study.run(backend="dask", client=client, progress=False, worker_timeout=2)
+    except rx.ExecutionError as exc:
+        print(f"{time.monotonic() - start:.3f} {exc}", flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="freezes the scheduler with SIGSTOP")
+def test_a_dask_run_whose_scheduler_stops_answering_fails_within_its_timeout():
+    """A scheduler that stops answering without closing its connection (its machine frozen or
+    swapping; here SIGSTOP): counting its workers waited for its answer for ever, and the run
+    hung (still running after 100 s with worker_timeout=5). In a process of its own: the hung
+    wait swallowed the test's alarm."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--dashboard-address", "127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen([sys.executable, "-c", _FROZEN, f"tcp://127.0.0.1:{port}"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert run.stdout.readline() == "connected\n"
+        scheduler.send_signal(signal.SIGSTOP)
+        out, _ = run.communicate("go\n", timeout=60)
+    finally:
+        run.kill()
+        scheduler.send_signal(signal.SIGCONT)
+        scheduler.kill()
+        run.wait()
+        scheduler.wait()
+    elapsed, message = out.strip().splitlines()[-1].split(" ", 1)
+    assert re.fullmatch(r"no dask worker has been connected to tcp://127\.0\.0\.1:\d+ for 2 s, "
+                        r"with 3 of 3 replications unfinished; start workers again and rerun "
+                        r"\(a checkpoint keeps the finished ones\), or allow longer with "
+                        r"worker_timeout \(--worker-timeout\)", message)
+    assert 2 <= float(elapsed) < 2 + 4
+
+
+def test_a_dask_client_that_is_not_the_default_one_runs_the_study():
+    """``Client(..., set_as_default=False)`` (a library's own client beside the user's): the
+    run waited on the default client, and failed with dask's "No clients found"."""
+    import distributed
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"constant": rx.Constant()}, rx.Constant(),
+                     n=[10], replications=3, seed=4)
+    timing = ["seconds", "baseline_seconds"]
+    serial = study.run(progress=False).dataset.drop_vars(timing).drop_attrs()
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    try:
+        with distributed.Client(cluster, set_as_default=False) as client:
+            dask = study.run(backend="dask", client=client, progress=False).dataset
+    finally:
+        cluster.close()
+    xr.testing.assert_identical(serial, dask.drop_vars(timing).drop_attrs())
 
 
 def test_cli_runs_on_a_dask_scheduler_by_address_and_by_file(tmp_path, capsys, monkeypatch):

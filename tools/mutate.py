@@ -148,6 +148,12 @@ LEARNERS = ("tests/test_adapters.py::test_an_estimator_on_the_global_random_stat
 ENDED = ("tests/test_runner.py::test_a_fit_that_ends_its_process_is_named_with_its_replication",
          "tests/test_runner.py::test_a_dask_run_from_a_script_without_a_main_guard_says_to_add_one",
          "tests/test_runner.py::test_a_dask_worker_ended_by_a_fit_fails_at_once_naming_the_fit")
+# a dask cluster lost mid-run: its last worker, its scheduler; a client not the default one
+LOST = ("tests/test_runner.py::test_a_dask_result_lost_with_the_last_worker_as_it_is_delivered_does_not_hang",
+        "tests/test_cli.py::test_a_dask_run_that_loses_its_scheduler_fails_naming_the_lost_connection",
+        "tests/test_cli.py::test_a_dask_client_that_is_not_the_default_one_runs_the_study",
+        "tests/test_cli.py::test_a_dask_run_whose_scheduler_stops_answering_fails_within_its_timeout",
+        "tests/test_cli.py::test_a_dask_run_that_loses_every_worker_fails_within_its_timeout")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -1822,6 +1828,21 @@ MUTANTS: list[Mutant] = [
     Mutant("analysis/frontier.py", "    if not common and procedures is None:", "    if False:",
            "frontier_table with no label in common says 'procedures [] are not in both results'",
            ("tests/test_frontier.py::test_errors_and_plot",)),
+    # -- engine/study.py: a dask cluster lost mid-run ------------------------------------------
+    Mutant("engine/study.py", "            finish(m, result)\n", "            finish(m, fut.result())\n",
+           "a dask result lost with the last worker as it is fetched waits for ever", LOST),
+    Mutant("engine/study.py", "    arriving = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)",
+           "    arriving = as_completed(futures, with_results=True, raise_errors=False)",
+           "dask results awaited on the default client, not the run's", LOST),
+    Mutant("engine/study.py", "            if fut.cancelled():  # the scheduler was lost, or another caller cancelled it",
+           "            if False:  # the scheduler was lost, or another caller cancelled it",
+           "a dask replication cancelled with its scheduler delivered as a record", LOST),
+    Mutant("engine/study.py", "        with contextlib.suppress(Exception):\n            client.cancel(list(futures))",
+           "        if True:\n            client.cancel(list(futures))",
+           "the clean-up's cancel on a closed dask client replaces the run's error", LOST),
+    Mutant("engine/study.py", "        return len(client.nthreads(callback_timeout=timeout))",
+           "        return len(client.nthreads())",
+           "counting the workers of a dask scheduler that stopped answering waits for ever", LOST),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
     Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0,\n",
            "                                     scheduler_kwargs={\n",

@@ -1095,7 +1095,10 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
                                       _this_process(), notes, pure=False)] = m
         _gather_dask(client, futures, finish, worker_timeout, notes)
     except BaseException:
-        client.cancel(list(futures))
+        # a client closed with its scheduler has nothing left to cancel, and refuses to: its
+        # ClosedClientError replaced the run's error, which says what happened
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures))
         raise
     finally:
         if own:
@@ -1166,46 +1169,74 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
                  notes: str | None = None) -> None:
     """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
     raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
-    seconds."""
-    from distributed import wait as dask_wait
+    seconds.
+
+    No call here waits on dask without a bound. A replication that finished on a worker which
+    then left before its result was fetched is computed again, by a worker that may never
+    come: ``Future.result()`` waited for it for ever (2 of about 100 runs that lost their last
+    worker mid-run hung, 7 of 32 with quicker replications). The results are fetched on the
+    client's event loop (``as_completed``), and collected here while the workers are counted;
+    the count waits for the scheduler's answer at most until the deadline."""
+    from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    pending = set(futures)
-    alone_since = None
-    while pending:
-        try:
-            done, pending = dask_wait(pending, timeout=min(1.0, worker_timeout / 4),
-                                      return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            done = set()
-        for fut in done:
-            try:
-                finish(futures[fut], fut.result())
-            except KilledWorker as exc:
-                m = futures[fut]
+    # the run's client's loop: without loop=, distributed.wait() and as_completed() take the
+    # default client's, and beside a client made with set_as_default=False there was none
+    # ("No clients found")
+    arriving = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+    step = min(1.0, worker_timeout / 4)
+    alone_since: float | None = None
+    checked = time.monotonic()
+    while not arriving.is_empty():
+        if arriving.has_ready():
+            fut, result = next(arriving)
+            m = futures[fut]
+            if fut.status == "error":
+                try:
+                    fut.result(timeout=worker_timeout)  # raises the unit's own exception
+                except KilledWorker as exc:
+                    raise ExecutionError(
+                        f"a dask worker process died running replication {m}"
+                        f"{_ended_step(notes, m)}: the code ended its process (os._exit, a "
+                        "signal, a crash) or it ran out of memory. Run with fit_timeout to fit "
+                        "in processes of their own, which names the procedure on any cluster, "
+                        "or with fewer workers or smaller n if memory is short "
+                        f"(dask: {exc})") from None
+            if fut.cancelled():  # the scheduler was lost, or another caller cancelled it
+                reason = getattr(result, "reason", None) or "none given"
+                msg = getattr(result, "msg", None)
                 raise ExecutionError(
-                    f"a dask worker process died running replication {m}"
-                    f"{_ended_step(notes, m)}: the code ended its process (os._exit, a signal, "
-                    "a crash) or it ran out of memory. Run with fit_timeout to fit in processes "
-                    "of their own, which names the procedure on any cluster, or with fewer "
-                    f"workers or smaller n if memory is short (dask: {exc})") from None
-        if done:
+                    f"dask cancelled replication {m} (reason: {reason})"
+                    f"{': ' + msg if msg else '.'} Start the scheduler and its workers again "
+                    "if they are gone, and rerun (a checkpoint keeps the finished replications)")
+            finish(m, result)
             alone_since = None
-        elif _dask_workers(client):
+            continue
+        time.sleep(0.02)
+        if time.monotonic() - checked < step:
+            continue
+        checked = time.monotonic()
+        # a scheduler that does not answer counts as one without workers, by the deadline
+        bound = worker_timeout if alone_since is None else \
+            max(step, alone_since + worker_timeout - checked)
+        if _dask_workers(client, bound):
             alone_since = None
-        elif alone_since is None:
-            alone_since = time.monotonic()
-        elif time.monotonic() - alone_since >= worker_timeout:
+            continue
+        if alone_since is None:
+            alone_since = checked
+        if time.monotonic() - alone_since >= worker_timeout:
             raise ExecutionError(
                 f"no dask worker has been connected to {client.scheduler.address} for "
-                f"{worker_timeout:g} s, with {len(pending)} of {len(futures)} replications "
+                f"{worker_timeout:g} s, with {arriving.count()} of {len(futures)} replications "
                 "unfinished; start workers again and rerun (a checkpoint keeps the finished "
                 "ones), or allow longer with worker_timeout (--worker-timeout)")
 
 
-def _dask_workers(client) -> int:
+def _dask_workers(client, timeout: float) -> int:
+    """The number of workers of ``client``'s scheduler, 0 if it gives no answer within
+    ``timeout`` seconds."""
     try:
-        return len(client.nthreads())
+        return len(client.nthreads(callback_timeout=timeout))
     except Exception:  # noqa: BLE001 - an unreachable scheduler counts as no worker
         return 0
 
