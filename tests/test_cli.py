@@ -555,13 +555,25 @@ class Slow(rx.Procedure):
         return FunctionRule(lambda X: np.full(len(X), sample.y.mean()))
 
 
+def _in_process_cluster():
+    """A dask cluster of one single-threaded worker in this process."""
+    import distributed
+    return distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                    dashboard_address=None)
+
+
+def _slow_study() -> rx.Study:
+    """40 replications of a procedure taking 0.2 s per fit: a run long enough to lose its
+    cluster in."""
+    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
+    return rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
+                    replications=40)
+
+
 def test_a_dask_run_that_loses_every_worker_fails_within_its_timeout(tmp_path):
     import distributed
-    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
-                     replications=40)
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    study = _slow_study()
+    cluster = _in_process_cluster()
     client = distributed.Client(cluster)
     ck = tmp_path / "ck"
     killed = {}
@@ -592,11 +604,8 @@ def test_a_dask_run_that_loses_its_scheduler_fails_naming_the_lost_connection(tm
     ``ClosedClientError: Client is closed. Can't send cancel-keys message.`` from the clean-up,
     not with the package's :class:`ExecutionError` saying what to do."""
     import distributed
-    F = rx.EligibleSet(rx.Box(x=(0, 1)), rx.Increasing("x"), rx.Between(0, 1))
-    study = rx.Study(rx.MonotoneGP(F, n_eval=30), {"slow": Slow()}, rx.Constant(), n=[10],
-                     replications=40)
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    study = _slow_study()
+    cluster = _in_process_cluster()
     client = distributed.Client(cluster)
     ck = tmp_path / "ck"
 
@@ -683,8 +692,7 @@ def test_a_dask_client_that_is_not_the_default_one_runs_the_study():
                      n=[10], replications=3, seed=4)
     timing = ["seconds", "baseline_seconds"]
     serial = study.run(progress=False).dataset.drop_vars(timing).drop_attrs()
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    cluster = _in_process_cluster()
     try:
         with distributed.Client(cluster, set_as_default=False) as client:
             dask = study.run(backend="dask", client=client, progress=False).dataset
@@ -694,9 +702,7 @@ def test_a_dask_client_that_is_not_the_default_one_runs_the_study():
 
 
 def test_cli_runs_on_a_dask_scheduler_by_address_and_by_file(tmp_path, capsys, monkeypatch):
-    import distributed
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    cluster = _in_process_cluster()
     try:
         file = tmp_path / "scheduler.json"
         file.write_text(json.dumps({"address": cluster.scheduler_address}))
