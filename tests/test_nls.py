@@ -1035,6 +1035,7 @@ def test_a_refinement_that_says_converged_is_at_a_stationary_point_of_a_badly_sc
     ({"a": "x", "b": 0.5}, r"start\['a'\] must be a number, got 'x'"),
     ({"a": float("nan"), "b": 0.5}, r"start\['a'\] = nan is outside its bounds"),
     ("a=1", r"start must be a mapping"),
+    ([], r"start must be a mapping .* got \[\]"),  # an empty list: no start, silently
 ])
 def test_a_start_must_name_every_parameter_inside_its_bounds(start, message):
     with pytest.raises(rx.ConfigurationError, match=message):

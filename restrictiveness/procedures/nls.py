@@ -259,8 +259,8 @@ class NLS(Procedure):
         if start is None:
             return ()
         starts = [start] if isinstance(start, Mapping) else start
-        if isinstance(starts, str | bytes) or not isinstance(starts, Sequence) or not all(
-                isinstance(one, Mapping) for one in starts):
+        if isinstance(starts, str | bytes) or not isinstance(starts, Sequence) or not starts \
+                or not all(isinstance(one, Mapping) for one in starts):
             raise ConfigurationError(f"start must be a mapping {{parameter: value}} or a list "
                                      f"of them, got {start!r}")
         out = []
