@@ -13,6 +13,7 @@ import scipy.stats
 
 from restrictiveness.demand import _logit_nb as nb
 from restrictiveness.demand.estimation import markets_from_frame
+from restrictiveness.demand.fitting import FTOL, GTOL, XTOL
 from restrictiveness.demand.models import (
     DEFAULT_FORMULA,
     MARKET_COLUMNS,
@@ -27,6 +28,7 @@ from restrictiveness.demand.models import (
     _residual_jacobian,
     market_design,
 )
+from restrictiveness.shared._lsq_nb import BOUND_RTOL, CONVERGED, ROOT
 from restrictiveness.shared.exceptions import ConfigurationError, DataError, FormulaError
 from restrictiveness.shared.sample import Sample
 
@@ -732,14 +734,39 @@ def test_at_bounds_names_exactly_the_parameters_on_a_bound():
 
 
 def test_a_mixed_logit_variance_driven_to_zero_is_flagged_on_its_bound(nevo):
-    # on the cereal data with random prices and sugar, L[sugar,sugar] ends at 2.3e-16, where the
-    # objective still rises with it (J'(s - y) = +4.8e-4 against <= 4e-10 for the others): an
-    # estimate on its bound, whose standard error (2.1) the summary presented as valid
+    # on the cereal data with random prices and sugar, L[sugar,sugar] goes to 0 (the solver holds
+    # it within BOUND_RTOL, at 4.4e-12), where the objective still rises with it (J'(s - y) =
+    # +4.8e-4 against <= 4e-10 for the others): an estimate on its bound, whose standard error
+    # (2.1) the summary presented as valid
     res = MixedLogit.from_formula("shares ~ prices + sugar + mushy", nevo,
                                   random=["prices", "sugar"]).fit()
-    assert 0 <= res.params["L[sugar,sugar]"] < 1e-12
+    assert 0 <= res.params["L[sugar,sugar]"] <= BOUND_RTOL
     assert res.at_bound == ["L[sugar,sugar]"]
     assert "On a bound: L[sugar,sugar]" in str(res.summary())
+
+
+def test_a_cholesky_diagonal_at_zero_ends_the_fit_without_a_futile_restart(nevo):
+    """The solver sees ``L_aa = η_a²`` and holds η_a near 0 like a parameter on its bound: with
+    every entry plainly free, the scale-free gradient test reads the cosine in ``L_aa`` (large at
+    an optimum on ``L_aa = 0``), so the fit restarted its scaling after converging and spent 8
+    more evaluations reaching the same objective."""
+    model = MixedLogit.from_formula("shares ~ prices + sugar + mushy", nevo,
+                                    random=["prices", "sugar"])
+    proc = model.procedure
+    X, y, d, W, _, present = proc._prepare(Sample(model.X, model.y, model.columns,
+                                                  model.response))
+    ex = proc._extra(d.names)
+    prob = _problem("MXL", W, y, ex, present)
+    diag = ex["lrow"] == ex["lcol"]
+    assert (prob.free[4:][diag] == ROOT).all() and (prob.free[4:][~diag] == 1).all()
+    x0 = prob.encode(np.r_[proc._mnl(W, y, d.names, present).x, np.where(diag, 0.5, 0.0)])
+    args = (prob.x_lo, prob.x_hi)
+    held = prob.solver(x0, *args, prob.free, prob.data, 400, GTOL, XTOL, FTOL)
+    plain = prob.solver(x0, *args, np.ones_like(prob.free), prob.data, 400, GTOL, XTOL, FTOL)
+    assert held[3] in CONVERGED and plain[3] in CONVERGED
+    assert held[1] == pytest.approx(plain[1], rel=1e-12)
+    assert prob.decode(held[0])[-1] <= BOUND_RTOL            # L[sugar,sugar], held at 0
+    assert held[2] <= plain[2] - 5
 
 
 def test_mxl_box_in_the_solver_coordinates_maps_onto_the_parameter_box():

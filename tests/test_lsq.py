@@ -13,7 +13,7 @@ import pytest
 import scipy.linalg
 import scipy.optimize
 
-from restrictiveness.shared._lsq_nb import BOUND_RTOL, STATUS, compile_lm, python_lm
+from restrictiveness.shared._lsq_nb import BOUND_RTOL, ROOT, STATUS, compile_lm, python_lm
 from restrictiveness.shared.exceptions import ConfigurationError
 
 
@@ -210,6 +210,54 @@ def test_fixed_entries_stay_put():
         x0 = np.array([1.0, rate, 0.0])
         x = SOLVE(x0, *WIDE, free, data, 500, *TOL)[0]
         assert x[1] == rate
+
+
+def _squared_slope(x, data):
+    """Residuals of y ≈ θ u + b with the slope θ = x₀² ≥ 0 (a ROOT entry), and the Jacobian."""
+    u, y = data
+    J = np.empty((u.shape[0], 2))
+    J[:, 0] = 2.0 * x[0] * u
+    J[:, 1] = 1.0
+    return x[0] * x[0] * u + x[1] - y, J
+
+
+SQUARED = compile_lm(numba.njit(_squared_slope), "test_squared_slope", cache=False)
+ROOT_FREE = np.array([ROOT, 1], dtype=np.int64)
+ROOT_BOX = (np.array([-10.0, -10.0]), np.array([10.0, 10.0]))
+
+
+def squared_slope_data(slope, seed=0):
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(0, 1, 30)
+    return u, 0.4 + slope * u + 0.05 * rng.standard_normal(30)
+
+
+def test_a_root_entry_pulled_to_zero_is_held_there_as_on_a_bound():
+    # the least-squares slope is negative: the optimum has θ = 0 and b = mean(y), where the
+    # gradient test's cosine in x (the one in θ, scale-free) is large; without the hold the fit
+    # took that for a stop away from a stationary point and restarted its scaling
+    data = squared_slope_data(-1.0)
+    u, y = data
+    assert np.polyfit(u, y, 1)[0] < 0
+    x0 = np.array([1.0, 0.0])
+    x, cost, nfev, status, opt = SQUARED(x0, *ROOT_BOX, ROOT_FREE, data, 500, *TOL)
+    assert x[0] ** 2 <= BOUND_RTOL and status in (1, 2, 3) and opt < 1e-8
+    assert x[1] == pytest.approx(y.mean(), rel=1e-9)
+    plain = SQUARED(x0, *ROOT_BOX, np.ones(2, np.int64), data, 500, *TOL)
+    assert plain[1] == pytest.approx(cost, rel=1e-9) and plain[4] > 0.5 and nfev < plain[2]
+    twin = python_lm(_squared_slope, "lm_squared_slope")(x0, *ROOT_BOX, ROOT_FREE, data, 500,
+                                                          *TOL)
+    np.testing.assert_array_equal(twin[0], x)
+    assert twin[2:4] == (nfev, status)
+
+
+def test_a_root_entry_near_zero_that_the_gradient_pushes_out_moves():
+    # the slope is positive: from θ = 1e-12 (within BOUND_RTOL of 0) the gradient points away
+    # from 0, so the entry is not held and the fit reaches least squares' slope
+    data = squared_slope_data(2.0)
+    slope, intercept = np.polyfit(*data, 1)
+    x = SQUARED(np.array([1e-6, 0.0]), *ROOT_BOX, ROOT_FREE, data, 500, *TOL)[0]
+    np.testing.assert_allclose([x[0] ** 2, x[1]], [slope, intercept], rtol=1e-9)
 
 
 def test_exact_fit_and_non_finite_start():

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.stats
 
 from ..engine.protocol import Fitted, Procedure
-from ..shared._lsq_nb import BOUND_RTOL, CONVERGED
+from ..shared._lsq_nb import BOUND_RTOL, CONVERGED, ROOT
 from ..shared.checks import is_whole, repeated, whole_number
 from ..shared.exceptions import ConfigurationError, DataError, FormulaError
 from ..shared.formula import check_study_columns, parse_formula
@@ -656,8 +656,10 @@ def _problem(model: str, W: np.ndarray, y: np.ndarray, extra: dict,
         theta[d] = x[d] ** 2
         return theta
 
-    return Problem(_logit_nb.mxl_resjac, _logit_nb.solve_mxl, data, lo, hi,
-                   np.ones(K + len(diag), dtype=np.int64), encode, decode, x_lo, x_hi)
+    free = np.ones(K + len(diag), dtype=np.int64)
+    free[d] = ROOT              # held near η_a = 0 as on the bound L_aa = 0
+    return Problem(_logit_nb.mxl_resjac, _logit_nb.solve_mxl, data, lo, hi, free, encode,
+                   decode, x_lo, x_hi)
 
 
 def _residual_jacobian(model: str, theta: np.ndarray, W: np.ndarray, y: np.ndarray,

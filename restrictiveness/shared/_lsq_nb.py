@@ -29,7 +29,12 @@ residuals are large (the NL2SOL idea; Dennis, Gay & Welsch 1981; Fletcher & Xu 1
   method such as scipy's ``trf`` leaves) is put *on* it, and a step that reaches a new bound is
   never taken as convergence: otherwise a step towards a bound a few ulps away is truncated to
   those ulps and the step test fires on a step that never happened (the stall this module was
-  written to remove).
+  written to remove). An entry ``x`` with ``free == ROOT`` stands for ``θ = x² ≥ 0`` (no bound
+  at ``x = 0``, so the solver can cross it) and is held while ``θ`` is within
+  :data:`BOUND_RTOL` of 0 and the gradient pulls it there: the gradient test's cosine, invariant
+  to the entry's scale, is the one in ``θ`` and stays large at an optimum on ``θ = 0``, where
+  every mixed-logit start whose Cholesky diagonal went to 0 ended with a futile restart (8 of
+  its 50–160 evaluations).
 * **scaling** — ``D² = max`` over iterations of ``diag(JᵀJ)`` (MINPACK's ``mode=1``), so the
   steps are invariant to the parameters' units.
 * **damping** — ``μ`` starts at 1e-3; an accepted step (strict decrease) multiplies it by
@@ -78,7 +83,7 @@ import numpy as np
 from ._jit import cached_njit, kernel_digest
 from .exceptions import ConfigurationError
 
-__all__ = ["compile_lm", "python_lm", "STATUS", "CONVERGED", "BOUND_RTOL"]
+__all__ = ["compile_lm", "python_lm", "STATUS", "CONVERGED", "BOUND_RTOL", "ROOT"]
 
 #: Meaning of the status codes the solvers return.
 STATUS = {0: "evaluation budget exhausted", 1: "gradient test (gtol)",
@@ -101,6 +106,9 @@ PROBE_MU = 1e4
 
 #: A parameter this close to a bound (relative to ``max(1, |bound|)``) is on it.
 BOUND_RTOL = 1e-9
+#: ``free`` code of an entry ``x`` that is the root of a nonnegative parameter ``θ = x²`` (the
+#: mixed logit's Cholesky diagonals): held near ``x = 0`` like an entry on a bound.
+ROOT = 2
 #: Initial damping, relative to the scaling D².
 MU0 = 1e-3
 #: Smallest damping. Without it, about 650 accepted steps in a row (a slow fit with a large
@@ -314,12 +322,16 @@ def _lm_impl(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol):
 
 def _moving(x, lo, hi, free, g, idx):
     """Write the entries free to move (free and not held on a bound by an outward gradient)
-    to ``idx``; returns their count."""
+    to ``idx``; returns their count. A :data:`ROOT` entry ``x`` of ``θ = x² ≥ 0`` is on that
+    bound when ``θ ≤`` :data:`BOUND_RTOL`, and held there when the gradient pulls it to 0
+    (``x g ≥ 0``: ``∂f/∂θ = g / 2x ≥ 0``)."""
     k = 0
     for a in range(x.shape[0]):
         if free[a] == 0:
             continue
         if (x[a] <= lo[a] and g[a] > 0.0) or (x[a] >= hi[a] and g[a] < 0.0):
+            continue
+        if free[a] == ROOT and x[a] * x[a] <= BOUND_RTOL and x[a] * g[a] >= 0.0:
             continue
         idx[k] = a
         k += 1
@@ -449,8 +461,8 @@ def compile_lm(resjac, name: str, cache: bool = True):
     callable
         ``solve(x0, lo, hi, free, data, max_nfev, gtol, xtol, ftol) -> (x, cost, nfev, status,
         optimality)`` with ``x0, lo, hi`` float64 ``(p,)``, ``free`` int64 ``(p,)`` (nonzero:
-        the entry may move), ``max_nfev`` an int ≥ 1 and the tolerances floats (module
-        docstring).
+        the entry may move; :data:`ROOT`: it is the root of a nonnegative parameter),
+        ``max_nfev`` an int ≥ 1 and the tolerances floats (module docstring).
 
     Examples
     --------
