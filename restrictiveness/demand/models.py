@@ -94,12 +94,13 @@ _STARTS_CHOICE = """The fit starts from the fitted MNL means with ``L = 0.5·I``
     there it cannot run after one); ``starts="both"`` always runs
     both, as SPEC §7's example reads. The objective is not convex
     in ``L``, so either start can end in the lower local minimum, but the second rarely gains
-    much and doubles the cost: on the first 48 prior samples of seed 0 at n = 100
-    (``python benchmarks/bench_mxl.py --samples 48``), the adaptive fit took a median 0.25 s of
-    CPU against 0.45 s (90th percentile 0.49 s against 0.67 s; median 82 evaluations against
-    144); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 2
-    (by up to 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 2 (by at
-    most 7.7e-4; the two-start fit in 1, by 9.0e-3); at the MNL objective in none. At n = 50
+    much and doubles the cost: on the first 50 prior samples of seed 0 at n = 100
+    (``python benchmarks/bench_mxl.py --samples 50``), the adaptive fit took a median 0.26 s of
+    CPU against 0.46 s (90th percentile 0.49 s against 0.72 s; median 76 evaluations against
+    141); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 2
+    (by up to 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 3 (by
+    at most 7.7e-4; the two-start fit in 2, by at most 9.0e-3); at the MNL objective in none.
+    At n = 50
     and 200 (12 samples each) it ended above the two-start fit in 1 (2.4e-4) and 0. Starts
     screened by one evaluation each (``c·I``, ``L_aa = c / sd(w_a)``, ``L_aa = c·|β_a|``)
     were not better: the screen picked the smallest ``L`` nearly always, and single starts so
