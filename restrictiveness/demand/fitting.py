@@ -91,7 +91,9 @@ class Problem:
     ``resjac(θ, data) -> (r, J)`` is the compiled callback in the model's parameters θ, which
     ``lo``/``hi`` bound; ``free`` (int64, nonzero = moves) says what may move. The compiled
     ``solver`` may work in other coordinates ``x = encode(θ)``, ``θ = decode(x)``, with bounds
-    ``x_lo``/``x_hi`` (default: θ itself); scipy's methods work in θ.
+    ``x_lo``/``x_hi`` (default: θ itself); scipy's methods work in θ. An entry whose ``free``
+    is :data:`~restrictiveness.shared._lsq_nb.ROOT` is, in those coordinates, the root of a
+    nonnegative parameter (``θ = x²``), which the compiled solver holds near 0 as on a bound.
     """
 
     resjac: Callable
