@@ -192,6 +192,26 @@ def test_evaluation_budget_is_respected():
     assert np.all(np.diff([run[1] for run in runs]) <= 0)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_step_test_stops_on_a_step_as_short_as_documented(seed):
+    # gradient and objective tests off: the fit stops on the step test (status 3), after an
+    # accepted step no longer than xtol (xtol + |θ|), θ the point the step started from
+    data, xtol = problem(seed), 1e-4
+    accepted = []
+
+    def recording(x, data):
+        r, J = _decay(x, data)
+        if not accepted or r @ r < accepted[-1][1]:      # a strict decrease is accepted
+            accepted.append((x.copy(), r @ r))
+        return r, J
+
+    x, cost, nfev, status, opt = python_lm(recording, "lm_step_test")(
+        np.array([1.0, 1.0, 0.0]), *WIDE, FREE, data, 500, 0.0, xtol, 0.0)
+    assert status == 3 and np.array_equal(accepted[-1][0], x)
+    before = accepted[-2][0]
+    assert np.linalg.norm(x - before) <= xtol * (xtol + np.linalg.norm(before))
+
+
 def test_fixed_entries_stay_put():
     data = problem(2)
     free = np.array([1, 0, 1], dtype=np.int64)
