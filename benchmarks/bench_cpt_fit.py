@@ -9,7 +9,8 @@ plain monotone functions between the prizes — the script
 2. times plain ``scipy.optimize.curve_fit`` (bounded, numerical derivatives) from the *same*
    starting points (the grid is given to scipy for free) and prints the ratio;
 3. checks that our objective is ≤ curve_fit's best on every draw and prints the count;
-4. times each numba kernel against its NumPy twin and prints the speed-ups.
+4. times each numba kernel against its NumPy twin, side by side (median CPU time over rounds
+   that alternate the two), and prints the speed-ups.
 
 With ``--truths prior`` the truths are draws of the paper's monotone-GP prior
 (:func:`restrictiveness.lottery.prior.lottery_prior`) instead.
@@ -92,11 +93,17 @@ def curve_fit_best(X: np.ndarray, y: np.ndarray, starts: np.ndarray, lo, hi) -> 
     return best
 
 
-def timed(fn, repeat: int = 1) -> float:
-    t = time.perf_counter()
-    for _ in range(repeat):
-        fn()
-    return (time.perf_counter() - t) / repeat
+def side_by_side(nb, py, reps: int, rounds: int = 7) -> tuple[float, float]:
+    """Median CPU seconds per call of ``nb`` (``10·reps`` calls a round) and ``py`` (``reps``),
+    the two timed in alternation, so a load that comes and goes weighs on both."""
+    t_nb, t_py = [], []
+    for _ in range(rounds):
+        for fn, n, out in ((nb, 10 * reps, t_nb), (py, reps, t_py)):
+            t = time.process_time()
+            for _ in range(n):
+                fn()
+            out.append((time.process_time() - t) / n)
+    return float(np.median(t_nb)), float(np.median(t_py))
 
 
 def main() -> None:
@@ -164,11 +171,11 @@ def main() -> None:
     print("numba kernel vs NumPy twin (same inputs):")
     for name, nb, py, reps in [
         ("rdu_values", lambda: K.rdu_values(theta, X, 0.0, K.WEIGHT_ODDS),
-         lambda: K.rdu_values_numpy(theta, X, 0.0, K.WEIGHT_ODDS), 2000),
-        ("grid_ssr", lambda: K.grid_ssr(*args_g), lambda: K.grid_ssr_numpy(*args_g), 50),
-        ("fit_rdu", lambda: K.fit_rdu(*starts), lambda: K.fit_rdu_numpy(*starts), 3),
+         lambda: K.rdu_values_numpy(theta, X, 0.0, K.WEIGHT_ODDS), 500),
+        ("grid_ssr", lambda: K.grid_ssr(*args_g), lambda: K.grid_ssr_numpy(*args_g), 10),
+        ("fit_rdu", lambda: K.fit_rdu(*starts), lambda: K.fit_rdu_numpy(*starts), 1),
     ]:
-        t_nb, t_py = timed(nb, reps * 10), timed(py, reps)
+        t_nb, t_py = side_by_side(nb, py, reps)
         print(f"  {name:11s} numba {t_nb * 1e6:10.1f} us   numpy {t_py * 1e6:12.1f} us   "
               f"speed-up {t_py / t_nb:7.1f}x")
 

@@ -206,6 +206,18 @@ def test_numba_kernels_match_numpy_twins(kind, shift):
 # fits: recovery, nesting, bounds, global optimum
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_grid_ssr_by_hand_with_a_lottery_of_two_zero_prizes(kind):
+    # (0, 0, p) has U = 0 and CE 0 whatever the parameters; (1, 0, 1/2) has CE w(1/2)^{1/α},
+    # with w(1/2) = 1/2 at γ = 1, δ = 1 for every weight (Prelec: exp(−log 2))
+    X = np.array([[0.0, 0.0, 0.5], [1.0, 0.0, 0.5]])
+    y = np.array([0.1, 0.4])
+    S = K.grid_ssr(X, y, np.array([1.0, 0.5]), np.array([1.0]), np.array([0.0]), 0.0, kind)
+    np.testing.assert_allclose(S[:, 0, 0], [0.1**2 + 0.1**2, 0.1**2 + 0.15**2], rtol=1e-14)
+    np.testing.assert_allclose(S, K.grid_ssr_numpy(X, y, np.array([1.0, 0.5]), np.array([1.0]),
+                                                   np.array([0.0]), 0.0, kind), rtol=1e-14)
+
+
 def test_seven_labels():
     assert [CPT(free=c).label for c in CLASSES] == [
         "CPT(alpha,gamma,delta)", "CPT(gamma,delta)", "CPT(alpha,delta)", "CPT(delta)",

@@ -37,6 +37,36 @@ def test_ordered_pairs_brute_force(sign, rng):
     np.testing.assert_array_equal(j, j2)
 
 
+@pytest.mark.parametrize("sign", [(1, 1, 1), (1, -1, 0), (0, 0, -1), (-1, -1, -1)])
+def test_ordered_pairs_kernel_matches_its_twin_on_ties_at_odd_sizes(sign, rng):
+    for n in (1, 2, 3, 7, 301):   # vector loops with and without remainders
+        X = rng.integers(0, 4, size=(n, 3)).astype(float)
+        X[rng.random(n) < 0.2, 1] = -0.0   # -0.0 == 0.0 in every direction
+        i, j = ordered_pairs(X, np.array(sign))
+        i2, j2 = ordered_pairs_numpy(X, np.array(sign))
+        np.testing.assert_array_equal(i, i2)
+        np.testing.assert_array_equal(j, j2)
+        if n <= 7:
+            assert list(zip(i.tolist(), j.tolist(), strict=True)) == _brute_pairs(X, sign)
+
+
+def test_ordered_pairs_none_and_a_nan_point_ordered_with_nothing():
+    antichain = np.array([[0.0, 3.0], [1.0, 2.0], [2.0, 1.0]])
+    for X in (np.empty((0, 2)), antichain[:1], antichain):
+        i, j = ordered_pairs(X, np.array([1, 1]))
+        assert i.tolist() == [] and j.tolist() == []
+    # a NaN compares false both ways, so the point is neither below nor above any other (as in
+    # the twin; the pair-by-pair kernel had ordered it with every point)
+    X = np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 1.0], [1.0, np.nan]])
+    for sign in ([1, 1], [-1, 0]):
+        i, j = ordered_pairs(X, np.array(sign))
+        i2, j2 = ordered_pairs_numpy(X, np.array(sign))
+        assert list(zip(i.tolist(), j.tolist(), strict=True)) == (
+            [(0, 2)] if sign == [1, 1] else [])
+        np.testing.assert_array_equal(i, i2)
+        np.testing.assert_array_equal(j, j2)
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("direction", ["increasing", "decreasing"])
 def test_kernel_matches_numpy_twin_exactly(seed, direction):

@@ -40,6 +40,7 @@ import numpy as np
 from ..shared._jit import cached_njit
 from ..shared._lsq_nb import compile_lm, python_lm
 from ..shared._twins import with_globals
+from ..shared._vecmath import _FM, _exp, _log
 
 __all__ = [
     "WEIGHT_LINEAR", "WEIGHT_ODDS", "WEIGHT_PRELEC",
@@ -119,38 +120,63 @@ def rdu_values(theta: np.ndarray, X: np.ndarray, shift: float,
     return f, J
 
 
-@cached_njit()
+@cached_njit(error_model="numpy", fastmath=_FM)
 def grid_ssr(X: np.ndarray, y: np.ndarray, alphas: np.ndarray, gammas: np.ndarray,
              ells: np.ndarray, shift: float, kind: int) -> np.ndarray:
-    """Sum of squared residuals on the grid ``alphas × gammas × ells`` (shape (na, ng, nl))."""
+    """Sum of squared residuals on the grid ``alphas × gammas × ells`` (shape (na, ng, nl)).
+
+    The weights are laid out row by row (one row of the ``ng·nl`` weighting parameters per
+    lottery), so the inner loop runs over the weighting grid with the lottery's utilities fixed:
+    each grid point's sum accumulates lottery by lottery (in the same order as a plain loop), with
+    no reduction inside the loop, and the vectorisable ``_log``/``_exp`` make it SIMD code (libm's
+    ``log``/``exp`` are scalar calls without Intel SVML: 0.3–0.6× the NumPy twin).
+    """
     n = X.shape[0]
     na, ng, nl = alphas.shape[0], gammas.shape[0], ells.shape[0]
-    W = np.empty((ng, nl, n))
-    Wc = np.empty((ng, nl, n))
-    for j in range(ng):
-        for k in range(nl):
-            for i in range(n):
-                w, wc, _, _ = _weight(gammas[j], ells[k], X[i, 2], kind)
-                W[j, k, i] = w
-                Wc[j, k, i] = wc
-    A = np.empty((na, n))
-    B = np.empty((na, n))
-    for m in range(na):
-        for i in range(n):
-            A[m, i] = _utility(X[i, 0], shift, alphas[m])[0]
-            B[m, i] = _utility(X[i, 1], shift, alphas[m])[0]
-    out = np.empty((na, ng, nl))
+    nw = ng * nl
+    W = np.empty((n, nw))
+    Wc = np.empty((n, nw))
+    for i in range(n):
+        p = X[i, 2]
+        if kind == WEIGHT_LINEAR or p <= 0.0 or p >= 1.0:  # no dependence on (γ, ℓ)
+            w, wc, _, _ = _weight(0.0, 0.0, p, kind)
+            W[i, :] = w
+            Wc[i, :] = wc
+            continue
+        # as _weight, with h(p) computed once per lottery rather than once per grid point
+        if kind == WEIGHT_ODDS:
+            h = math.log(p) - math.log1p(-p)
+            for j in range(ng):
+                for k in range(nl):
+                    t = ells[k] + gammas[j] * h
+                    e = _exp(-abs(t))
+                    d = 1.0 / (1.0 + e)
+                    W[i, j * nl + k] = d if t >= 0.0 else e * d
+                    Wc[i, j * nl + k] = e * d if t >= 0.0 else d
+        else:
+            h = math.log(-math.log(p))
+            for j in range(ng):
+                for k in range(nl):
+                    e = math.exp(ells[k] + gammas[j] * h)
+                    W[i, j * nl + k] = math.exp(-e)
+                    Wc[i, j * nl + k] = -math.expm1(-e)
+    out = np.zeros((na, nw))
     for m in range(na):
         inv = 1.0 / alphas[m]
-        for j in range(ng):
-            for k in range(nl):
-                s = 0.0
-                for i in range(n):
-                    U = W[j, k, i] * A[m, i] + Wc[j, k, i] * B[m, i]
-                    f = math.exp(math.log(U) * inv) - shift if U > 0.0 else -shift
-                    s += (f - y[i]) ** 2
-                out[m, j, k] = s
-    return out
+        acc = out[m]
+        for i in range(n):
+            a = _utility(X[i, 0], shift, alphas[m])[0]
+            b = _utility(X[i, 1], shift, alphas[m])[0]
+            yi = y[i]
+            w_row = W[i]
+            wc_row = Wc[i]
+            for q in range(nw):
+                U = w_row[q] * a + wc_row[q] * b
+                pos = U > 0.0
+                f = _exp(_log(U if pos else 1.0) * inv)
+                r = (f if pos else 0.0) - shift - yi
+                acc[q] += r * r
+    return out.reshape((na, ng, nl))
 
 
 # ---------------------------------------------------------------------------------------------
