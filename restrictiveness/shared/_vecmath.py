@@ -10,8 +10,9 @@ array front end (``*_nb``) and a NumPy twin (``*_numpy``) that tests compare it 
 The ``_``-prefixed scalar versions are meant to be inlined into other kernels
 (:mod:`restrictiveness.demand._shares_nb`, :mod:`restrictiveness.demand._logit_nb`,
 :mod:`restrictiveness.lottery._rdu_nb`). numba's on-disk cache keys a kernel on its own source
-file only, so after editing this module delete the cached ``*.nbi``/``*.nbc`` files under
-``__pycache__``: the kernels that inline these functions would otherwise keep the old versions.
+file only, but every kernel here and in those modules is compiled with
+:func:`~restrictiveness.shared._jit.cached_njit`, whose cache names carry a digest of all the
+package's kernel modules: an edit here recompiles the kernels that inline these functions.
 """
 
 from __future__ import annotations
