@@ -1099,3 +1099,62 @@ def test_pool_workers_are_forked_before_the_io_threads_start(monkeypatch):
     runner.join(60)
     assert out, "the study hung"
     assert int(out[0].dataset["failed"].sum()) == 0
+
+
+def test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed(tmp_path):
+    """A worker (its nanny) that failed to start: the run failed with dask's bare
+    ``RuntimeError: Nanny failed to start.``, its cause only in the log."""
+    import dask
+    import distributed  # noqa: F401 - its configuration loaded first: set() would drop it after
+
+    missing = str(tmp_path / "missing_preload.py")
+    before = _children()
+    with dask.config.set({"distributed.worker.preload": [missing]}), \
+            pytest.raises(rx.ExecutionError) as info:
+        _timeout_study({"linear": rx.OLS("y ~ x")}).run(backend="dask", n_jobs=2,
+                                                         progress=False)
+    assert str(info.value) == (
+        "backend='dask' could not start its local cluster of 2 worker processes: Nanny failed "
+        f"to start (FileNotFoundError: [Errno 2] No such file or directory: {missing!r}). "
+        "Check dask's configuration of its workers (distributed.worker.*, distributed.nanny.*: "
+        "a preload, a memory limit, a local directory that cannot be written), that this "
+        "machine can start that many processes and has memory for them (try a smaller "
+        "n_jobs); or start a cluster yourself and pass client=Client(...), or run with "
+        "backend='processes'")
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+
+
+def test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept(monkeypatch):
+    """A worker process that does not stop when its nanny kills it (uninterruptible I/O,
+    simulated: the nanny's kill never returns) hung the run's exit for ever after its results
+    were in. Now the close is bounded, the workers left are killed, and the run returns its
+    results (those of a serial run) with a warning."""
+    import asyncio
+
+    import distributed.nanny
+
+    import restrictiveness.engine.study as study_module
+
+    async def never(self, *args, **kwargs):
+        await asyncio.Event().wait()
+
+    study = _timeout_study({"linear": rx.OLS("y ~ x")})
+    serial = study.run(progress=False).dataset
+    monkeypatch.setattr(distributed.nanny.WorkerProcess, "kill", never)
+    monkeypatch.setattr(study_module, "CLOSE_TIMEOUT", 2.0, raising=False)
+    before = _children()
+    start = time.monotonic()
+    with within(90), pytest.warns(RuntimeWarning, match=r"the local dask cluster did not "
+                                                        r"close within 2 s; its worker "
+                                                        r"processes left were killed "
+                                                        r"\(2 of 2\)"):
+        ds = study.run(backend="dask", n_jobs=2, progress=False).dataset
+    assert time.monotonic() - start < 60
+    assert (ds["loss"] == serial["loss"]).all()
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal, NoReturn, TypeGuard
+from typing import Any, Literal, NoReturn, TypeGuard
 
 import numpy as np
 
@@ -440,7 +440,10 @@ class Study:
             identical either way. The local cluster's workers import the calling script again,
             so its run must be under an ``if __name__ == "__main__":`` guard (refused
             otherwise); a procedure that ends its worker's process fails the run at once,
-            naming it.
+            naming it. A local cluster that cannot start fails the run with
+            :class:`~restrictiveness.ExecutionError` saying why; at the end of the run, it gets
+            10 s to close before the worker processes left are killed (with a
+            ``RuntimeWarning``; the results are returned).
         client : distributed.Client, optional
             For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
@@ -498,7 +501,8 @@ class Study:
         BaselineError
             The baseline failed to fit a sample, or took longer than ``fit_timeout``.
         ExecutionError
-            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``.
+            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``; on dask,
+            every worker left for ``worker_timeout``, or the local cluster could not start.
 
         Warns
         -----
@@ -1078,14 +1082,7 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     notes = None  # the local workers' notes of their steps, to name what ended one
     if own:
         _check_main_guard()
-        # no retries: a replication that ended its worker's process ends the next one's too,
-        # and dask's three retries (with restarts) took a minute to report it. The scheduler
-        # serves its HTTP routes even without a dashboard, on dask's port 8787 by default:
-        # with another cluster on the machine, every run warned that the port was taken.
-        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                     processes=True, dashboard_address=None,
-                                     scheduler_kwargs={"allowed_failures": 0,
-                                                       "dashboard_address": "127.0.0.1:0"}))
+        client = _start_local_cluster(Client, LocalCluster, workers)
         notes = tempfile.mkdtemp(prefix="rx-dask-steps-")
     futures = {}
     try:
@@ -1102,13 +1099,98 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
         raise
     finally:
         if own:
-            cluster = client.cluster
             try:
-                client.close()
-                cluster.close()
+                _close_local_cluster(client)
             finally:
                 if notes is not None:
                     shutil.rmtree(notes, ignore_errors=True)
+
+
+#: Seconds the run's own local dask cluster gets to close (its client, then its nannies and
+#: workers) before the worker processes left are killed (stated in :meth:`Study.run`).
+CLOSE_TIMEOUT = 10.0
+
+
+def _start_local_cluster(client_class: Callable, cluster_class: Callable, workers: int):
+    """A client of the run's own local cluster of ``workers`` single-threaded worker
+    processes, or :class:`ExecutionError` saying what failed: dask's own error was a bare
+    ``RuntimeError: Nanny failed to start.``, the cause only in the log above it."""
+    cluster = None
+    try:
+        # no retries: a replication that ended its worker's process ends the next one's too,
+        # and dask's three retries (with restarts) took a minute to report it. The scheduler
+        # serves its HTTP routes even without a dashboard, on dask's port 8787 by default:
+        # with another cluster on the machine, every run warned that the port was taken.
+        cluster = cluster_class(n_workers=workers, threads_per_worker=1, processes=True,
+                                dashboard_address=None,
+                                scheduler_kwargs={"allowed_failures": 0,
+                                                  "dashboard_address": "127.0.0.1:0"})
+        return client_class(cluster)
+    except Exception as exc:  # noqa: BLE001 - whatever dask raised, said in the message
+        if cluster is not None:  # started, but no client could connect to it
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=CLOSE_TIMEOUT)
+        why = str(exc).rstrip(".") or type(exc).__name__
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None:
+            why += f" ({type(cause).__name__}: {cause})"
+        raise ExecutionError(
+            f"backend='dask' could not start its local cluster of {workers} worker "
+            f"process{'es' if workers > 1 else ''}: {why}. Check dask's configuration of "
+            "its workers (distributed.worker.*, distributed.nanny.*: a preload, a memory "
+            "limit, a local directory that cannot be written), that this machine can start "
+            "that many processes and has memory for them (try a smaller n_jobs); or start a "
+            "cluster yourself and pass client=Client(...), or run with "
+            "backend='processes'") from exc
+
+
+def _close_local_cluster(client) -> None:
+    """Close the run's own local cluster within :data:`CLOSE_TIMEOUT` seconds; then kill the
+    worker processes left, rather than hang the run's exit (its results are in) on a worker
+    that does not stop. Warns if it had to."""
+    cluster = client.cluster
+    processes = [process for _, process in _local_workers(cluster)]  # a closed nanny forgets
+    deadline = time.monotonic() + CLOSE_TIMEOUT
+    closed = True
+    try:
+        client.close(timeout=CLOSE_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the cluster is closed (and its workers killed) below
+        closed = False
+    try:
+        cluster.close(timeout=max(1.0, deadline - time.monotonic()))
+    except Exception:  # noqa: BLE001 - a timeout, or a close that failed: killed below
+        closed = False
+    left = _kill_workers(processes)
+    if not closed or left:
+        warnings.warn(f"the local dask cluster did not close within {CLOSE_TIMEOUT:g} s; its "
+                      f"worker processes left were killed ({left} of {len(processes)})",
+                      RuntimeWarning, stacklevel=user_stacklevel())
+
+
+def _local_workers(cluster) -> list[tuple[str | None, Any]]:
+    """A local cluster's workers started so far: their addresses (None until connected) and
+    processes (dask's ``AsyncProcess``: ``pid``, ``is_alive()``). Empty for a cluster of other
+    machines."""
+    found = []
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(nanny, "process", None), "process", None)
+        if process is not None and hasattr(process, "is_alive"):
+            found.append((getattr(nanny, "worker_address", None), process))
+    return found
+
+
+def _kill_workers(processes: Sequence) -> int:
+    """Kill those of a local cluster's worker ``processes`` still running (a stopped one
+    too), and wait up to 5 s for them to end; how many were running. Dask's thread watching
+    each process reaps it (``is_alive()`` is false only then, so its pid is still ours)."""
+    left = [p for p in processes if p.is_alive()]
+    for p in left:
+        with contextlib.suppress(OSError):
+            os.kill(p.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    until = time.monotonic() + 5
+    while any(p.is_alive() for p in left) and time.monotonic() < until:
+        time.sleep(0.02)
+    return len(left)
 
 
 def _check_main_guard() -> None:
@@ -1170,6 +1252,7 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
     """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
     raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
     seconds.
+
 
     No call here waits on dask without a bound. A replication that finished on a worker which
     then left before its result was fetched is computed again, by a worker that may never
