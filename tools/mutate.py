@@ -157,6 +157,9 @@ LOST = ("tests/test_runner.py::test_a_dask_result_lost_with_the_last_worker_as_i
 # the run's own local dask cluster: one that cannot start, or close
 OWN_CLUSTER = ("tests/test_runner.py::test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed",
                "tests/test_runner.py::test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept")
+# a dask worker frozen under fit_timeout (and one only busy)
+FROZEN = ("tests/test_runner.py::test_a_frozen_dask_worker_fails_the_run_within_fit_timeout_naming_it",
+          "tests/test_runner.py::test_a_busy_dask_worker_is_not_taken_for_frozen")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -1856,6 +1859,15 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        return len(client.nthreads(callback_timeout=timeout))",
            "        return len(client.nthreads())",
            "counting the workers of a dask scheduler that stopped answering waits for ever", LOST),
+    Mutant("engine/study.py", "    silent_after = None if fit_timeout is None else \\\n",
+           "    silent_after = None if True else \\\n",
+           "a frozen dask worker holds a run under fit_timeout until dask's worker-ttl", FROZEN),
+    Mutant("engine/study.py", "        if address not in heard or heard[address][0] != last:",
+           "        if address not in heard:",
+           "a busy dask worker heard from is taken for frozen after fit_timeout + 34 s", FROZEN),
+    Mutant("engine/study.py", "        if not mine or silent < silent_after:",
+           "        if not mine or silent < 2 * silent_after:",
+           "a frozen dask worker is named only after twice its bound", FROZEN),
     Mutant("engine/study.py", "        cause = exc.__cause__ or exc.__context__\n",
            "        cause = None\n",
            "a local dask cluster that cannot start does not say why", OWN_CLUSTER),
