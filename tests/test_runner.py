@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
@@ -1099,3 +1100,162 @@ def test_pool_workers_are_forked_before_the_io_threads_start(monkeypatch):
     runner.join(60)
     assert out, "the study hung"
     assert int(out[0].dataset["failed"].sum()) == 0
+
+
+class FreezesItsWorker(rx.Procedure):
+    """Stops (``SIGSTOP``) the dask worker running its first fit, once (``flag``: the file
+    claiming it, which names the worker's process); the fit itself, in a process of its own
+    under ``fit_timeout``, goes on and returns. ``root``: the run's process, whose children
+    are the workers."""
+
+    def __init__(self, flag, root):
+        self.flag, self.root = flag, root
+
+    def __repr__(self):
+        return "FreezesItsWorker()"
+
+    def fit(self, sample, rng):
+        import psutil
+        try:
+            claim = os.open(self.flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            here = psutil.Process()  # the worker, or the fit's process under fit_timeout
+            worker = next(p for p in [here, *here.parents()] if p.ppid() == self.root)
+            os.write(claim, str(worker.pid).encode())
+            os.close(claim)
+            os.kill(worker.pid, signal.SIGSTOP)
+        return rx.OLS("y ~ x").fit(sample, rng)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stops its worker with a POSIX signal")
+def test_a_frozen_dask_worker_fails_the_run_within_fit_timeout_naming_it(tmp_path,
+                                                                         monkeypatch):
+    """A worker stopped mid-fit stays connected: the run waited for the scheduler's
+    worker-ttl (5 minutes) to drop it, or for ever without one. Under fit_timeout its fits run
+    in processes of its own, so a worker silent for longer than a fit may take (here 2 s, 4 s
+    to stop it, and a grace of 2 s for the test) is frozen: the run fails naming it, the
+    procedure it was fitting and its replications, and no process is left."""
+    import restrictiveness.engine.study as study_module
+
+    monkeypatch.setattr(study_module, "FROZEN_GRACE", 2.0, raising=False)
+    flag = tmp_path / "frozen"
+    study = rx.Study(_prior(), {"ols": rx.OLS("y ~ x"),
+                                "freezer": FreezesItsWorker(str(flag), os.getpid())},
+                     rx.Constant(), n=[10], replications=4, seed=3)
+    before = _children()
+    try:
+        with within(90), pytest.raises(rx.ExecutionError) as info:
+            study.run(backend="dask", n_jobs=2, fit_timeout=2, progress=False)
+        failed_at = time.time()
+    finally:
+        if flag.exists() and flag.read_text():  # stopped processes ignore all but SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(flag.read_text()), signal.SIGKILL)
+    pid = int(flag.read_text())
+    assert re.fullmatch(
+        rf"the dask worker tcp://127\.0\.0\.1:\d+ \(process {pid}\) holding replications? "
+        r"[0-3](, [0-3])?, in the fit or predictions of procedure 'freezer' \(n=10\), has not "
+        r"been heard from for (8|9|1[0-2]) s, longer than a fit may take under fit_timeout=2 s: "
+        r"its process is frozen \(stopped, e\.g\. by SIGSTOP or a debugger, or swapping\) or "
+        r"stuck outside the fits; rerun \(a checkpoint keeps the finished replications\)",
+        str(info.value))
+    # timed from the freeze: 8 s of silence, then the cluster's close (4 s to kill the
+    # stopped worker); before, 5 minutes
+    assert failed_at - flag.stat().st_mtime < 8 + 4 + 15
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+
+
+class Sleeps(rx.Procedure):
+    """OLS, after ``seconds`` of sleep."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __repr__(self):
+        return f"Sleeps({self.seconds!r})"
+
+    def fit(self, sample, rng):
+        time.sleep(self.seconds)
+        return rx.OLS("y ~ x").fit(sample, rng)
+
+
+def test_a_busy_dask_worker_is_not_taken_for_frozen(monkeypatch):
+    """The other side of the test above: a worker whose replication (eight fits of 1 s) runs
+    longer than the silence that marks a frozen one (1.5 + 4 + 0.5 s) is heard from meanwhile,
+    and its run ends as the serial one does."""
+    import restrictiveness.engine.study as study_module
+
+    monkeypatch.setattr(study_module, "FROZEN_GRACE", 0.5)
+    study = rx.Study(_prior(), {"a": Sleeps(1.0), "b": Sleeps(1.0)}, rx.Constant(),
+                     n=[10, 20, 30, 40], replications=2, seed=5)
+    with within(120):
+        ds = study.run(backend="dask", n_jobs=2, fit_timeout=1.5, progress=False).dataset
+    assert (ds["failed"] == 0).all()
+    assert (ds["seconds"] >= 1).all()
+    serial = rx.Study(_prior(), {"a": rx.OLS("y ~ x"), "b": rx.OLS("y ~ x")}, rx.Constant(),
+                      n=[10, 20, 30, 40], replications=2, seed=5).run(progress=False).dataset
+    assert (ds["loss"] == serial["loss"]).all()
+
+
+def test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed(tmp_path):
+    """A worker (its nanny) that failed to start: the run failed with dask's bare
+    ``RuntimeError: Nanny failed to start.``, its cause only in the log."""
+    import dask
+    import distributed  # noqa: F401 - its configuration loaded first: set() would drop it after
+
+    missing = str(tmp_path / "missing_preload.py")
+    before = _children()
+    with dask.config.set({"distributed.worker.preload": [missing]}), \
+            pytest.raises(rx.ExecutionError) as info:
+        _timeout_study({"linear": rx.OLS("y ~ x")}).run(backend="dask", n_jobs=2,
+                                                         progress=False)
+    assert str(info.value) == (
+        "backend='dask' could not start its local cluster of 2 worker processes: Nanny failed "
+        f"to start (FileNotFoundError: [Errno 2] No such file or directory: {missing!r}). "
+        "Check dask's configuration of its workers (distributed.worker.*, distributed.nanny.*: "
+        "a preload, a memory limit, a local directory that cannot be written), that this "
+        "machine can start that many processes and has memory for them (try a smaller "
+        "n_jobs); or start a cluster yourself and pass client=Client(...), or run with "
+        "backend='processes'")
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+
+
+def test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept(monkeypatch):
+    """A worker process that does not stop when its nanny kills it (uninterruptible I/O,
+    simulated: the nanny's kill never returns) hung the run's exit for ever after its results
+    were in. Now the close is bounded, the workers left are killed, and the run returns its
+    results (those of a serial run) with a warning."""
+    import asyncio
+
+    import distributed.nanny
+
+    import restrictiveness.engine.study as study_module
+
+    async def never(self, *args, **kwargs):
+        await asyncio.Event().wait()
+
+    study = _timeout_study({"linear": rx.OLS("y ~ x")})
+    serial = study.run(progress=False).dataset
+    monkeypatch.setattr(distributed.nanny.WorkerProcess, "kill", never)
+    monkeypatch.setattr(study_module, "CLOSE_TIMEOUT", 2.0, raising=False)
+    before = _children()
+    start = time.monotonic()
+    with within(90), pytest.warns(RuntimeWarning, match=r"the local dask cluster did not "
+                                                        r"close within 2 s; its worker "
+                                                        r"processes left were killed "
+                                                        r"\(2 of 2\)"):
+        ds = study.run(backend="dask", n_jobs=2, progress=False).dataset
+    assert time.monotonic() - start < 60
+    assert (ds["loss"] == serial["loss"]).all()
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before

@@ -154,6 +154,12 @@ LOST = ("tests/test_runner.py::test_a_dask_result_lost_with_the_last_worker_as_i
         "tests/test_cli.py::test_a_dask_client_that_is_not_the_default_one_runs_the_study",
         "tests/test_cli.py::test_a_dask_run_whose_scheduler_stops_answering_fails_within_its_timeout",
         "tests/test_cli.py::test_a_dask_run_that_loses_every_worker_fails_within_its_timeout")
+# the run's own local dask cluster: one that cannot start, or close
+OWN_CLUSTER = ("tests/test_runner.py::test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed",
+               "tests/test_runner.py::test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept")
+# a dask worker frozen under fit_timeout (and one only busy)
+FROZEN = ("tests/test_runner.py::test_a_frozen_dask_worker_fails_the_run_within_fit_timeout_naming_it",
+          "tests/test_runner.py::test_a_busy_dask_worker_is_not_taken_for_frozen")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -1177,8 +1183,8 @@ MUTANTS: list[Mutant] = [
            "    raise WorkerTerminated",
            "the executor's second SIGTERM interrupts a stopping worker's clean-up",
            ("tests/test_runner.py::test_workers_stopped_by_an_interrupt_run_their_clean_up",)),
-    Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0,\n                                                       \"dashboard_address\": \"127.0.0.1:0\"}))",
-           "                                     scheduler_kwargs={\"allowed_failures\": 0}))",
+    Mutant("engine/study.py", "                                scheduler_kwargs={\"allowed_failures\": 0,\n                                                  \"dashboard_address\": \"127.0.0.1:0\"})",
+           "                                scheduler_kwargs={\"allowed_failures\": 0})",
            "the study's own dask scheduler serves on port 8787 and warns when it is taken",
            ("tests/test_study.py::test_a_local_dask_cluster_does_not_warn_that_port_8787_is_taken",)),
     Mutant("engine/study.py", "    until = time.monotonic() + 2 * timeouts.STOP_GRACE + 1.0",
@@ -1869,9 +1875,27 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        return len(client.nthreads(callback_timeout=timeout))",
            "        return len(client.nthreads())",
            "counting the workers of a dask scheduler that stopped answering waits for ever", LOST),
+    Mutant("engine/study.py", "    silent_after = None if fit_timeout is None else \\\n",
+           "    silent_after = None if True else \\\n",
+           "a frozen dask worker holds a run under fit_timeout until dask's worker-ttl", FROZEN),
+    Mutant("engine/study.py", "        if address not in heard or heard[address][0] != last:",
+           "        if address not in heard:",
+           "a busy dask worker heard from is taken for frozen after fit_timeout + 34 s", FROZEN),
+    Mutant("engine/study.py", "        if not mine or silent < silent_after:",
+           "        if not mine or silent < 2 * silent_after:",
+           "a frozen dask worker is named only after twice its bound", FROZEN),
+    Mutant("engine/study.py", "        cause = exc.__cause__ or exc.__context__\n",
+           "        cause = None\n",
+           "a local dask cluster that cannot start does not say why", OWN_CLUSTER),
+    Mutant("engine/study.py", "        cluster.close(timeout=max(1.0, deadline - time.monotonic()))",
+           "        cluster.close()",
+           "a local dask cluster that does not close hangs the run's exit", OWN_CLUSTER),
+    Mutant("engine/study.py", "    left = _kill_workers(processes)",
+           "    left = 0",
+           "the workers of a local dask cluster that did not close are left running", OWN_CLUSTER),
     # -- engine/study.py: a process ended by a fit, the __main__ guard of a dask script ----------
-    Mutant("engine/study.py", "                                     scheduler_kwargs={\"allowed_failures\": 0,\n",
-           "                                     scheduler_kwargs={\n",
+    Mutant("engine/study.py", "                                scheduler_kwargs={\"allowed_failures\": 0,\n",
+           "                                scheduler_kwargs={\n",
            "dask retries a replication that ended its worker", ENDED),
     Mutant("engine/study.py", "        _check_main_guard()\n", "",
            "a dask script without a __main__ guard not refused", ENDED),

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal, NoReturn, TypeGuard
+from typing import Any, Literal, NoReturn, TypeGuard
 
 import numpy as np
 
@@ -440,7 +440,20 @@ class Study:
             identical either way. The local cluster's workers import the calling script again,
             so its run must be under an ``if __name__ == "__main__":`` guard (refused
             otherwise); a procedure that ends its worker's process fails the run at once,
-            naming it.
+            naming it. A local cluster that cannot start fails the run with
+            :class:`~restrictiveness.ExecutionError` saying why; at the end of the run, it gets
+            10 s to close before the worker processes left are killed (with a
+            ``RuntimeWarning``; the results are returned). On hangs: a worker that stays
+            connected but is frozen (its process stopped, e.g. by ``SIGSTOP``, mid-fit) fails
+            the run with :class:`~restrictiveness.ExecutionError` naming it once it has not
+            been heard from for ``fit_timeout`` plus 34 s (4 s to stop a fit, 30 s of grace),
+            with ``fit_timeout`` set. Without ``fit_timeout``, fits run in the worker's own
+            process, which may be silent for as long as one takes, so only dask's bound
+            applies: the scheduler drops a worker it has not heard from for its
+            ``worker-ttl`` (config ``distributed.scheduler.worker-ttl``, 5 minutes by
+            default, never if unset); the run's own local cluster then fails the run naming
+            the replication, and a ``client``'s cluster computes it on another worker. A fit
+            that never returns (its worker still heard from) holds the run for ever.
         client : distributed.Client, optional
             For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
@@ -476,7 +489,8 @@ class Study:
             run on threads, which cannot be stopped (they bound their own requests and
             programs). Time numba spends compiling kernels in the child does not count (see
             :mod:`restrictiveness.engine.timeouts`). A checkpoint keeps a timed-out fit as
-            failed when resumed with another limit. Default: no limit.
+            failed when resumed with another limit. On dask it also bounds how long a frozen
+            worker holds the run (see ``backend``). Default: no limit.
 
         Returns
         -------
@@ -498,7 +512,9 @@ class Study:
         BaselineError
             The baseline failed to fit a sample, or took longer than ``fit_timeout``.
         ExecutionError
-            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``.
+            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``; on dask,
+            a worker froze under ``fit_timeout``, every worker left for ``worker_timeout``, or
+            the local cluster could not start.
 
         Warns
         -----
@@ -1078,14 +1094,7 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
     notes = None  # the local workers' notes of their steps, to name what ended one
     if own:
         _check_main_guard()
-        # no retries: a replication that ended its worker's process ends the next one's too,
-        # and dask's three retries (with restarts) took a minute to report it. The scheduler
-        # serves its HTTP routes even without a dashboard, on dask's port 8787 by default:
-        # with another cluster on the machine, every run warned that the port was taken.
-        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1,
-                                     processes=True, dashboard_address=None,
-                                     scheduler_kwargs={"allowed_failures": 0,
-                                                       "dashboard_address": "127.0.0.1:0"}))
+        client = _start_local_cluster(Client, LocalCluster, workers)
         notes = tempfile.mkdtemp(prefix="rx-dask-steps-")
     futures = {}
     try:
@@ -1093,7 +1102,7 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
             if claim is None or claim(m):
                 futures[client.submit(_remote_unit, study, m, fit_timeout, filters,
                                       _this_process(), notes, pure=False)] = m
-        _gather_dask(client, futures, finish, worker_timeout, notes)
+        _gather_dask(client, futures, finish, worker_timeout, notes, fit_timeout)
     except BaseException:
         # a client closed with its scheduler has nothing left to cancel, and refuses to: its
         # ClosedClientError replaced the run's error, which says what happened
@@ -1102,13 +1111,98 @@ def _run_dask(study: Study, replications: Sequence[int], workers: int, client,
         raise
     finally:
         if own:
-            cluster = client.cluster
             try:
-                client.close()
-                cluster.close()
+                _close_local_cluster(client)
             finally:
                 if notes is not None:
                     shutil.rmtree(notes, ignore_errors=True)
+
+
+#: Seconds the run's own local dask cluster gets to close (its client, then its nannies and
+#: workers) before the worker processes left are killed (stated in :meth:`Study.run`).
+CLOSE_TIMEOUT = 10.0
+
+
+def _start_local_cluster(client_class: Callable, cluster_class: Callable, workers: int):
+    """A client of the run's own local cluster of ``workers`` single-threaded worker
+    processes, or :class:`ExecutionError` saying what failed: dask's own error was a bare
+    ``RuntimeError: Nanny failed to start.``, the cause only in the log above it."""
+    cluster = None
+    try:
+        # no retries: a replication that ended its worker's process ends the next one's too,
+        # and dask's three retries (with restarts) took a minute to report it. The scheduler
+        # serves its HTTP routes even without a dashboard, on dask's port 8787 by default:
+        # with another cluster on the machine, every run warned that the port was taken.
+        cluster = cluster_class(n_workers=workers, threads_per_worker=1, processes=True,
+                                dashboard_address=None,
+                                scheduler_kwargs={"allowed_failures": 0,
+                                                  "dashboard_address": "127.0.0.1:0"})
+        return client_class(cluster)
+    except Exception as exc:  # noqa: BLE001 - whatever dask raised, said in the message
+        if cluster is not None:  # started, but no client could connect to it
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=CLOSE_TIMEOUT)
+        why = str(exc).rstrip(".") or type(exc).__name__
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None:
+            why += f" ({type(cause).__name__}: {cause})"
+        raise ExecutionError(
+            f"backend='dask' could not start its local cluster of {workers} worker "
+            f"process{'es' if workers > 1 else ''}: {why}. Check dask's configuration of "
+            "its workers (distributed.worker.*, distributed.nanny.*: a preload, a memory "
+            "limit, a local directory that cannot be written), that this machine can start "
+            "that many processes and has memory for them (try a smaller n_jobs); or start a "
+            "cluster yourself and pass client=Client(...), or run with "
+            "backend='processes'") from exc
+
+
+def _close_local_cluster(client) -> None:
+    """Close the run's own local cluster within :data:`CLOSE_TIMEOUT` seconds; then kill the
+    worker processes left, rather than hang the run's exit (its results are in) on a worker
+    that does not stop. Warns if it had to."""
+    cluster = client.cluster
+    processes = [process for _, process in _local_workers(cluster)]  # a closed nanny forgets
+    deadline = time.monotonic() + CLOSE_TIMEOUT
+    closed = True
+    try:
+        client.close(timeout=CLOSE_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the cluster is closed (and its workers killed) below
+        closed = False
+    try:
+        cluster.close(timeout=max(1.0, deadline - time.monotonic()))
+    except Exception:  # noqa: BLE001 - a timeout, or a close that failed: killed below
+        closed = False
+    left = _kill_workers(processes)
+    if not closed or left:
+        warnings.warn(f"the local dask cluster did not close within {CLOSE_TIMEOUT:g} s; its "
+                      f"worker processes left were killed ({left} of {len(processes)})",
+                      RuntimeWarning, stacklevel=user_stacklevel())
+
+
+def _local_workers(cluster) -> list[tuple[str | None, Any]]:
+    """A local cluster's workers started so far: their addresses (None until connected) and
+    processes (dask's ``AsyncProcess``: ``pid``, ``is_alive()``). Empty for a cluster of other
+    machines."""
+    found = []
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(nanny, "process", None), "process", None)
+        if process is not None and hasattr(process, "is_alive"):
+            found.append((getattr(nanny, "worker_address", None), process))
+    return found
+
+
+def _kill_workers(processes: Sequence) -> int:
+    """Kill those of a local cluster's worker ``processes`` still running (a stopped one
+    too), and wait up to 5 s for them to end; how many were running. Dask's thread watching
+    each process reaps it (``is_alive()`` is false only then, so its pid is still ours)."""
+    left = [p for p in processes if p.is_alive()]
+    for p in left:
+        with contextlib.suppress(OSError):
+            os.kill(p.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    until = time.monotonic() + 5
+    while any(p.is_alive() for p in left) and time.monotonic() < until:
+        time.sleep(0.02)
+    return len(left)
 
 
 def _check_main_guard() -> None:
@@ -1165,11 +1259,24 @@ def _check_main_guard() -> None:
         "backend, which needs none)")
 
 
+#: Seconds of silence, beyond ``fit_timeout`` and the time to stop a fit, after which a dask
+#: worker running a replication under ``fit_timeout`` counts as frozen (:func:`_gather_dask`;
+#: :meth:`Study.run` states the sum, 34 s). A loaded machine delays heartbeats by seconds.
+FROZEN_GRACE = 30.0
+
+
 def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
-                 notes: str | None = None) -> None:
+                 notes: str | None = None, fit_timeout: float | None = None) -> None:
     """Deliver dask futures as they finish. Dask waits for ever for workers that are gone; this
     raises :class:`ExecutionError` once no worker has been connected for ``worker_timeout``
     seconds.
+
+    With ``fit_timeout``, the fits run in child processes of the workers, whose own thread
+    only waits for them: a worker holding one of the replications that the scheduler has not
+    heard from for longer than ``fit_timeout`` plus the time to stop a fit plus
+    :data:`FROZEN_GRACE` is frozen (its process stopped, e.g. by ``SIGSTOP``), and the run
+    fails naming it. Dask alone waited for the scheduler's ``worker-ttl`` (5 minutes by
+    default, for ever if unset) to drop it.
 
     No call here waits on dask without a bound. A replication that finished on a worker which
     then left before its result was fetched is computed again, by a worker that may never
@@ -1187,6 +1294,10 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
     step = min(1.0, worker_timeout / 4)
     alone_since: float | None = None
     checked = time.monotonic()
+    silent_after = None if fit_timeout is None else \
+        fit_timeout + 2 * timeouts.STOP_GRACE + FROZEN_GRACE
+    heard: dict[str, tuple[float, float]] = {}
+    listened = checked
     while not arriving.is_empty():
         if arriving.has_ready():
             fut, result = next(arriving)
@@ -1198,9 +1309,11 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
                     raise ExecutionError(
                         f"a dask worker process died running replication {m}"
                         f"{_ended_step(notes, m)}: the code ended its process (os._exit, a "
-                        "signal, a crash) or it ran out of memory. Run with fit_timeout to fit "
-                        "in processes of their own, which names the procedure on any cluster, "
-                        "or with fewer workers or smaller n if memory is short "
+                        "signal, a crash), it ran out of memory, or it was frozen (stopped, "
+                        "e.g. by SIGSTOP) until the scheduler's worker-ttl dropped it. Run with "
+                        "fit_timeout to fit in processes of their own, which names the "
+                        "procedure on any cluster (and a frozen worker sooner), or with fewer "
+                        "workers or smaller n if memory is short "
                         f"(dask: {exc})") from None
             if fut.cancelled():  # the scheduler was lost, or another caller cancelled it
                 reason = getattr(result, "reason", None) or "none given"
@@ -1221,6 +1334,10 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
             max(step, alone_since + worker_timeout - checked)
         if _dask_workers(client, bound):
             alone_since = None
+            # a tenth of the bound apart: the scheduler's answer lists every worker's metrics
+            if silent_after is not None and checked - listened >= silent_after / 10:
+                listened = checked
+                _check_heard(client, futures, heard, silent_after, fit_timeout, notes, step)
             continue
         if alone_since is None:
             alone_since = checked
@@ -1230,6 +1347,43 @@ def _gather_dask(client, futures: dict, finish: Callable, worker_timeout: float,
                 f"{worker_timeout:g} s, with {arriving.count()} of {len(futures)} replications "
                 "unfinished; start workers again and rerun (a checkpoint keeps the finished "
                 "ones), or allow longer with worker_timeout (--worker-timeout)")
+
+
+def _check_heard(client, futures: dict, heard: dict[str, tuple[float, float]],
+                 silent_after: float, fit_timeout, notes: str | None, timeout: float) -> None:
+    """Raise :class:`ExecutionError` naming a worker that holds one of ``futures`` unfinished
+    and that the scheduler has not heard from for ``silent_after`` seconds. ``heard`` keeps,
+    by worker, the scheduler's time it was last heard from and the time here that changed
+    (the scheduler's clock may be another machine's)."""
+    try:
+        info = client.sync(client.scheduler.identity, callback_timeout=timeout)
+        held = client.sync(client.scheduler.processing, workers=None,
+                           callback_timeout=timeout)
+    except Exception:  # noqa: BLE001 - a scheduler that does not answer is counted elsewhere
+        return
+    now = time.monotonic()
+    unfinished = {f.key: m for f, m in futures.items() if not f.done()}
+    for address, worker in info.get("workers", {}).items():
+        last = worker.get("last_seen")
+        if address not in heard or heard[address][0] != last:
+            heard[address] = (last, now)
+        silent = now - heard[address][1]
+        mine = sorted(unfinished[key] for key in held.get(address, ()) if key in unfinished)
+        if not mine or silent < silent_after:
+            continue
+        pid = next((p.pid for a, p in _local_workers(getattr(client, "cluster", None))
+                    if a == address), None)
+        which = f"replication {mine[0]}" if len(mine) == 1 else \
+            "replications " + ", ".join(map(str, mine))
+        step = next((s + "," for s in (_ended_step(notes, m) for m in mine) if s), "")
+        # notes: the run's own cluster, closed (its workers killed) as the error leaves
+        remedy = "rerun" if notes is not None else "restart or remove that worker and rerun"
+        raise ExecutionError(
+            f"the dask worker {address}{f' (process {pid})' if pid else ''} holding {which}"
+            f"{step} has not been heard from for {silent:.0f} s, longer than a fit may take "
+            f"under fit_timeout={fit_timeout:g} s: its process is frozen (stopped, e.g. by "
+            f"SIGSTOP or a debugger, or swapping) or stuck outside the fits; {remedy} (a "
+            "checkpoint keeps the finished replications)")
 
 
 def _dask_workers(client, timeout: float) -> int:
