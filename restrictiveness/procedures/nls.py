@@ -44,8 +44,8 @@ the lottery CPT fitter (SPEC §6: several starts, genuine local optima, optima o
    bounds rather than near them.
    A start of your own (``start={name: value}``, or a list of them: R's ``nls(start=)``,
    scipy's ``p0``) is refined as well, whatever its screening rank: from a wide box the
-   screening alone can miss a narrow basin of a many-parameter model (sums of exponentials or
-   Gaussians: NIST's Lanczos and Gauss problems) that a local start reaches.
+   screening alone can miss a narrow basin of a many-parameter model (two Gaussians on an
+   exponential: NIST's Gauss2 and Gauss3) that a local start reaches.
 3. The best refinement wins, except that an optimum a start of your own reaches is kept
    unless another is lower by more than rounding (:data:`START_TIE` relative): equivalent
    optima (terms of a sum trading places, periods aliased on whole-number ``x``) differ only
