@@ -123,13 +123,14 @@ def test_screening_points_are_projected_on_the_linear_parameter(log):
     t = np.linspace(0, 4, 30)
     y = 1.5 * np.exp(-0.4 * t) + 0.05 * np.cos(5 * t)
     lo, hi = np.array([0.1, 0.0]), np.array([2.1, 3.0])
-    P = np.array([[0.2, 0.1], [1.0, 0.5], [0.3, 0.9], [0.5, 2.0], [0.15, 0.3], [1.2, 0.35]])
+    P = np.array([[0.2, 0.1], [0.8, 0.5], [0.3, 0.9], [0.5, 2.0], [0.15, 0.3], [1.2, 0.35]])
     group = np.array([0, 0, 0, 0, 0, 1], dtype=np.int64)
     e = np.exp(-np.outer(P[:, 1], t))
     a_hat = np.clip((e @ y) / (e * e).sum(1), lo[0], hi[0])
     assert a_hat[3] == hi[0] and lo[0] < a_hat.min() and (a_hat < hi[0]).sum() == 5
     ssr = ((a_hat[:, None] * e - y) ** 2).sum(1)
     best = int(np.argmin(ssr[:5]))
+    assert P[best, 0] != 1.0   # a₀ = 1 would hide a step taken in log a (the same there)
     expected = np.array([a_hat[best], P[best, 1]])
     fun, twin, linear = (DECAY_LOG, _decay_log, 2) if log else (DECAY, _decay, 1)
     if log:
