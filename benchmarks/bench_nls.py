@@ -144,8 +144,9 @@ def main() -> None:
 
     lo, hi = model._box()
     points, group = _screening_points(tuple(lo), tuple(hi), model.n_points, model.seed)
-    opts = (points, group, lo, hi, np.ones(2, np.int64), model.n_refine, 0.1, model.max_nfev,
-            model.gtol, model.xtol, model.ftol)
+    linear = np.array(compiled.linear, np.int64) * (1 + model.logscale)
+    opts = (points, group, lo, hi, np.ones(2, np.int64), linear, model.n_refine, 0.1,
+            model.max_nfev, model.gtol, model.xtol, model.ftol)
     data = (design, y, logscale)
     reps = 200
     _, t_fit, _ = timed(lambda: [model.fit(s) for _ in range(reps)])

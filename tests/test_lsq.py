@@ -116,6 +116,49 @@ def test_first_two_iterations_follow_the_documented_formulas():
         assert x[0] == pytest.approx(expected, rel=1e-13)
 
 
+def test_a_failed_secant_step_is_retried_with_more_damping_before_gauss_newton():
+    """The model ``JᵀJ + S`` is given up for Gauss–Newton only after its *second* failure (module
+    docstring): after one failed step the damping doubles (``μ ← νμ``, ``ν = 2``) and the next
+    trial is the same model's step; it failing too, Gauss–Newton is tried at that damping. A
+    one-parameter problem, ``r_i = sin(θ u_i) − z_i``, where the first step is accepted with a
+    slow reduction (so the second uses ``JᵀJ + S``, with ``S = y#/dx`` in one dimension) and the
+    secant steps at ``μ₁`` and ``2μ₁`` both fail (asserted): the callback records the points the
+    solver evaluates, which must be, by hand, ``x₀, x₁, x₁ − g₁/(G₁ + S + μ₁D²),
+    x₁ − g₁/(G₁ + S + 2μ₁D²), x₁ − g₁/(G₁ + 2μ₁D²)``. Retrying Gauss–Newton after the first
+    failure would evaluate ``x₁ − g₁/(G₁ + μ₁D²)`` third (a decrease, asserted: the two orders
+    part ways there)."""
+    u, z = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.25, 0.75])
+    seen = []
+
+    def resjac(theta, data):
+        seen.append(theta[0])
+        return np.sin(theta[0] * data[0]) - data[1], (data[0] * np.cos(theta[0] * data[0]))[:, None]
+
+    def rj(x):
+        r, J = np.sin(x * u) - z, u * np.cos(x * u)
+        return r, J, J @ r, J @ J, r @ r
+
+    x0 = -1.75
+    r0, j0, g0, G0, ssr0 = rj(x0)
+    x1 = x0 - g0 / (G0 + 1e-3 * G0)
+    r1, j1, g1, G1, ssr1 = rj(x1)
+    rho = (ssr0 - ssr1) / (-2 * g0 * (x1 - x0) - G0 * (x1 - x0) ** 2)
+    assert 0.8 * ssr0 < ssr1 < ssr0 and (x1 - x0) * (g1 - g0) > 0   # slow: G + S next; S updated
+    mu1 = 1e-3 * max(1 / 3, 1 - (2 * rho - 1) ** 3)
+    S, D2 = (g1 - j0 @ r1) / (x1 - x0), max(G0, G1)
+    x2 = x1 - g1 / (G1 + S + mu1 * D2)
+    x3 = x1 - g1 / (G1 + S + 2 * mu1 * D2)
+    x4 = x1 - g1 / (G1 + 2 * mu1 * D2)
+    assert G1 + S + mu1 * D2 > 0 and rj(x2)[4] >= ssr1 and rj(x3)[4] >= ssr1   # both fail
+    assert rj(x1 - g1 / (G1 + mu1 * D2))[4] < ssr1      # Gauss–Newton at μ₁ would succeed
+    solve = python_lm(resjac, "lm_failed_secant_step")
+    box = (np.array([-5.0]), np.array([5.0]), np.ones(1, np.int64), (u, z))
+    # zero tolerances: no convergence test stops the run before the budget
+    x, cost, nfev, status, opt = solve(np.array([x0]), *box, 5, 0.0, 0.0, 0.0)
+    assert nfev == 5 and status == 0
+    np.testing.assert_allclose(seen, [x0, x1, x2, x3, x4], rtol=1e-13)
+
+
 def test_compiled_solver_equals_its_numpy_twin():
     for seed in range(5):
         data = problem(seed)

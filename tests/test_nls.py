@@ -293,6 +293,24 @@ def test_log_scale_callback_applies_the_chain_rule():
     np.testing.assert_allclose(r, c.values(t, X), rtol=1e-14)
 
 
+@pytest.mark.parametrize("formula, params, linear", [
+    ("y ~ a * exp(-b * x) + c", "a b c", (True, False, True)),
+    ("y ~ (a + b * x) / (1 + c * x)", "a b c", (True, True, False)),
+    # linear in a and in b, not in both (∂²f/∂a∂b ≠ 0): the first declared is taken
+    ("y ~ a * b * exp(-c * x)", "a b c", (True, False, False)),
+    ("y ~ b * a * exp(-c * x)", "b a c", (True, False, False)),
+    ("y ~ a * x + a**2", "a", (False,)),
+    ("y ~ a * exp(a * x) + b * x", "a b", (False, True)),
+    # c moves the switch as well as the level (sympy's ∂f/∂c is 1), wherever it is declared
+    ("y ~ where(x > c, a, b * x) + c", "a b c", (True, True, False)),
+    ("y ~ where(x > c, a, b * x) + c", "c a b", (False, True, True)),
+    ("y ~ a * abs(x - c) + b", "a b c", (True, True, False)),
+])
+def test_the_parameters_a_formula_is_jointly_linear_in(formula, params, linear):
+    c = compile_expression(parse_nonlinear(formula, params.split()))
+    assert c.linear == linear
+
+
 # ---------------------------------------------------------------------------------------------
 # fits: recovery, bounds, global optimum
 # ---------------------------------------------------------------------------------------------
@@ -1014,7 +1032,8 @@ def test_a_refinement_that_says_converged_is_at_a_stationary_point_of_a_badly_sc
     stalled = 0
     for start in lo + rng.random((40, 3)) * (hi - lo):
         _, ssr, rec, _ = refine((x[:, None], y, model.logscale), start[None, :],
-                                np.zeros(1, np.int64), lo, hi, np.ones(3, np.int64), 1, 0.1,
+                                np.zeros(1, np.int64), lo, hi, np.ones(3, np.int64),
+                                np.zeros(3, np.int64), 1, 0.1,
                                 model.max_nfev, model.gtol, model.xtol, model.ftol)
         status, optimality = int(rec[0, 8]), rec[0, 9]
         ref = scipy.optimize.least_squares(
@@ -1054,3 +1073,40 @@ def test_the_user_s_starts_are_refined_last_and_a_non_finite_one_refused():
                   start={"a": 1.0, "b": 2.0})
     with pytest.raises(rx.DataError, match=r"not finite at start \{'a': 1.0, 'b': 2.0\}"):
         logs.fit_arrays(x[:, None] + 1, x, columns=["x"])
+
+
+def test_an_amplitude_searched_on_the_log_scale_is_projected_in_its_natural_scale():
+    # a in (0.01, 100) is searched on the log scale: the screening's best point, where the
+    # first refinement starts, has the least-squares amplitude given its rate b₀,
+    # Σ y e^{−b₀x} / Σ e^{−2b₀x}, not a least-squares step in log a
+    x = np.linspace(0, 3, 30)
+    y = 2 * np.exp(-0.7 * x) + 0.02 * np.cos(7 * x)
+    model = rx.NLS("y ~ a * exp(-b * x)", bounds={"a": (0.01, 100), "b": (0.1, 5)})
+    assert model.logscale.tolist() == [1, 0]
+    a0, b0 = model.fit_arrays(x[:, None], y, columns=["x"]).info["starts"][0][:2]
+    e = np.exp(-b0 * x)
+    assert a0 == pytest.approx((e @ y) / (e @ e), rel=1e-12)
+
+
+def test_an_optimum_the_user_s_start_reaches_wins_a_tie_to_rounding_but_not_a_worse_one():
+    # two exponentials trade places: the screening reached the swapped optimum, whose SSR was
+    # 5.6e-18 (3e-15 relative) below the one from the user's start, and won; the user's order
+    # (b < d) is kept now, with its refinement's status
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 5, 40)
+    y = 2 * np.exp(-0.5 * x) + np.exp(-2.0 * x) + 0.01 * rng.standard_normal(40)
+    model = rx.NLS("y ~ a*exp(-b*x) + c*exp(-d*x)",
+                   bounds={"a": (-5, 5), "b": (0.01, 5), "c": (-5, 5), "d": (0.01, 5)},
+                   start={"a": 2.0, "b": 0.4, "c": 1.0, "d": 2.5})
+    fit = model.fit_arrays(x[:, None], y, columns=["x"])
+    rows = fit.info["starts"]
+    swapped = [r for r in rows[:-1] if r[5] > r[7]]            # an end with b > d
+    best_swapped = min(r[8] for r in swapped)
+    assert 0 < rows[-1][8] - best_swapped <= 1e-14 * best_swapped
+    assert fit.theta.tolist() == rows[-1][4:8] and fit.theta[1] < fit.theta[3]
+    assert fit.info["status"] == rx.procedures.nls.STATUS[rows[-1][10]]
+    # a start that reaches a worse local optimum (sin's other frequencies) does not win
+    t = np.linspace(0, 10, 50)
+    wave = rx.NLS("y ~ sin(b * x)", bounds={"b": (0.1, 5)}, start={"b": 4.0})
+    fit = wave.fit_arrays(t[:, None], np.sin(1.3 * t), columns=["x"])
+    assert fit.info["starts"][-1][2] > 1.0 and fit.theta[0] == pytest.approx(1.3, rel=1e-10)

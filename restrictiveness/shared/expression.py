@@ -47,7 +47,7 @@ from .exceptions import FormulaError
 from .forksafe import ForkSafeLock
 
 __all__ = ["FUNCTIONS", "NonlinearFormula", "parse_nonlinear", "CompiledExpression",
-           "compile_expression", "callback_type"]
+           "compile_expression", "callback_type", "linear_parameters"]
 
 #: Functions a nonlinear formula may call, with their number of arguments.
 FUNCTIONS: dict[str, int] = {
@@ -581,6 +581,9 @@ class CompiledExpression:
         The generated Python source (for inspection; it contains no user text).
     value, derivatives : sympy expressions
         ``f`` and ``∂f/∂θ_k`` in the parameters' natural scale.
+    linear : tuple of bool
+        Per parameter, whether it is in a set of parameters the formula is jointly linear in
+        (:func:`linear_parameters`).
     """
 
     formula: NonlinearFormula
@@ -588,6 +591,7 @@ class CompiledExpression:
     source: str
     value: object
     derivatives: list
+    linear: tuple[bool, ...] = ()
 
     def values(self, theta: np.ndarray, X: np.ndarray, jacobian: bool = False):
         """``f(X; θ)`` (and ``∂f/∂θ`` with ``jacobian=True``) at natural-scale ``θ``."""
@@ -701,6 +705,35 @@ def _compile(formula: NonlinearFormula) -> CompiledExpression:
     # error_model="numpy": 1/0 is inf (a derivative at a bound, sqrt(a) at a = 0), not
     # ZeroDivisionError, so such points are skipped as not finite rather than end the fit
     resjac = numba.njit(callback_type().signature, error_model="numpy")(namespace["resjac"])
-    out = CompiledExpression(formula, resjac, source, value, derivs)
+    out = CompiledExpression(formula, resjac, source, value, derivs,
+                             linear_parameters(value, derivs,
+                                               [symbols[q] for q in formula.params]))
     out._symbols = symbols
     return out
+
+
+def linear_parameters(value, derivatives: Sequence, thetas: Sequence) -> tuple[bool, ...]:
+    """A set of parameters a formula is jointly linear in, ``f = Σ_{k∈L} θ_k g_k + h`` with
+    ``g_k`` and ``h`` free of ``θ_L``: no derivative ``∂f/∂θ_k``, ``k ∈ L``, contains a
+    parameter of ``L`` (every second derivative within ``L`` is zero; as they are symmetric, a
+    parameter joins when its own derivative is free of itself and of those taken before it),
+    and no parameter of ``L`` is in a condition of a piecewise term (``where``, ``abs``,
+    ``minimum``...: sympy's derivative with respect to a switch point drops the jump, so
+    ``where(x > c, a, b) + c`` has ``∂f/∂c = 1``). Built greedily in declaration order, so
+    maximal (no parameter can join) though not always the largest: ``a * b * exp(-c * x)`` is
+    linear in ``a`` and in ``b`` but not in both, and gives ``{a}``.
+
+    Examples
+    --------
+    >>> c = compile_expression(parse_nonlinear("y ~ a * exp(-b * x) + c", ["a", "b", "c"]))
+    >>> linear_parameters(c.value, c.derivatives, [c._symbols[q] for q in "abc"])
+    (True, False, True)
+    """
+    sp = _sympy()
+    switches = set().union(*(c.free_symbols for pw in value.atoms(sp.Piecewise)
+                             for _, c in pw.args))
+    chosen: list[int] = []
+    for k, d in enumerate(derivatives):
+        if thetas[k] not in switches and not d.free_symbols & {thetas[j] for j in [*chosen, k]}:
+            chosen.append(k)
+    return tuple(k in chosen for k in range(len(derivatives)))
