@@ -1202,6 +1202,66 @@ def test_a_busy_dask_worker_is_not_taken_for_frozen(monkeypatch):
     assert (ds["loss"] == serial["loss"]).all()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="stops its worker with a POSIX signal")
+def test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it(tmp_path,
+                                                                         monkeypatch):
+    """The process pool's side of the dask test above: a pool worker stopped mid-fit never
+    reported, and the run waited for it for ever. Under fit_timeout its fits run in processes
+    of its own while a thread of it beats, so one silent for longer than a fit may take (2 s,
+    4 s to stop it, a grace of 2 s for the test) fails the run naming it, its replication and
+    the procedure; it is killed, no process is left, and the checkpoint keeps the other
+    replications."""
+    import restrictiveness.engine.study as study_module
+
+    monkeypatch.setattr(study_module, "FROZEN_GRACE", 2.0)
+    flag, ck = tmp_path / "frozen", tmp_path / "ck"
+    study = rx.Study(_prior(), {"ols": rx.OLS("y ~ x"),
+                                "freezer": FreezesItsWorker(str(flag), os.getpid())},
+                     rx.Constant(), n=[10], replications=4, seed=3)
+    before = _children()
+    try:
+        with within(60), pytest.raises(rx.ExecutionError) as info:
+            study.run(n_jobs=2, fit_timeout=2, progress=False, checkpoint=ck)
+        failed_at = time.time()
+    finally:
+        if flag.exists() and flag.read_text():  # stopped processes ignore all but SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(flag.read_text()), signal.SIGKILL)
+    pid = int(flag.read_text())
+    found = re.fullmatch(
+        rf"the worker process {pid} holding replication ([0-3]), in the fit or predictions of "
+        r"procedure 'freezer' \(n=10\), has not been heard from for (8|9|10) s, longer than a "
+        r"fit may take under fit_timeout=2 s: its process is frozen \(stopped, e\.g\. by "
+        r"SIGSTOP or a debugger, or swapping\) or stuck outside the fits; rerun \(a "
+        r"checkpoint keeps the finished replications\)", str(info.value))
+    assert found, str(info.value)
+    # timed from the freeze: 8 s of silence, then the other worker's SIGTERM; before, never
+    assert failed_at - flag.stat().st_mtime < 8 + 6
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+    assert sorted(study.finished(ck)) == sorted({0, 1, 2, 3} - {int(found.group(1))})
+
+
+def test_a_busy_pool_worker_is_not_taken_for_frozen(monkeypatch):
+    """The other side of the test above: a pool worker whose replication (eight fits of 1 s,
+    each in a child) runs longer than the silence that marks a frozen one (1.5 + 4 + 0.5 s)
+    beats meanwhile, and its run ends with the numbers of a serial run without a limit."""
+    import restrictiveness.engine.study as study_module
+
+    monkeypatch.setattr(study_module, "FROZEN_GRACE", 0.5)
+    study = rx.Study(_prior(), {"a": Sleeps(1.0), "b": Sleeps(1.0)}, rx.Constant(),
+                     n=[10, 20, 30, 40], replications=3, seed=5)
+    with within(120):
+        ds = study.run(n_jobs=2, fit_timeout=1.5, progress=False).dataset
+    assert (ds["failed"] == 0).all()
+    assert (ds["seconds"] >= 1).all()
+    serial = rx.Study(_prior(), {"a": rx.OLS("y ~ x"), "b": rx.OLS("y ~ x")}, rx.Constant(),
+                      n=[10, 20, 30, 40], replications=3, seed=5).run(progress=False).dataset
+    assert (ds["loss"] == serial["loss"]).all()
+
+
 def test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed(tmp_path):
     """A worker (its nanny) that failed to start: the run failed with dask's bare
     ``RuntimeError: Nanny failed to start.``, its cause only in the log."""

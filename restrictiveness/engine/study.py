@@ -453,7 +453,14 @@ class Study:
             ``worker-ttl`` (config ``distributed.scheduler.worker-ttl``, 5 minutes by
             default, never if unset); the run's own local cluster then fails the run naming
             the replication, and a ``client``'s cluster computes it on another worker. A fit
-            that never returns (its worker still heard from) holds the run for ever.
+            that never returns (its worker still heard from) holds the run for ever. The
+            process pool keeps the same bound: under ``fit_timeout``, a worker process frozen
+            (stopped, or stuck outside the fits) fails the run with
+            :class:`~restrictiveness.ExecutionError` naming it (its process id, replication
+            and procedure) once it has not been heard from for ``fit_timeout`` plus 34 s, and
+            is killed; without ``fit_timeout`` a fit runs in the worker's process and may take
+            any time, so a frozen worker, like a fit that never returns, holds the run for
+            ever.
         client : distributed.Client, optional
             For ``backend="dask"`` only (refused with ``"processes"``).
         concurrency : int, optional
@@ -489,8 +496,8 @@ class Study:
             run on threads, which cannot be stopped (they bound their own requests and
             programs). Time numba spends compiling kernels in the child does not count (see
             :mod:`restrictiveness.engine.timeouts`). A checkpoint keeps a timed-out fit as
-            failed when resumed with another limit. On dask it also bounds how long a frozen
-            worker holds the run (see ``backend``). Default: no limit.
+            failed when resumed with another limit. It also bounds how long a frozen worker
+            holds the run, on the pool and on dask (see ``backend``). Default: no limit.
 
         Returns
         -------
@@ -512,8 +519,8 @@ class Study:
         BaselineError
             The baseline failed to fit a sample, or took longer than ``fit_timeout``.
         ExecutionError
-            A worker died, or a pseudo-truth draw took longer than ``fit_timeout``; on dask,
-            a worker froze under ``fit_timeout``, every worker left for ``worker_timeout``, or
+            A worker died, a worker froze under ``fit_timeout``, or a pseudo-truth draw took
+            longer than ``fit_timeout``; on dask, every worker left for ``worker_timeout``, or
             the local cluster could not start.
 
         Warns
@@ -923,12 +930,13 @@ def _this_process() -> tuple[str, int]:
     return _PROCESS_TOKEN, os.getpid()
 
 
-#: In a worker of a local dask cluster: the file naming the step it runs (see _note_step).
+#: In a worker of a local dask cluster, or of a pool under fit_timeout: the file naming the
+#: step it runs (see _note_step).
 _STEP_NOTE: str | None = None
 
 
 def _note_step(step: tuple) -> None:
-    """Record the step a local dask worker begins, ``("truth", m, None)``,
+    """Record the step a local dask or pool worker begins, ``("truth", m, None)``,
     ``("baseline", m, n)`` or ``(label, m, n)``: a fit that ends the worker's process cannot
     say so, and the caller reads it back to name the procedure (:func:`_ended_step`)."""
     if _STEP_NOTE is not None:
@@ -938,7 +946,7 @@ def _note_step(step: tuple) -> None:
 
 
 def _ended_step(notes: str | None, m: int) -> str:
-    """The step replication ``m`` was running when its dask worker died, from the notes of
+    """The step replication ``m`` was running when its worker died or froze, from the notes of
     :func:`_note_step` (empty when unknown)."""
     if notes is None:
         return ""
@@ -963,8 +971,8 @@ def _remote_unit(study: Study, m: int, fit_timeout: float | None, filters: list[
     """:func:`run_unit` in a worker process (pool or dask), with the warnings it raised under
     the caller's ``filters``, for the caller to raise. A dask worker thread in the caller's
     own process (``caller``: :func:`_this_process` there) warns there already, and must not
-    swap the process's filters under the caller's threads. ``notes``: a local dask cluster's
-    directory of :func:`_note_step`."""
+    swap the process's filters under the caller's threads. ``notes``: the directory of
+    :func:`_note_step` (of a local dask cluster, or of a pool under ``fit_timeout``)."""
     if _this_process() == caller:
         return run_unit(study, m, fit_timeout), []
     if notes is not None:
@@ -974,16 +982,75 @@ def _remote_unit(study: Study, m: int, fit_timeout: float | None, filters: list[
 
 
 def _pool_unit(study: Study, m: int, fit_timeout: float | None, filters: list[tuple],
-               caller: tuple[str, int]) -> tuple[ReplicationRecord, list]:
+               caller: tuple[str, int], notes: str | None = None
+               ) -> tuple[ReplicationRecord, list]:
     """:func:`_remote_unit` in a pool worker, which exits once a SIGTERM has unwound the unit:
-    the executor would report the exception and start the next queued replication."""
+    the executor would report the exception and start the next queued replication. A worker
+    with a heartbeat (:class:`_Heartbeats`) says which replication it runs."""
+    if _HEARTBEAT is not None:
+        _HEARTBEAT[0][_HEARTBEAT[1] + _Heartbeats.REPLICATION] = m
     try:
-        return _remote_unit(study, m, fit_timeout, filters, caller)
+        return _remote_unit(study, m, fit_timeout, filters, caller, notes)
     except WorkerTerminated as exc:
         os._exit(int(exc.code or 1))
+    finally:
+        if _HEARTBEAT is not None:
+            _HEARTBEAT[0][_HEARTBEAT[1] + _Heartbeats.REPLICATION] = -1
 
 
-def _init_worker() -> None:
+#: Seconds between a pool worker's heartbeats (:class:`_Heartbeats`).
+BEAT_INTERVAL = 0.5
+#: In a pool worker with a heartbeat: the shared array and the start of this worker's slot.
+_HEARTBEAT: tuple[Any, int] | None = None
+
+
+class _Heartbeats:
+    """Shared memory in which the workers of a process pool under ``fit_timeout`` say they are
+    alive, for :func:`_run_pool` to see one that is frozen (its process stopped, e.g. by
+    ``SIGSTOP``): the fits run in processes of their own, so a worker's own process only waits
+    for them, and a thread of it beats every :data:`BEAT_INTERVAL` seconds whatever a fit does.
+
+    Each worker claims a slot as it starts (:func:`_init_worker`) and keeps there its process
+    id, its count of beats, and the replication it runs (-1: none). The caller tracks when
+    each count last changed on its own clock (:meth:`silent`). Forked children of a worker
+    (its fits) have no beating thread, so a fit cannot beat for a frozen worker."""
+
+    PID, BEATS, REPLICATION, SIZE = 0, 1, 2, 3
+
+    def __init__(self, workers: int) -> None:
+        ctx = _pool_context()
+        self.slots = ctx.RawArray("q", workers * self.SIZE)  # no lock: one writer per field
+        self.claimed = ctx.Value("i", 0)
+        self.heard: dict[int, tuple[int, float]] = {}
+        self.checked = time.monotonic()
+
+    def silent(self, after: float) -> tuple[int, int, float] | None:
+        """``(pid, replication, seconds)`` of a worker not heard from for ``after`` seconds of
+        this process's watch, else None. Time this process did not watch (itself stopped, or
+        busy saving a record) does not count: its workers, stopped with it, beat again."""
+        now = time.monotonic()
+        if now - self.checked > 4 * BEAT_INTERVAL:
+            self.heard = {}
+        self.checked = now
+        for start in range(0, min(self.claimed.value * self.SIZE, len(self.slots)), self.SIZE):
+            count = self.slots[start + self.BEATS]
+            if start not in self.heard or self.heard[start][0] != count:
+                self.heard[start] = (count, now)
+            quiet = now - self.heard[start][1]
+            if quiet >= after:
+                return (self.slots[start + self.PID], self.slots[start + self.REPLICATION],
+                        quiet)
+        return None
+
+
+def _beat(slots, at: int) -> None:
+    """A pool worker's heartbeat thread: count beats at ``slots[at]``."""
+    while True:
+        slots[at] += 1
+        time.sleep(BEAT_INTERVAL)
+
+
+def _init_worker(slots=None, claimed=None) -> None:
     # Workers leave Ctrl-C to the parent, which stops them; otherwise every worker of a
     # terminal's process group prints its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -997,20 +1064,37 @@ def _init_worker() -> None:
     parent = os.getppid()
     threading.Thread(target=exit_when_orphaned, args=(parent,), daemon=True,
                      name="rx-parent-watch").start()
+    if slots is not None:  # a pool under fit_timeout watches its workers (_Heartbeats)
+        with claimed.get_lock():
+            start, claimed.value = claimed.value * _Heartbeats.SIZE, claimed.value + 1
+        if start < len(slots):  # the pool starts no more workers than slots
+            global _HEARTBEAT
+            slots[start + _Heartbeats.PID] = os.getpid()
+            slots[start + _Heartbeats.REPLICATION] = -1
+            _HEARTBEAT = (slots, start)
+            threading.Thread(target=_beat, args=(slots, start + _Heartbeats.BEATS),
+                             daemon=True, name="rx-heartbeat").start()
 
 
-def _start_pool(workers: int, now: bool = False) -> ProcessPoolExecutor:
-    """A process pool; with ``now``, its workers are all started before this returns.
+def _pool_context():
+    # fork: workers inherit imported modules and compiled kernels, and user scripts need no
+    # __main__ guard; spawn where fork does not exist.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def _start_pool(workers: int, now: bool = False, beats: _Heartbeats | None = None
+                ) -> ProcessPoolExecutor:
+    """A process pool; with ``now``, its workers are all started before this returns; with
+    ``beats``, they beat there.
 
     A worker forked while another thread holds a lock below Python (OpenSSL's, as an I/O
     thread builds its HTTPS client) or a module's import lock inherits it held, and waits for
     it for ever; a study with ``concurrency`` therefore forks its workers (``now``) before its
     I/O threads run. (With fork, the pool starts every worker at its first task.)"""
-    # fork: workers inherit imported modules and compiled kernels, and user scripts need no
-    # __main__ guard; spawn where fork does not exist.
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                               initializer=_init_worker,
+                               initargs=() if beats is None else (beats.slots, beats.claimed))
     if now:
         pool.submit(int).result()
     return pool
@@ -1023,24 +1107,38 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     """Run replications on a local process pool (``pool``, or one started here), two per
     worker in flight (claimed only as they are submitted, so concurrent runs share the rest).
     On any exception, Ctrl-C included, the workers are terminated at once rather than waited
-    for."""
+    for.
+
+    Under ``fit_timeout`` the pool started here watches its workers (:class:`_Heartbeats`):
+    one not heard from for ``fit_timeout`` plus the time to stop a fit plus
+    :data:`FROZEN_GRACE` is frozen (as on dask, :func:`_gather_dask`), and the run fails
+    naming it, its replication and the step it was in; before, the run waited for it for
+    ever. Without ``fit_timeout`` the fits run in the worker's own process, which may hold it
+    (and its heartbeat) for as long as a fit takes, so no worker is taken for frozen."""
+    beats = notes = None
     if pool is None:
-        pool = _start_pool(workers)
+        if fit_timeout is not None:
+            beats = _Heartbeats(workers)
+            notes = tempfile.mkdtemp(prefix="rx-pool-steps-")
+        pool = _start_pool(workers, beats=beats)
     pending, running = iter(replications), {}
 
     def submit_next() -> None:
         for m in pending:
             if claim is None or claim(m):
                 running[pool.submit(_pool_unit, study, m, fit_timeout, filters,
-                                    _this_process())] = m
+                                    _this_process(), notes)] = m
                 return
 
     try:
         for _ in range(2 * workers):
             submit_next()
         while running:
-            # in slices, to see a Ctrl-C handled on another thread (WAIT_SLICE)
+            # in slices, to see a Ctrl-C handled on another thread (WAIT_SLICE), and a frozen
+            # worker
             done, _ = wait(running, timeout=WAIT_SLICE, return_when=FIRST_COMPLETED)
+            if beats is not None and fit_timeout is not None:
+                _fail_if_frozen(beats, fit_timeout, notes)
             for fut in done:
                 m = running.pop(fut)
                 try:
@@ -1059,7 +1157,25 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     except BaseException:
         _stop_pool(pool)
         raise
+    finally:
+        if notes is not None:
+            shutil.rmtree(notes, ignore_errors=True)
     pool.shutdown()
+
+
+def _fail_if_frozen(beats: _Heartbeats, fit_timeout: float, notes: str | None) -> None:
+    """Kill a pool worker not heard from for longer than a fit may take under ``fit_timeout``
+    (plus :data:`FROZEN_GRACE`), and raise :class:`ExecutionError` naming it."""
+    frozen = beats.silent(fit_timeout + 2 * timeouts.STOP_GRACE + FROZEN_GRACE)
+    if frozen is None:
+        return
+    pid, m, silent = frozen
+    error = _frozen_error(f"the worker process {pid}", [] if m < 0 else [m], notes, silent,
+                          fit_timeout, "rerun")
+    # stopped, it would take _stop_pool's SIGTERM only once continued
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    raise error
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -1260,8 +1376,9 @@ def _check_main_guard() -> None:
 
 
 #: Seconds of silence, beyond ``fit_timeout`` and the time to stop a fit, after which a dask
-#: worker running a replication under ``fit_timeout`` counts as frozen (:func:`_gather_dask`;
-#: :meth:`Study.run` states the sum, 34 s). A loaded machine delays heartbeats by seconds.
+#: or pool worker under ``fit_timeout`` counts as frozen (:func:`_gather_dask`,
+#: :func:`_run_pool`; :meth:`Study.run` states the sum, 34 s). A loaded machine delays
+#: heartbeats by seconds.
 FROZEN_GRACE = 30.0
 
 
@@ -1373,17 +1490,28 @@ def _check_heard(client, futures: dict, heard: dict[str, tuple[float, float]],
             continue
         pid = next((p.pid for a, p in _local_workers(getattr(client, "cluster", None))
                     if a == address), None)
+        # notes: the run's own cluster, closed (its workers killed) as the error leaves
+        remedy = "rerun" if notes is not None else "restart or remove that worker and rerun"
+        raise _frozen_error(f"the dask worker {address}{f' (process {pid})' if pid else ''}",
+                            mine, notes, silent, fit_timeout, remedy)
+
+
+def _frozen_error(worker: str, mine: Sequence[int], notes: str | None, silent: float,
+                  fit_timeout: float, remedy: str) -> ExecutionError:
+    """The error naming a frozen ``worker`` (dask or pool) holding replications ``mine`` (none:
+    between two), with the step it was in from ``notes`` (:func:`_ended_step`)."""
+    if mine:
         which = f"replication {mine[0]}" if len(mine) == 1 else \
             "replications " + ", ".join(map(str, mine))
         step = next((s + "," for s in (_ended_step(notes, m) for m in mine) if s), "")
-        # notes: the run's own cluster, closed (its workers killed) as the error leaves
-        remedy = "rerun" if notes is not None else "restart or remove that worker and rerun"
-        raise ExecutionError(
-            f"the dask worker {address}{f' (process {pid})' if pid else ''} holding {which}"
-            f"{step} has not been heard from for {silent:.0f} s, longer than a fit may take "
-            f"under fit_timeout={fit_timeout:g} s: its process is frozen (stopped, e.g. by "
-            f"SIGSTOP or a debugger, or swapping) or stuck outside the fits; {remedy} (a "
-            "checkpoint keeps the finished replications)")
+        held = f" holding {which}{step}"
+    else:
+        held = ", between replications,"
+    return ExecutionError(
+        f"{worker}{held} has not been heard from for {silent:.0f} s, longer than a fit may "
+        f"take under fit_timeout={fit_timeout:g} s: its process is frozen (stopped, e.g. by "
+        f"SIGSTOP or a debugger, or swapping) or stuck outside the fits; {remedy} (a "
+        "checkpoint keeps the finished replications)")
 
 
 def _dask_workers(client, timeout: float) -> int:
