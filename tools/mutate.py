@@ -160,6 +160,10 @@ OWN_CLUSTER = ("tests/test_runner.py::test_a_local_dask_cluster_that_cannot_star
 # a dask worker frozen under fit_timeout (and one only busy)
 FROZEN = ("tests/test_runner.py::test_a_frozen_dask_worker_fails_the_run_within_fit_timeout_naming_it",
           "tests/test_runner.py::test_a_busy_dask_worker_is_not_taken_for_frozen")
+# a pool worker frozen under fit_timeout (and one only busy)
+POOL_FROZEN = ("tests/test_runner.py::test_pool_heartbeats_count_only_the_silence_the_caller_watched",
+               "tests/test_runner.py::test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it",
+               "tests/test_runner.py::test_a_busy_pool_worker_is_not_taken_for_frozen")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -1918,6 +1922,24 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        if not mine or silent < silent_after:",
            "        if not mine or silent < 2 * silent_after:",
            "a frozen dask worker is named only after twice its bound", FROZEN),
+    Mutant("engine/study.py", "            if beats is not None and fit_timeout is not None:",
+           "            if False:",
+           "a frozen pool worker holds a run under fit_timeout for ever", POOL_FROZEN),
+    Mutant("engine/study.py", "        slots[at] += 1\n",
+           "        slots[at] += 0\n",
+           "a busy pool worker whose heartbeat never changes is taken for frozen", POOL_FROZEN),
+    Mutant("engine/study.py", "            if start not in self.heard or self.heard[start][0] != count:",
+           "            if start not in self.heard:",
+           "a busy pool worker heard from is taken for frozen after fit_timeout + 34 s", POOL_FROZEN),
+    Mutant("engine/study.py", "    frozen = beats.silent(fit_timeout + 2 * timeouts.STOP_GRACE + FROZEN_GRACE)",
+           "    frozen = beats.silent(2 * (fit_timeout + 2 * timeouts.STOP_GRACE + FROZEN_GRACE))",
+           "a frozen pool worker is named only after twice its bound", POOL_FROZEN),
+    Mutant("engine/study.py", "        os.kill(pid, signal.SIGKILL)\n",
+           "        pass\n",
+           "a frozen pool worker is left to the pool's SIGTERM, which a stopped process takes only once continued", POOL_FROZEN),
+    Mutant("engine/study.py", "        if now - self.checked > 4 * BEAT_INTERVAL:\n",
+           "        if False:\n",
+           "a pool run stopped and continued as a whole takes its workers for frozen", POOL_FROZEN),
     Mutant("engine/study.py", "        cause = exc.__cause__ or exc.__context__\n",
            "        cause = None\n",
            "a local dask cluster that cannot start does not say why", OWN_CLUSTER),

@@ -1032,7 +1032,10 @@ class _Heartbeats:
         if now - self.checked > 4 * BEAT_INTERVAL:
             self.heard = {}
         self.checked = now
-        for start in range(0, min(self.claimed.value * self.SIZE, len(self.slots)), self.SIZE):
+        # not the count of claimed slots: reading it takes a lock a frozen worker may hold
+        for start in range(0, len(self.slots), self.SIZE):
+            if not self.slots[start + self.PID]:  # not claimed yet
+                continue
             count = self.slots[start + self.BEATS]
             if start not in self.heard or self.heard[start][0] != count:
                 self.heard[start] = (count, now)
