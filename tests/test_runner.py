@@ -1245,6 +1245,75 @@ def test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it(tmp_pat
     assert sorted(study.finished(ck)) == sorted({0, 1, 2, 3} - {int(found.group(1))})
 
 
+class StopsTheOtherWorker(rx.Procedure):
+    """Once (``flag``): waits until the other pool worker has had no process of its own (a
+    replication's) for 1 s, so that it is idle, then stops it (``SIGSTOP``) and names it in
+    ``flag``; fits OLS. ``root``: the run's process, whose children are the workers."""
+
+    def __init__(self, flag, root):
+        self.flag, self.root = flag, root
+
+    def __repr__(self):
+        return "StopsTheOtherWorker()"
+
+    def fit(self, sample, rng):
+        import psutil
+        try:
+            claim = os.open(self.flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            here = psutil.Process()
+            mine = next(p for p in [here, *here.parents()] if p.ppid() == self.root)
+            other = next(p for p in psutil.Process(self.root).children()
+                         if p.pid != mine.pid and p.cmdline() == mine.cmdline())
+            quiet = time.monotonic()
+            while time.monotonic() - quiet < 1:
+                if other.children():
+                    quiet = time.monotonic()
+                time.sleep(0.02)
+            os.write(claim, str(other.pid).encode())
+            os.close(claim)
+            os.kill(other.pid, signal.SIGSTOP)
+        return rx.OLS("y ~ x").fit(sample, rng)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stops a worker with a POSIX signal")
+def test_a_pool_worker_frozen_between_replications_fails_the_run_naming_it(tmp_path,
+                                                                           monkeypatch):
+    """A worker stopped while idle never took the request to exit, and the pool's shut-down
+    waited for it for ever once every replication had finished. It fails the run as a worker
+    frozen mid-fit does (2 + 4 + 2 s of silence), and no process is left; the checkpoint
+    holds every replication."""
+    import restrictiveness.engine.study as study_module
+
+    monkeypatch.setattr(study_module, "FROZEN_GRACE", 2.0)
+    flag, ck = tmp_path / "frozen", tmp_path / "ck"
+    study = rx.Study(_prior(), {"stopper": StopsTheOtherWorker(str(flag), os.getpid())},
+                     rx.Constant(), n=[10], replications=2, seed=3)
+    before = _children()
+    try:
+        with within(60), pytest.raises(rx.ExecutionError) as info:
+            study.run(n_jobs=2, fit_timeout=2, progress=False, checkpoint=ck)
+        failed_at = time.time()
+    finally:
+        if flag.exists() and flag.read_text():  # stopped processes ignore all but SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(flag.read_text()), signal.SIGKILL)
+    pid = int(flag.read_text())
+    assert re.fullmatch(
+        rf"the worker process {pid}, between replications, has not been heard from for "
+        r"(8|9|10) s, longer than a fit may take under fit_timeout=2 s: its process is frozen "
+        r"\(stopped, e\.g\. by SIGSTOP or a debugger, or swapping\) or stuck outside the "
+        r"fits; rerun \(a checkpoint keeps the finished replications\)", str(info.value))
+    assert failed_at - flag.stat().st_mtime < 8 + 3
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+    assert sorted(study.finished(ck)) == [0, 1]
+
+
 def test_a_busy_pool_worker_is_not_taken_for_frozen(monkeypatch):
     """The other side of the test above: a pool worker whose replication (eight fits of 1 s,
     each in a child) runs longer than the silence that marks a frozen one (1.5 + 4 + 0.5 s)

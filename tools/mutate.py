@@ -163,7 +163,8 @@ FROZEN = ("tests/test_runner.py::test_a_frozen_dask_worker_fails_the_run_within_
 # a pool worker frozen under fit_timeout (and one only busy)
 POOL_FROZEN = ("tests/test_runner.py::test_pool_heartbeats_count_only_the_silence_the_caller_watched",
                "tests/test_runner.py::test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it",
-               "tests/test_runner.py::test_a_busy_pool_worker_is_not_taken_for_frozen")
+               "tests/test_runner.py::test_a_busy_pool_worker_is_not_taken_for_frozen",
+               "tests/test_runner.py::test_a_pool_worker_frozen_between_replications_fails_the_run_naming_it")
 # the parent's checks of limits and of what the child wrote (each run spawns a sandbox)
 SANDBOX = ("tests/test_sandbox.py::test_cpu_limit_is_positive_and_rounded_up",
            "tests/test_sandbox.py::test_parent_reads_only_arrays_whose_header_matches_the_file",
@@ -1940,6 +1941,12 @@ MUTANTS: list[Mutant] = [
     Mutant("engine/study.py", "        if now - self.checked > 4 * BEAT_INTERVAL:\n",
            "        if False:\n",
            "a pool run stopped and continued as a whole takes its workers for frozen", POOL_FROZEN),
+    Mutant("engine/study.py", "            _await_workers(pool, beats, fit_timeout, notes)\n",
+           "            pass\n",
+           "a pool worker frozen between replications holds the pool's shut-down for ever", POOL_FROZEN),
+    Mutant("engine/study.py", "        _end_processes(processes)  # the shut-down pool",
+           "        pass  # the shut-down pool",
+           "a pool worker frozen between replications is killed but the others outlive the run", POOL_FROZEN),
     Mutant("engine/study.py", "        cause = exc.__cause__ or exc.__context__\n",
            "        cause = None\n",
            "a local dask cluster that cannot start does not say why", OWN_CLUSTER),

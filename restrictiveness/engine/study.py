@@ -25,6 +25,7 @@ import contextlib
 import copy
 import json
 import multiprocessing
+import multiprocessing.connection
 import numbers
 import os
 import shutil
@@ -1045,6 +1046,12 @@ class _Heartbeats:
                         quiet)
         return None
 
+    def forget(self, pid: int) -> None:
+        """Stop watching the worker ``pid``, which has exited."""
+        for start in range(0, len(self.slots), self.SIZE):
+            if self.slots[start + self.PID] == pid:
+                self.slots[start + self.PID] = 0
+
 
 def _beat(slots, at: int) -> None:
     """A pool worker's heartbeat thread: count beats at ``slots[at]``."""
@@ -1157,6 +1164,8 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
                         "memory?); rerun with fewer workers or smaller n") from None
                 finish(m, record)
                 submit_next()
+        if beats is not None and fit_timeout is not None:
+            _await_workers(pool, beats, fit_timeout, notes)
     except BaseException:
         _stop_pool(pool)
         raise
@@ -1164,6 +1173,24 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
         if notes is not None:
             shutil.rmtree(notes, ignore_errors=True)
     pool.shutdown()
+
+
+def _await_workers(pool: ProcessPoolExecutor, beats: _Heartbeats, fit_timeout: float,
+                   notes: str | None) -> None:
+    """Shut ``pool`` down and wait for its workers to exit, failing on one frozen (by
+    :func:`_fail_if_frozen`): a worker stopped between replications never takes the request
+    to exit, and ``shutdown()`` waited for it for ever."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    waiting = {p.sentinel: p.pid for p in processes}
+    pool.shutdown(wait=False)
+    try:
+        while waiting:
+            for ready in multiprocessing.connection.wait(list(waiting), timeout=WAIT_SLICE):
+                beats.forget(waiting.pop(ready))  # gone: silent, and its pid free for reuse
+            _fail_if_frozen(beats, fit_timeout, notes)
+    except BaseException:
+        _end_processes(processes)  # the shut-down pool no longer lists them for _stop_pool
+        raise
 
 
 def _fail_if_frozen(beats: _Heartbeats, fit_timeout: float, notes: str | None) -> None:
@@ -1190,6 +1217,12 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
+    _end_processes(processes)
+
+
+def _end_processes(processes: Sequence) -> None:
+    """Terminate pool worker ``processes``, and kill those still running after the time a
+    worker needs to stop its fit's process."""
     for p in processes:
         p.terminate()
     # A worker unwinding under fit_timeout gives its fit's process up to twice STOP_GRACE for
