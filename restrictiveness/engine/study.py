@@ -1123,8 +1123,10 @@ def _run_pool(study: Study, replications: Sequence[int], workers: int,
     one not heard from for ``fit_timeout`` plus the time to stop a fit plus
     :data:`FROZEN_GRACE` is frozen (as on dask, :func:`_gather_dask`), and the run fails
     naming it, its replication and the step it was in; before, the run waited for it for
-    ever. Without ``fit_timeout`` the fits run in the worker's own process, which may hold it
-    (and its heartbeat) for as long as a fit takes, so no worker is taken for frozen."""
+    ever, and the shut-down for one frozen between replications (:func:`_await_workers`
+    watches that too). Without ``fit_timeout`` the fits run in the worker's own process,
+    which may hold it (and its heartbeat) for as long as a fit takes, so no worker is taken
+    for frozen."""
     beats = notes = None
     if pool is None:
         if fit_timeout is not None:
