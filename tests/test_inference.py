@@ -194,3 +194,20 @@ def test_estimates_keep_the_studys_order_of_discrepancies_as_the_summary_does(rn
                                         for n in (10, 20)]
         np.testing.assert_allclose(table["estimate"].to_numpy(),
                                    r.transpose(1, 0, 2).ravel(), rtol=1e-13)
+
+
+def test_timings_are_the_median_fit_and_the_total_of_every_draws_fits(rng):
+    """``seconds`` holds each record's mean fit time: ``median_seconds`` is their median over
+    replications (not the mean, which one slow replication drags), ``total_seconds`` their sum
+    weighted by the draws each record ran (procedure ``b`` ran 2 of the 3)."""
+    res, _, _ = _draws_results(rng)
+    m = np.arange(40)
+    seconds = np.array([[(p + 1) * m ** 2 / 100 + i for i in range(2)] for p in range(2)])
+    timed = rx.Results(res.dataset.assign(seconds=(("procedure", "n", "replication"), seconds)))
+    t = timed.timings()
+    # the median of 0, 1, 4, ..., 39**2 is (19**2 + 20**2) / 2 = 380.5 (the mean is 513.5);
+    # their sum is 20540
+    assert t.index.tolist() == [("a", 10), ("a", 20), ("b", 10), ("b", 20)]
+    np.testing.assert_allclose(t["median_seconds"], [3.805, 4.805, 7.61, 8.61], rtol=1e-13)
+    np.testing.assert_allclose(t["total_seconds"], [3 * 205.4, 3 * (205.4 + 40),
+                                                    2 * 410.8, 2 * (410.8 + 40)], rtol=1e-13)
