@@ -2031,6 +2031,11 @@ MUTANTS: list[Mutant] = [
            "a memory address in a procedure's repr hashed: its checkpoint never resumes in another session",
            ("tests/test_checkpoint.py::test_a_memory_address_in_a_repr_does_not_change_the_configuration",
             *CKPT)),
+    Mutant("engine/results.py", '        messages = [[next((str(e) for e in errors[i, j] if str(e)), "")',
+           '        messages = [[str(errors[i, j][0])',
+           "failures() names replication 0's error only: a later replication's first error is lost",
+           ("tests/test_inference.py::test_failures_count_fits_over_draws_and_name_the_first_error_of_any_replication",
+            *FAIL)),
     # the benchmarks, run by tests/test_benchmarks.py and checked by the values they print
     Mutant("demand/_logit_nb.py", "    nuT = np.ascontiguousarray(np.asarray(nu, dtype=float).T)\n",
            "    nuT = np.ascontiguousarray(np.asarray(nu, dtype=float)[:, ::-1].T)\n",
