@@ -21,7 +21,12 @@ from deadlines import within
 
 import restrictiveness as rx
 import restrictiveness.engine.study as study_module
-from restrictiveness.engine.checkpoint import Checkpoint, code_fingerprint, configuration_hash
+from restrictiveness.engine.checkpoint import (
+    Checkpoint,
+    code_fingerprint,
+    configuration_hash,
+    differences,
+)
 from restrictiveness.engine.protocol import FunctionRule
 from restrictiveness.engine.study import run_replication
 
@@ -246,6 +251,33 @@ def test_replications_do_not_depend_on_m_so_extending_m_reuses_them(tmp_path):
     res = _study(replications=6).run(progress=False, checkpoint=ck)  # -M 6 after -M 4
     assert Counting.fits == 2
     _same(res, _study(replications=6).run(progress=False))
+
+
+def test_a_memory_address_in_a_repr_does_not_change_the_configuration():
+    """A procedure holding a function shows it as '<function f at 0x...>', at an address that
+    differs in every session: with it hashed, no checkpoint of such a study could be resumed
+    after the process ended. The function's name, and the rest of the text, still count."""
+    def config(shown, name="f"):
+        return {"procedures": {"nls": f"NLS(model=<function {name} at {shown}>)"}, "seed": 0}
+
+    before, after = config("0x7f3a2c1d5e40"), config("0x55d0c0ffee00")
+    assert configuration_hash(before) == configuration_hash(after)
+    assert differences(before, after) == []
+    other = config("0x7f3a2c1d5e40", name="g")
+    assert configuration_hash(other) != configuration_hash(before)
+    assert differences(before, other) == [
+        "procedures['nls']: 'NLS(model=<function f>)' in the checkpoint, "
+        "'NLS(model=<function g>)' now"]
+
+
+def test_finished_lists_the_checkpoints_replications_below_this_studys_m(partial):
+    """M is not hashed, so a checkpoint of M = 6 holding replications 0, 2 and 3 serves a study
+    of M = 3 too: that study has finished 0 and 2, not replication 3, which it never runs (a
+    dry run counted it as done); one of M = 4 has finished all three."""
+    assert _study(replications=6).finished(partial) == [0, 2, 3]
+    assert _study(replications=4).finished(partial) == [0, 2, 3]
+    assert _study(replications=3).finished(partial) == [0, 2]
+    assert _study(replications=2).finished(partial) == [0]
 
 
 def test_a_saved_replication_is_not_claimed_again(partial):

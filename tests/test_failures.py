@@ -235,6 +235,13 @@ def test_a_rule_failing_in_predict_counts_the_rows_a_failed_fit_counts():
     np.testing.assert_array_equal(invalid.sel(procedure="fit").values, [40, 40])
     np.testing.assert_array_equal(invalid.sel(procedure="predict").values, [40, 40])
     np.testing.assert_array_equal(res.dataset["failed"].sel(n=10).values, [[1, 1], [1, 1]])
+    # every fit failed: the report says so and why, not also the 80 rows the baseline filled
+    every = "failed in 2 of 2 fits (n=10: 2 of 2), every fit: its r̂ only repeats the baseline's"
+    assert res.failure_report() == (
+        "the baseline's predictions replaced failed fits or invalid predictions: "
+        f"fit {every}; first error: fit: ValueError: no fit | "
+        f"predict {every}; first error: predict: ValueError: no predict "
+        "(see the summary notes and results.failures())")
 
 
 def test_a_fit_that_returns_none_fails_saying_so():

@@ -194,3 +194,40 @@ def test_estimates_keep_the_studys_order_of_discrepancies_as_the_summary_does(rn
                                         for n in (10, 20)]
         np.testing.assert_allclose(table["estimate"].to_numpy(),
                                    r.transpose(1, 0, 2).ravel(), rtol=1e-13)
+
+
+def test_timings_are_the_median_fit_and_the_total_of_every_draws_fits(rng):
+    """``seconds`` holds each record's mean fit time: ``median_seconds`` is their median over
+    replications (not the mean, which one slow replication drags), ``total_seconds`` their sum
+    weighted by the draws each record ran (procedure ``b`` ran 2 of the 3)."""
+    res, _, _ = _draws_results(rng)
+    m = np.arange(40)
+    seconds = np.array([[(p + 1) * m ** 2 / 100 + i for i in range(2)] for p in range(2)])
+    timed = rx.Results(res.dataset.assign(seconds=(("procedure", "n", "replication"), seconds)))
+    t = timed.timings()
+    # the median of 0, 1, 4, ..., 39**2 is (19**2 + 20**2) / 2 = 380.5 (the mean is 513.5);
+    # their sum is 20540
+    assert t.index.tolist() == [("a", 10), ("a", 20), ("b", 10), ("b", 20)]
+    np.testing.assert_allclose(t["median_seconds"], [3.805, 4.805, 7.61, 8.61], rtol=1e-13)
+    np.testing.assert_allclose(t["total_seconds"], [3 * 205.4, 3 * (205.4 + 40),
+                                                    2 * 410.8, 2 * (410.8 + 40)], rtol=1e-13)
+
+
+def test_failures_count_fits_over_draws_and_name_the_first_error_of_any_replication(rng):
+    """``failures()`` by procedure and n: the failed fits summed over replications, the fits
+    run (replications × the draws each ran: 3 for ``a``, 2 for ``b``) and the first error in
+    replication order, wherever it occurred (replications 0 to 2 had none)."""
+    res, _, _ = _draws_results(rng)
+    error = np.full((2, 2, 40), "", dtype=object)
+    error[0, 1, 3], error[0, 1, 7] = "fit: ValueError: late", "fit: ValueError: later"
+    failed = (error != "").astype(np.int64)
+    invalid = np.zeros((2, 2, 40), dtype=np.int64)
+    invalid[1, 0, 39] = 5
+    pnm = ("procedure", "n", "replication")
+    f = rx.Results(res.dataset.assign(failed=(pnm, failed), invalid=(pnm, invalid),
+                                      error=(pnm, error))).failures()
+    assert f.index.tolist() == [("a", 10), ("a", 20), ("b", 10), ("b", 20)]
+    assert f["failed"].tolist() == [0, 2, 0, 0]
+    assert f["fits"].tolist() == [120, 120, 80, 80]
+    assert f["invalid_rows"].tolist() == [0, 0, 5, 0]
+    assert f["first_error"].tolist() == ["", "fit: ValueError: late", "", ""]

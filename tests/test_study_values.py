@@ -4,6 +4,7 @@ gets, failures counted over K draws, and discrepancies with non-uniform evaluati
 from __future__ import annotations
 
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import restrictiveness as rx
 from restrictiveness.eligible.truth import PseudoTruth
 from restrictiveness.engine.protocol import FunctionRule
 from restrictiveness.engine.study import procedure_rng, truth_rng
+from restrictiveness.shared.random_state import global_state_seed
 
 SEED, N, M, K = 7, 12, 3, 3
 
@@ -79,6 +81,41 @@ def test_draw_k_trains_on_sample_k_with_its_own_stream_and_loss():
     assert len(firsts) == M * K
 
 
+class GlobalSpy(Spy):
+    """Draws one number from numpy's global random state in each fit, as user code that
+    ignores its ``rng`` does, and records it; fits OLS by hand."""
+
+    def __init__(self, label):
+        super().__init__(label)
+        self.drawn: list[float] = []
+
+    def fit(self, sample, rng):
+        self.drawn.append(np.random.uniform())  # noqa: NPY002
+        return super().fit(sample, rng)
+
+
+def test_the_global_random_states_of_draw_k_are_keyed_by_draw_k():
+    """Each fit runs on numpy's global state seeded from what it is, as its own stream: the
+    replication, the label, n and the draw (SeedSequence(seed, spawn_key=(m, 1, crc32(label),
+    n, k)), plus the global-state key). Keyed without the draw, the K fits of a replication
+    drew the same numbers, so a procedure drawing its initial values from np.random got K
+    copies of one start instead of K independent ones (the baseline too)."""
+    spies = {"a": GlobalSpy("a"), "b": GlobalSpy("b")}
+    baseline = GlobalSpy("baseline")
+    rx.Study(_prior(), spies, baseline, n=[N], replications=M, seed=SEED,
+             draws=K).run(progress=False)
+
+    def expected(m, label, k):
+        key = (m, 1, zlib.crc32(label.encode()), N, k)
+        seed = global_state_seed(np.random.SeedSequence(SEED, spawn_key=key))
+        return np.random.RandomState(seed).uniform()
+
+    for label, spy in {**spies, "__baseline__": baseline}.items():
+        assert spy.drawn == [expected(m, label, k) for m in range(M) for k in range(K)]
+    drawn = [u for spy in (*spies.values(), baseline) for u in spy.drawn]
+    assert len(set(drawn)) == len(drawn) == 3 * M * K
+
+
 @pytest.mark.parametrize("fit_on", ["training", "evaluation"])
 def test_failures_are_counted_over_the_k_draws(fit_on):
     """Draws 1..K-1 fail: ``failed`` counts K - 1 per replication, ``invalid`` counts every
@@ -143,6 +180,61 @@ def test_invalid_rows_are_counted_once_per_fit_over_every_draw():
             for d in ("mse", "mse_again"):
                 got = float(h["loss"].sel(discrepancy=d, replication=m, draw=k))
                 assert got == pytest.approx(expected, rel=1e-10)
+
+
+class Holes(rx.Procedure):
+    """OLS by hand whose rule predicts NaN wherever x1 > x2."""
+
+    def fit(self, sample, rng):
+        beta = _ols(sample.X, sample.y)
+        return FunctionRule(lambda X: np.where(
+            X[:, 0] > X[:, 1], np.nan, np.column_stack([np.ones(len(X)), X]) @ beta),
+            info={"params": {"intercept": float(beta[0])}})
+
+
+class IOMean(rx.Procedure):
+    """The sample mean, fitted on the run's threads under ``concurrency`` (as language-model
+    procedures are) without asking any server."""
+
+    io_bound = True
+
+    def fit(self, sample, rng):
+        value = float(sample.y.mean())
+        return FunctionRule(lambda X: np.full(len(X), value))
+
+
+def test_the_rows_fitted_beside_the_threads_keep_their_counts_and_messages():
+    """With ``concurrency``, the I/O-bound procedures' fits run on threads and the others
+    through the usual backend, whose records are merged row by row: every variable of those
+    rows (losses, failed fits, replaced rows, first errors, fit records, times) is the serial
+    run's. Here 'fails' fails draws 1 and 2 of each replication (2 failed fits and 2 x 40
+    replaced rows a replication) and 'holes' replaces the rows where x1 > x2 in each of its K
+    fits."""
+    prior = _prior()
+
+    def run(**options):
+        procs = {"io": IOMean(), "holes": Holes(), "fails": Spy("fails", fail_later=K,
+                                                                  sleep=0.01)}
+        with pytest.warns(rx.FailureWarning):
+            return rx.Study(prior, procs, rx.Constant(), n=[N], replications=M, seed=SEED,
+                            draws=K).run(progress=False, **options).dataset
+
+    serial, threaded = run(), run(concurrency=2)
+    for name in ("loss", "baseline_loss", "failed", "invalid", "error", "fit_info"):
+        np.testing.assert_array_equal(threaded[name].values, serial[name].values, err_msg=name)
+    bad = np.array([int((t.eval_X[:, 0] > t.eval_X[:, 1]).sum()) for t in _truths(prior)])
+    at = threaded.sel(n=N)
+    np.testing.assert_array_equal(at["failed"].sel(procedure=["io", "holes", "fails"]).values,
+                                  [[0] * M, [0] * M, [K - 1] * M])
+    np.testing.assert_array_equal(at["invalid"].sel(procedure=["io", "holes", "fails"]).values,
+                                  [[0] * M, K * bad, [(K - 1) * prior.n_eval] * M])
+    assert at["error"].sel(procedure="holes").values.tolist() == [
+        f"{b} invalid prediction row(s)" for b in bad]
+    assert at["error"].sel(procedure="fails").values.tolist() == [
+        f"fit: RuntimeError: call {m * K + 2}" for m in range(M)]
+    assert all('"intercept"' in text for text in at["fit_info"].sel(procedure="holes").values)
+    # the mean time of a fit of 'fails', which sleeps 0.01 s in each
+    assert (at["seconds"].sel(procedure="fails").values >= 0.01).all()
 
 
 @pytest.mark.parametrize("own", [1, 2, 3])
