@@ -1118,17 +1118,19 @@ def test_pool_workers_are_forked_before_the_io_threads_start(monkeypatch):
     assert int(out[0].dataset["failed"].sum()) == 0
 
 
-class FreezesItsWorker(rx.Procedure):
-    """Stops (``SIGSTOP``) the dask worker running its first fit, once (``flag``: the file
-    claiming it, which names the worker's process); the fit itself, in a process of its own
-    under ``fit_timeout``, goes on and returns. ``root``: the run's process, whose children
-    are the workers."""
+class _StopsAWorkerOnce(rx.Procedure):
+    """Once (``flag``: the file claiming it, which names the stopped worker's process): stops
+    (``SIGSTOP``) the worker :meth:`_target` picks, then fits OLS. ``root``: the run's process,
+    whose children are the workers."""
 
     def __init__(self, flag, root):
         self.flag, self.root = flag, root
 
     def __repr__(self):
-        return "FreezesItsWorker()"
+        return f"{type(self).__name__}()"
+
+    def _target(self, mine):
+        raise NotImplementedError
 
     def fit(self, sample, rng):
         import psutil
@@ -1138,11 +1140,20 @@ class FreezesItsWorker(rx.Procedure):
             pass
         else:
             here = psutil.Process()  # the worker, or the fit's process under fit_timeout
-            worker = next(p for p in [here, *here.parents()] if p.ppid() == self.root)
-            os.write(claim, str(worker.pid).encode())
+            mine = next(p for p in [here, *here.parents()] if p.ppid() == self.root)
+            target = self._target(mine)
+            os.write(claim, str(target.pid).encode())
             os.close(claim)
-            os.kill(worker.pid, signal.SIGSTOP)
+            os.kill(target.pid, signal.SIGSTOP)
         return rx.OLS("y ~ x").fit(sample, rng)
+
+
+class FreezesItsWorker(_StopsAWorkerOnce):
+    """Stops the worker running its first fit; the fit itself, in a process of its own under
+    ``fit_timeout``, goes on and returns."""
+
+    def _target(self, mine):
+        return mine
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="stops its worker with a POSIX signal")
@@ -1261,37 +1272,20 @@ def test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it(tmp_pat
     assert sorted(study.finished(ck)) == sorted({0, 1, 2, 3} - {int(found.group(1))})
 
 
-class StopsTheOtherWorker(rx.Procedure):
-    """Once (``flag``): waits until the other pool worker has had no process of its own (a
-    replication's) for 1 s, so that it is idle, then stops it (``SIGSTOP``) and names it in
-    ``flag``; fits OLS. ``root``: the run's process, whose children are the workers."""
+class StopsTheOtherWorker(_StopsAWorkerOnce):
+    """Stops the other pool worker once it has had no process of its own (a replication's)
+    for 1 s, so that it is idle."""
 
-    def __init__(self, flag, root):
-        self.flag, self.root = flag, root
-
-    def __repr__(self):
-        return "StopsTheOtherWorker()"
-
-    def fit(self, sample, rng):
+    def _target(self, mine):
         import psutil
-        try:
-            claim = os.open(self.flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            pass
-        else:
-            here = psutil.Process()
-            mine = next(p for p in [here, *here.parents()] if p.ppid() == self.root)
-            other = next(p for p in psutil.Process(self.root).children()
-                         if p.pid != mine.pid and p.cmdline() == mine.cmdline())
-            quiet = time.monotonic()
-            while time.monotonic() - quiet < 1:
-                if other.children():
-                    quiet = time.monotonic()
-                time.sleep(0.02)
-            os.write(claim, str(other.pid).encode())
-            os.close(claim)
-            os.kill(other.pid, signal.SIGSTOP)
-        return rx.OLS("y ~ x").fit(sample, rng)
+        other = next(p for p in psutil.Process(self.root).children()
+                     if p.pid != mine.pid and p.cmdline() == mine.cmdline())
+        quiet = time.monotonic()
+        while time.monotonic() - quiet < 1:
+            if other.children():
+                quiet = time.monotonic()
+            time.sleep(0.02)
+        return other
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="stops a worker with a POSIX signal")
