@@ -315,6 +315,14 @@ def _children():
     return found
 
 
+def _assert_no_process_left(before):
+    """Within 10 s, no child of this process is left beyond those in ``before``."""
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() <= before
+
+
 def _timeout_study(procedures):
     return rx.Study(_prior(), procedures, baseline=rx.Constant(), n=[10, 20], replications=3,
                     seed=7)
@@ -1191,10 +1199,7 @@ def test_a_frozen_dask_worker_fails_the_run_within_fit_timeout_naming_it(tmp_pat
     # timed from the freeze: 8 s of silence, then the cluster's close (4 s to kill the
     # stopped worker); before, 5 minutes
     assert failed_at - flag.stat().st_mtime < 8 + 4 + 15
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _children() <= before
+    _assert_no_process_left(before)
 
 
 class Sleeps(rx.Procedure):
@@ -1229,6 +1234,22 @@ def test_a_busy_dask_worker_is_not_taken_for_frozen(monkeypatch):
     assert (ds["loss"] == serial["loss"]).all()
 
 
+def _run_until_a_worker_is_frozen(study, flag, ck):
+    """Run ``study`` in a pool of 2 under ``fit_timeout=2`` until a procedure stops a worker
+    (``flag`` names it) and the run fails; returns the error's message, the stopped worker's
+    process id and the seconds from the stop to the failure. The stopped worker is killed
+    whatever happens (a stopped process ignores all but SIGKILL)."""
+    try:
+        with within(60), pytest.raises(rx.ExecutionError) as info:
+            study.run(n_jobs=2, fit_timeout=2, progress=False, checkpoint=ck)
+        failed_at = time.time()
+    finally:
+        if flag.exists() and flag.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(flag.read_text()), signal.SIGKILL)
+    return str(info.value), int(flag.read_text()), failed_at - flag.stat().st_mtime
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="stops its worker with a POSIX signal")
 def test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it(tmp_path,
                                                                          monkeypatch):
@@ -1246,29 +1267,18 @@ def test_a_frozen_pool_worker_fails_the_run_within_fit_timeout_naming_it(tmp_pat
                                 "freezer": FreezesItsWorker(str(flag), os.getpid())},
                      rx.Constant(), n=[10], replications=4, seed=3)
     before = _children()
-    try:
-        with within(60), pytest.raises(rx.ExecutionError) as info:
-            study.run(n_jobs=2, fit_timeout=2, progress=False, checkpoint=ck)
-        failed_at = time.time()
-    finally:
-        if flag.exists() and flag.read_text():  # stopped processes ignore all but SIGKILL
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(flag.read_text()), signal.SIGKILL)
-    pid = int(flag.read_text())
+    message, pid, waited = _run_until_a_worker_is_frozen(study, flag, ck)
     found = re.fullmatch(
         rf"the worker process {pid} holding replication ([0-3]), in the fit or predictions of "
         r"procedure 'freezer' \(n=10\), has not been heard from for (8|9|10) s, longer than a "
         r"fit may take under fit_timeout=2 s: its process is frozen \(stopped, e\.g\. by "
         r"SIGSTOP or a debugger, or swapping\) or stuck outside the fits; rerun \(a "
-        r"checkpoint keeps the finished replications\)", str(info.value))
-    assert found, str(info.value)
+        r"checkpoint keeps the finished replications\)", message)
+    assert found, message
     # timed from the freeze: 8 s of silence, then the pool stopped (measured 8.05 s; left to the
     # pool's SIGTERM, the stopped worker took 5 s more to be killed); before, never
-    assert failed_at - flag.stat().st_mtime < 8 + 3
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _children() <= before
+    assert waited < 8 + 3
+    _assert_no_process_left(before)
     assert sorted(study.finished(ck)) == sorted({0, 1, 2, 3} - {int(found.group(1))})
 
 
@@ -1302,25 +1312,14 @@ def test_a_pool_worker_frozen_between_replications_fails_the_run_naming_it(tmp_p
     study = rx.Study(_prior(), {"stopper": StopsTheOtherWorker(str(flag), os.getpid())},
                      rx.Constant(), n=[10], replications=2, seed=3)
     before = _children()
-    try:
-        with within(60), pytest.raises(rx.ExecutionError) as info:
-            study.run(n_jobs=2, fit_timeout=2, progress=False, checkpoint=ck)
-        failed_at = time.time()
-    finally:
-        if flag.exists() and flag.read_text():  # stopped processes ignore all but SIGKILL
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(flag.read_text()), signal.SIGKILL)
-    pid = int(flag.read_text())
+    message, pid, waited = _run_until_a_worker_is_frozen(study, flag, ck)
     assert re.fullmatch(
         rf"the worker process {pid}, between replications, has not been heard from for "
         r"(8|9|10) s, longer than a fit may take under fit_timeout=2 s: its process is frozen "
         r"\(stopped, e\.g\. by SIGSTOP or a debugger, or swapping\) or stuck outside the "
-        r"fits; rerun \(a checkpoint keeps the finished replications\)", str(info.value))
-    assert failed_at - flag.stat().st_mtime < 8 + 3
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _children() <= before
+        r"fits; rerun \(a checkpoint keeps the finished replications\)", message)
+    assert waited < 8 + 3
+    _assert_no_process_left(before)
     assert sorted(study.finished(ck)) == [0, 1]
 
 
@@ -1384,10 +1383,7 @@ def test_a_local_dask_cluster_that_cannot_start_fails_saying_what_failed(tmp_pat
         "machine can start that many processes and has memory for them (try a smaller "
         "n_jobs); or start a cluster yourself and pass client=Client(...), or run with "
         "backend='processes'")
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _children() <= before
+    _assert_no_process_left(before)
 
 
 def test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept(monkeypatch):
@@ -1417,7 +1413,4 @@ def test_a_local_dask_cluster_that_does_not_close_is_killed_and_the_results_kept
         ds = study.run(backend="dask", n_jobs=2, progress=False).dataset
     assert time.monotonic() - start < 60
     assert (ds["loss"] == serial["loss"]).all()
-    deadline = time.monotonic() + 10
-    while _children() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _children() <= before
+    _assert_no_process_left(before)
