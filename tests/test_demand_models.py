@@ -379,6 +379,82 @@ def test_kernels_match_numpy_twins(scale):
     S3, s3 = nb.mxl_probabilities(delta, W, ridx, nu)
     np.testing.assert_array_equal(S3, S)
     np.testing.assert_allclose(sh, s3, rtol=1e-14)   # the same sums, by BLAS
+    # the second-order term: from its Kronecker form (compiled) and from the definition
+    y = np.random.default_rng(1).uniform(0.0, 0.1, delta.shape)
+    args = nb._jacobian_args(delta, W, ridx, nu, z, lrow, lcol, None)
+    sh4, jac4, second = nb.shares_jacobian_second_nb(*args, y)
+    sh5, jac5, second5 = nb.shares_jacobian_second_numpy(*args, y)
+    np.testing.assert_allclose(sh4, sh2, rtol=1e-11)
+    np.testing.assert_allclose(jac4, jac2, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(jac5, jac2, rtol=1e-9, atol=1e-13)
+    assert np.abs(second).max() > 1e-3
+    np.testing.assert_allclose(second, second5, rtol=1e-9, atol=1e-12 * np.abs(second5).max())
+
+
+@pytest.mark.parametrize("formula, random", [
+    (DEFAULT_FORMULA, None),                    # the intercept and a dummy repeat columns
+    ("shares ~ 0 + prices + sugar", ["sugar"]),  # no column repeats; one random term
+])
+def test_the_second_order_term_is_the_hessian_less_gauss_newton(formula, random):
+    """``JᵀJ + S`` from the compiled callback in the solver's coordinates (Cholesky diagonals
+    ``L_aa = η_a²``) equals the Hessian of ``½ Σ r²`` by central differences of its gradient
+    ``Jᵀr``: a known answer for the Kronecker form, the distinct product columns and the chain
+    rule through η."""
+    X = markets(6, J=5, seed=3)
+    W = np.ascontiguousarray(market_design(formula, X)[0])
+    names = market_design(formula, X)[1]
+    proc = MixedLogit(formula, random=random, nodes=32)
+    ex = proc._extra(list(names))
+    y = np.random.default_rng(2).uniform(0.02, 0.2, W.shape[:2])
+    prob = _problem("MXL", W, y, ex)
+    K, nL = W.shape[2], len(ex["lrow"])
+    rng = np.random.default_rng(4)
+    eta = np.r_[np.linspace(-0.3, 0.2, K) / np.abs(W).reshape(-1, K).max(axis=0),
+                rng.uniform(-0.6, 0.6, nL)]
+
+    def gradient(e):
+        r, J = nb.mxl_resjac_root(e, prob.data)
+        return J.T @ r
+
+    r, J, second = nb.mxl_resjac_root_second(eta, prob.data)
+    r0, J0 = nb.mxl_resjac_root(eta, prob.data)
+    np.testing.assert_allclose(r, r0, rtol=1e-13, atol=1e-17)
+    np.testing.assert_allclose(J, J0, rtol=1e-12, atol=1e-16)
+    fd = np.empty((K + nL, K + nL))
+    for i in range(K + nL):
+        h = 1e-5 * max(1.0, abs(eta[i]))
+        up, down = eta.copy(), eta.copy()
+        up[i] += h
+        down[i] -= h
+        fd[:, i] = (gradient(up) - gradient(down)) / (2 * h)
+    hessian = J.T @ J + second
+    assert np.abs(second).max() > 0.05 * np.abs(hessian).max()     # S is not negligible here
+    np.testing.assert_allclose(hessian, fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+    twin = nb.mxl_resjac_root_second_numpy(eta, prob.data)
+    np.testing.assert_allclose(twin[2], second, rtol=1e-9, atol=1e-12 * np.abs(second).max())
+
+
+def test_distinct_product_columns_are_found_as_by_brute_force():
+    """The second-order term sums each distinct column among ``W_a`` and ``W_a W_b`` once; which
+    ones coincide (over the present products only) equals a brute-force comparison."""
+    X = markets(5, J=6, seed=1)
+    W = np.ascontiguousarray(market_design(DEFAULT_FORMULA, X)[0])
+    W[:, :, 2] = W[:, :, 1]                      # sugar made equal to price
+    nprod = np.array([6, 6, 4, 6, 5], dtype=np.int64)
+    W[2, 4:, 2] = 99.0                           # ... except on absent products
+    K = W.shape[2]
+    ca = np.r_[np.arange(K), [a for a in range(K) for b in range(a, K)]].astype(np.int64)
+    cb = np.r_[np.full(K, -1), [b for a in range(K) for b in range(a, K)]].astype(np.int64)
+    col, first, nd = nb._distinct_columns(W, nprod, ca, cb)
+    present = np.arange(6)[None, :] < nprod[:, None]
+    values = [np.where(present, W[:, :, a] if b < 0 else W[:, :, a] * W[:, :, b], 0.0)
+              for a, b in zip(ca, cb, strict=True)]
+    for i in range(len(ca)):
+        same = [k for k in range(len(ca)) if np.array_equal(values[i], values[k])]
+        assert first[col[i]] == same[0]         # mapped to the first column equal to it
+    assert nd == len({values[i].tobytes() for i in range(len(ca))})
+    # Intercept, price (= sugar), mushy (= mushy², = Intercept·mushy), price², price·mushy
+    assert nd == 5
 
 
 def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():

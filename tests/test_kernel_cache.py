@@ -156,6 +156,9 @@ _DEMAND_SCRIPT = textwrap.dedent("""
                                np.arange(Kr), 0.3 * z, z, lrow, lcol)
         _logit_nb.mxl_shares(rng.normal(size=(2, J)), rng.normal(size=(2, J, Kr)),
                              np.arange(Kr), 0.3 * z)
+        args = _logit_nb._jacobian_args(rng.normal(size=(2, J)), rng.normal(size=(2, J, Kr)),
+                                        np.arange(Kr), 0.3 * z, z, lrow, lcol, None)
+        _logit_nb.shares_jacobian_second_nb(*args, np.full((2, J), 0.01))
     prior = DemandPrior(n_train=30, n_eval=2)
     truth = prior.draw([30], truth_rng(0, 0))
     out = {"train": truth.train_y(30), "eval": truth.eval_y(30),
@@ -236,9 +239,10 @@ def test_fast_math_kernels_called_by_kernels_are_the_ones_checked_for_equal_roun
         ("shares_nb", "_row"),
         ("shares_nb", "_subtract_integral"),
         ("_market_shares", "_market_probabilities"),
-        ("shares_jacobian_nb", "_market_probabilities"),
+        ("_market_jacobian", "_market_probabilities"),   # inlined into the two kernels below
         ("mean_probabilities_nb", "_market_shares"),
         ("node_probabilities_nb", "_market_shares"),
-        ("shares_jacobian_nb", "_dot_nt"),
+        ("_market_jacobian", "_dot_nt"),
         ("mxl_resjac", "shares_jacobian_nb"),
+        ("mxl_resjac_second", "shares_jacobian_second_nb"),
     }

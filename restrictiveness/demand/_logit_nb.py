@@ -45,7 +45,9 @@ __all__ = ["node_probabilities_nb", "node_probabilities_numpy", "mean_probabilit
            "mean_probabilities_numpy", "shares_jacobian_nb", "shares_jacobian_numpy",
            "mxl_shares", "mxl_shares_numpy", "mxl_probabilities", "mxl_jacobian",
            "mxl_jacobian_numpy", "mxl_resjac", "mxl_resjac_numpy", "mxl_resjac_root",
-           "mxl_resjac_root_numpy", "solve_mxl"]
+           "mxl_resjac_root_numpy", "shares_jacobian_second_nb", "shares_jacobian_second_numpy",
+           "mxl_resjac_second", "mxl_resjac_second_numpy", "mxl_resjac_root_second",
+           "mxl_resjac_root_second_numpy", "solve_mxl"]
 
 
 # --------------------------------------------------------------------------- one market
@@ -275,6 +277,65 @@ def _dot_nt(A, B, out, nj):
         j += 1
 
 
+@cached_njit(fastmath=True, inline="always")
+def _market_jacobian(d, Wr_m, Wm, nuT, numax, ridx, lrow, lcol, Jm, mu, den, Sm, B, P, shares_m,
+                     jac_m):
+    """One market's node probabilities (into ``Sm (J, 2H)``), shares ``(J,)`` and Jacobian rows
+    ``(J, K + nL)``; rows from ``Jm`` on (absent products) get 0. ``B`` holds the node-sum rows
+    ``1 | w̄ (K) | ±z (Kr) | w̄_c ∘ ±z_b (nL)`` with the constant ones already set; this fills
+    ``w̄`` (left in ``B[1:1 + K]`` for :func:`_market_second_order`) and the products. ``d``,
+    ``Wr_m``, ``Wm`` are the market's mean utilities and design; ``mu``, ``den``, ``P`` scratch."""
+    K = Wm.shape[1]
+    kr = Wr_m.shape[1]
+    nL = lrow.shape[0]
+    R = Sm.shape[1]
+    J = Sm.shape[0]
+    zr, pr = 1 + K, 1 + K + kr
+    _market_probabilities(d, Wr_m, nuT, numax, mu, den, Sm, Jm)
+    for a in range(K):                                   # w̄ = Wmᵀ S_m
+        wa = B[1 + a]
+        for r in range(R):
+            wa[r] = 0.0
+        for j in range(Jm):
+            c = Wm[j, a]
+            sj = Sm[j]
+            for r in range(R):
+                wa[r] += c * sj[r]
+    for q in range(nL):
+        wc = B[1 + ridx[lrow[q]]]
+        zb = B[zr + lcol[q]]
+        out = B[pr + q]
+        for r in range(R):
+            out[r] = wc[r] * zb[r]
+    _dot_nt(Sm, B, P, Jm)                                # every node sum at once: (J, rows)
+    inv = 1.0 / R
+    for j in range(Jm, J):                               # absent products
+        shares_m[j] = 0.0
+        for a in range(K + nL):
+            jac_m[j, a] = 0.0
+    for j in range(Jm):
+        t = P[j, 0] * inv
+        shares_m[j] = t
+        for a in range(K):
+            jac_m[j, a] = t * Wm[j, a] - P[j, 1 + a] * inv
+        for q in range(nL):
+            jac_m[j, K + q] = (Wm[j, ridx[lrow[q]]] * P[j, zr + lcol[q]] - P[j, pr + q]) * inv
+
+
+@cached_njit()
+def _node_rows(zT, K, nL):
+    """The node-sum rows of :func:`_market_jacobian` with their constant entries set: a row of
+    ones and the nodes ``±z`` (``zT (Kr, H)``); the others are filled per market."""
+    kr, H = zT.shape
+    B = np.empty((1 + K + kr + nL, 2 * H))
+    B[0] = 1.0
+    for b in range(kr):
+        for h in range(H):
+            B[1 + K + b, h] = zT[b, h]
+            B[1 + K + b, H + h] = -zT[b, h]
+    return B
+
+
 @cached_njit(fastmath=True)
 def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod):
     """Shares and their (β, L) Jacobian, one market at a time.
@@ -302,58 +363,220 @@ def shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod):
     """
     n, J, kr = Wr.shape
     H = nuT.shape[1]
-    R = 2 * H
     K = W.shape[2]
     nL = lrow.shape[0]
     shares = np.empty((n, J))
     jac = np.empty((n, J, K + nL))
     mu = np.empty((J, H))
     numax = _abs_max_rows(nuT)
+    den = np.empty(2 * H)
+    Sm = np.empty((J, 2 * H))
+    B = _node_rows(zT, K, nL)
+    P = np.empty((J, B.shape[0]))
+    for m in range(n):
+        _market_jacobian(delta[m], Wr[m], W[m], nuT, numax, ridx, lrow, lcol, nprod[m], mu, den,
+                         Sm, B, P, shares[m], jac[m])
+    return shares, jac
+
+
+@cached_njit()
+def _column_value(Wm, j, a, b):
+    """Column ``W_a`` (``b < 0``) or ``W_a W_b`` of the design at product ``j``."""
+    return Wm[j, a] if b < 0 else Wm[j, a] * Wm[j, b]
+
+
+@cached_njit()
+def _distinct_columns(W, nprod, ca, cb):
+    """Which of the columns ``(ca[i], cb[i])`` (:func:`_column_value`) are equal over every
+    present product: returns ``col (ncand,)``, the index of each among the distinct ones (those
+    first seen), and their number. The intercept makes ``1·W_b = W_b``, a dummy ``m·m = m``."""
+    nc = ca.shape[0]
+    col = np.empty(nc, dtype=np.int64)
+    first = np.empty(nc, dtype=np.int64)       # candidate index of each distinct column
+    ndist = 0
+    for i in range(nc):
+        col[i] = -1
+        for d in range(ndist):
+            k = first[d]
+            same = True
+            for m in range(W.shape[0]):
+                for j in range(nprod[m]):
+                    if (_column_value(W[m], j, ca[i], cb[i])
+                            != _column_value(W[m], j, ca[k], cb[k])):
+                        same = False
+                        break
+                if not same:
+                    break
+            if same:
+                col[i] = d
+                break
+        if col[i] < 0:
+            first[ndist] = i
+            col[i] = ndist
+            ndist += 1
+    return col, first[:ndist], ndist
+
+
+@cached_njit(fastmath=True, inline="always")
+def _market_second_order(Sm, B, Wm, shares_m, y_m, Jm, ca, cb, col, first, C, Wt, rho, O,
+                         Macc):
+    """Add one market's part of the second-order term to ``Macc (npair, 2H)``: at node ``r``,
+    ``M_r[a, b] = Σ_j w_jr (W_ja − w̄_ar)(W_jb − w̄_br)`` over the pairs ``a ≤ b``, with
+    ``w_jr = s_jr (e_j − ρ_r)``, ``e_j = s_j − y_j`` the residual and ``ρ_r = Σ_j e_j s_jr``.
+    Expanded, ``M_r = Σ_j w_jr W_ja W_jb − ŵ_ar w̄_br − w̄_ar ŵ_br`` with ``ŵ = Wᵀ w`` (the
+    outside good's term, and that of ``Σ_j w_jr = ρ_r s_0r``, cancel). The sums over products
+    are one matrix product ``Cᵀ w`` over the distinct columns among ``W_a`` (candidates
+    ``0 … K−1``) and ``W_a W_b`` (the pairs after them; ``ca``, ``cb``, ``col``, ``first`` from
+    :func:`_distinct_columns`). ``Sm`` and ``B`` (with ``w̄``) as :func:`_market_jacobian`
+    left them; ``C (J, ·)``, ``Wt (J, 2H)``, ``rho (2H,)`` and ``O (·, 2H)`` are scratch."""
+    K = Wm.shape[1]
+    R = Sm.shape[1]
+    nd = first.shape[0]
+    for r in range(R):
+        rho[r] = 0.0
+    for j in range(Jm):
+        e = shares_m[j] - y_m[j]
+        sj = Sm[j]
+        for r in range(R):
+            rho[r] += e * sj[r]
+    for j in range(Jm):
+        e = shares_m[j] - y_m[j]
+        sj = Sm[j]
+        wj = Wt[j]
+        for r in range(R):
+            wj[r] = sj[r] * (e - rho[r])
+        for d in range(nd):
+            C[j, d] = _column_value(Wm, j, ca[first[d]], cb[first[d]])
+    np.dot(C[:Jm].T, Wt[:Jm], O)
+    for t in range(Macc.shape[0]):
+        a, b = ca[K + t], cb[K + t]
+        wa, wb, ha, hb = B[1 + a], B[1 + b], O[col[a]], O[col[b]]
+        u = O[col[K + t]]
+        acc = Macc[t]
+        for r in range(R):
+            acc[r] += u[r] - ha[r] * wb[r] - wa[r] * hb[r]
+
+
+@cached_njit()
+def _contract_nodes(Macc, B, pair, ia, ic):
+    """The second-order term in θ from the node sums: ``S[i, k] = mean_r M_r[a_i, a_k]
+    v_r[c_i] v_r[c_k]`` with ``M_r`` the rows ``pair[a, b]`` of ``Macc`` and ``v_r`` the rows
+    ``c`` of ``B`` (entry ``i`` of θ is design column ``ia[i]`` times node factor ``ic[i]``)."""
+    p = ia.shape[0]
+    R = Macc.shape[1]
+    second = np.empty((p, p))
+    for i in range(p):
+        for k in range(i, p):
+            mt = Macc[pair[ia[i], ia[k]]]
+            vi, vk = B[ic[i]], B[ic[k]]
+            acc = 0.0
+            for r in range(R):
+                acc += mt[r] * vi[r] * vk[r]
+            second[i, k] = second[k, i] = acc / R
+    return second
+
+
+# Without reassociation (unlike shares_jacobian_nb): numba links a copy of this kernel into
+# its caller, and with fastmath=True that copy rounded differently from the kernel's own (by
+# 2e-15), so a fit depended on whether the caller was compiled in the process or loaded from
+# the disk cache (tests/test_kernel_cache.py). As fast: its loops vectorise without it.
+@cached_njit(fastmath=_FM)
+def shares_jacobian_second_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod, y):
+    """:func:`shares_jacobian_nb` and the second-order term of the least-squares objective,
+    ``Σ_mj e_mj ∇²s_mj`` in ``θ = (β, L)`` with ``e = s − y`` the residuals.
+
+    With utilities linear in θ, ``∂u_jr/∂θ = x_jr`` (``W_j`` for β, ``W_jc z_br`` for
+    ``L_ab``), ``∇²s_jr = s_jr (d_jr d_jrᵀ − Σ_k s_kr d_kr d_krᵀ)`` with ``d_jr = x_jr − x̄_r``,
+    ``x̄_r = Σ_k s_kr x_kr``, the sum over every good (the outside good's ``x`` is 0). Since
+    ``x_jr − x̄_r = (W_j − w̄_r) ⊗ (1, z_r)`` on the entries θ has, the term is
+    ``mean_r M_r ⊗ v_r v_rᵀ`` with ``v_r = (1, z_r)`` and ``M_r`` the ``K × K`` matrix of
+    :func:`_market_second_order`. The nodes are common to all markets, so ``M_r`` is summed over
+    markets first and contracted with ``v_r v_rᵀ`` once.
+
+    Parameters
+    ----------
+    delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod
+        As in :func:`shares_jacobian_nb`.
+    y : ndarray, shape (n, J)
+        The shares fitted (0 for absent products).
+
+    Returns
+    -------
+    shares : ndarray, shape (n, J)
+    jac : ndarray, shape (n, J, K + nL)
+    second : ndarray, shape (K + nL, K + nL)
+    """
+    n, J, kr = Wr.shape
+    H = nuT.shape[1]
+    R = 2 * H
+    K = W.shape[2]
+    nL = lrow.shape[0]
+    p = K + nL
+    npair = K * (K + 1) // 2
+    # candidate columns: W_a, then W_a W_b for a ≤ b
+    ca = np.empty(K + npair, dtype=np.int64)
+    cb = np.full(K + npair, -1, dtype=np.int64)
+    pair = np.empty((K, K), dtype=np.int64)
+    for a in range(K):
+        ca[a] = a
+    t = 0
+    for a in range(K):
+        for b in range(a, K):
+            ca[K + t], cb[K + t] = a, b
+            pair[a, b] = pair[b, a] = t
+            t += 1
+    col, first, nd = _distinct_columns(W, nprod, ca, cb)
+    shares = np.empty((n, J))
+    jac = np.empty((n, J, p))
+    mu = np.empty((J, H))
+    numax = _abs_max_rows(nuT)
     den = np.empty(R)
     Sm = np.empty((J, R))
-    # rows of B: 1 | w̄_a (K) | ±z_b (Kr) | w̄_c ∘ ±z_b (nL); the constant rows are set once
-    zr, pr = 1 + K, 1 + K + kr
-    B = np.empty((pr + nL, R))
-    P = np.empty((J, pr + nL))
-    B[0] = 1.0
-    for b in range(kr):
-        for h in range(H):
-            B[zr + b, h] = zT[b, h]
-            B[zr + b, H + h] = -zT[b, h]
-    inv = 1.0 / R
+    B = _node_rows(zT, K, nL)
+    P = np.empty((J, B.shape[0]))
+    C = np.empty((J, nd))
+    Wt = np.empty((J, R))
+    rho = np.empty(R)
+    O = np.empty((nd, R))
+    Macc = np.zeros((npair, R))
     for m in range(n):
         Jm = nprod[m]
-        _market_probabilities(delta[m], Wr[m], nuT, numax, mu, den, Sm, Jm)
-        Wm = W[m]
-        for a in range(K):                               # w̄ = Wmᵀ S_m
-            wa = B[1 + a]
-            for r in range(R):
-                wa[r] = 0.0
-            for j in range(Jm):
-                c = Wm[j, a]
-                sj = Sm[j]
-                for r in range(R):
-                    wa[r] += c * sj[r]
-        for q in range(nL):
-            wc = B[1 + ridx[lrow[q]]]
-            zb = B[zr + lcol[q]]
-            out = B[pr + q]
-            for r in range(R):
-                out[r] = wc[r] * zb[r]
-        _dot_nt(Sm, B, P, Jm)                            # every node sum at once: (J, rows)
-        for j in range(Jm, J):                           # absent products
-            shares[m, j] = 0.0
-            for a in range(K + nL):
-                jac[m, j, a] = 0.0
-        for j in range(Jm):
-            t = P[j, 0] * inv
-            shares[m, j] = t
-            for a in range(K):
-                jac[m, j, a] = t * Wm[j, a] - P[j, 1 + a] * inv
-            for q in range(nL):
-                jac[m, j, K + q] = (Wm[j, ridx[lrow[q]]] * P[j, zr + lcol[q]]
-                                    - P[j, pr + q]) * inv
-    return shares, jac
+        _market_jacobian(delta[m], Wr[m], W[m], nuT, numax, ridx, lrow, lcol, Jm, mu, den, Sm,
+                         B, P, shares[m], jac[m])
+        if Jm > 0:
+            _market_second_order(Sm, B, W[m], shares[m], y[m], Jm, ca, cb, col, first, C, Wt,
+                                 rho, O, Macc)
+    # θ entry i is (design column ia, node factor ic): β_a is (a, 1), L_ab is (ridx[a], z_b)
+    ia = np.empty(p, dtype=np.int64)
+    ic = np.empty(p, dtype=np.int64)
+    for a in range(K):
+        ia[a], ic[a] = a, 0
+    for q in range(nL):
+        ia[K + q], ic[K + q] = ridx[lrow[q]], 1 + K + lcol[q]     # rows of B: 1, then ±z
+    return shares, jac, _contract_nodes(Macc, B, pair, ia, ic)
+
+
+def shares_jacobian_second_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray,
+                                 W: np.ndarray, ridx: np.ndarray, zT: np.ndarray,
+                                 lrow: np.ndarray, lcol: np.ndarray, nprod: np.ndarray,
+                                 y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`shares_jacobian_second_nb`, from the definition
+    ``Σ_mj e_mj mean_r s_jr (d_jr d_jrᵀ − Σ_k s_kr d_kr d_krᵀ)`` on the full vectors
+    ``x_jr = ∂u_jr/∂θ`` (no Kronecker factorisation; the outside good a product with x = 0)."""
+    S, shares = node_probabilities_numpy(delta, Wr, nuT, nprod)            # (n, J, R)
+    zf = np.concatenate([zT, -zT], axis=1)                                # (Kr, R)
+    R = S.shape[2]
+    x = np.concatenate([np.broadcast_to(W[:, :, None, :], W.shape[:2] + (R, W.shape[2])),
+                        W[:, :, None, ridx[lrow]] * zf[lcol].T[None, None]], axis=3)
+    xbar = np.einsum("mjr,mjrp->mrp", S, x)                               # (n, R, p)
+    d = x - xbar[:, None]
+    s0 = 1.0 - S.sum(axis=1)                                              # outside good
+    C = (np.einsum("mjr,mjrp,mjrq->mrpq", S, d, d)
+         + np.einsum("mr,mrp,mrq->mrpq", s0, xbar, xbar))
+    e = shares - y
+    hess = (np.einsum("mj,mjr,mjrp,mjrq->pq", e, S, d, d)
+            - np.einsum("mj,mjr,mrpq->pq", e, S, C)) / R
+    return shares, (S[..., None] * d).mean(axis=2), hess
 
 
 def shares_jacobian_numpy(delta: np.ndarray, Wr: np.ndarray, nuT: np.ndarray, W: np.ndarray,
@@ -504,9 +727,20 @@ def _mean_utility_and_nodes(theta, W, zT, lrow, lcol, kr):
 
 
 @cached_njit()
+def _residuals(shares, y):
+    """``s − y`` flattened market by market."""
+    n, J = shares.shape
+    r = np.empty(n * J)
+    for m in range(n):
+        for j in range(J):
+            r[m * J + j] = shares[m, j] - y[m, j]
+    return r
+
+
+@cached_njit()
 def mxl_resjac(theta, data):
     """Residuals ``s(θ) − y`` (flattened, ``n·J``) and their Jacobian ``(n·J, K + nL)`` in
-    ``θ = (β, L[lrow, lcol])``, the callback of :data:`solve_mxl`.
+    ``θ = (β, L[lrow, lcol])``.
 
     ``data = (W, Wr, y, ridx, zT, lrow, lcol, nprod)``: the design ``(n, J, K)``, its random
     columns ``(n, J, Kr)``, the inside shares ``(n, J)``, the random columns' indices, the
@@ -515,14 +749,20 @@ def mxl_resjac(theta, data):
     an absent product's share in ``y`` is 0, so its residual and Jacobian row are 0).
     """
     W, Wr, y, ridx, zT, lrow, lcol, nprod = data
-    n, J, K = W.shape
     delta, nuT = _mean_utility_and_nodes(theta, W, zT, lrow, lcol, ridx.shape[0])
     shares, jac = shares_jacobian_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod)
-    r = np.empty(n * J)
-    for m in range(n):
-        for j in range(J):
-            r[m * J + j] = shares[m, j] - y[m, j]
-    return r, jac.reshape(n * J, jac.shape[2])
+    return _residuals(shares, y), jac.reshape(-1, jac.shape[2])
+
+
+@cached_njit()
+def mxl_resjac_second(theta, data):
+    """:func:`mxl_resjac` and the objective's second-order term ``Σ_i r_i ∇²r_i`` in θ
+    ``(K + nL, K + nL)`` (:func:`shares_jacobian_second_nb`)."""
+    W, Wr, y, ridx, zT, lrow, lcol, nprod = data
+    delta, nuT = _mean_utility_and_nodes(theta, W, zT, lrow, lcol, ridx.shape[0])
+    shares, jac, second = shares_jacobian_second_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol,
+                                                    nprod, y)
+    return _residuals(shares, y), jac.reshape(-1, jac.shape[2]), second
 
 
 def mxl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -536,35 +776,92 @@ def mxl_resjac_numpy(theta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.nda
     return (shares - y).ravel(), jac.reshape(-1, jac.shape[2])
 
 
+def mxl_resjac_second_numpy(theta: np.ndarray, data: tuple
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`mxl_resjac_second`."""
+    W, Wr, y, ridx, zT, lrow, lcol, nprod = data
+    K = W.shape[2]
+    L = np.zeros((len(ridx), len(ridx)))
+    L[lrow, lcol] = theta[K:]
+    shares, jac, second = shares_jacobian_second_numpy(W @ theta[:K], Wr, L @ zT, W, ridx, zT,
+                                                       lrow, lcol, nprod, y)
+    return (shares - y).ravel(), jac.reshape(-1, jac.shape[2]), second
+
+
+@cached_njit()
+def _diagonals(data):
+    """Positions in θ of the Cholesky diagonals (the entries ``L_aa = η_a²``)."""
+    K, lrow, lcol = data[0].shape[2], data[5], data[6]
+    return K + np.flatnonzero(lrow == lcol)
+
+
+@cached_njit()
+def _squared(eta, diag):
+    theta = eta.copy()
+    for i in diag:
+        theta[i] = eta[i] * eta[i]
+    return theta
+
+
 @cached_njit()
 def mxl_resjac_root(eta, data):
     """:func:`mxl_resjac` with every Cholesky diagonal ``L_aa = η_a²`` (the callback of
     :data:`solve_mxl`): the box ``0 ≤ L_aa ≤ 100`` becomes ``|η_a| ≤ 10`` with no bound at 0, where
     a projected step would hold ``L_aa`` at a near-stationary point (the objective is nearly
     even in the sign of a Cholesky column)."""
-    K = data[0].shape[2]
-    lrow, lcol = data[5], data[6]
-    theta = eta.copy()
-    for q in range(lrow.shape[0]):
-        if lrow[q] == lcol[q]:
-            theta[K + q] = eta[K + q] * eta[K + q]
-    r, jac = mxl_resjac(theta, data)
-    for q in range(lrow.shape[0]):
-        if lrow[q] == lcol[q]:
-            jac[:, K + q] *= 2.0 * eta[K + q]
+    diag = _diagonals(data)
+    r, jac = mxl_resjac(_squared(eta, diag), data)
+    for i in diag:
+        jac[:, i] *= 2.0 * eta[i]
     return r, jac
+
+
+@cached_njit()
+def mxl_resjac_root_second(eta, data):
+    """:func:`mxl_resjac_root` and the second-order term in η (the exact term of
+    :data:`solve_mxl`): with ``θ_i = η_i²`` the chain rule scales row and column ``i`` of the
+    term in θ by ``2η_i`` and adds ``2 ∂f/∂θ_i = 2 (Jᵀr)_i`` to its diagonal entry."""
+    diag = _diagonals(data)
+    r, jac, second = mxl_resjac_second(_squared(eta, diag), data)
+    for i in diag:
+        g = 0.0
+        for row in range(r.shape[0]):
+            g += jac[row, i] * r[row]
+        jac[:, i] *= 2.0 * eta[i]
+        second[i, :] *= 2.0 * eta[i]
+        second[:, i] *= 2.0 * eta[i]
+        second[i, i] += 2.0 * g
+    return r, jac, second
+
+
+def _root_numpy(eta, data):
+    """θ from η, and the positions of the Cholesky diagonals."""
+    d = data[0].shape[2] + np.flatnonzero(data[5] == data[6])
+    theta = np.array(eta, dtype=float)
+    theta[d] = eta[d] ** 2
+    return theta, d
 
 
 def mxl_resjac_root_numpy(eta: np.ndarray, data: tuple) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`mxl_resjac_root`."""
-    K, lrow, lcol = data[0].shape[2], data[5], data[6]
-    d = K + np.flatnonzero(lrow == lcol)
-    theta = np.array(eta, dtype=float)
-    theta[d] = eta[d] ** 2
+    theta, d = _root_numpy(eta, data)
     r, jac = mxl_resjac_numpy(theta, data)
     jac[:, d] *= 2.0 * eta[d]
     return r, jac
 
 
+def mxl_resjac_root_second_numpy(eta: np.ndarray, data: tuple
+                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`mxl_resjac_root_second`."""
+    theta, d = _root_numpy(eta, data)
+    r, jac, second = mxl_resjac_second_numpy(theta, data)
+    scale = np.ones(len(eta))
+    scale[d] = 2.0 * eta[d]
+    second = scale[:, None] * second * scale[None, :]
+    second[d, d] += 2.0 * (jac.T @ r)[d]
+    return r, jac * scale, second
+
+
 #: The compiled bounded LM on the mixed-logit residuals, in (β, L) with root diagonals.
-solve_mxl = compile_lm(mxl_resjac_root, "demand_mixed_logit")
+solve_mxl = compile_lm(mxl_resjac_root, "demand_mixed_logit",
+                       second_order=mxl_resjac_root_second)
