@@ -1,15 +1,17 @@
-"""Mixed-logit speed: share kernel vs its NumPy twin vs pyblp, Jacobian kernel vs twin, and the
-MXL fit at n = 100 markets on prior samples: the compiled fit (default options), the compiled fit
-from both SPEC starts always (``starts="both"``, the default before the adaptive second start) and
-scipy's dogbox with 400 evaluations per start from both starts and no reflected starts (the fit
-before issue 15, less its stall), side by side (CPU time, evaluations, objective reached).
+"""Mixed-logit speed: share kernel vs its NumPy twin vs pyblp, Jacobian and second-order-term
+kernels vs twins, and the MXL fit at n = 100 markets on prior samples: the compiled fit (default
+options), the compiled fit from both SPEC starts always (``starts="both"``, the default before
+the adaptive second start) and scipy's dogbox with 400 evaluations per start from both starts
+and no reflected starts (the fit before issue 15, less its stall), side by side (CPU time,
+evaluations, objective reached).
 
 Run ``python benchmarks/bench_mxl.py [--samples 60] [--n 100] [--csv out.csv]`` (``--no-fits``
 for the kernels only; ``--profile K`` adds where a compiled fit's time goes on the first K
 samples: evaluations per start, the fraction of trial steps the optimiser accepts, and the cost
-of an evaluation with and without the Jacobian; ``--budget start`` gives the compiled fit the
-reference's 400 evaluations per start instead of the package default's 400 per fit). pyblp is
-optional: without it the pyblp column is skipped. Targets (issue 15): median fit under 0.3 s,
+of an evaluation with and without the Jacobian, and with the exact second-order term;
+``--budget start`` gives the compiled fit the reference's 400 evaluations per start instead of
+the package default's 400 per fit). pyblp is optional: without it the pyblp column is
+skipped. Targets (issue 15): median fit under 0.3 s,
 90th percentile under 1 s, objective never worse than dogbox's by more than 1e-8 relative.
 
 "Shares for given parameters" is timed apples to apples: 100 markets × 24 products, the same
@@ -112,6 +114,12 @@ def kernel_table(rng):
     t_np = best_of(lambda: nb.mxl_jacobian_numpy(delta, W, ridx, nu, z, lrow, lcol), 3)
     rows.append({"quantity": "shares + Jacobian (14 params)", "numba [ms]": 1e3 * t_nb,
                  "numpy [ms]": 1e3 * t_np, "numpy/numba": t_np / t_nb})
+    args = nb._jacobian_args(delta, W, ridx, nu, z, lrow, lcol, None)
+    y = np.full(delta.shape, 0.02)
+    t_nb = best_of(lambda: nb.shares_jacobian_second_nb(*args, y))
+    t_np = best_of(lambda: nb.shares_jacobian_second_numpy(*args, y), 1)
+    rows.append({"quantity": "... + second-order term", "numba [ms]": 1e3 * t_nb,
+                 "numpy [ms]": 1e3 * t_np, "numpy/numba": t_np / t_nb})
     return pd.DataFrame(rows).set_index("quantity")
 
 
@@ -179,7 +187,12 @@ def profile_table(count, n):
         costs.append(float(r @ r))
         return r, J
 
-    twin = python_lm(recording, "bench_recording")
+    def recording_second(x, data):
+        r, J, S = nb.mxl_resjac_root_second(x, data)
+        costs.append(float(r @ r))
+        return r, J, S
+
+    twin = python_lm(recording, "bench_recording", recording_second)
     rows = []
     for m, sample in prior_samples(count, n):
         fit, _, cpu = timed_fit(proc, sample)
@@ -203,13 +216,15 @@ def profile_table(count, n):
         d, nuT = nb._mean_utility_and_nodes(fit.params, prob.data[0], prob.data[4],
                                             prob.data[5], prob.data[6], len(prob.data[3]))
         t_full = best_of(lambda x=x, prob=prob: nb.mxl_resjac_root(x, prob.data), 10)
+        t_second = best_of(lambda x=x, prob=prob: nb.mxl_resjac_root_second(x, prob.data), 10)
         t_res = best_of(lambda d=d, nuT=nuT, prob=prob: nb.mean_probabilities_nb(
             d, prob.data[1], nuT, prob.data[7]), 10)
         rows.append({"replication": m, "fit cpu [s]": cpu, "evaluations": fit.info["nfev"],
                      "starts": len(fit.info["starts"]), "SPEC starts' evaluations": spec,
                      "accepted fraction": accepted / max(spec - 2, 1),
                      **{f"to {tol:.0e}": reach[tol] for tol in TAIL_TOLERANCES},
-                     "evaluation [ms]": 1e3 * t_full, "shares only [ms]": 1e3 * t_res})
+                     "evaluation [ms]": 1e3 * t_full, "with S [ms]": 1e3 * t_second,
+                     "shares only [ms]": 1e3 * t_res})
     df = pd.DataFrame(rows).set_index("replication")
     print(f"\nWhere an MXL fit's time goes (n = {n}, first {count} samples)")
     print(df.to_string())
@@ -219,7 +234,8 @@ def profile_table(count, n):
           f"{df['fit cpu [s]'].median():.3f} s fit; trial steps accepted "
           f"{df['accepted fraction'].median():.0%}; the shares alone are "
           f"{df['shares only [ms]'].median() / df['evaluation [ms]'].median():.0%} of an "
-          f"evaluation")
+          f"evaluation, the exact second-order term adds "
+          f"{df['with S [ms]'].median() / df['evaluation [ms]'].median() - 1:.0%}")
     total = df["SPEC starts' evaluations"].sum()
     print("  the SPEC starts' evaluations until within a relative tolerance of where each start "
           "ends: " + ", ".join(f"{tol:.0e}: {df[f'to {tol:.0e}'].sum() / total:.0%}"

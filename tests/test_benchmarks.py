@@ -118,6 +118,9 @@ def test_mxl_kernels_profile_and_fits():
     jacobian = numbers(rf"\s{FLOAT}", out.split("shares + Jacobian (14 params)")[1]
                        .splitlines()[0])
     assert jacobian[2] > 1
+    second = numbers(rf"\s{FLOAT}", out.split("... + second-order term")[1].splitlines()[0])
+    assert second[2] > 1
+    assert 0 < number(r"the exact second-order term adds (\d+)%", out) < 100
     assert number(r"median: (\d+) evaluations x", out) >= 1
     assert 0 < number(r"trial steps accepted (\d+)%", out) <= 100
     assert "lm: CPU median" in out and number(r" lm: .*converged (\d+)%", out) == 100

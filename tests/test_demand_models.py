@@ -442,6 +442,7 @@ def test_distinct_product_columns_are_found_as_by_brute_force():
     W[:, :, 2] = W[:, :, 1]                      # sugar made equal to price
     nprod = np.array([6, 6, 4, 6, 5], dtype=np.int64)
     W[2, 4:, 2] = 99.0                           # ... except on absent products
+    W[0, :, 3] = W[0, :, 1]                      # mushy equal to price in the first market only
     K = W.shape[2]
     ca = np.r_[np.arange(K), [a for a in range(K) for b in range(a, K)]].astype(np.int64)
     cb = np.r_[np.full(K, -1), [b for a in range(K) for b in range(a, K)]].astype(np.int64)
@@ -453,8 +454,8 @@ def test_distinct_product_columns_are_found_as_by_brute_force():
         same = [k for k in range(len(ca)) if np.array_equal(values[i], values[k])]
         assert first[col[i]] == same[0]         # mapped to the first column equal to it
     assert nd == len({values[i].tobytes() for i in range(len(ca))})
-    # Intercept, price (= sugar), mushy (= mushy², = Intercept·mushy), price², price·mushy
-    assert nd == 5
+    # Intercept, price (= sugar), mushy (= Intercept·mushy), price², price·mushy, mushy²
+    assert nd == 6
 
 
 def test_paired_and_shifted_exponentials_both_match_the_twin_at_the_switch():

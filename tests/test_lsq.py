@@ -210,6 +210,55 @@ def test_the_exact_second_order_term_converges_in_fewer_evaluations_on_large_res
     assert exact_total < 0.9 * secant_total, (exact_total, secant_total)
 
 
+def test_a_step_failing_by_rounding_at_the_optimum_ends_the_fit():
+    """MINPACK's objective test holds on a failed step too: a Newton step (exact second-order
+    term) reaches the optimum to rounding, the next step changes the objective by less than
+    ``ftol`` relative and fails, and the fit ends there (status 2), one evaluation after its
+    last decrease, at scipy's optimum. Tested on failed steps only after accepted ones, the
+    damping grew for about ten more evaluations until "no decrease at any damping"."""
+    costs = []
+    decay = _decay_with(_libm_exp)
+    decay_second = _decay_second_with(_libm_exp, decay)
+
+    def resjac(theta, data):
+        r, J = decay(theta, data)
+        costs.append(r @ r)
+        return r, J
+
+    def second_order(theta, data):
+        r, J, S = decay_second(theta, data)
+        costs.append(r @ r)
+        return r, J, S
+
+    data = problem(0, noise=3.0)
+    x0 = np.array([1.0, 1.0, 0.0])
+    x, cost, nfev, status, opt = python_lm(resjac, "lm_rounding_stop", second_order)(
+        x0, *WIDE, FREE, data, 500, *TOL)
+    ref = scipy_optimum(x0, *WIDE, data)
+    assert status == 2 and cost <= ref.cost * (1 + 1e-12)
+    assert costs[-1] >= min(costs[:-1]) and costs[-2] < min(costs[:-2])   # failed, after a decrease
+    assert abs(costs[-1] / costs[-2] - 1) <= TOL[2]
+
+
+def test_a_failed_step_the_model_expected_much_from_is_not_convergence():
+    """The objective test on a failed step needs the *predicted* reduction within ``ftol`` too:
+    ``r = sin θ`` from ``θ₀ ≈ 1.1661``, where Gauss–Newton's step lands just past ``−θ₀`` (the
+    objective up by 1e-6 relative, a failed step) although the model predicted the whole
+    objective away. With ``ftol = 0.5`` the change alone would pass; the fit goes on to the exact
+    fit ``θ = 0`` (status 4)."""
+    def resjac(theta, data):
+        return np.array([np.sin(theta[0])]), np.array([[np.cos(theta[0])]])
+
+    t0 = 1.1660874735096819        # the damped step's objective 1e-6 above the start's
+    r0, j0 = math.sin(t0), math.cos(t0)
+    t1 = t0 - j0 * r0 / (j0 * j0 * (1 + 1e-3))
+    assert 0 < math.sin(t1) ** 2 / r0 ** 2 - 1 < 0.5
+    x, cost, nfev, status, opt = python_lm(resjac, "lm_overshoot")(
+        np.array([t0]), np.array([-5.0]), np.array([5.0]), np.ones(1, np.int64), (), 50,
+        0.0, 0.0, 0.5)
+    assert status == 4 and cost == 0.0 and nfev > 2
+
+
 def test_a_failed_secant_step_is_retried_with_more_damping_before_gauss_newton():
     """The model ``JᵀJ + S`` is given up for Gauss–Newton only after its *second* failure (module
     docstring): after one failed step the damping doubles (``μ ← νμ``, ``ν = 2``) and the next

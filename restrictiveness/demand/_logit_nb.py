@@ -24,6 +24,12 @@ Jacobian's node sums are one matrix product ``S_m Bᵀ`` (``J × 2H`` times
 products ``w̄_c ∘ (±z_b)``, computed in register blocks (:func:`_dot_nt`; faster than BLAS at
 these small sizes).
 
+The optimiser's Newton steps use the second-order term of the least-squares objective,
+``Σ_mj e_mj ∇²s_mj`` with ``e = s − y`` (:func:`shares_jacobian_second_nb`): utilities are
+linear in θ, so it factors as ``mean_r M_r ⊗ (1, z_r)(1, z_r)ᵀ`` with a ``K × K`` matrix per node
+that is summed over markets in the same pass as the Jacobian (about half an evaluation more)
+and contracted with the nodes once.
+
 Every compiled kernel (``*_nb``) has a plain-NumPy twin (``*_numpy``); tests assert they agree.
 Inputs are validated by the callers in :mod:`restrictiveness.demand.models`; the kernels expect
 C-contiguous float64 arrays and int64 index arrays.

@@ -18,7 +18,9 @@ is 0 (SPEC §7):
 All are fitted by bounded nonlinear least squares on the inside shares of the training markets
 (``β ∈ [−50, 50]``, Cholesky diagonal ``[0, 100]``, off-diagonal ``[−100, 100]``) with analytic
 Jacobians, from several starts, by the compiled bounded Levenberg–Marquardt of
-:mod:`restrictiveness.shared._lsq_nb` (no Python per iteration; scipy's ``trf``/``dogbox`` remain
+:mod:`restrictiveness.shared._lsq_nb` (no Python per iteration; the mixed logit's steps in the
+slow phase use the exact second-order term of its objective, computed with the Jacobian;
+scipy's ``trf``/``dogbox`` remain
 as ``method=`` references), with at most ``max_nfev = 400`` residual evaluations for the whole
 fit (``budget="fit"``; Jacobian evaluations are not counted, as in scipy); the lowest objective
 wins. Starts: the baseline (``β = (γ, 0, …)``) and the Berry log-share regression (OLS of
@@ -92,24 +94,20 @@ _STARTS_CHOICE = """The fit starts from the fitted MNL means with ``L = 0.5·I``
     or ends no lower than the MNL objective (``starts="adaptive"``, the default; under
     ``budget="fit"`` a first start out of budget has used the whole fit's 400 evaluations, so
     there it cannot run after one); ``starts="both"`` always runs
-    both, as SPEC §7's example reads. The objective is not convex
-    in ``L``, so either start can end in the lower local minimum, but the second rarely gains
-    much and doubles the cost: on the first 50 prior samples of seed 0 at n = 100
-    (``python benchmarks/bench_mxl.py --samples 50``), the adaptive fit took a median 0.26 s of
-    CPU against 0.46 s (90th percentile 0.49 s against 0.72 s; median 76 evaluations against
-    141); it ended above the two-start fit in 1 sample (by 7.7e-4 relative) and below it in 2
-    (by up to 8.2e-3); above scipy's dogbox from both starts with 400 evaluations each in 3 (by
-    at most 7.7e-4; the two-start fit in 2, by at most 9.0e-3); at the MNL objective in none.
-    At n = 50
-    and 200 (12 samples each) it ended above the two-start fit in 1 (2.4e-4) and 0. Starts
-    screened by one evaluation each (``c·I``, ``L_aa = c / sd(w_a)``, ``L_aa = c·|β_a|``)
-    were not better: the screen picked the smallest ``L`` nearly always, and single starts so
-    chosen ended above the two-start fit in 2–3 of the 48. Nor is a cheap test of when the
-    second start will gain: each run alone to convergence on the first 50 samples, it ended
-    below the first in 8 (by 2.5e-4 to 2.5e-2) and above it in 9, and its objective passed the
-    first's final one only after 15–41 evaluations (157 in one); stopping it once its iterate
-    enters the first start's basin was never wrong there but saved only 30% of its
-    evaluations."""
+    both, as SPEC §7's example reads. The objective is not convex in ``L``, so either start can
+    end in the lower local minimum; with the exact second-order term in the optimiser's slow
+    phase (:mod:`restrictiveness.shared._lsq_nb`) the first start, followed by the reflected
+    starts, reaches the two-start optimum: on the first 50 prior samples of seed 0 at n = 100
+    (``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_mxl.py --samples 50``, load 1.0) the
+    adaptive fit took a median 0.19 s of CPU against 0.33 s (90th percentile 0.34 s against
+    0.49 s; median 43 evaluations against 80) and ended within 1.6e-11 of the two-start fit in
+    all 50; below scipy's dogbox from both starts with 400 evaluations each in all 50 (by
+    2e-8 to 15%; dogbox 2.7 s, 14.5× slower), at the MNL objective in none. With the secant
+    estimate of that term (before), the adaptive fit ended above dogbox's in 3 of the 50 (by up
+    to 7.7e-4), and running both starts did not remove them all. At n = 50 and 200
+    (12 samples each, ``--samples 12 --n 50``) it ended above the two-start fit in 2 (by up to
+    2.4e-4) and 1 (1.3e-4), above dogbox in none (median 0.12 s and 0.43 s against dogbox's
+    1.4 s and 4.9 s)."""
 _PAPER_SETTING = """The package default converges to the least-squares optimum. The paper's
     Tables 3–4 most likely come from budget-limited fits: ``MixedLogit(**PAPER_MXL)`` (scipy's
     ``dogbox``, 400 evaluations for both starts together; the budget binds in every fit)
