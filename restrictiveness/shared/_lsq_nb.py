@@ -18,7 +18,7 @@ residuals are large (the NL2SOL idea; Dennis, Gay & Welsch 1981; Fletcher & Xu 1
   computed by the Dennis–Gay–Welsch secant update (with NL2SOL's sizing factor), at no extra
   evaluation; a step uses ``JᵀJ + S`` when the previous accepted step reduced the objective by
   less than :data:`SWITCH` (20%), and ``JᵀJ`` otherwise. A problem that can compute ``S``
-  exactly (``second_order`` of :func:`compile_lm`; the mixed logit's costs 35–40% of an
+  exactly (``second_order`` of :func:`compile_lm`; the mixed logit's adds about half an
   evaluation) has it computed with the residuals at the trial points of steps that use it, and
   an accepted point's exact ``S`` replaces the secant estimate (which stays for the steps after
   a Gauss–Newton one): Newton's method in the fit's slow phase, where the secant estimate took
