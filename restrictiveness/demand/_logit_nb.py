@@ -552,7 +552,8 @@ def shares_jacobian_second_nb(delta, Wr, nuT, W, ridx, zT, lrow, lcol, nprod, y)
         if Jm > 0:
             _market_second_order(Sm, B, W[m], shares[m], y[m], Jm, ca, cb, col, first, C, Wt,
                                  rho, O, Macc)
-    # θ entry i is (design column ia, node factor ic): β_a is (a, 1), L_ab is (ridx[a], z_b)
+    # θ entry i is (design column ia, node-factor row ic of B): β_a is (a, the ones), L_ab is
+    # (ridx[a], z_b)
     ia = np.empty(p, dtype=np.int64)
     ic = np.empty(p, dtype=np.int64)
     for a in range(K):
